@@ -1,0 +1,81 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { JsonObject } from '../idempotency/types';
+
+/** The receipt of a refund, stored on its invoice: the natural-key record of "one refund per invoice". */
+export interface RefundReceipt extends JsonObject {
+  refund_id: string;
+  invoice_id: string;
+  amount: number;
+  currency: string;
+}
+
+export interface Invoice {
+  readonly tenant: string;
+  readonly invoice_id: string;
+  readonly customer: string;
+  /** Integer minor units (cents). */
+  readonly amount: number;
+  readonly currency: string;
+  readonly created_at: string;
+  readonly refund?: RefundReceipt;
+}
+
+/** The outcome of recording a refund: ours, or the one another call recorded first. */
+export type RecordedRefund =
+  | { readonly recorded: true }
+  | { readonly recorded: false; readonly existing: RefundReceipt };
+
+/** Invoices, keyed by (tenant, invoice_id): one tenant never sees another's invoice ids. */
+export class InvoiceStore {
+  constructor(
+    private readonly documents: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async get(tenant: string, invoiceId: string): Promise<Invoice | undefined> {
+    const { Item } = await this.documents.send(
+      new GetCommand({ TableName: this.tableName, Key: { tenant, invoice_id: invoiceId }, ConsistentRead: true }),
+    );
+    return Item as Invoice | undefined;
+  }
+
+  /** Stores a new invoice; refuses to overwrite an existing id. */
+  async create(invoice: Omit<Invoice, 'refund'>): Promise<void> {
+    await this.documents.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: invoice,
+        ConditionExpression: 'attribute_not_exists(invoice_id)',
+      }),
+    );
+  }
+
+  /**
+   * Records the refund on its invoice, once: `attribute_not_exists(refund)` makes the invoice itself
+   * the natural-key guard, whatever client key, TTL or race led here. When another call won, its
+   * receipt comes back on the same round trip.
+   */
+  async recordRefund(tenant: string, receipt: RefundReceipt): Promise<RecordedRefund> {
+    try {
+      await this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { tenant, invoice_id: receipt.invoice_id },
+          UpdateExpression: 'SET refund = :refund',
+          ConditionExpression: 'attribute_exists(invoice_id) AND attribute_not_exists(refund)',
+          ExpressionAttributeValues: { ':refund': receipt },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { recorded: true };
+    } catch (error) {
+      // The document client does not unmarshall the item returned with a failed condition.
+      const current =
+        error instanceof ConditionalCheckFailedException && error.Item ? unmarshall(error.Item) : undefined;
+      if (!current?.refund) throw error;
+      return { recorded: false, existing: current.refund as RefundReceipt };
+    }
+  }
+}

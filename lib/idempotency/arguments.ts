@@ -1,0 +1,43 @@
+import { z } from 'zod';
+import { InvalidArgsError } from './errors';
+import type { ToolDefinition } from './tool';
+
+/** The argument every write carries. */
+export const IDEMPOTENCY_KEY_FIELD = 'idempotency_key';
+
+/** A client key: 1–255 printable ASCII characters (0x20–0x7E), as Stripe and the IETF draft allow. */
+export const clientKeySchema = z
+  .string({ error: 'required, a string of 1-255 printable ASCII characters' })
+  .min(1, 'must not be empty')
+  .max(255, 'must be at most 255 characters')
+  .regex(/^[\x20-\x7E]+$/, 'must be printable ASCII (0x20-0x7E)');
+
+/** `field: problem` for the first problem zod found, naming the field a caller must fix. */
+function describe(error: z.ZodError, fallbackField: string): string {
+  const issue = error.issues[0];
+  if (!issue) return `${fallbackField}: invalid`;
+  if (issue.code === 'unrecognized_keys') return `${issue.keys.join(', ')}: unknown field`;
+  const field = issue.path.length > 0 ? issue.path.map(String).join('.') : fallbackField;
+  return `${field}: ${issue.message}`;
+}
+
+export interface ParsedCall<A> {
+  readonly clientKey: string;
+  readonly args: A;
+}
+
+/**
+ * Splits a raw call into its client key and validated arguments. Unknown fields are refused, so a
+ * typo never silently becomes a default. Throws {@link InvalidArgsError} naming the field.
+ */
+export function parseCall<S extends z.ZodObject>(tool: ToolDefinition<S>, input: unknown): ParsedCall<z.output<S>> {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+    throw new InvalidArgsError('arguments: expected a JSON object');
+  }
+  const { [IDEMPOTENCY_KEY_FIELD]: rawKey, ...rest } = input as Record<string, unknown>;
+  const key = clientKeySchema.safeParse(rawKey);
+  if (!key.success) throw new InvalidArgsError(describe(key.error, IDEMPOTENCY_KEY_FIELD));
+  const args = tool.args.strict().safeParse(rest);
+  if (!args.success) throw new InvalidArgsError(describe(args.error, 'arguments'));
+  return { clientKey: key.data, args: args.data as z.output<S> };
+}

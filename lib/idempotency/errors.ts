@@ -1,0 +1,63 @@
+/**
+ * The closed set of error codes a tool call can end with. The mapping to HTTP lives in one place
+ * (`lib/http/status.ts`); nothing else decides a status.
+ */
+export type ErrorCode = 'invalid_args' | 'not_found' | 'conflict' | 'unavailable' | 'internal';
+
+/**
+ * Base of every error retrysafe returns to a caller. `expose` says whether `message` may reach the
+ * caller: only `internal` hides it (the caller sees a generic message; the cause goes to the log).
+ */
+export abstract class ToolError extends Error {
+  abstract readonly code: ErrorCode;
+  readonly expose: boolean = true;
+}
+
+/** The arguments are wrong: a field is missing, malformed, or disagrees with the world (wrong amount). */
+export class InvalidArgsError extends ToolError {
+  readonly code = 'invalid_args';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'InvalidArgsError';
+  }
+}
+
+/** The object the arguments name does not exist for this tenant. */
+export class NotFoundError extends ToolError {
+  readonly code = 'not_found';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'NotFoundError';
+  }
+}
+
+/** The idempotency key was used before with other arguments: never executed, never the new amount. */
+export class ConflictError extends ToolError {
+  readonly code = 'conflict';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ConflictError';
+  }
+}
+
+/** The store could not be reached. Nothing ran without a successful claim; the call may be retried. */
+export class UnavailableError extends ToolError {
+  readonly code = 'unavailable';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'UnavailableError';
+  }
+}
+
+/** A bug or a broken contract (for example a receipt that is not plain JSON). Never shown verbatim. */
+export class InternalError extends ToolError {
+  readonly code = 'internal';
+  override readonly expose = false;
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'InternalError';
+  }
+}
+
+/** What a caller is told for an `internal` error. */
+export const INTERNAL_MESSAGE = 'internal error';

@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto';
+import { IdempotencyItemAlreadyExistsError, IdempotencyRecordStatus } from '@aws-lambda-powertools/idempotency';
+import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import { IdempotencyRecord } from '@aws-lambda-powertools/idempotency/persistence';
+import {
+  ConditionalCheckFailedException,
+  DeleteItemCommand,
+  type DynamoDBClient,
+  PutItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../../store/tables';
+
+export interface ScopedPersistenceOptions {
+  readonly client: DynamoDBClient;
+  readonly tableName: string;
+  /** Tool name, stored as the record's `tool` attribute. */
+  readonly tool: string;
+  /** Tenant of the caller, stored as the record's `tenant` attribute. */
+  readonly tenant: string;
+}
+
+/**
+ * Powertools' DynamoDB persistence layer for *one call*: it adds the caller's `tenant` and `tool` to
+ * the claim item (so one tenant's records can be found and erased) and a random `claim_id`, so that a
+ * failing call only ever releases its own claim.
+ *
+ * One instance per call, never shared: Powertools keeps per-call state (key prefix, configuration) on
+ * the persistence layer, and two concurrent calls sharing one instance could hash with each other's
+ * prefix.
+ *
+ * Everything else — reading, validating the payload hash, storing the result — is Powertools' own.
+ */
+export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
+  readonly #client: DynamoDBClient;
+  readonly #tableName: string;
+  readonly #tool: string;
+  readonly #tenant: string;
+  /** The claim this call wrote, if any: the only claim it may release. */
+  #claimId: string | undefined;
+  /** The record found in the way of this call's claim, when the claim was refused. */
+  #existingRecord: IdempotencyRecord | undefined;
+
+  constructor(options: ScopedPersistenceOptions) {
+    super({
+      tableName: options.tableName,
+      awsSdkV3Client: options.client,
+      keyAttr: ATTR.key,
+      expiryAttr: ATTR.expiry,
+      inProgressExpiryAttr: ATTR.inProgressExpiry,
+      statusAttr: ATTR.status,
+      dataAttr: ATTR.data,
+      validationKeyAttr: ATTR.validation,
+    });
+    this.#client = options.client;
+    this.#tableName = options.tableName;
+    this.#tool = options.tool;
+    this.#tenant = options.tenant;
+  }
+
+  /** The record that refused this call's claim (for a retry-after hint), if one did. */
+  get existingRecord(): IdempotencyRecord | undefined {
+    return this.#existingRecord;
+  }
+
+  /**
+   * The claim: a conditional PutItem, with the same condition as Powertools' own `_putRecord`.
+   *
+   * The put succeeds when no live record holds the key:
+   *
+   *   no item ─────────────────────────────▶ claim      attribute_not_exists(id)
+   *   COMPLETED, expiration < now ─────────▶ claim      (TTL passed; DynamoDB may not have deleted it yet)
+   *   INPROGRESS, lock deadline < now ─────▶ claim      (the first worker died or timed out)
+   *   INPROGRESS, lock still running ──────▶ refused → `pending`
+   *   COMPLETED, not expired ──────────────▶ refused → replay (or `conflict` if the fingerprint differs)
+   *
+   * Expiry is decided here, by the condition, and never by the item being gone: DynamoDB deletes
+   * expired items up to about 48 hours late.
+   */
+  protected override async _putRecord(record: IdempotencyRecord): Promise<void> {
+    const claimId = randomUUID();
+    const item: Record<string, string | number> = {
+      [ATTR.key]: record.idempotencyKey,
+      [ATTR.status]: record.getStatus(),
+      [ATTR.tenant]: this.#tenant,
+      [ATTR.tool]: this.#tool,
+      [ATTR.claim]: claimId,
+    };
+    if (record.expiryTimestamp !== undefined) item[ATTR.expiry] = record.expiryTimestamp;
+    if (record.inProgressExpiryTimestamp !== undefined) item[ATTR.inProgressExpiry] = record.inProgressExpiryTimestamp;
+    if (this.isPayloadValidationEnabled() && record.payloadHash) item[ATTR.validation] = record.payloadHash;
+
+    const now = Date.now();
+    try {
+      await this.#client.send(
+        new PutItemCommand({
+          TableName: this.#tableName,
+          Item: marshall(item),
+          ConditionExpression:
+            'attribute_not_exists(#id) OR #expiry < :now OR ' +
+            '(#status = :inprogress AND attribute_exists(#in_progress_expiry) AND #in_progress_expiry < :now_in_millis)',
+          ExpressionAttributeNames: {
+            '#id': ATTR.key,
+            '#expiry': ATTR.expiry,
+            '#status': ATTR.status,
+            '#in_progress_expiry': ATTR.inProgressExpiry,
+          },
+          ExpressionAttributeValues: marshall({
+            ':now': now / 1000,
+            ':now_in_millis': now,
+            ':inprogress': IdempotencyRecordStatus.INPROGRESS,
+          }),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      this.#claimId = claimId;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        const existing = error.Item ? this.#toRecord(unmarshall(error.Item)) : undefined;
+        this.#existingRecord = existing;
+        throw new IdempotencyItemAlreadyExistsError(
+          `Failed to put record for already existing idempotency key: ${record.idempotencyKey}`,
+          existing,
+        );
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * Releases this call's claim after its function failed. Powertools deletes unconditionally; here
+   * the delete only removes the claim this call wrote: if its lock expired and another call took the
+   * key over, that call's claim (or its stored receipt) stays.
+   */
+  protected override async _deleteRecord(record: IdempotencyRecord): Promise<void> {
+    if (this.#claimId === undefined) return;
+    try {
+      await this.#client.send(
+        new DeleteItemCommand({
+          TableName: this.#tableName,
+          Key: marshall({ [ATTR.key]: record.idempotencyKey }),
+          ConditionExpression: '#claim = :claim AND #status = :inprogress',
+          ExpressionAttributeNames: { '#claim': ATTR.claim, '#status': ATTR.status },
+          ExpressionAttributeValues: marshall({
+            ':claim': this.#claimId,
+            ':inprogress': IdempotencyRecordStatus.INPROGRESS,
+          }),
+        }),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return;
+      throw error;
+    }
+  }
+
+  #toRecord(item: Record<string, unknown>): IdempotencyRecord {
+    return new IdempotencyRecord({
+      idempotencyKey: item[ATTR.key] as string,
+      status: item[ATTR.status] as ReturnType<IdempotencyRecord['getStatus']>,
+      expiryTimestamp: item[ATTR.expiry] as number | undefined,
+      inProgressExpiryTimestamp: item[ATTR.inProgressExpiry] as number | undefined,
+      responseData: item[ATTR.data] as Record<string, string>,
+      payloadHash: item[ATTR.validation] as string | undefined,
+    });
+  }
+}

@@ -1,0 +1,206 @@
+import {
+  IdempotencyAlreadyInProgressError,
+  IdempotencyConfig,
+  IdempotencyInconsistentStateError,
+  IdempotencyItemNotFoundError,
+  IdempotencyKeyError,
+  IdempotencyPersistenceLayerError,
+  IdempotencyValidationError,
+  makeIdempotent,
+} from '@aws-lambda-powertools/idempotency';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Context } from 'aws-lambda';
+import { z } from 'zod';
+import { parseCall } from './arguments';
+import {
+  ConflictError,
+  INTERNAL_MESSAGE,
+  InternalError,
+  InvalidArgsError,
+  ToolError,
+  UnavailableError,
+} from './errors';
+import { downstreamKey, fingerprint } from './fingerprint';
+import { ScopedDynamoDBPersistenceLayer } from './persistence/scoped-dynamodb';
+import { decodeReceipt, encodeReceipt } from './receipt';
+import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
+import type { Identity, InvocationDeadline, JsonObject, ToolResult } from './types';
+
+/** Longest `retry_after_ms` suggested for a call still in flight: most writes finish well within it. */
+export const MAX_RETRY_AFTER_MS = 1_000;
+/** Shortest `retry_after_ms`: polling faster than this only adds load. */
+export const MIN_RETRY_AFTER_MS = 100;
+
+export interface ToolRuntimeOptions {
+  /** Client for the idempotency table (shared; the runtime keeps no per-call state on it). */
+  readonly client: DynamoDBClient;
+  /** Name of the idempotency table. */
+  readonly tableName: string;
+  /**
+   * Where `internal` and `unavailable` causes are logged (never the arguments).
+   * @default undefined (nothing is logged)
+   */
+  readonly logger?: Logger;
+}
+
+/** What the wrapped function returns, and so what Powertools stores: strings and a boolean only. */
+interface StoredResult {
+  /** The receipt as JSON text (see `encodeReceipt`). */
+  readonly receipt: string;
+  /** True when this result is itself a replay: of a stored record, or of a natural key's receipt. */
+  readonly replayed: boolean;
+}
+
+/** What Powertools hashes: the scope into the record key, the fingerprint into the validation hash. */
+interface ClaimPayload {
+  readonly scope: [tenant: string, user: string, clientKey: string];
+  readonly fingerprint: string;
+}
+
+/** The identity must be complete before anything is hashed: `[null, null]` would be one shared record. */
+const identitySchema = z.object({
+  tenant: z.string().min(1).max(256),
+  user: z.string().min(1).max(256),
+});
+
+/**
+ * Runs tools idempotently. Every call:
+ *  1. validates the identity, the client key and the arguments (nothing is written when they are bad);
+ *  2. claims `(tool, tenant, user, client key)` with a conditional PutItem *before* any side effect;
+ *  3. runs the tool with a downstream key derived from the natural key (or the client key);
+ *  4. stores the receipt and returns it; a later call with the same key gets the stored receipt.
+ */
+export class ToolRuntime {
+  readonly #options: ToolRuntimeOptions;
+
+  constructor(options: ToolRuntimeOptions) {
+    this.#options = options;
+  }
+
+  async invoke<S extends z.ZodObject, R extends JsonObject>(
+    tool: ToolDefinition<S, R>,
+    identity: Identity,
+    input: unknown,
+    deadline: InvocationDeadline,
+  ): Promise<ToolResult<R>> {
+    try {
+      const scope = identitySchema.safeParse(identity);
+      if (!scope.success) throw new InternalError(`incomplete identity: ${scope.error.issues[0]?.path.join('.')}`);
+      const { clientKey, args } = parseCall(tool, input);
+      return await this.#run(tool, scope.data, clientKey, args, deadline);
+    } catch (error) {
+      return this.#failure(tool.name, error);
+    }
+  }
+
+  async #run<S extends z.ZodObject, R extends JsonObject>(
+    tool: ToolDefinition<S, R>,
+    identity: Identity,
+    clientKey: string,
+    args: z.output<S>,
+    deadline: InvocationDeadline,
+  ): Promise<ToolResult<R>> {
+    const ttlSeconds = tool.ttlSeconds ?? DEFAULT_TTL_SECONDS;
+    const remainingMs = deadline.getRemainingTimeInMillis();
+    // Without a positive deadline Powertools writes no lock expiry, and a crashed call would hold the
+    // key until the TTL; a deadline past the TTL could let the record expire mid-execution.
+    if (!(remainingMs > 0 && remainingMs < ttlSeconds * 1000)) {
+      throw new InternalError(`invocation deadline ${remainingMs} ms is not within (0, ${ttlSeconds} s)`);
+    }
+
+    const config = new IdempotencyConfig({
+      eventKeyJmesPath: 'scope',
+      payloadValidationJmesPath: 'fingerprint',
+      throwOnNoIdempotencyKey: true,
+      expiresAfterSeconds: ttlSeconds,
+      hashFunction: 'sha256',
+      // Powertools reads only getRemainingTimeInMillis() from the context.
+      lambdaContext: deadline as Context,
+      responseHook: (response) => ({ ...(response as unknown as StoredResult), replayed: true }),
+    });
+    if (!config.isEnabled()) {
+      // POWERTOOLS_IDEMPOTENCY_DISABLED would make every call execute: refuse to run writes instead.
+      throw new InternalError('idempotency is disabled by POWERTOOLS_IDEMPOTENCY_DISABLED');
+    }
+    const persistenceStore = new ScopedDynamoDBPersistenceLayer({
+      client: this.#options.client,
+      tableName: this.#options.tableName,
+      tool: tool.name,
+      tenant: identity.tenant,
+    });
+
+    const natural = tool.naturalKey?.(args);
+    const context = {
+      identity,
+      downstreamKey: downstreamKey(
+        tool.name,
+        identity,
+        natural ? { kind: 'natural', naturalKey: natural } : { kind: 'client', user: identity.user, clientKey },
+      ),
+    };
+    const execute = makeIdempotent(
+      // The claim payload is read by Powertools (hashed); the tool works on the validated arguments.
+      async function executeTool(_claim: ClaimPayload): Promise<StoredResult> {
+        const execution = await tool.execute(args, context);
+        return { receipt: encodeReceipt(tool.name, execution.receipt), replayed: execution.replayed };
+      },
+      { persistenceStore, config, keyPrefix: tool.name },
+    );
+
+    try {
+      // The claim payload holds no arguments, only their fingerprint.
+      const stored = (await execute({
+        scope: [identity.tenant, identity.user, clientKey],
+        fingerprint: fingerprint(args as JsonObject),
+      })) as unknown as StoredResult;
+      return { ok: true, idempotent: stored.replayed, key: clientKey, receipt: decodeReceipt<R>(stored.receipt) };
+    } catch (error) {
+      if (error instanceof IdempotencyAlreadyInProgressError) {
+        return { ok: false, status: 'pending', key: clientKey, retry_after_ms: retryAfterMs(persistenceStore) };
+      }
+      throw error;
+    }
+  }
+
+  #failure(tool: string, error: unknown): ToolResult<never> {
+    const toolError = toToolError(error);
+    if (!toolError.expose || toolError.code === 'unavailable') {
+      this.#options.logger?.error('tool call failed', { tool, code: toolError.code, error: error as Error });
+    }
+    return {
+      ok: false,
+      error: { code: toolError.code, message: toolError.expose ? toolError.message : INTERNAL_MESSAGE },
+    };
+  }
+}
+
+/** When to poll again: soon, but never past the running call's lock. */
+function retryAfterMs(store: ScopedDynamoDBPersistenceLayer): number {
+  const lockEnds = store.existingRecord?.inProgressExpiryTimestamp;
+  const untilLockEnds = lockEnds === undefined ? MAX_RETRY_AFTER_MS : lockEnds - Date.now();
+  return Math.min(MAX_RETRY_AFTER_MS, Math.max(MIN_RETRY_AFTER_MS, Math.ceil(untilLockEnds)));
+}
+
+/**
+ * Every failure becomes one of the closed set of codes. Powertools' errors are translated here, next
+ * to the call that raises them; a business error thrown by a tool passes through as it is (Powertools
+ * has already released the claim for it).
+ */
+function toToolError(error: unknown): ToolError {
+  if (error instanceof ToolError) return error;
+  if (error instanceof IdempotencyValidationError) {
+    return new ConflictError('idempotency_key: already used with different arguments', { cause: error });
+  }
+  if (error instanceof IdempotencyPersistenceLayerError) {
+    // A business error whose claim could not be released is still, first, a store outage.
+    return new UnavailableError('the idempotency store is unavailable; retry later', { cause: error });
+  }
+  if (error instanceof IdempotencyInconsistentStateError || error instanceof IdempotencyItemNotFoundError) {
+    return new UnavailableError('the idempotency record changed while it was read; retry', { cause: error });
+  }
+  if (error instanceof IdempotencyKeyError) {
+    return new InvalidArgsError('idempotency_key: missing', { cause: error });
+  }
+  return new InternalError(error instanceof Error ? error.message : 'unknown failure', { cause: error });
+}

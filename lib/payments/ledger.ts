@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { type Movement, type PaymentProvider, ProviderKeyReuseError, type RefundRequest } from './provider';
+
+/**
+ * A provider backed by a DynamoDB ledger: the stand-in for Stripe. One item per provider key, written
+ * with `attribute_not_exists`, so a second request with the same key returns the first movement and
+ * never moves money again — the guarantee that makes a crash after "provider accepted" harmless.
+ */
+export class LedgerPaymentProvider implements PaymentProvider {
+  constructor(
+    private readonly documents: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async refund(request: RefundRequest): Promise<Movement> {
+    const movement: Movement = {
+      movement_id: `re_${randomUUID().replaceAll('-', '')}`,
+      provider_key: request.idempotencyKey,
+      tenant: request.tenant,
+      invoice_id: request.invoiceId,
+      kind: 'refund',
+      amount: request.amount,
+      currency: request.currency,
+      created_at: new Date().toISOString(),
+    };
+    try {
+      await this.documents.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: movement,
+          ConditionExpression: 'attribute_not_exists(provider_key)',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return movement;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException) || !error.Item) throw error;
+      const existing = unmarshall(error.Item) as Movement;
+      const same =
+        existing.tenant === movement.tenant &&
+        existing.invoice_id === movement.invoice_id &&
+        existing.kind === movement.kind &&
+        existing.amount === movement.amount &&
+        existing.currency === movement.currency;
+      if (!same) throw new ProviderKeyReuseError('idempotency key reused with different parameters', existing);
+      return existing;
+    }
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * A payment provider that honours idempotency keys, as Stripe does: the same key always yields the
+ * same movement, and money moves at most once per key. An HTTP adapter for Stripe would send
+ * `idempotencyKey` as the `Idempotency-Key` header.
+ */
+export interface PaymentProvider {
+  refund(request: RefundRequest): Promise<Movement>;
+}
+
+export interface RefundRequest {
+  /** Derived by the runtime from the natural key: the same on every retry and after a crash. */
+  readonly idempotencyKey: string;
+  readonly tenant: string;
+  readonly invoiceId: string;
+  /** Integer minor units. */
+  readonly amount: number;
+  readonly currency: string;
+}
+
+/** One movement of money, as the provider reports it. */
+export interface Movement {
+  readonly movement_id: string;
+  readonly provider_key: string;
+  readonly tenant: string;
+  readonly invoice_id: string;
+  readonly kind: 'refund';
+  readonly amount: number;
+  readonly currency: string;
+  readonly created_at: string;
+}
+
+/** The provider refused because the key was used before with other parameters (Stripe answers 400). */
+export class ProviderKeyReuseError extends Error {
+  constructor(
+    message: string,
+    readonly existing: Movement,
+  ) {
+    super(message);
+    this.name = 'ProviderKeyReuseError';
+  }
+}

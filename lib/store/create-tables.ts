@@ -1,0 +1,64 @@
+import {
+  CreateTableCommand,
+  type CreateTableCommandInput,
+  type DynamoDBClient,
+  ResourceInUseException,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
+import { TABLES, type TableDefinition, type TableId, tableName } from './tables';
+
+/** The CreateTable request for a table definition (the CDK stack maps the same definition). */
+export function createTableInput(definition: TableDefinition, name: string): CreateTableCommandInput {
+  const keyAttributes = [
+    definition.partitionKey,
+    definition.sortKey,
+    ...(definition.globalSecondaryIndexes ?? []).flatMap((index) => [index.partitionKey, index.sortKey]),
+  ].filter((attribute) => attribute !== undefined);
+  const attributeDefinitions = [...new Map(keyAttributes.map((a) => [a.name, a])).values()];
+  return {
+    TableName: name,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: attributeDefinitions.map((a) => ({ AttributeName: a.name, AttributeType: a.type })),
+    KeySchema: [
+      { AttributeName: definition.partitionKey.name, KeyType: 'HASH' },
+      ...(definition.sortKey ? [{ AttributeName: definition.sortKey.name, KeyType: 'RANGE' as const }] : []),
+    ],
+    ...(definition.globalSecondaryIndexes?.length
+      ? {
+          GlobalSecondaryIndexes: definition.globalSecondaryIndexes.map((index) => ({
+            IndexName: index.indexName,
+            KeySchema: [
+              { AttributeName: index.partitionKey.name, KeyType: 'HASH' as const },
+              ...(index.sortKey ? [{ AttributeName: index.sortKey.name, KeyType: 'RANGE' as const }] : []),
+            ],
+            Projection: { ProjectionType: index.projection },
+          })),
+        }
+      : {}),
+  };
+}
+
+/**
+ * Creates every table of {@link TABLES} that does not exist yet (names from the environment) and
+ * turns TTL on where the definition has one. Used by the test set-up and the local runner.
+ */
+export async function createTables(client: DynamoDBClient, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  for (const id of Object.keys(TABLES) as TableId[]) {
+    const definition: TableDefinition = TABLES[id];
+    const name = tableName(id, env);
+    try {
+      await client.send(new CreateTableCommand(createTableInput(definition, name)));
+    } catch (error) {
+      if (!(error instanceof ResourceInUseException)) throw error;
+      continue;
+    }
+    if (definition.ttlAttribute) {
+      await client.send(
+        new UpdateTimeToLiveCommand({
+          TableName: name,
+          TimeToLiveSpecification: { AttributeName: definition.ttlAttribute, Enabled: true },
+        }),
+      );
+    }
+  }
+}

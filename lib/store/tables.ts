@@ -1,0 +1,94 @@
+/**
+ * The one definition of every DynamoDB table retrysafe uses.
+ *
+ * The test set-up, the local runner and the CDK stack all build their tables from this data, so a key
+ * or index changed here changes everywhere. Plain data only: no SDK or CDK import, so every consumer
+ * can load it without pulling the other's dependencies.
+ */
+
+/** A key attribute: DynamoDB only allows string, number or binary keys; retrysafe uses strings. */
+export interface KeyAttribute {
+  readonly name: string;
+  readonly type: 'S';
+}
+
+export interface GlobalSecondaryIndexDefinition {
+  readonly indexName: string;
+  readonly partitionKey: KeyAttribute;
+  readonly sortKey?: KeyAttribute;
+  /** Only keys are projected: the index exists to find items, not to read receipts from. */
+  readonly projection: 'KEYS_ONLY';
+}
+
+export interface TableDefinition {
+  /** Environment variable that names the table at run time (set by the stack, the runner, the tests). */
+  readonly envVar: string;
+  /** Table name used when the environment variable is not set (local runs and tests). */
+  readonly defaultName: string;
+  readonly partitionKey: KeyAttribute;
+  readonly sortKey?: KeyAttribute;
+  /** Attribute holding the DynamoDB TTL, in epoch seconds. */
+  readonly ttlAttribute?: string;
+  readonly globalSecondaryIndexes?: readonly GlobalSecondaryIndexDefinition[];
+}
+
+/**
+ * Attribute names of an idempotency record. Passed to Powertools' persistence layer and used by the
+ * claim's condition expression, so both always agree.
+ */
+export const IDEMPOTENCY_ATTRIBUTES = {
+  /** Partition key: `<tool>#<sha256 of [tenant, user, client key]>`. Hash-spread, never static. */
+  key: 'id',
+  /** TTL attribute, epoch seconds. Expiry is decided by the claim's condition, not by deletion. */
+  expiry: 'expiration',
+  /** Epoch milliseconds after which an INPROGRESS claim may be taken over (the invocation deadline). */
+  inProgressExpiry: 'in_progress_expiration',
+  status: 'status',
+  /** The stored result (receipt as JSON text, plus whether it was a natural-key replay). */
+  data: 'data',
+  /** Hash of the argument fingerprint: same key + other fingerprint is a conflict. */
+  validation: 'validation',
+  /** Tenant of the caller: lets one tenant's records be found (index below) and erased. */
+  tenant: 'tenant',
+  /** Tool name, also the record key's prefix. */
+  tool: 'tool',
+  /** Random id of the claim that wrote the record: a failing call releases only its own claim. */
+  claim: 'claim_id',
+} as const;
+
+export const TABLES = {
+  idempotency: {
+    envVar: 'IDEMPOTENCY_TABLE',
+    defaultName: 'retrysafe-idempotency',
+    partitionKey: { name: IDEMPOTENCY_ATTRIBUTES.key, type: 'S' },
+    ttlAttribute: IDEMPOTENCY_ATTRIBUTES.expiry,
+    globalSecondaryIndexes: [
+      {
+        indexName: 'by-tenant',
+        partitionKey: { name: IDEMPOTENCY_ATTRIBUTES.tenant, type: 'S' },
+        sortKey: { name: IDEMPOTENCY_ATTRIBUTES.tool, type: 'S' },
+        projection: 'KEYS_ONLY',
+      },
+    ],
+  },
+  invoices: {
+    envVar: 'INVOICES_TABLE',
+    defaultName: 'retrysafe-invoices',
+    partitionKey: { name: 'tenant', type: 'S' },
+    sortKey: { name: 'invoice_id', type: 'S' },
+  },
+  ledger: {
+    envVar: 'LEDGER_TABLE',
+    defaultName: 'retrysafe-ledger',
+    // One item per provider idempotency key: the provider's own guard against moving money twice.
+    partitionKey: { name: 'provider_key', type: 'S' },
+  },
+} as const satisfies Record<string, TableDefinition>;
+
+export type TableId = keyof typeof TABLES;
+
+/** The table name for `id` in this environment. */
+export function tableName(id: TableId, env: NodeJS.ProcessEnv = process.env): string {
+  const definition: TableDefinition = TABLES[id];
+  return env[definition.envVar] || definition.defaultName;
+}

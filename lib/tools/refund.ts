@@ -1,0 +1,69 @@
+import { z } from 'zod';
+import type { InvoiceStore, RefundReceipt } from '../domain/invoices';
+import { InvalidArgsError, NotFoundError } from '../idempotency/errors';
+import { defineTool } from '../idempotency/tool';
+import type { PaymentProvider } from '../payments/provider';
+
+export const refundArgs = z.strictObject({
+  invoice_id: z.string().min(1).max(128).describe('The invoice to refund, as returned by create_invoice.'),
+  amount: z
+    .number()
+    .int()
+    .positive()
+    .max(Number.MAX_SAFE_INTEGER)
+    .describe('The full invoice amount in integer minor units (cents): refunds are full refunds.'),
+});
+
+export interface RefundDependencies {
+  readonly invoices: InvoiceStore;
+  readonly provider: PaymentProvider;
+}
+
+/**
+ * `refund`: a full refund of one invoice. Natural key: `invoice_id` — one refund per invoice, whatever
+ * client key the agent sends, after any TTL and under any race.
+ */
+export function createRefundTool({ invoices, provider }: RefundDependencies) {
+  return defineTool({
+    name: 'refund',
+    description: 'Refund an invoice in full. One refund per invoice: repeating it returns the first receipt.',
+    args: refundArgs,
+    naturalKey: (args) => ({ invoice_id: args.invoice_id }),
+    async execute(args, { identity, downstreamKey }) {
+      const invoice = await invoices.get(identity.tenant, args.invoice_id);
+      if (!invoice) throw new NotFoundError(`invoice_id: no invoice ${args.invoice_id}`);
+      if (invoice.refund) return replayOf(invoice.refund, args.amount);
+      if (args.amount !== invoice.amount) {
+        throw new InvalidArgsError(`amount: a refund is a full refund of ${invoice.amount} ${invoice.currency}`);
+      }
+
+      // The provider guards the money with the derived key; the invoice guards the receipt. A crash
+      // between the two leaves the claim to expire, and the retry gets the same movement back.
+      const movement = await provider.refund({
+        idempotencyKey: downstreamKey,
+        tenant: identity.tenant,
+        invoiceId: invoice.invoice_id,
+        amount: invoice.amount,
+        currency: invoice.currency,
+      });
+      const receipt: RefundReceipt = {
+        refund_id: movement.movement_id,
+        invoice_id: invoice.invoice_id,
+        amount: movement.amount,
+        currency: movement.currency,
+      };
+      const recorded = await invoices.recordRefund(identity.tenant, receipt);
+      return recorded.recorded ? { receipt, replayed: false } : replayOf(recorded.existing, args.amount);
+    },
+  });
+}
+
+/** The invoice was already refunded: the same request gets the stored receipt, another amount is refused. */
+function replayOf(existing: RefundReceipt, amount: number) {
+  if (existing.amount !== amount) {
+    throw new InvalidArgsError(
+      `amount: invoice ${existing.invoice_id} was already refunded with amount ${existing.amount}`,
+    );
+  }
+  return { receipt: existing, replayed: true };
+}

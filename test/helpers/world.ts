@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import type { Invoice } from '../../lib/domain/invoices';
+import type { Identity, InvocationDeadline } from '../../lib/idempotency/types';
+import type { Movement } from '../../lib/payments/provider';
+import { createServices } from '../../lib/services';
+import { TABLES, tableName } from '../../lib/store/tables';
+
+/** A deadline like a Lambda context's: `ms` from now, counting down in real time. */
+export function deadline(ms = 10_000): InvocationDeadline {
+  const end = Date.now() + ms;
+  return { getRemainingTimeInMillis: () => end - Date.now() };
+}
+
+/** A tenant no other test uses, so suites share one DynamoDB Local without seeing each other. */
+export function newTenant(label = 't'): string {
+  return `${label}-${randomUUID()}`;
+}
+
+export function identity(tenant = newTenant(), user = 'ada'): Identity {
+  return { tenant, user };
+}
+
+/**
+ * The real services against DynamoDB Local, plus the reads a test needs to assess what changed in
+ * the world (ledger rows, invoices, idempotency records), not just what the tool answered.
+ */
+export function createWorld() {
+  const services = createServices(process.env);
+  const { documents } = services;
+
+  async function seedInvoice(tenant: string, overrides: Partial<Invoice> = {}): Promise<Invoice> {
+    const invoice: Invoice = {
+      tenant,
+      invoice_id: `inv_${randomUUID().slice(0, 8)}`,
+      customer: 'cus_ada',
+      amount: 4_200,
+      currency: 'usd',
+      created_at: new Date().toISOString(),
+      ...overrides,
+    };
+    await services.invoices.create(invoice);
+    return invoice;
+  }
+
+  async function ledgerRows(tenant: string): Promise<Movement[]> {
+    const rows: Movement[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await documents.send(
+        new ScanCommand({
+          TableName: tableName('ledger'),
+          FilterExpression: 'tenant = :tenant',
+          ExpressionAttributeValues: { ':tenant': tenant },
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      rows.push(...((page.Items ?? []) as Movement[]));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return rows;
+  }
+
+  /** The tenant's idempotency records, through the `by-tenant` index (keys only). */
+  async function idempotencyRecordKeys(tenant: string): Promise<Array<{ id: string; tool: string }>> {
+    const page = await documents.send(
+      new QueryCommand({
+        TableName: tableName('idempotency'),
+        IndexName: TABLES.idempotency.globalSecondaryIndexes[0].indexName,
+        KeyConditionExpression: 'tenant = :tenant',
+        ExpressionAttributeValues: { ':tenant': tenant },
+      }),
+    );
+    return (page.Items ?? []) as Array<{ id: string; tool: string }>;
+  }
+
+  return {
+    ...services,
+    refund: services.tools.refund,
+    seedInvoice,
+    ledgerRows,
+    idempotencyRecordKeys,
+    destroy: () => services.client.destroy(),
+  };
+}
+
+export type World = ReturnType<typeof createWorld>;

@@ -1,0 +1,5 @@
+import type { DynamoDBLocal } from '../../lib/local/dynamodb-local';
+
+export default async function globalTeardown(): Promise<void> {
+  await (globalThis as { dynamoDBLocal?: DynamoDBLocal }).dynamoDBLocal?.stop();
+}

@@ -1,3 +1,4 @@
+import canonicalize from 'canonicalize';
 import { InternalError } from './errors';
 import type { JsonObject } from './types';
 
@@ -29,7 +30,7 @@ function firstNonJson(value: unknown, path: string): string | undefined {
 
 /**
  * Checks that a tool's receipt is a plain JSON object within {@link MAX_RECEIPT_BYTES} and returns its
- * JSON text, which is what gets stored. Storing text (not a DynamoDB map) means the store can never
+ * canonical JSON text (RFC 8785), which is what gets stored. Storing text (not a DynamoDB map) means the store can never
  * refuse a receipt after the side effect ran: a refused result would leave the claim INPROGRESS and
  * the work would run again once the lock expired. A receipt that breaks the rule is a bug in the tool:
  * it becomes an `internal` error *before* Powertools tries to store it, so the claim is released.
@@ -40,7 +41,8 @@ export function encodeReceipt(tool: string, receipt: unknown): string {
   }
   const offending = firstNonJson(receipt, '$');
   if (offending) throw new InternalError(`tool ${tool} returned a receipt that is not plain JSON at ${offending}`);
-  const text = JSON.stringify(receipt);
+  // Canonical text: every answer for one receipt is byte-identical, whichever store it was read from.
+  const text = canonicalize(receipt) as string;
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > MAX_RECEIPT_BYTES) {
     throw new InternalError(`tool ${tool} returned a receipt of ${bytes} bytes; the limit is ${MAX_RECEIPT_BYTES}`);

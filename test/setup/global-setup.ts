@@ -7,9 +7,7 @@ import { createTables } from '../../lib/store/create-tables';
  * definitions. Workers inherit DYNAMODB_ENDPOINT from this process's environment.
  */
 export default async function globalSetup(): Promise<void> {
-  process.env.AWS_REGION ??= 'us-east-1';
-  process.env.AWS_ACCESS_KEY_ID ??= 'local';
-  process.env.AWS_SECRET_ACCESS_KEY ??= 'local';
+  await import('./env');
   const local = await startDynamoDBLocal();
   (globalThis as { dynamoDBLocal?: typeof local }).dynamoDBLocal = local;
   process.env.DYNAMODB_ENDPOINT = local.endpoint;

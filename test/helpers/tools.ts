@@ -1,0 +1,39 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { defineTool, type Execution, type ToolContext } from '../../lib/idempotency/tool';
+import type { JsonObject } from '../../lib/idempotency/types';
+
+export const noteArgs = z.strictObject({ text: z.string().min(1) });
+export type NoteArgs = z.output<typeof noteArgs>;
+
+/**
+ * A client-key tool whose domain logic the test supplies: by default it "sends a note" and returns a
+ * fresh id, so every real execution is visible as a new id and as a call of the returned mock.
+ */
+export function noteTool(
+  name = 'send_note',
+  behaviour?: (args: NoteArgs, context: ToolContext) => Promise<Execution<JsonObject>>,
+  options: { ttlSeconds?: number } = {},
+) {
+  const execute = jest.fn(
+    behaviour ??
+      (async (args: NoteArgs) => ({ receipt: { note_id: `note_${randomUUID()}`, text: args.text }, replayed: false })),
+  );
+  const tool = defineTool({
+    name,
+    description: 'Test tool: sends a note.',
+    args: noteArgs,
+    ...options,
+    execute,
+  });
+  return { tool, execute };
+}
+
+/** A promise and the function that settles it: holds a call "in flight" for as long as a test wants. */
+export function gate(): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}

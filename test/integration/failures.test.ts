@@ -1,0 +1,116 @@
+import { MAX_RECEIPT_BYTES } from '../../lib/idempotency/receipt';
+import { ToolRuntime } from '../../lib/idempotency/runtime';
+import { freePort } from '../../lib/local/dynamodb-local';
+import { createDynamoDBClient } from '../../lib/store/client';
+import { tableName } from '../../lib/store/tables';
+import { createRefundTool } from '../../lib/tools/refund';
+import { noteTool } from '../helpers/tools';
+import { createWorld, deadline, identity, type World } from '../helpers/world';
+
+let world: World;
+beforeAll(() => {
+  world = createWorld();
+});
+afterAll(() => world.destroy());
+
+describe('when the store cannot be reached', () => {
+  it('answers unavailable and never calls the provider', async () => {
+    // Prepare: a runtime whose store is a port nobody listens on.
+    const port = await freePort();
+    const client = createDynamoDBClient(
+      { ...process.env, DYNAMODB_ENDPOINT: `http://127.0.0.1:${port}` },
+      { maxAttempts: 1 },
+    );
+    const runtime = new ToolRuntime({ client, tableName: tableName('idempotency') });
+    const refund = jest.fn();
+    const tool = createRefundTool({ invoices: world.invoices, provider: { refund } });
+
+    // Act
+    const result = await runtime.invoke(
+      tool,
+      identity(),
+      { idempotency_key: 'k1', invoice_id: 'inv_1', amount: 100 },
+      deadline(),
+    );
+    client.destroy();
+
+    // Assess
+    expect(result).toEqual({
+      ok: false,
+      error: { code: 'unavailable', message: 'the idempotency store is unavailable; retry later' },
+    });
+    expect(refund).not.toHaveBeenCalled();
+  });
+});
+
+describe('receipts that break the contract', () => {
+  it.each([
+    ['a Date', { at: new Date(0) }],
+    ['NaN', { n: Number.NaN }],
+    ['Infinity', { n: Number.POSITIVE_INFINITY }],
+    ['undefined', { u: undefined }],
+    ['a Map', { m: new Map() }],
+    ['a BigInt', { b: BigInt(1) }],
+    ['an array at the top', ['a']],
+    [`more than ${MAX_RECEIPT_BYTES} bytes`, { blob: 'x'.repeat(MAX_RECEIPT_BYTES) }],
+  ])(
+    'a receipt holding %s is an internal error, and the claim is released (not stuck in progress)',
+    async (_label, receipt) => {
+      const caller = identity();
+      const { tool, execute } = noteTool('send_note', async () => ({ receipt: receipt as never, replayed: false }));
+
+      const result = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+      const again = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+      expect(result).toEqual({ ok: false, error: { code: 'internal', message: 'internal error' } });
+      // Not `pending`: the retry runs at once, because the broken call released its claim.
+      expect(again).toEqual(result);
+      expect(execute).toHaveBeenCalledTimes(2);
+      expect(await world.idempotencyRecordKeys(caller.tenant)).toEqual([]);
+    },
+  );
+
+  it('never leaks an unexpected error to the caller', async () => {
+    const { tool } = noteTool('send_note', async () => {
+      throw new Error('connect ECONNREFUSED 10.1.2.3:5432 password=hunter2');
+    });
+
+    const result = await world.runtime.invoke(tool, identity(), { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+    expect(result).toEqual({ ok: false, error: { code: 'internal', message: 'internal error' } });
+  });
+});
+
+describe('guards against a runtime that would not be idempotent', () => {
+  afterEach(() => {
+    delete process.env.POWERTOOLS_IDEMPOTENCY_DISABLED;
+  });
+
+  it('refuses to run writes when POWERTOOLS_IDEMPOTENCY_DISABLED is set', async () => {
+    process.env.POWERTOOLS_IDEMPOTENCY_DISABLED = 'true';
+    const { tool, execute } = noteTool();
+
+    const result = await world.runtime.invoke(tool, identity(), { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+    expect(result).toMatchObject({ ok: false, error: { code: 'internal' } });
+    expect(execute).not.toHaveBeenCalled();
+  });
+
+  it.each([
+    ['no time left', 0],
+    ['a negative deadline', -5],
+    ['a deadline beyond the TTL', 25 * 60 * 60 * 1000],
+  ])('refuses a call with %s, so no lock can outlive its record or never expire', async (_label, remaining) => {
+    const { tool, execute } = noteTool();
+
+    const result = await world.runtime.invoke(
+      tool,
+      identity(),
+      { idempotency_key: 'k1', text: 'hi' },
+      { getRemainingTimeInMillis: () => remaining },
+    );
+
+    expect(result).toMatchObject({ ok: false, error: { code: 'internal' } });
+    expect(execute).not.toHaveBeenCalled();
+  });
+});

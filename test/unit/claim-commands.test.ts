@@ -1,0 +1,80 @@
+import { DeleteItemCommand, DynamoDBClient, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
+import { ToolRuntime } from '../../lib/idempotency/runtime';
+import { noteTool } from '../helpers/tools';
+import { deadline } from '../helpers/world';
+
+/**
+ * The exact DynamoDB requests a call makes. Behaviour is tested on DynamoDB Local; these pin the
+ * shapes the behaviour depends on, so a refactor cannot quietly drop a condition.
+ */
+describe('the commands a call sends', () => {
+  const client = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  const dynamodb = mockClient(client);
+  const runtime = new ToolRuntime({ client, tableName: 'keys' });
+  const caller = { tenant: 'acme', user: 'ada' };
+
+  beforeEach(() => dynamodb.reset());
+
+  it('claims with one conditional PutItem carrying tenant and tool, then stores the result with UpdateItem', async () => {
+    const { tool } = noteTool('send_note', async () => ({ receipt: { n: 1 }, replayed: false }));
+
+    await runtime.invoke(tool, caller, { idempotency_key: 'secret-k1', text: 'hi' }, deadline());
+
+    const puts = dynamodb.commandCalls(PutItemCommand);
+    expect(puts).toHaveLength(1);
+    const put = puts[0]!.args[0].input;
+    expect(put).toMatchObject({
+      TableName: 'keys',
+      ConditionExpression:
+        'attribute_not_exists(#id) OR #expiry < :now OR ' +
+        '(#status = :inprogress AND attribute_exists(#in_progress_expiry) AND #in_progress_expiry < :now_in_millis)',
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      Item: {
+        id: { S: expect.stringMatching(/^send_note#[A-Za-z0-9+/]{43}=$/) },
+        status: { S: 'INPROGRESS' },
+        tenant: { S: 'acme' },
+        tool: { S: 'send_note' },
+        claim_id: { S: expect.any(String) },
+        expiration: { N: expect.any(String) },
+        in_progress_expiration: { N: expect.any(String) },
+        validation: { S: expect.any(String) },
+      },
+    });
+    expect(JSON.stringify(put)).not.toContain('secret-k1');
+    expect(JSON.stringify(put)).not.toContain('"hi"');
+    expect(dynamodb.commandCalls(UpdateItemCommand)).toHaveLength(1);
+    expect(dynamodb.commandCalls(DeleteItemCommand)).toHaveLength(0);
+  });
+
+  it('releases a failed call with a DeleteItem conditioned on its own claim', async () => {
+    const { tool } = noteTool('send_note', async () => {
+      throw new Error('boom');
+    });
+
+    await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+    const claimId = dynamodb.commandCalls(PutItemCommand)[0]!.args[0].input.Item?.claim_id?.S;
+    const deletes = dynamodb.commandCalls(DeleteItemCommand);
+    expect(deletes).toHaveLength(1);
+    expect(deletes[0]!.args[0].input).toMatchObject({
+      TableName: 'keys',
+      ConditionExpression: '#claim = :claim AND #status = :inprogress',
+      ExpressionAttributeValues: { ':claim': { S: claimId }, ':inprogress': { S: 'INPROGRESS' } },
+    });
+  });
+
+  it('sends nothing at all for bad input', async () => {
+    const { tool } = noteTool();
+
+    await runtime.invoke(tool, caller, { idempotency_key: '', text: 'hi' }, deadline());
+
+    expect(dynamodb.calls()).toHaveLength(0);
+  });
+
+  it('makes exactly two store requests for a first execution: claim and result', async () => {
+    const { tool } = noteTool('send_note', async () => ({ receipt: { n: 1 }, replayed: false }));
+    await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    expect(dynamodb.calls()).toHaveLength(2);
+  });
+});

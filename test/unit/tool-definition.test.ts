@@ -1,0 +1,24 @@
+import { z } from 'zod';
+import { defineTool, MAX_LOCK_SECONDS } from '../../lib/idempotency/tool';
+
+const execute = async () => ({ receipt: {}, replayed: false });
+
+describe('defineTool', () => {
+  it.each([
+    ['a TTL equal to the longest lock', { ttlSeconds: MAX_LOCK_SECONDS }, /ttlSeconds \(900\)/],
+    ['a TTL shorter than the lock', { ttlSeconds: 60 }, /ttlSeconds \(60\)/],
+    ['a fractional TTL', { ttlSeconds: 1000.5 }, /ttlSeconds/],
+    ['a name that is not snake_case', { name: 'Refund-Now' }, /name "Refund-Now"/],
+    ['args that declare idempotency_key', { args: z.object({ idempotency_key: z.string() }) }, /idempotency_key/],
+  ])('refuses %s', (_label, override, message) => {
+    const definition = { name: 'send_note', description: 'd', args: z.object({}), execute, ...override };
+
+    expect(() => defineTool(definition)).toThrow(message);
+  });
+
+  it('accepts a TTL one second longer than the lock', () => {
+    const tool = defineTool({ name: 'send_note', description: 'd', args: z.object({}), ttlSeconds: 901, execute });
+
+    expect(tool.ttlSeconds).toBe(901);
+  });
+});

@@ -19,7 +19,8 @@ function countRequests(client: DynamoDBClient): Map<string, number> {
   const counts = new Map<string, number>();
   client.middlewareStack.add(
     (next, context) => async (args) => {
-      counts.set(context.commandName, (counts.get(context.commandName) ?? 0) + 1);
+      const command = context.commandName ?? 'unknown';
+      counts.set(command, (counts.get(command) ?? 0) + 1);
       return next(args);
     },
     { step: 'initialize', name: 'benchRequestCounter' },

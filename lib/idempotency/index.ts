@@ -1,4 +1,5 @@
 export { clientKeySchema, IDEMPOTENCY_KEY_FIELD, parseCall } from './arguments';
+export { eraseTenantRecords } from './erase';
 export {
   ConflictError,
   type ErrorCode,

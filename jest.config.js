@@ -3,7 +3,15 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
+    // jose 6 ships only ES modules; Jest on Node 20 loads CommonJS, so its files are transpiled.
+    '^.+/node_modules/jose/.+\\.js$': [
+      'ts-jest',
+      { tsconfig: { allowJs: true, module: 'commonjs' }, diagnostics: false },
+    ],
+  },
+  transformIgnorePatterns: ['/node_modules/(?!jose/)'],
   // One DynamoDB Local for the whole run: started before the first suite, stopped after the last.
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',

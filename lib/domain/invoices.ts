@@ -1,7 +1,8 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { JsonObject } from '../idempotency/types';
+import { putIfAbsent, type Written } from '../store/put-if-absent';
 
 /** The receipt of a refund, stored on its invoice: the natural-key record of "one refund per invoice". */
 export interface RefundReceipt extends JsonObject {
@@ -41,15 +42,9 @@ export class InvoiceStore {
     return Item as Invoice | undefined;
   }
 
-  /** Stores a new invoice; refuses to overwrite an existing id. */
-  async create(invoice: Omit<Invoice, 'refund'>): Promise<void> {
-    await this.documents.send(
-      new PutCommand({
-        TableName: this.tableName,
-        Item: invoice,
-        ConditionExpression: 'attribute_not_exists(invoice_id)',
-      }),
-    );
+  /** Stores a new invoice unless its id exists; then the existing invoice comes back instead. */
+  create(invoice: Invoice): Promise<Written<Invoice>> {
+    return putIfAbsent(this.documents, this.tableName, 'invoice_id', invoice);
   }
 
   /**

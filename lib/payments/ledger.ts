@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { putIfAbsent } from '../store/put-if-absent';
 import { type Movement, type PaymentProvider, ProviderKeyReuseError, type RefundRequest } from './provider';
 
 /**
@@ -26,27 +25,16 @@ export class LedgerPaymentProvider implements PaymentProvider {
       currency: request.currency,
       created_at: new Date().toISOString(),
     };
-    try {
-      await this.documents.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: movement,
-          ConditionExpression: 'attribute_not_exists(provider_key)',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return movement;
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException) || !error.Item) throw error;
-      const existing = unmarshall(error.Item) as Movement;
-      const same =
-        existing.tenant === movement.tenant &&
-        existing.invoice_id === movement.invoice_id &&
-        existing.kind === movement.kind &&
-        existing.amount === movement.amount &&
-        existing.currency === movement.currency;
-      if (!same) throw new ProviderKeyReuseError('idempotency key reused with different parameters', existing);
-      return existing;
-    }
+    const written = await putIfAbsent(this.documents, this.tableName, 'provider_key', movement);
+    if (written.written) return movement;
+    const { existing } = written;
+    const same =
+      existing.tenant === movement.tenant &&
+      existing.invoice_id === movement.invoice_id &&
+      existing.kind === movement.kind &&
+      existing.amount === movement.amount &&
+      existing.currency === movement.currency;
+    if (!same) throw new ProviderKeyReuseError('idempotency key reused with different parameters', existing);
+    return existing;
   }
 }

@@ -77,6 +77,19 @@ export const TABLES = {
     partitionKey: { name: 'tenant', type: 'S' },
     sortKey: { name: 'invoice_id', type: 'S' },
   },
+  tickets: {
+    envVar: 'TICKETS_TABLE',
+    defaultName: 'retrysafe-tickets',
+    partitionKey: { name: 'tenant', type: 'S' },
+    sortKey: { name: 'ticket_key', type: 'S' },
+  },
+  outbox: {
+    envVar: 'OUTBOX_TABLE',
+    defaultName: 'retrysafe-outbox',
+    // One item per message id: an email is queued once and delivered once, however often it is sent.
+    partitionKey: { name: 'tenant', type: 'S' },
+    sortKey: { name: 'message_id', type: 'S' },
+  },
   ledger: {
     envVar: 'LEDGER_TABLE',
     defaultName: 'retrysafe-ledger',

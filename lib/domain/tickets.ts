@@ -1,0 +1,67 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { putIfAbsent, type Written } from '../store/put-if-absent';
+
+export interface Ticket {
+  readonly tenant: string;
+  readonly ticket_key: string;
+  readonly title: string;
+  readonly body?: string;
+  readonly status: 'open' | 'closed';
+  readonly resolution?: string;
+  readonly created_at: string;
+  readonly closed_at?: string;
+}
+
+/** Tickets, keyed by (tenant, ticket_key). */
+export class TicketStore {
+  constructor(
+    private readonly documents: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async get(tenant: string, ticketKey: string): Promise<Ticket | undefined> {
+    const { Item } = await this.documents.send(
+      new GetCommand({ TableName: this.tableName, Key: { tenant, ticket_key: ticketKey }, ConsistentRead: true }),
+    );
+    return Item as Ticket | undefined;
+  }
+
+  /** Creates the ticket unless its key exists; then the existing ticket comes back instead. */
+  create(ticket: Ticket): Promise<Written<Ticket>> {
+    return putIfAbsent(this.documents, this.tableName, 'ticket_key', ticket);
+  }
+
+  /**
+   * Closes an open ticket, once: the `status = open` condition is the natural-key guard of
+   * close_ticket. A ticket that is already closed comes back as it is.
+   */
+  async close(tenant: string, ticketKey: string, resolution: string, closedAt: string): Promise<Written<Ticket>> {
+    try {
+      const { Attributes } = await this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { tenant, ticket_key: ticketKey },
+          UpdateExpression: 'SET #status = :closed, resolution = :resolution, closed_at = :closed_at',
+          ConditionExpression: 'attribute_exists(ticket_key) AND #status = :open',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':closed': 'closed',
+            ':open': 'open',
+            ':resolution': resolution,
+            ':closed_at': closedAt,
+          },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { written: true, item: Attributes as Ticket };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException && error.Item) {
+        return { written: false, existing: unmarshall(error.Item) as Ticket };
+      }
+      throw error;
+    }
+  }
+}

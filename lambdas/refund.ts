@@ -1,9 +1,4 @@
-import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
-import { handleToolEvent } from '../lib/http/tool-handler';
-import { services } from '../lib/services';
+import { toolLambda } from '../lib/http/lambdas';
 
 /** POST /tools/refund — behind API Gateway's JWT authorizer. */
-export async function handler(event: APIGatewayProxyEventV2WithJWTAuthorizer, context: Context) {
-  const { runtime, tools } = services();
-  return handleToolEvent(runtime, tools.refund, event, context);
-}
+export const handler = toolLambda('refund');

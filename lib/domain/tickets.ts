@@ -35,9 +35,14 @@ export class TicketStore {
 
   /**
    * Closes an open ticket, once: the `status = open` condition is the natural-key guard of
-   * close_ticket. A ticket that is already closed comes back as it is.
+   * close_ticket. A ticket that is already closed comes back as it is; a missing one as undefined.
    */
-  async close(tenant: string, ticketKey: string, resolution: string, closedAt: string): Promise<Written<Ticket>> {
+  async close(
+    tenant: string,
+    ticketKey: string,
+    resolution: string,
+    closedAt: string,
+  ): Promise<Written<Ticket> | undefined> {
     try {
       const { Attributes } = await this.documents.send(
         new UpdateCommand({
@@ -58,10 +63,8 @@ export class TicketStore {
       );
       return { written: true, item: Attributes as Ticket };
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException && error.Item) {
-        return { written: false, existing: unmarshall(error.Item) as Ticket };
-      }
-      throw error;
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      return error.Item ? { written: false, existing: unmarshall(error.Item) as Ticket } : undefined;
     }
   }
 }

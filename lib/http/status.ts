@@ -1,17 +1,19 @@
 import type { ErrorCode } from '../idempotency/errors';
 import type { ToolResult } from '../idempotency/types';
 
-/** Codes that only the HTTP edge produces (before a call reaches the runtime). */
-export type EdgeErrorCode = 'unauthorized';
+/** Codes that only the HTTP edge produces, before a call reaches the runtime. */
+export type EdgeErrorCode = 'unauthorized' | 'payload_too_large';
+export type HttpErrorCode = ErrorCode | EdgeErrorCode;
 
 /**
  * The one place where an answer becomes an HTTP status. `conflict` is 422, as the IETF
  * Idempotency-Key draft asks, so clients that know the draft do not retry it.
  */
-export const HTTP_STATUS: Readonly<Record<ErrorCode | EdgeErrorCode, number>> = {
+export const HTTP_STATUS: Readonly<Record<HttpErrorCode, number>> = {
   invalid_args: 400,
   unauthorized: 401,
   not_found: 404,
+  payload_too_large: 413,
   conflict: 422,
   internal: 500,
   unavailable: 503,
@@ -25,30 +27,21 @@ export interface HttpResponse {
 
 const JSON_HEADERS = { 'content-type': 'application/json' } as const;
 
-/** A tool result as an HTTP response: 200 (first or replay), 202 (pending), or the error's status. */
-export function toHttpResponse(result: ToolResult): HttpResponse {
-  if (result.ok) {
-    return {
-      statusCode: 200,
-      headers: { ...JSON_HEADERS, ...(result.idempotent ? { 'idempotent-replayed': 'true' } : {}) },
-      body: JSON.stringify(result),
-    };
-  }
-  if ('status' in result) {
-    return {
-      statusCode: 202,
-      headers: { ...JSON_HEADERS, 'retry-after': String(Math.ceil(result.retry_after_ms / 1000)) },
-      body: JSON.stringify(result),
-    };
-  }
-  return { statusCode: HTTP_STATUS[result.error.code], headers: { ...JSON_HEADERS }, body: JSON.stringify(result) };
+/** A JSON response. */
+export function json(statusCode: number, body: unknown, headers: Record<string, string> = {}): HttpResponse {
+  return { statusCode, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) };
 }
 
-/** An error the edge answers itself, in the same body shape as every other error. */
-export function edgeError(code: ErrorCode | EdgeErrorCode, message: string): HttpResponse {
-  return {
-    statusCode: HTTP_STATUS[code],
-    headers: { ...JSON_HEADERS },
-    body: JSON.stringify({ ok: false, error: { code, message } }),
-  };
+/** A tool result as an HTTP response: 200 (first or replay), 202 (pending), or the error's status. */
+export function toHttpResponse(result: ToolResult): HttpResponse {
+  if (result.ok) return json(200, result, result.idempotent ? { 'idempotent-replayed': 'true' } : {});
+  if ('status' in result) {
+    return json(202, result, { 'retry-after': String(Math.max(1, Math.ceil(result.retry_after_ms / 1000))) });
+  }
+  return json(HTTP_STATUS[result.error.code], result);
+}
+
+/** An error answered without a tool result, in the same body shape as every other error. */
+export function errorResponse(code: HttpErrorCode, message: string): HttpResponse {
+  return json(HTTP_STATUS[code], { ok: false, error: { code, message } });
 }

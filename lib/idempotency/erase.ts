@@ -1,16 +1,36 @@
-import { BatchWriteItemCommand, type DynamoDBClient, QueryCommand, type WriteRequest } from '@aws-sdk/client-dynamodb';
+import { IdempotencyRecordStatus } from '@aws-lambda-powertools/idempotency';
+import {
+  ConditionalCheckFailedException,
+  DeleteItemCommand,
+  type DynamoDBClient,
+  QueryCommand,
+} from '@aws-sdk/client-dynamodb';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR, TABLES } from '../store/tables';
 
-const BATCH = 25; // BatchWriteItem's limit
+export interface ErasureReport {
+  /** Records deleted. */
+  readonly deleted: number;
+  /** Records left because a call still holds them (its lock has not expired): erase again later. */
+  readonly inFlight: number;
+}
 
 /**
- * Deletes every idempotency record of one tenant (for example on an erasure request), found through
- * the keys-only `by-tenant` index. Returns how many records were deleted. Receipts stored on domain
- * items (an invoice's refund) are the domain's to erase.
+ * Deletes one tenant's idempotency records (for example on an erasure request), found through the
+ * keys-only `by-tenant` index. A record whose call is still running is left alone — deleting it would
+ * let a retry run beside that call — and counted in `inFlight`; a running call can never re-create an
+ * erased record, since storing a result is conditional on its own claim.
+ *
+ * The index is eventually consistent on DynamoDB: run it again after in-flight calls have finished.
+ * Receipts stored on domain items (an invoice's refund) are the domain's to erase.
  */
-export async function eraseTenantRecords(client: DynamoDBClient, tableName: string, tenant: string): Promise<number> {
+export async function eraseTenantRecords(
+  client: DynamoDBClient,
+  tableName: string,
+  tenant: string,
+): Promise<ErasureReport> {
   const index = TABLES.idempotency.globalSecondaryIndexes[0];
   let deleted = 0;
+  let inFlight = 0;
   let startKey: QueryCommand['input']['ExclusiveStartKey'];
   do {
     const page = await client.send(
@@ -23,21 +43,29 @@ export async function eraseTenantRecords(client: DynamoDBClient, tableName: stri
         ExclusiveStartKey: startKey,
       }),
     );
-    const keys = (page.Items ?? []).map((item) => ({ [ATTR.key]: item[ATTR.key]! }));
-    for (let i = 0; i < keys.length; i += BATCH) {
-      let requests: WriteRequest[] = keys.slice(i, i + BATCH).map((Key) => ({ DeleteRequest: { Key } }));
-      for (let attempt = 0; requests.length > 0; attempt++) {
-        // Unprocessed items mean throttling: back off before sending them again.
-        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 50 * 2 ** attempt)));
-        const result = await client.send(new BatchWriteItemCommand({ RequestItems: { [tableName]: requests } }));
-        const unprocessed = result.UnprocessedItems?.[tableName] ?? [];
-        deleted += requests.length - unprocessed.length;
-        requests = unprocessed.flatMap((r) =>
-          r.DeleteRequest?.Key ? [{ DeleteRequest: { Key: r.DeleteRequest.Key } }] : [],
+    for (const item of page.Items ?? []) {
+      try {
+        await client.send(
+          new DeleteItemCommand({
+            TableName: tableName,
+            Key: { [ATTR.key]: item[ATTR.key]! },
+            ConditionExpression:
+              'attribute_exists(#id) AND (#status <> :inprogress OR attribute_not_exists(#lock) OR #lock < :now)',
+            ExpressionAttributeNames: { '#id': ATTR.key, '#status': ATTR.status, '#lock': ATTR.inProgressExpiry },
+            ExpressionAttributeValues: {
+              ':inprogress': { S: IdempotencyRecordStatus.INPROGRESS },
+              ':now': { N: String(Date.now()) },
+            },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          }),
         );
+        deleted += 1;
+      } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+        if (error.Item) inFlight += 1; // still held; a missing item was already gone
       }
     }
     startKey = page.LastEvaluatedKey;
   } while (startKey);
-  return deleted;
+  return { deleted, inFlight };
 }

@@ -61,3 +61,20 @@ export class InternalError extends ToolError {
 
 /** What a caller is told for an `internal` error. */
 export const INTERNAL_MESSAGE = 'internal error';
+
+/** Network failures, throttling and server-side faults of an AWS SDK call: worth a retry, not a bug. */
+export function isTransientAwsError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const e = error as Error & { $fault?: string; code?: string };
+  if (e.$fault === 'server') return true;
+  if (TRANSIENT_ERROR_NAMES.has(e.name)) return true;
+  return typeof e.code === 'string' && TRANSIENT_NETWORK_CODES.has(e.code);
+}
+
+const TRANSIENT_ERROR_NAMES = new Set([
+  'ThrottlingException',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+  'TimeoutError',
+]);
+const TRANSIENT_NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);

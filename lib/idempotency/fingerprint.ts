@@ -34,3 +34,12 @@ export function downstreamKey(tool: string, identity: Pick<Identity, 'tenant'>, 
       : { v: 1, tenant: identity.tenant, tool, user: source.user, key: source.clientKey };
   return `rs1_${sha256Hex(canonicalize(material) as string)}`;
 }
+
+/**
+ * An id for the thing a create makes (`inv_…`, `msg_…`), derived from the downstream key: a retry, a
+ * crashed worker's successor, even a retry after the record's TTL, all name the same object, so the
+ * domain's conditional write finds it instead of making a second one.
+ */
+export function derivedId(prefix: string, fromDownstreamKey: string): string {
+  return `${prefix}_${sha256Hex(fromDownstreamKey).slice(0, 24)}`;
+}

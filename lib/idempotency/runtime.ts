@@ -5,6 +5,7 @@ import {
   IdempotencyItemNotFoundError,
   IdempotencyKeyError,
   IdempotencyPersistenceLayerError,
+  IdempotencyRecordStatus,
   IdempotencyValidationError,
   makeIdempotent,
 } from '@aws-lambda-powertools/idempotency';
@@ -18,11 +19,12 @@ import {
   INTERNAL_MESSAGE,
   InternalError,
   InvalidArgsError,
+  isTransientAwsError,
   ToolError,
   UnavailableError,
 } from './errors';
 import { downstreamKey, fingerprint } from './fingerprint';
-import { ScopedDynamoDBPersistenceLayer } from './persistence/scoped-dynamodb';
+import { ClaimLostError, ScopedDynamoDBPersistenceLayer } from './persistence/scoped-dynamodb';
 import { decodeReceipt, encodeReceipt } from './receipt';
 import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
 import type { Identity, InvocationDeadline, JsonObject, ToolResult } from './types';
@@ -43,6 +45,9 @@ export interface ToolRuntimeOptions {
    */
   readonly logger?: Logger;
 }
+
+/** A client key's record as its owner may read it. */
+export type Operation<R extends JsonObject> = { status: 'completed'; receipt: R } | { status: 'pending' };
 
 /** What the wrapped function returns, and so what Powertools stores: strings and a boolean only. */
 interface StoredResult {
@@ -102,12 +107,15 @@ export class ToolRuntime {
     deadline: InvocationDeadline,
   ): Promise<ToolResult<R>> {
     const ttlSeconds = tool.ttlSeconds ?? DEFAULT_TTL_SECONDS;
+    // The deadline is read once: the check and the lock must agree. Without a positive deadline
+    // Powertools writes no lock expiry, and a crashed call would hold the key until the TTL; a
+    // deadline past the TTL could let the record expire mid-execution.
     const remainingMs = deadline.getRemainingTimeInMillis();
-    // Without a positive deadline Powertools writes no lock expiry, and a crashed call would hold the
-    // key until the TTL; a deadline past the TTL could let the record expire mid-execution.
     if (!(remainingMs > 0 && remainingMs < ttlSeconds * 1000)) {
       throw new InternalError(`invocation deadline ${remainingMs} ms is not within (0, ${ttlSeconds} s)`);
     }
+    const lockEnds = Date.now() + remainingMs;
+    const lock = { getRemainingTimeInMillis: () => Math.max(1, lockEnds - Date.now()) };
 
     const config = new IdempotencyConfig({
       eventKeyJmesPath: 'scope',
@@ -116,7 +124,7 @@ export class ToolRuntime {
       expiresAfterSeconds: ttlSeconds,
       hashFunction: 'sha256',
       // Powertools reads only getRemainingTimeInMillis() from the context.
-      lambdaContext: deadline as Context,
+      lambdaContext: lock as Context,
       responseHook: (response) => ({ ...(response as unknown as StoredResult), replayed: true }),
     });
     if (!config.isEnabled()) {
@@ -163,6 +171,45 @@ export class ToolRuntime {
     }
   }
 
+  /**
+   * The caller's own record for a client key ("the key store is the poll"): the stored receipt, a
+   * call still in flight, or undefined when there is none (never called, expired, released, or
+   * someone else's — the key is hashed with the caller's tenant and user, so another's is unreachable).
+   */
+  async lookup<R extends JsonObject>(
+    tool: ToolDefinition<z.ZodObject, R>,
+    identity: Identity,
+    clientKey: string,
+  ): Promise<Operation<R> | undefined> {
+    const persistenceStore = new ScopedDynamoDBPersistenceLayer({
+      client: this.#options.client,
+      tableName: this.#options.tableName,
+      tool: tool.name,
+      tenant: identity.tenant,
+    });
+    // The same key derivation as `invoke` (Powertools hashes the `scope` selection), without payload
+    // validation: a poll has no arguments to compare.
+    persistenceStore.configure({
+      config: new IdempotencyConfig({
+        eventKeyJmesPath: 'scope',
+        throwOnNoIdempotencyKey: true,
+        hashFunction: 'sha256',
+      }),
+      keyPrefix: tool.name,
+    });
+    let record: Awaited<ReturnType<typeof persistenceStore.getRecord>>;
+    try {
+      record = await persistenceStore.getRecord({ scope: [identity.tenant, identity.user, clientKey] });
+    } catch (error) {
+      if (error instanceof IdempotencyItemNotFoundError) return undefined;
+      throw new UnavailableError('the idempotency store is unavailable; retry later', { cause: error });
+    }
+    if (record.isExpired()) return undefined;
+    if (record.getStatus() !== IdempotencyRecordStatus.COMPLETED) return { status: 'pending' };
+    const stored = record.getResponse() as unknown as StoredResult;
+    return { status: 'completed', receipt: decodeReceipt<R>(stored.receipt) };
+  }
+
   #failure(tool: string, error: unknown): ToolResult<never> {
     const toolError = toToolError(error);
     if (!toolError.expose || toolError.code === 'unavailable') {
@@ -193,8 +240,17 @@ function toToolError(error: unknown): ToolError {
     return new ConflictError('idempotency_key: already used with different arguments', { cause: error });
   }
   if (error instanceof IdempotencyPersistenceLayerError) {
+    if (error.cause instanceof ClaimLostError || error.message.startsWith('Failed to update success record')) {
+      // The side effect ran; its receipt could not be stored under this call's claim.
+      return new UnavailableError('the write may have been applied; retry with the same key to read its result', {
+        cause: error,
+      });
+    }
     // A business error whose claim could not be released is still, first, a store outage.
     return new UnavailableError('the idempotency store is unavailable; retry later', { cause: error });
+  }
+  if (isTransientAwsError(error)) {
+    return new UnavailableError('a store is unavailable; retry with the same key', { cause: error });
   }
   if (error instanceof IdempotencyInconsistentStateError || error instanceof IdempotencyItemNotFoundError) {
     return new UnavailableError('the idempotency record changed while it was read; retry', { cause: error });

@@ -34,6 +34,17 @@ export interface Execution<R extends JsonObject> {
 }
 
 /**
+ * MCP-style hints shown to agents next to the schema. Every write in retrysafe is idempotent by
+ * construction, so `idempotentHint` is always true and is not declared per tool.
+ */
+export interface ToolAnnotations {
+  /** The tool changes or removes something (a refund, a close) rather than only adding. */
+  readonly destructiveHint: boolean;
+  /** The tool reaches a world outside retrysafe's own tables (a payment provider, a mail server). */
+  readonly openWorldHint: boolean;
+}
+
+/**
  * One tool: its argument schema, natural key and domain logic, in one place. Validation, the JSON
  * Schema shown to agents and the docs are all derived from this definition.
  */
@@ -43,6 +54,7 @@ export interface ToolDefinition<S extends z.ZodObject = z.ZodObject, R extends J
   readonly description: string;
   /** The arguments without `idempotency_key` (the runtime adds and checks it for every write). */
   readonly args: S;
+  readonly annotations: ToolAnnotations;
   /**
    * The natural key: the part of the arguments that names the one effect this tool may have (refund →
    * `{ invoice_id }`). When present, the downstream key is derived from it, so a new client key, an

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { InvoiceStore, RefundReceipt } from '../domain/invoices';
-import { InvalidArgsError, NotFoundError } from '../idempotency/errors';
+import { ConflictError, InvalidArgsError, NotFoundError } from '../idempotency/errors';
 import { defineTool } from '../idempotency/tool';
-import type { PaymentProvider } from '../payments/provider';
+import { type PaymentProvider, ProviderKeyReuseError } from '../payments/provider';
 
 export const refundArgs = z.strictObject({
   invoice_id: z.string().min(1).max(128).describe('The invoice to refund, as returned by create_invoice.'),
@@ -28,6 +28,7 @@ export function createRefundTool({ invoices, provider }: RefundDependencies) {
     name: 'refund',
     description: 'Refund an invoice in full. One refund per invoice: repeating it returns the first receipt.',
     args: refundArgs,
+    annotations: { destructiveHint: true, openWorldHint: true },
     naturalKey: (args) => ({ invoice_id: args.invoice_id }),
     async execute(args, { identity, downstreamKey }) {
       const invoice = await invoices.get(identity.tenant, args.invoice_id);
@@ -39,13 +40,20 @@ export function createRefundTool({ invoices, provider }: RefundDependencies) {
 
       // The provider guards the money with the derived key; the invoice guards the receipt. A crash
       // between the two leaves the claim to expire, and the retry gets the same movement back.
-      const movement = await provider.refund({
-        idempotencyKey: downstreamKey,
-        tenant: identity.tenant,
-        invoiceId: invoice.invoice_id,
-        amount: invoice.amount,
-        currency: invoice.currency,
-      });
+      const movement = await provider
+        .refund({
+          idempotencyKey: downstreamKey,
+          tenant: identity.tenant,
+          invoiceId: invoice.invoice_id,
+          amount: invoice.amount,
+          currency: invoice.currency,
+        })
+        .catch((error: unknown) => {
+          if (!(error instanceof ProviderKeyReuseError)) throw error;
+          throw new ConflictError(`invoice_id: the provider holds another refund for invoice ${invoice.invoice_id}`, {
+            cause: error,
+          });
+        });
       const receipt: RefundReceipt = {
         refund_id: movement.movement_id,
         invoice_id: invoice.invoice_id,

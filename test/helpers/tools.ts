@@ -23,6 +23,7 @@ export function noteTool(
     name,
     description: 'Test tool: sends a note.',
     args: noteArgs,
+    annotations: { destructiveHint: false, openWorldHint: false },
     ...options,
     execute,
   });

@@ -58,7 +58,6 @@ describe('concurrent calls', () => {
     expect(results.every((r) => r.ok)).toBe(true);
     const receipts = new Set(results.map((r) => (r.ok ? JSON.stringify(r.receipt) : '')));
     expect(receipts.size).toBe(1);
-    expect(results.filter((r) => r.ok && !r.idempotent).length).toBeLessThanOrEqual(20);
     expect(await world.ledgerRows(caller.tenant)).toHaveLength(1);
     expect((await world.invoices.get(caller.tenant, invoice.invoice_id))?.refund).toEqual(
       results[0]?.ok ? results[0].receipt : undefined,

@@ -1,6 +1,7 @@
 import type { RecordedRefund, RefundReceipt } from '../../lib/domain/invoices';
 import type { Movement, RefundRequest } from '../../lib/payments/provider';
 import { createRefundTool } from '../../lib/tools/refund';
+import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
 let world: World;
@@ -103,5 +104,77 @@ describe('a worker that dies mid-call', () => {
     expect(retry).toEqual({ ok: true, idempotent: true, key: 'k1', receipt: stored });
     const rows: Movement[] = await world.ledgerRows(caller.tenant);
     expect(rows).toHaveLength(1);
+  });
+
+  it("resumes after its lock expired and another call took over: it cannot overwrite that call's record", async () => {
+    // Prepare: the first worker stalls (a GC pause, a frozen container) past its 300 ms lock.
+    const caller = identity();
+    const stall = gate();
+    let runs = 0;
+    const { tool } = noteTool('send_note', async (args) => {
+      runs += 1;
+      const run = runs;
+      if (run === 1) await stall.opened;
+      return { receipt: { text: args.text, run }, replayed: false };
+    });
+    const call = { idempotency_key: 'k1', text: 'hi' };
+
+    // Act
+    const stalled = world.runtime.invoke(tool, caller, call, deadline(300));
+    await sleep(400);
+    const takeover = await world.runtime.invoke(tool, caller, call, deadline());
+    stall.open();
+    const late = await stalled;
+    const afterwards = await world.runtime.invoke(tool, caller, call, deadline());
+
+    // Assess: the record holds the takeover's receipt; the late worker is told to read it.
+    expect(takeover).toEqual({ ok: true, idempotent: false, key: 'k1', receipt: { text: 'hi', run: 2 } });
+    expect(late).toEqual({
+      ok: false,
+      error: {
+        code: 'unavailable',
+        message: 'the write may have been applied; retry with the same key to read its result',
+      },
+    });
+    expect(afterwards).toEqual({ ...takeover, idempotent: true });
+  });
+
+  it('never lets other arguments take over an expired lock under the same key', async () => {
+    const caller = identity();
+    const stall = gate();
+    const { tool, execute } = noteTool('send_note', async (args) => {
+      if (args.text === 'hi') await stall.opened;
+      return { receipt: { text: args.text }, replayed: false };
+    });
+
+    const stalled = world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline(300));
+    await sleep(400);
+    const other = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'bye' }, deadline());
+    stall.open();
+    const first = await stalled;
+
+    expect(other).toMatchObject({ ok: false, error: { code: 'conflict' } });
+    expect(first).toEqual({ ok: true, idempotent: false, key: 'k1', receipt: { text: 'hi' } });
+    expect(execute).toHaveBeenCalledTimes(1);
+  });
+
+  it('reads the deadline once: a clock that runs out between two readings still leaves a lock that expires', async () => {
+    const caller = identity();
+    const stall = gate();
+    const { tool, execute } = noteTool('send_note', async (args) => {
+      await stall.opened;
+      return { receipt: { text: args.text }, replayed: false };
+    });
+    const readings = [200, 0];
+    const flaky = { getRemainingTimeInMillis: () => readings.shift() ?? 0 };
+
+    void world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, flaky);
+    await sleep(300);
+    const retry = world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    // The retry took the expired claim over (it runs too) instead of answering pending for 24 h.
+    await until(() => execute.mock.calls.length === 2);
+    stall.open();
+
+    expect(await retry).toMatchObject({ ok: true, idempotent: false });
   });
 });

@@ -24,7 +24,7 @@ function event(
   } as unknown as APIGatewayProxyEventV2WithJWTAuthorizer;
 }
 
-const context = deadline() as unknown as Context;
+const context = () => deadline() as unknown as Context;
 
 describe('lambdas/refund', () => {
   it('refunds for the tenant and user of the token, then replays with the header', async () => {
@@ -34,8 +34,8 @@ describe('lambdas/refund', () => {
     const body = JSON.stringify({ idempotency_key: 'k1', invoice_id: 'inv_1', amount: 500 });
     const claims = { tenant_id: tenant, sub: 'ada' };
 
-    const first = await handler(event(body, claims), context);
-    const replay = await handler(event(body, claims), context);
+    const first = await handler(event(body, claims), context());
+    const replay = await handler(event(body, claims), context());
 
     expect(first.statusCode).toBe(200);
     expect(JSON.parse(first.body)).toMatchObject({
@@ -60,7 +60,7 @@ describe('lambdas/refund', () => {
     });
     const body = JSON.stringify({ idempotency_key: 'k1', invoice_id: 'inv_1', amount: 500, tenant: victim });
 
-    const response = await handler(event(body, { tenant_id: newTenant('attacker'), sub: 'eve' }), context);
+    const response = await handler(event(body, { tenant_id: newTenant('attacker'), sub: 'eve' }), context());
 
     expect(response.statusCode).toBe(400);
     expect(JSON.parse(response.body)).toEqual({
@@ -75,7 +75,7 @@ describe('lambdas/refund', () => {
     ['no tenant claim', { sub: 'ada' }],
     ['no subject', { tenant_id: 'acme' }],
   ])('answers 401 with %s', async (_label, claims) => {
-    const response = await handler(event('{}', claims), context);
+    const response = await handler(event('{}', claims), context());
 
     expect(response.statusCode).toBe(401);
     expect(JSON.parse(response.body)).toMatchObject({ ok: false, error: { code: 'unauthorized' } });
@@ -86,7 +86,7 @@ describe('lambdas/refund', () => {
     ['an empty body', ''],
     ['no body', undefined],
   ])('answers 400 for %s', async (_label, body) => {
-    const response = await handler(event(body, { tenant_id: 'acme', sub: 'ada' }), context);
+    const response = await handler(event(body, { tenant_id: 'acme', sub: 'ada' }), context());
 
     expect(response.statusCode).toBe(400);
     expect(JSON.parse(response.body)).toEqual({

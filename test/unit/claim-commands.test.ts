@@ -28,7 +28,21 @@ describe('the commands a call sends', () => {
       TableName: 'keys',
       ConditionExpression:
         'attribute_not_exists(#id) OR #expiry < :now OR ' +
-        '(#status = :inprogress AND attribute_exists(#in_progress_expiry) AND #in_progress_expiry < :now_in_millis)',
+        '(#status = :inprogress AND attribute_exists(#in_progress_expiry) AND #in_progress_expiry < :now_in_millis' +
+        ' AND #validation = :validation)',
+      ExpressionAttributeNames: {
+        '#id': 'id',
+        '#expiry': 'expiration',
+        '#status': 'status',
+        '#in_progress_expiry': 'in_progress_expiration',
+        '#validation': 'validation',
+      },
+      ExpressionAttributeValues: {
+        ':now': { N: expect.stringMatching(/^\d{10}(\.\d+)?$/) }, // epoch seconds, like the TTL attribute
+        ':now_in_millis': { N: expect.stringMatching(/^\d{13}$/) },
+        ':inprogress': { S: 'INPROGRESS' },
+        ':validation': { S: expect.any(String) },
+      },
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       Item: {
         id: { S: expect.stringMatching(/^send_note#[A-Za-z0-9+/]{43}=$/) },
@@ -43,7 +57,22 @@ describe('the commands a call sends', () => {
     });
     expect(JSON.stringify(put)).not.toContain('secret-k1');
     expect(JSON.stringify(put)).not.toContain('"hi"');
-    expect(dynamodb.commandCalls(UpdateItemCommand)).toHaveLength(1);
+    expect(put.ExpressionAttributeValues?.[':validation']).toEqual(put.Item?.validation);
+    const updates = dynamodb.commandCalls(UpdateItemCommand);
+    expect(updates).toHaveLength(1);
+    expect(updates[0]!.args[0].input).toMatchObject({
+      TableName: 'keys',
+      Key: { id: put.Item?.id },
+      UpdateExpression: 'SET #expiry = :expiry, #status = :status, #data = :data, #validation = :validation',
+      // Only the claim that wrote the record may store its result.
+      ConditionExpression: '#claim = :claim',
+      ExpressionAttributeNames: { '#claim': 'claim_id', '#data': 'data', '#status': 'status' },
+      ExpressionAttributeValues: {
+        ':claim': put.Item?.claim_id,
+        ':status': { S: 'COMPLETED' },
+        ':data': { M: { receipt: { S: '{"n":1}' }, replayed: { BOOL: false } } },
+      },
+    });
     expect(dynamodb.commandCalls(DeleteItemCommand)).toHaveLength(0);
   });
 

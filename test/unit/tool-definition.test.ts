@@ -11,13 +11,21 @@ describe('defineTool', () => {
     ['a name that is not snake_case', { name: 'Refund-Now' }, /name "Refund-Now"/],
     ['args that declare idempotency_key', { args: z.object({ idempotency_key: z.string() }) }, /idempotency_key/],
   ])('refuses %s', (_label, override, message) => {
-    const definition = { name: 'send_note', description: 'd', args: z.object({}), execute, ...override };
+    const annotations = { destructiveHint: false, openWorldHint: false };
+    const definition = { name: 'send_note', description: 'd', args: z.object({}), annotations, execute, ...override };
 
     expect(() => defineTool(definition)).toThrow(message);
   });
 
   it('accepts a TTL one second longer than the lock', () => {
-    const tool = defineTool({ name: 'send_note', description: 'd', args: z.object({}), ttlSeconds: 901, execute });
+    const tool = defineTool({
+      name: 'send_note',
+      description: 'd',
+      args: z.object({}),
+      annotations: { destructiveHint: false, openWorldHint: false },
+      ttlSeconds: 901,
+      execute,
+    });
 
     expect(tool.ttlSeconds).toBe(901);
   });

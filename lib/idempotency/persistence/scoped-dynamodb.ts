@@ -7,9 +7,22 @@ import {
   DeleteItemCommand,
   type DynamoDBClient,
   PutItemCommand,
+  UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../../store/tables';
+
+/**
+ * This call's claim is gone (its lock expired and another call took the key over, or the record was
+ * erased) by the time it tried to store its result. Its side effects ran, under the same downstream
+ * key as the call that holds the key now.
+ */
+export class ClaimLostError extends Error {
+  constructor(options?: ErrorOptions) {
+    super('the claim was lost before the result could be stored', options);
+    this.name = 'ClaimLostError';
+  }
+}
 
 export interface ScopedPersistenceOptions {
   readonly client: DynamoDBClient;
@@ -64,13 +77,17 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
   }
 
   /**
-   * The claim: a conditional PutItem, with the same condition as Powertools' own `_putRecord`.
+   * The claim: a conditional PutItem, with Powertools' own condition plus one guard: an expired lock
+   * is taken over only by a call with the same fingerprint.
    *
    * The put succeeds when no live record holds the key:
    *
    *   no item ─────────────────────────────▶ claim      attribute_not_exists(id)
    *   COMPLETED, expiration < now ─────────▶ claim      (TTL passed; DynamoDB may not have deleted it yet)
-   *   INPROGRESS, lock deadline < now ─────▶ claim      (the first worker died or timed out)
+   *   INPROGRESS, lock deadline < now,
+   *     same fingerprint ──────────────────▶ claim      (the first worker died or timed out)
+   *   INPROGRESS, lock deadline < now,
+   *     other fingerprint ─────────────────▶ refused → `conflict` (never run other arguments under the key)
    *   INPROGRESS, lock still running ──────▶ refused → `pending`
    *   COMPLETED, not expired ──────────────▶ refused → replay (or `conflict` if the fingerprint differs)
    *
@@ -89,8 +106,12 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
     if (record.expiryTimestamp !== undefined) item[ATTR.expiry] = record.expiryTimestamp;
     if (record.inProgressExpiryTimestamp !== undefined) item[ATTR.inProgressExpiry] = record.inProgressExpiryTimestamp;
     if (this.isPayloadValidationEnabled() && record.payloadHash) item[ATTR.validation] = record.payloadHash;
-
+    // A claim without a future lock deadline would hold the key until its TTL (or never hold it).
     const now = Date.now();
+    if (record.inProgressExpiryTimestamp === undefined || record.inProgressExpiryTimestamp <= now) {
+      throw new Error('refusing a claim without a lock deadline in the future');
+    }
+
     try {
       await this.#client.send(
         new PutItemCommand({
@@ -98,17 +119,20 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
           Item: marshall(item),
           ConditionExpression:
             'attribute_not_exists(#id) OR #expiry < :now OR ' +
-            '(#status = :inprogress AND attribute_exists(#in_progress_expiry) AND #in_progress_expiry < :now_in_millis)',
+            '(#status = :inprogress AND attribute_exists(#in_progress_expiry) AND #in_progress_expiry < :now_in_millis' +
+            ' AND #validation = :validation)',
           ExpressionAttributeNames: {
             '#id': ATTR.key,
             '#expiry': ATTR.expiry,
             '#status': ATTR.status,
             '#in_progress_expiry': ATTR.inProgressExpiry,
+            '#validation': ATTR.validation,
           },
           ExpressionAttributeValues: marshall({
             ':now': now / 1000,
             ':now_in_millis': now,
             ':inprogress': IdempotencyRecordStatus.INPROGRESS,
+            ':validation': record.payloadHash ?? '',
           }),
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
@@ -123,6 +147,49 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
           existing,
         );
       }
+      throw error;
+    }
+  }
+
+  /**
+   * Stores the result — only while this call still holds its claim. Powertools updates
+   * unconditionally: a worker whose lock expired, and whose key another call took over, would
+   * overwrite that call's record (or re-create an erased one). Here it fails with
+   * {@link ClaimLostError} instead, and the caller is told to read the result with a retry.
+   */
+  protected override async _updateRecord(record: IdempotencyRecord): Promise<void> {
+    if (this.#claimId === undefined) throw new ClaimLostError();
+    const values: Record<string, unknown> = {
+      ':expiry': record.expiryTimestamp,
+      ':status': record.getStatus(),
+      ':data': record.responseData,
+      ':claim': this.#claimId,
+    };
+    const names: Record<string, string> = {
+      '#expiry': ATTR.expiry,
+      '#status': ATTR.status,
+      '#data': ATTR.data,
+      '#claim': ATTR.claim,
+    };
+    const sets = ['#expiry = :expiry', '#status = :status', '#data = :data'];
+    if (this.isPayloadValidationEnabled()) {
+      sets.push('#validation = :validation');
+      names['#validation'] = ATTR.validation;
+      values[':validation'] = record.payloadHash;
+    }
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#tableName,
+          Key: marshall({ [ATTR.key]: record.idempotencyKey }),
+          UpdateExpression: `SET ${sets.join(', ')}`,
+          ConditionExpression: '#claim = :claim',
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: marshall(values, { removeUndefinedValues: true }),
+        }),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) throw new ClaimLostError({ cause: error });
       throw error;
     }
   }

@@ -1,0 +1,2 @@
+/** GET /health — no authorization. */
+export { healthLambda as handler } from '../lib/http/lambdas';

@@ -1,0 +1,48 @@
+import type { APIGatewayProxyEventV2WithJWTAuthorizer } from 'aws-lambda';
+import type { Identity } from '../idempotency/types';
+
+/** The events every handler takes: API Gateway HTTP API, payload 2.0, behind the JWT authorizer. */
+export type ApiEvent = APIGatewayProxyEventV2WithJWTAuthorizer;
+
+/** Largest request body accepted, in bytes; larger is `413 payload_too_large`. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+/** Claim that names the tenant, as the JWT authorizer passes it on. @default 'tenant_id' */
+export function tenantClaimName(env: NodeJS.ProcessEnv = process.env): string {
+  return env.TENANT_CLAIM || 'tenant_id';
+}
+
+/** Tenant and user from the verified JWT claims — never from the body or the path. */
+export function identityFromEvent(event: ApiEvent): Identity | undefined {
+  const claims = event.requestContext?.authorizer?.jwt?.claims ?? {};
+  const tenant = claims[tenantClaimName()];
+  const user = claims.sub;
+  if (typeof tenant !== 'string' || tenant === '' || typeof user !== 'string' || user === '') return undefined;
+  return { tenant, user };
+}
+
+/** A request header, whatever the case of its name. */
+export function header(event: ApiEvent, name: string): string | undefined {
+  const wanted = name.toLowerCase();
+  for (const [key, value] of Object.entries(event.headers ?? {})) {
+    if (key.toLowerCase() === wanted) return value;
+  }
+  return undefined;
+}
+
+/** The request body as text (API Gateway may hand it over base64-encoded). */
+export function bodyText(event: ApiEvent): string {
+  if (!event.body) return '';
+  return event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+}
+
+/** A path parameter, URL-decoded once (API Gateway passes them as they were in the path). */
+export function pathParameter(event: ApiEvent, name: string): string | undefined {
+  const raw = event.pathParameters?.[name];
+  if (raw === undefined) return undefined;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return undefined;
+  }
+}

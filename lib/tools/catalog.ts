@@ -1,0 +1,48 @@
+import { z } from 'zod';
+import { IDEMPOTENCY_KEY_FIELD } from '../idempotency/arguments';
+import type { ToolDefinition } from '../idempotency/tool';
+import type { JsonObject } from '../idempotency/types';
+
+/** A tool as agents see it (`GET /tools`), MCP-style. */
+export interface ToolDescription {
+  readonly name: string;
+  readonly description: string;
+  readonly input_schema: JsonObject;
+  readonly annotations: {
+    readonly readOnlyHint: false;
+    readonly destructiveHint: boolean;
+    readonly idempotentHint: true;
+    readonly openWorldHint: boolean;
+  };
+}
+
+/**
+ * The JSON Schema of a tool's input, generated from the same zod schema the runtime validates with,
+ * plus the `idempotency_key` every write requires.
+ */
+export function describeTool(tool: ToolDefinition): ToolDescription {
+  const schema = z.toJSONSchema(tool.args, { io: 'input' }) as JsonObject & {
+    required?: string[];
+    properties?: JsonObject;
+  };
+  return {
+    name: tool.name,
+    description: tool.description,
+    input_schema: {
+      ...schema,
+      properties: {
+        [IDEMPOTENCY_KEY_FIELD]: {
+          type: 'string',
+          minLength: 1,
+          maxLength: 255,
+          pattern: '^[\\x20-\\x7E]+$',
+          description:
+            'Required. The same key with the same arguments returns the first receipt; with other arguments, a conflict. Reuse it on every retry of one intent; mint a new one for a new intent.',
+        },
+        ...(schema.properties ?? {}),
+      },
+      required: [IDEMPOTENCY_KEY_FIELD, ...(schema.required ?? [])],
+    },
+    annotations: { readOnlyHint: false, idempotentHint: true, ...tool.annotations },
+  };
+}

@@ -1,0 +1,40 @@
+import { z } from 'zod';
+import type { TicketStore } from '../domain/tickets';
+import { ConflictError } from '../idempotency/errors';
+import { derivedId } from '../idempotency/fingerprint';
+import { defineTool } from '../idempotency/tool';
+
+export const createTicketArgs = z.strictObject({
+  title: z.string().min(1).max(200).describe('One line that says what is wrong.'),
+  body: z.string().max(10_000).optional().describe('Details.'),
+});
+
+/** `create_ticket`: client key; the ticket key is derived from it, like create_invoice's id. */
+export function createCreateTicketTool({ tickets }: { readonly tickets: TicketStore }) {
+  return defineTool({
+    name: 'create_ticket',
+    description: 'Open a support ticket. Returns its ticket_key.',
+    args: createTicketArgs,
+    annotations: { destructiveHint: false, openWorldHint: false },
+    async execute(args, { identity, downstreamKey }) {
+      const ticketKey = derivedId('tck', downstreamKey);
+      const written = await tickets.create({
+        tenant: identity.tenant,
+        ticket_key: ticketKey,
+        title: args.title,
+        ...(args.body === undefined ? {} : { body: args.body }),
+        status: 'open',
+        created_at: new Date().toISOString(),
+      });
+      const stored = written.written ? written.item : written.existing;
+      if (!written.written && (stored.title !== args.title || stored.body !== args.body)) {
+        throw new ConflictError('idempotency_key: already used with different arguments');
+      }
+      // The receipt says what the create did ("open"), not what the ticket became later.
+      return {
+        receipt: { ticket_key: stored.ticket_key, title: stored.title, status: 'open' },
+        replayed: !written.written,
+      };
+    },
+  });
+}

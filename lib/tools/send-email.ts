@@ -1,0 +1,45 @@
+import { z } from 'zod';
+import type { Outbox } from '../domain/outbox';
+import { ConflictError } from '../idempotency/errors';
+import { derivedId } from '../idempotency/fingerprint';
+import { defineTool } from '../idempotency/tool';
+
+export const sendEmailArgs = z.strictObject({
+  to: z.email().max(254).describe('Recipient address.'),
+  subject: z.string().min(1).max(200),
+  body: z.string().min(1).max(20_000).describe('Plain text. Never logged.'),
+});
+
+/**
+ * `send_email`: client key. The message id is derived from it; the message is queued once per id and
+ * delivered once per id, so a crash between queueing and delivering is finished by the retry, not
+ * repeated.
+ */
+export function createSendEmailTool({ outbox }: { readonly outbox: Outbox }) {
+  return defineTool({
+    name: 'send_email',
+    description: 'Send an email. Delivered once per idempotency_key.',
+    args: sendEmailArgs,
+    annotations: { destructiveHint: false, openWorldHint: true },
+    async execute(args, { identity, downstreamKey }) {
+      const queued = await outbox.enqueue({
+        tenant: identity.tenant,
+        message_id: derivedId('msg', downstreamKey),
+        to: args.to,
+        subject: args.subject,
+        body: args.body,
+        status: 'queued',
+        queued_at: new Date().toISOString(),
+      });
+      const message = queued.written ? queued.item : queued.existing;
+      if (message.to !== args.to || message.subject !== args.subject || message.body !== args.body) {
+        throw new ConflictError('idempotency_key: already used with different arguments');
+      }
+      const deliveredNow = await outbox.deliver(identity.tenant, message.message_id, new Date().toISOString());
+      return {
+        receipt: { message_id: message.message_id, to: message.to, subject: message.subject },
+        replayed: !deliveredNow,
+      };
+    },
+  });
+}

@@ -63,15 +63,21 @@ export async function startDynamoDBLocal(options: DynamoDBLocalOptions = {}): Pr
     '-disableTelemetry',
     ...(options.dbPath ? ['-dbPath', options.dbPath] : ['-inMemory']),
   ];
-  const child = spawn('java', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  // Java runs under a small shell watchdog that holds our end of a pipe: when this process goes away
+  // for any reason — stop(), a crash, even SIGKILL — the pipe closes, `read` returns and Java is
+  // killed. No orphan DynamoDB Local is left behind.
+  const child = spawn('sh', ['-c', WATCHDOG, 'dynamodb-local', ...args], {
+    stdio: ['pipe', 'ignore', 'pipe'],
+    detached: true,
+  });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4_000);
   });
   const endpoint = `http://127.0.0.1:${port}`;
   const stop = () => stopProcess(child);
-  // A parent that exits without calling stop() must not leave Java running.
-  const killOnExit = () => child.kill('SIGKILL');
+  // A parent that exits without calling stop() kills the whole group at once.
+  const killOnExit = () => killGroup(child, 'SIGKILL');
   process.once('exit', killOnExit);
   child.once('exit', () => process.removeListener('exit', killOnExit));
 
@@ -94,7 +100,7 @@ async function waitUntilReady(endpoint: string, child: ChildProcess, timeoutMs: 
   const deadline = Date.now() + timeoutMs;
   try {
     for (;;) {
-      if (child.exitCode !== null) throw new Error(`java exited with code ${child.exitCode}`);
+      if (child.exitCode !== null) throw new Error(`DynamoDB Local exited with code ${child.exitCode}`);
       try {
         await client.send(new ListTablesCommand({}));
         return;
@@ -108,11 +114,23 @@ async function waitUntilReady(endpoint: string, child: ChildProcess, timeoutMs: 
   }
 }
 
+/** `sh -c` script: start Java, wait until stdin closes, then stop Java and wait for it. */
+const WATCHDOG = 'java "$@" & pid=$!; read _; kill "$pid" 2>/dev/null; wait "$pid"';
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
 async function stopProcess(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+  child.stdin?.end();
+  const timer = setTimeout(() => killGroup(child, 'SIGKILL'), 5_000);
   await exited;
   clearTimeout(timer);
 }

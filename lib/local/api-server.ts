@@ -1,0 +1,194 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Context } from 'aws-lambda';
+import { DEFAULT_ROUTE_LAMBDA, ROUTES, type RouteDefinition } from '../api/routes';
+import { type ApiEvent, MAX_BODY_BYTES } from '../http/event';
+import type { LambdaHandler } from '../http/lambdas';
+import { errorResponse, type HttpResponse } from '../http/status';
+
+export interface LocalApiOptions {
+  /** The Lambda handlers by entry name (`lambdas/<name>.ts`), exactly as deployed. */
+  readonly handlers: Readonly<Record<string, LambdaHandler>>;
+  /** Verifies a bearer token as the JWT authorizer would, returning its claims; throws when invalid. */
+  readonly verify: (token: string) => Promise<Record<string, string>>;
+  /** @default 3000 (0 picks a free port) */
+  readonly port?: number;
+  /** @default '127.0.0.1' — loopback only */
+  readonly host?: string;
+  /**
+   * The invocation timeout each request's Lambda-like context counts down from.
+   * @default 29_000 (API Gateway's integration timeout)
+   */
+  readonly timeoutMs?: number;
+}
+
+export interface LocalApi {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+interface MatchedRoute {
+  readonly route: RouteDefinition | undefined;
+  readonly pathParameters: Record<string, string>;
+}
+
+/** The route for a method and path, with its path parameters (still URL-encoded, as API Gateway passes them). */
+function match(method: string, path: string): MatchedRoute {
+  const segments = path.split('/');
+  for (const route of ROUTES) {
+    if (route.method !== method) continue;
+    const pattern = route.path.split('/');
+    if (pattern.length !== segments.length) continue;
+    const pathParameters: Record<string, string> = {};
+    const matches = pattern.every((part, i) => {
+      const segment = segments[i] ?? '';
+      if (part.startsWith('{') && part.endsWith('}')) {
+        pathParameters[part.slice(1, -1)] = segment;
+        return segment !== '';
+      }
+      return part === segment;
+    });
+    if (matches) return { route, pathParameters };
+  }
+  return { route: undefined, pathParameters: {} };
+}
+
+class BodyTooLarge extends Error {}
+
+/** The body, up to the limit. Past it, the rest is read and dropped, so the 413 reaches the client. */
+async function readBody(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    size += (chunk as Buffer).length;
+    if (size <= MAX_BODY_BYTES) chunks.push(chunk as Buffer);
+  }
+  if (size > MAX_BODY_BYTES) throw new BodyTooLarge();
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** An API Gateway HTTP API payload 2.0 event, as the JWT authorizer hands it to the Lambda. */
+function toEvent(
+  request: IncomingMessage,
+  url: URL,
+  body: string,
+  routeKey: string,
+  pathParameters: Record<string, string>,
+  claims: Record<string, string> | undefined,
+): ApiEvent {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(',') : value;
+  }
+  const now = Date.now();
+  return {
+    version: '2.0',
+    routeKey,
+    rawPath: url.pathname,
+    rawQueryString: url.search.slice(1),
+    headers,
+    ...(Object.keys(pathParameters).length > 0 ? { pathParameters } : {}),
+    ...(body === '' ? {} : { body }),
+    isBase64Encoded: false,
+    requestContext: {
+      accountId: 'local',
+      apiId: 'local',
+      domainName: url.host,
+      domainPrefix: 'local',
+      http: {
+        method: request.method ?? 'GET',
+        path: url.pathname,
+        protocol: `HTTP/${request.httpVersion}`,
+        sourceIp: request.socket.remoteAddress ?? '',
+        userAgent: request.headers['user-agent'] ?? '',
+      },
+      requestId: randomUUID(),
+      routeKey,
+      stage: '$default',
+      time: new Date(now).toISOString(),
+      timeEpoch: now,
+      authorizer: { principalId: '', integrationLatency: 0, jwt: { claims: claims ?? {}, scopes: [] } },
+    },
+  } as ApiEvent;
+}
+
+/** A Lambda-like context whose remaining time counts down a real per-request deadline. */
+function toContext(name: string, timeoutMs: number): Context {
+  const deadline = Date.now() + timeoutMs;
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName: `retrysafe-local-${name}`,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:retrysafe-local-${name}`,
+    memoryLimitInMB: '256',
+    awsRequestId: randomUUID(),
+    logGroupName: `/aws/lambda/retrysafe-local-${name}`,
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+function send(response: ServerResponse, result: HttpResponse): void {
+  response.writeHead(result.statusCode, { ...result.headers, 'content-length': Buffer.byteLength(result.body) });
+  response.end(result.body);
+}
+
+/**
+ * Serves the HTTP API on one machine: each request becomes the event API Gateway would send, handed
+ * to the same handler Lambda runs. Only what API Gateway itself does lives here — routing, the JWT
+ * authorizer, the body limit; everything else is the handlers'.
+ */
+export async function startLocalApi(options: LocalApiOptions): Promise<LocalApi> {
+  const timeoutMs = options.timeoutMs ?? 29_000;
+
+  async function handle(request: IncomingMessage): Promise<HttpResponse> {
+    const url = new URL(request.url ?? '/', 'http://localhost');
+    const { route, pathParameters } = match(request.method ?? 'GET', url.pathname);
+    let body: string;
+    try {
+      body = await readBody(request);
+    } catch (error) {
+      if (error instanceof BodyTooLarge)
+        return errorResponse('payload_too_large', `body: larger than ${MAX_BODY_BYTES} bytes`);
+      throw error;
+    }
+    let claims: Record<string, string> | undefined;
+    if (route?.auth) {
+      const token = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1];
+      if (!token) return errorResponse('unauthorized', 'authorization: a bearer token is required');
+      try {
+        claims = await options.verify(token.trim());
+      } catch {
+        return errorResponse('unauthorized', 'authorization: the token is not valid');
+      }
+    }
+    const name = route?.lambda ?? DEFAULT_ROUTE_LAMBDA;
+    const handler = options.handlers[name];
+    if (!handler) throw new Error(`no handler for ${name}`);
+    const routeKey = route ? `${route.method} ${route.path}` : '$default';
+    return handler(toEvent(request, url, body, routeKey, pathParameters, claims), toContext(name, timeoutMs));
+  }
+
+  const server: Server = createServer((request, response) => {
+    handle(request)
+      .then((result) => send(response, result))
+      .catch(() => send(response, errorResponse('internal', 'internal error')));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 3000, options.host ?? '127.0.0.1', () => resolve());
+  });
+  const { address, port } = server.address() as AddressInfo;
+  return {
+    url: `http://${address}:${port}`,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,82 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { exportJWK, generateKeyPair, importJWK, type JWK, type JWTPayload, jwtVerify, SignJWT } from 'jose';
+import { tenantClaimName } from '../http/event';
+
+/** Issuer, audience and tenant claim, as the deployed JWT authorizer is configured. */
+export interface JwtSettings {
+  readonly issuer: string;
+  readonly audience: string;
+  readonly tenantClaim: string;
+}
+
+/** From the environment: `JWT_ISSUER`, `JWT_AUDIENCE`, `TENANT_CLAIM`. */
+export function jwtSettings(env: NodeJS.ProcessEnv = process.env): JwtSettings {
+  return {
+    issuer: env.JWT_ISSUER || 'retrysafe-local',
+    audience: env.JWT_AUDIENCE || 'retrysafe',
+    tenantClaim: tenantClaimName(env),
+  };
+}
+
+const ALGORITHM = 'ES256';
+
+/**
+ * The local signing key: an ES256 key pair kept as a private JWK in a git-ignored folder (`.local/`
+ * unless `DEV_KEY_DIR` says otherwise), created on first use. Dev only: deployed APIs trust their
+ * OIDC provider's JWKS instead.
+ */
+export class DevSigningKey {
+  private constructor(
+    private readonly privateJwk: JWK,
+    readonly settings: JwtSettings,
+  ) {}
+
+  static async loadOrCreate(env: NodeJS.ProcessEnv = process.env): Promise<DevSigningKey> {
+    const dir = env.DEV_KEY_DIR || '.local';
+    const file = join(dir, 'dev-jwt-key.json');
+    let jwk: JWK;
+    try {
+      jwk = JSON.parse(readFileSync(file, 'utf8')) as JWK;
+    } catch {
+      const { privateKey } = await generateKeyPair(ALGORITHM, { extractable: true });
+      jwk = await exportJWK(privateKey);
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      writeFileSync(file, JSON.stringify(jwk), { mode: 0o600, flag: 'wx' });
+    }
+    return new DevSigningKey(jwk, jwtSettings(env));
+  }
+
+  /** A token the local server accepts, for `tenant` and `user`, valid for `ttl` (jose's `'1h'`, `'30m'`). */
+  async mint(tenant: string, user: string, ttl = '1h'): Promise<string> {
+    const key = await importJWK(this.privateJwk, ALGORITHM);
+    return new SignJWT({ [this.settings.tenantClaim]: tenant })
+      .setProtectedHeader({ alg: ALGORITHM })
+      .setSubject(user)
+      .setIssuer(this.settings.issuer)
+      .setAudience(this.settings.audience)
+      .setIssuedAt()
+      .setExpirationTime(ttl)
+      .sign(key);
+  }
+
+  /**
+   * Verifies a token as API Gateway's JWT authorizer does — signature, issuer, audience, expiry — and
+   * returns its claims as the authorizer passes them on (every value a string).
+   */
+  async verify(token: string): Promise<Record<string, string>> {
+    const { d: _private, ...publicJwk } = this.privateJwk;
+    const { payload } = await jwtVerify(token, await importJWK(publicJwk, ALGORITHM), {
+      issuer: this.settings.issuer,
+      audience: this.settings.audience,
+      algorithms: [ALGORITHM],
+    });
+    return stringClaims(payload);
+  }
+}
+
+function stringClaims(payload: JWTPayload): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(payload).map(([name, value]) => [name, typeof value === 'string' ? value : JSON.stringify(value)]),
+  );
+}

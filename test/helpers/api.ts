@@ -1,0 +1,63 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { HANDLERS } from '../../lambdas';
+import { startLocalApi } from '../../lib/local/api-server';
+import { DevSigningKey } from '../../lib/local/dev-auth';
+import { services } from '../../lib/services';
+
+export interface Reply {
+  readonly status: number;
+  readonly headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: replies are asserted structurally by each test
+  readonly body: any;
+}
+
+/**
+ * The local API on a free loopback port, with the deployed handlers and a throwaway signing key —
+ * the system under test for HTTP-level suites.
+ */
+export async function startTestApi() {
+  const env = { ...process.env, DEV_KEY_DIR: mkdtempSync(join(tmpdir(), 'retrysafe-key-')) };
+  const key = await DevSigningKey.loadOrCreate(env);
+  const api = await startLocalApi({ handlers: HANDLERS, verify: (token) => key.verify(token), port: 0 });
+
+  async function request(
+    method: string,
+    path: string,
+    options: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+  ): Promise<Reply> {
+    const headers: Record<string, string> = { 'content-type': 'application/json', ...options.headers };
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    const body = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
+    const response = await fetch(`${api.url}${path}`, { method, headers, body });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON: the assertion on the body will say so
+    }
+    return { status: response.status, headers: response.headers, body: parsed };
+  }
+
+  return {
+    url: api.url,
+    key,
+    token: (tenant: string, user = 'ada', ttl = '1h') => key.mint(tenant, user, ttl),
+    /** A token signed by the server's own key, but minted with other settings (issuer, audience). */
+    async tokenWith(settings: { JWT_ISSUER?: string; JWT_AUDIENCE?: string }, tenant = 'acme', user = 'ada') {
+      return (await DevSigningKey.loadOrCreate({ ...env, ...settings })).mint(tenant, user);
+    },
+    request,
+    post: (path: string, token: string, body: unknown, headers?: Record<string, string>) =>
+      request('POST', path, { token, body, headers }),
+    get: (path: string, token?: string) => request('GET', path, { token }),
+    async close() {
+      await api.close();
+      services().client.destroy();
+    },
+  };
+}
+
+export type TestApi = Awaited<ReturnType<typeof startTestApi>>;

@@ -1,0 +1,156 @@
+import { generateKeyPair, SignJWT } from 'jose';
+import { HANDLERS } from '../../lambdas';
+import { ROUTES } from '../../lib/api/routes';
+import { startTestApi, type TestApi } from '../helpers/api';
+import { newTenant } from '../helpers/world';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(() => api.close());
+
+async function foreignToken(
+  claims: Record<string, unknown>,
+  options: { issuer?: string; audience?: string; exp?: string } = {},
+) {
+  const { privateKey } = await generateKeyPair('ES256');
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: 'ES256' })
+    .setIssuer(options.issuer ?? 'retrysafe-local')
+    .setAudience(options.audience ?? 'retrysafe')
+    .setExpirationTime(options.exp ?? '1h')
+    .sign(privateKey);
+}
+
+describe('authorization, as the JWT authorizer does it', () => {
+  it('serves /health without a token', async () => {
+    const health = await api.get('/health');
+
+    expect(health.status).toBe(200);
+    expect(health.body).toEqual({ ok: true });
+  });
+
+  it.each(ROUTES.filter((route) => route.auth).map((route) => [`${route.method} ${route.path}`, route] as const))(
+    'answers 401 without a token: %s',
+    async (_label, route) => {
+      const reply = await api.request(route.method, route.path.replace(/\{[^}]+\}/g, 'x'), {
+        raw: route.method === 'POST' ? '{}' : undefined,
+      });
+
+      expect(reply.status).toBe(401);
+      expect(reply.body).toMatchObject({ ok: false, error: { code: 'unauthorized' } });
+    },
+  );
+
+  it.each([
+    ['a token signed by another key', () => foreignToken({ tenant_id: 'acme', sub: 'ada' })],
+    ['a garbled token', async () => 'not.a.jwt'],
+    ['an expired token', () => api.token('acme', 'ada', '-1m')],
+  ])('answers 401 for %s', async (_label, makeToken) => {
+    const reply = await api.get('/tools', await makeToken());
+
+    expect(reply.status).toBe(401);
+    expect(reply.body.error.code).toBe('unauthorized');
+  });
+
+  it.each([
+    ['another issuer', { JWT_ISSUER: 'someone-else' }],
+    ['another audience', { JWT_AUDIENCE: 'another-api' }],
+  ])('answers 401 for a token of %s, even signed by the right key', async (_label, settings) => {
+    const reply = await api.get('/tools', await api.tokenWith(settings));
+
+    expect(reply.status).toBe(401);
+  });
+
+  it('answers 401 for a valid token without a tenant claim', async () => {
+    const reply = await api.get('/tools', await api.token(''));
+
+    expect(reply.status).toBe(401);
+  });
+});
+
+describe('routes', () => {
+  it('has a handler for every route, and 404 JSON for anything else (an unknown tool included)', async () => {
+    const token = await api.token(newTenant());
+
+    const unknownTool = await api.post('/tools/launch_rockets', token, { idempotency_key: 'k1' });
+    const unknownPath = await api.get('/nowhere', token);
+
+    for (const route of ROUTES) expect(HANDLERS[route.lambda]).toBeDefined();
+    expect(unknownTool.status).toBe(404);
+    expect(unknownTool.body).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(unknownPath.status).toBe(404);
+  });
+
+  it('lists every tool with its JSON Schema (idempotency_key required) and MCP-style annotations', async () => {
+    const reply = await api.get('/tools', await api.token(newTenant()));
+
+    expect(reply.status).toBe(200);
+    expect(reply.body.tools.map((tool: { name: string }) => tool.name)).toEqual([
+      'create_invoice',
+      'refund',
+      'create_ticket',
+      'close_ticket',
+      'send_email',
+    ]);
+    for (const tool of reply.body.tools) {
+      expect(tool.input_schema).toMatchObject({ type: 'object', additionalProperties: false });
+      expect(tool.input_schema.required).toContain('idempotency_key');
+      expect(tool.input_schema.properties.idempotency_key).toMatchObject({ type: 'string', maxLength: 255 });
+      expect(tool.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: true });
+    }
+    const refund = reply.body.tools.find((tool: { name: string }) => tool.name === 'refund');
+    expect(refund.input_schema.required.sort()).toEqual(['amount', 'idempotency_key', 'invoice_id']);
+    expect(refund.annotations).toEqual({
+      readOnlyHint: false,
+      idempotentHint: true,
+      destructiveHint: true,
+      openWorldHint: true,
+    });
+    const createInvoice = reply.body.tools.find((tool: { name: string }) => tool.name === 'create_invoice');
+    expect(createInvoice.input_schema.required).not.toContain('currency');
+  });
+});
+
+describe('bad bodies get a clear 4xx, never a 5xx', () => {
+  it.each([
+    ['an empty body', ''],
+    ['malformed JSON', '{"idempotency_key": "k1",'],
+    ['null', 'null'],
+    ['an array', '[{"idempotency_key":"k1"}]'],
+    ['a string', '"refund please"'],
+    ['an empty key', '{"idempotency_key":"","customer":"c","amount":1}'],
+    ['a numeric key', '{"idempotency_key":7,"customer":"c","amount":1}'],
+    ['an object key', '{"idempotency_key":{"k":1},"customer":"c","amount":1}'],
+    ['a huge key', JSON.stringify({ idempotency_key: 'k'.repeat(10_000), customer: 'c', amount: 1 })],
+    ['a negative amount', '{"idempotency_key":"k1","customer":"c","amount":-5}'],
+    ['a fractional amount', '{"idempotency_key":"k1","customer":"c","amount":12.5}'],
+    ['a huge amount', '{"idempotency_key":"k1","customer":"c","amount":1e300}'],
+    ['a null amount', '{"idempotency_key":"k1","customer":"c","amount":null}'],
+    ['an unknown field', '{"idempotency_key":"k1","customer":"c","amount":1,"discount":5}'],
+    ['__proto__', '{"idempotency_key":"k1","customer":"c","amount":1,"__proto__":{"isAdmin":true}}'],
+    ['constructor', '{"idempotency_key":"k1","customer":"c","amount":1,"constructor":{"prototype":{}}}'],
+    ['a bad currency', '{"idempotency_key":"k1","customer":"c","amount":1,"currency":"US Dollars"}'],
+  ])('%s → 400 invalid_args naming the field', async (_label, raw) => {
+    const reply = await api.request('POST', '/tools/create_invoice', { token: await api.token(newTenant()), raw });
+
+    expect(reply.status).toBe(400);
+    expect(reply.body).toEqual({
+      ok: false,
+      error: { code: 'invalid_args', message: expect.stringMatching(/^[a-z_]+[^:]*: .+/) },
+    });
+  });
+
+  it('answers 413 for a body over 64 KB', async () => {
+    const raw = JSON.stringify({ idempotency_key: 'k1', customer: 'x'.repeat(70 * 1024), amount: 1 });
+
+    const reply = await api.request('POST', '/tools/create_invoice', { token: await api.token(newTenant()), raw });
+
+    expect(reply.status).toBe(413);
+    expect(reply.body).toEqual({
+      ok: false,
+      error: { code: 'payload_too_large', message: 'body: larger than 65536 bytes' },
+    });
+  });
+});

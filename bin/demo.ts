@@ -1,0 +1,152 @@
+/**
+ * `npm run demo [-- --url http://127.0.0.1:3000]`: a scripted agent loop against the local API — it
+ * starts one (with DynamoDB Local) unless `--url` names a running one. It loses responses, retries,
+ * mints new keys, sends wrong amounts and concurrent duplicates, then reads the invoice and the ledger
+ * to show that the money moved once.
+ */
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { HANDLERS } from '../lambdas';
+import { startLocalApi } from '../lib/local/api-server';
+import { DevSigningKey } from '../lib/local/dev-auth';
+import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
+import type { Movement } from '../lib/payments/provider';
+import { createServices } from '../lib/services';
+import { createTables } from '../lib/store/create-tables';
+import { tableName } from '../lib/store/tables';
+
+interface Reply {
+  status: number;
+  body: {
+    ok: boolean;
+    idempotent?: boolean;
+    status?: string;
+    receipt?: Record<string, unknown>;
+    error?: { code: string; message: string };
+  };
+}
+
+function describe(reply: Reply): string {
+  const { body } = reply;
+  if (body.ok && body.receipt)
+    return `${reply.status} ${body.idempotent ? 'replayed' : 'executed'}  ${JSON.stringify(body.receipt)}`;
+  if (body.status === 'pending') return `${reply.status} pending`;
+  return `${reply.status} ${body.error?.code}: ${body.error?.message}`;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { url: { type: 'string' } } });
+  process.env.AWS_REGION ||= 'us-east-1';
+  process.env.AWS_ACCESS_KEY_ID ||= 'local';
+  process.env.AWS_SECRET_ACCESS_KEY ||= 'local';
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ||= 'true';
+  process.env.POWERTOOLS_LOG_LEVEL ||= 'WARN';
+
+  const key = await DevSigningKey.loadOrCreate();
+  const dynamodb = values.url || process.env.DYNAMODB_ENDPOINT ? undefined : await startDynamoDBLocal();
+  if (dynamodb) process.env.DYNAMODB_ENDPOINT = dynamodb.endpoint;
+  const services = process.env.DYNAMODB_ENDPOINT ? createServices() : undefined;
+  if (services && !values.url) await createTables(services.client);
+  const api = values.url
+    ? undefined
+    : await startLocalApi({ handlers: HANDLERS, verify: (t) => key.verify(t), port: 0 });
+  const url = values.url ?? api?.url;
+
+  const tenant = `demo-${randomUUID().slice(0, 8)}`;
+  const token = await key.mint(tenant, 'agent-007');
+  async function call(tool: string, args: Record<string, unknown>): Promise<Reply> {
+    const response = await fetch(`${url}/tools/${tool}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(args),
+    });
+    return { status: response.status, body: (await response.json()) as Reply['body'] };
+  }
+  async function step(label: string, tool: string, args: Record<string, unknown>): Promise<Reply> {
+    const reply = await call(tool, args);
+    console.log(`${label.padEnd(52)} ${describe(reply)}`);
+    return reply;
+  }
+
+  try {
+    console.log(`agent demo against ${url} as tenant ${tenant}\n`);
+    const invoice = await step('1. create an invoice (key inv-1)', 'create_invoice', {
+      idempotency_key: 'inv-1',
+      customer: 'cus_ada',
+      amount: 4_200,
+    });
+    const invoiceId = invoice.body.receipt?.invoice_id as string;
+    const refund = { invoice_id: invoiceId, amount: 4_200 };
+    await step('2. refund it (key refund-1)', 'refund', { idempotency_key: 'refund-1', ...refund });
+    await step('3. response lost: retry with the same key', 'refund', { idempotency_key: 'refund-1', ...refund });
+    await step('4. model forgot the key: retry with a fresh key', 'refund', {
+      idempotency_key: randomUUID(),
+      ...refund,
+    });
+    await step('5. same key, other amount', 'refund', {
+      idempotency_key: 'refund-1',
+      invoice_id: invoiceId,
+      amount: 1,
+    });
+    await step('6. fresh key, wrong amount', 'refund', {
+      idempotency_key: randomUUID(),
+      invoice_id: invoiceId,
+      amount: 1,
+    });
+    await step('7. an invoice that does not exist', 'refund', {
+      idempotency_key: randomUUID(),
+      invoice_id: 'inv_nope',
+      amount: 1,
+    });
+
+    const second = await call('create_invoice', { idempotency_key: 'inv-2', customer: 'cus_bob', amount: 990 });
+    const concurrent = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        call('refund', { idempotency_key: 'refund-2', invoice_id: second.body.receipt?.invoice_id, amount: 990 }),
+      ),
+    );
+    const tally = (kind: (r: Reply) => boolean) => concurrent.filter(kind).length;
+    console.log(
+      `${'8. ten concurrent duplicates of one refund'.padEnd(52)} ` +
+        `${tally((r) => r.body.ok && !r.body.idempotent)} executed, ${tally((r) => r.body.ok && !!r.body.idempotent)} replayed, ` +
+        `${tally((r) => r.status === 202)} pending`,
+    );
+
+    const poll = await fetch(`${url}/tools/refund/operations/refund-2`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const operation = (await poll.json()) as { status: string };
+    console.log(`${'9. the pending ones poll their key'.padEnd(52)} ${poll.status} ${operation.status}`);
+
+    const read = await fetch(`${url}/invoices/${invoiceId}`, { headers: { authorization: `Bearer ${token}` } });
+    const { invoice: stored } = (await read.json()) as { invoice: { refunded: boolean; refund: unknown } };
+    console.log(`\ninvoice ${invoiceId}: refunded=${stored.refunded} refund=${JSON.stringify(stored.refund)}`);
+    if (services) {
+      const { Items = [] } = await services.documents.send(
+        new ScanCommand({
+          TableName: tableName('ledger'),
+          FilterExpression: 'tenant = :tenant',
+          ExpressionAttributeValues: { ':tenant': tenant },
+        }),
+      );
+      for (const invoiceOf of [invoiceId, second.body.receipt?.invoice_id]) {
+        const movements = (Items as Movement[]).filter((m) => m.invoice_id === invoiceOf);
+        console.log(
+          `ledger for ${invoiceOf}: ${movements.length} movement(s) ${movements.map((m) => `${m.movement_id} ${m.amount}`).join(', ')}`,
+        );
+      }
+    } else {
+      console.log('ledger: set DYNAMODB_ENDPOINT to read it');
+    }
+  } finally {
+    await api?.close();
+    services?.client.destroy();
+    await dynamodb?.stop();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,88 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { APIGatewayProxyEventV2WithJWTAuthorizer } from 'aws-lambda';
+import { handleToolWrite, keyHash } from '../../lib/http/handlers';
+import { noteTool } from '../helpers/tools';
+import { createWorld, deadline, newTenant, type World } from '../helpers/world';
+
+let world: World;
+beforeAll(() => {
+  world = createWorld();
+});
+afterAll(() => world.destroy());
+
+function event(tenant: string, body: unknown): APIGatewayProxyEventV2WithJWTAuthorizer {
+  return {
+    headers: {},
+    body: JSON.stringify(body),
+    isBase64Encoded: false,
+    requestContext: { authorizer: { jwt: { claims: { tenant_id: tenant, sub: 'ada' }, scopes: [] } } },
+  } as unknown as APIGatewayProxyEventV2WithJWTAuthorizer;
+}
+
+/** A Powertools Logger at INFO whose JSON lines the test reads. */
+function capturedLogger() {
+  const lines: Array<Record<string, unknown>> = [];
+  const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+    for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+    return true;
+  });
+  return {
+    logger: new Logger({ serviceName: 'retrysafe', logLevel: 'INFO' }),
+    lines,
+    restore: () => write.mockRestore(),
+  };
+}
+
+describe('handleToolWrite', () => {
+  it('logs one JSON line per call with tool, tenant, outcome, idempotent and a key hash — never the arguments', async () => {
+    const tenant = newTenant();
+    const { tool } = noteTool('send_note');
+    const body = { idempotency_key: 'secret-key', text: 'private words' };
+    const captured = capturedLogger();
+
+    try {
+      await handleToolWrite(world.runtime, tool, event(tenant, body), deadline(), captured.logger);
+      await handleToolWrite(world.runtime, tool, event(tenant, body), deadline(), captured.logger);
+    } finally {
+      captured.restore();
+    }
+
+    expect(captured.lines).toEqual([
+      expect.objectContaining({
+        message: 'tool call',
+        tool: 'send_note',
+        tenant,
+        outcome: 'executed',
+        idempotent: false,
+        key_hash: keyHash('secret-key'),
+      }),
+      expect.objectContaining({
+        message: 'tool call',
+        tool: 'send_note',
+        tenant,
+        outcome: 'replayed',
+        idempotent: true,
+        key_hash: keyHash('secret-key'),
+      }),
+    ]);
+    const text = JSON.stringify(captured.lines);
+    expect(text).not.toContain('private words');
+    expect(text).not.toContain('secret-key');
+  });
+
+  it('answers 500 with a generic message when a tool fails unexpectedly, leaking nothing', async () => {
+    const { tool } = noteTool('send_note', async () => {
+      throw new Error('SELECT * FROM users -- at /srv/app/db.ts:42');
+    });
+
+    const response = await handleToolWrite(
+      world.runtime,
+      tool,
+      event(newTenant(), { idempotency_key: 'k1', text: 'x' }),
+      deadline(),
+    );
+
+    expect(response.statusCode).toBe(500);
+    expect(JSON.parse(response.body)).toEqual({ ok: false, error: { code: 'internal', message: 'internal error' } });
+  });
+});

@@ -1,4 +1,5 @@
-import { toolLambda } from '../lib/http/lambdas';
+import { toolLambda } from '../lib/http/write';
+import { createCloseTicketTool } from '../lib/tools/close-ticket';
 
 /** POST /tools/close_ticket — behind API Gateway's JWT authorizer. */
-export const handler = toolLambda('close_ticket');
+export const handler = toolLambda(createCloseTicketTool);

@@ -1,4 +1,5 @@
-import { toolLambda } from '../lib/http/lambdas';
+import { toolLambda } from '../lib/http/write';
+import { createCreateInvoiceTool } from '../lib/tools/create-invoice';
 
 /** POST /tools/create_invoice — behind API Gateway's JWT authorizer. */
-export const handler = toolLambda('create_invoice');
+export const handler = toolLambda(createCreateInvoiceTool);

@@ -1,4 +1,5 @@
-import { toolLambda } from '../lib/http/lambdas';
+import { toolLambda } from '../lib/http/write';
+import { createCreateTicketTool } from '../lib/tools/create-ticket';
 
 /** POST /tools/create_ticket — behind API Gateway's JWT authorizer. */
-export const handler = toolLambda('create_ticket');
+export const handler = toolLambda(createCreateTicketTool);

@@ -1,2 +1,6 @@
-/** GET /health — no authorization. */
-export { healthLambda as handler } from '../lib/http/lambdas';
+import { json } from '../lib/http/status';
+
+/** GET /health — no authorization, no store. */
+export async function handler() {
+  return json(200, { ok: true });
+}

@@ -1,4 +1,4 @@
-import type { LambdaHandler } from '../lib/http/lambdas';
+import type { LambdaHandler } from '../lib/http/boundary';
 import { handler as close_ticket } from './close_ticket';
 import { handler as create_invoice } from './create_invoice';
 import { handler as create_ticket } from './create_ticket';

@@ -1,4 +1,5 @@
-import { toolLambda } from '../lib/http/lambdas';
+import { toolLambda } from '../lib/http/write';
+import { createSendEmailTool } from '../lib/tools/send-email';
 
 /** POST /tools/send_email — behind API Gateway's JWT authorizer. */
-export const handler = toolLambda('send_email');
+export const handler = toolLambda(createSendEmailTool);

@@ -2,15 +2,15 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { InvoiceStore } from './domain/invoices';
 import { Outbox } from './domain/outbox';
 import { TicketStore } from './domain/tickets';
-import { ToolRuntime } from './idempotency/runtime';
 import { LedgerPaymentProvider } from './payments/ledger';
 import { createDocumentClient, createDynamoDBClient } from './store/client';
 import { tableName } from './store/tables';
-import { createTools } from './tools';
 
 /**
- * The composition root: clients, stores, the runtime and the tools, built from the environment once
- * per process (a Lambda container reuses them across invocations).
+ * The composition root: the DynamoDB clients, the logger and the domain stores, built from the
+ * environment once per process (a Lambda container reuses them across invocations). The idempotency
+ * runtime (`lib/runtime.ts`) and each tool are built by the entry points that need them, so a read's
+ * bundle carries neither Powertools idempotency nor zod.
  */
 export function createServices(env: NodeJS.ProcessEnv = process.env) {
   const client = createDynamoDBClient(env);
@@ -28,8 +28,6 @@ export function createServices(env: NodeJS.ProcessEnv = process.env) {
     tickets,
     outbox,
     provider,
-    runtime: new ToolRuntime({ client, tableName: tableName('idempotency', env), logger }),
-    tools: createTools({ invoices, tickets, outbox, provider }),
   };
 }
 

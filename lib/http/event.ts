@@ -46,3 +46,6 @@ export function pathParameter(event: ApiEvent, name: string): string | undefined
     return undefined;
   }
 }
+
+/** What a request without a usable identity is told. */
+export const UNAUTHORIZED = 'authorization: a valid bearer token with a tenant and a subject is required';

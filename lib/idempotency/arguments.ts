@@ -1,4 +1,5 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
+import './zod-locale';
 import { InvalidArgsError } from './errors';
 import type { ToolDefinition } from './tool';
 
@@ -8,12 +9,14 @@ export const IDEMPOTENCY_KEY_FIELD = 'idempotency_key';
 /** A client key: 1–255 printable ASCII characters (0x20–0x7E), as Stripe and the IETF draft allow. */
 export const clientKeySchema = z
   .string({ error: 'required, a string of 1-255 printable ASCII characters' })
-  .min(1, 'must not be empty')
-  .max(255, 'must be at most 255 characters')
-  .regex(/^[\x20-\x7E]+$/, 'must be printable ASCII (0x20-0x7E)');
+  .check(
+    z.minLength(1, 'must not be empty'),
+    z.maxLength(255, 'must be at most 255 characters'),
+    z.regex(/^[\x20-\x7E]+$/, 'must be printable ASCII (0x20-0x7E)'),
+  );
 
 /** `field: problem` for the first problem zod found, naming the field a caller must fix. */
-function describe(error: z.ZodError, fallbackField: string): string {
+function describe(error: z.core.$ZodError, fallbackField: string): string {
   const issue = error.issues[0];
   if (!issue) return `${fallbackField}: invalid`;
   if (issue.code === 'unrecognized_keys') return `${issue.keys.join(', ')}: unknown field`;
@@ -30,14 +33,14 @@ export interface ParsedCall<A> {
  * Splits a raw call into its client key and validated arguments. Unknown fields are refused, so a
  * typo never silently becomes a default. Throws {@link InvalidArgsError} naming the field.
  */
-export function parseCall<S extends z.ZodObject>(tool: ToolDefinition<S>, input: unknown): ParsedCall<z.output<S>> {
+export function parseCall<S extends z.ZodMiniObject>(tool: ToolDefinition<S>, input: unknown): ParsedCall<z.output<S>> {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     throw new InvalidArgsError('arguments: expected a JSON object');
   }
   const { [IDEMPOTENCY_KEY_FIELD]: rawKey, ...rest } = input as Record<string, unknown>;
   const key = clientKeySchema.safeParse(rawKey);
   if (!key.success) throw new InvalidArgsError(describe(key.error, IDEMPOTENCY_KEY_FIELD));
-  const args = tool.args.strict().safeParse(rest);
+  const args = tool.args.safeParse(rest);
   if (!args.success) throw new InvalidArgsError(describe(args.error, 'arguments'));
   return { clientKey: key.data, args: args.data as z.output<S> };
 }

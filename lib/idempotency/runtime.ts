@@ -12,7 +12,7 @@ import {
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Context } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { parseCall } from './arguments';
 import {
   ConflictError,
@@ -65,8 +65,8 @@ interface ClaimPayload {
 
 /** The identity must be complete before anything is hashed: `[null, null]` would be one shared record. */
 const identitySchema = z.object({
-  tenant: z.string().min(1).max(256),
-  user: z.string().min(1).max(256),
+  tenant: z.string().check(z.minLength(1), z.maxLength(256)),
+  user: z.string().check(z.minLength(1), z.maxLength(256)),
 });
 
 /**
@@ -83,7 +83,7 @@ export class ToolRuntime {
     this.#options = options;
   }
 
-  async invoke<S extends z.ZodObject, R extends JsonObject>(
+  async invoke<S extends z.ZodMiniObject, R extends JsonObject>(
     tool: ToolDefinition<S, R>,
     identity: Identity,
     input: unknown,
@@ -99,7 +99,7 @@ export class ToolRuntime {
     }
   }
 
-  async #run<S extends z.ZodObject, R extends JsonObject>(
+  async #run<S extends z.ZodMiniObject, R extends JsonObject>(
     tool: ToolDefinition<S, R>,
     identity: Identity,
     clientKey: string,
@@ -176,15 +176,11 @@ export class ToolRuntime {
    * call still in flight, or undefined when there is none (never called, expired, released, or
    * someone else's — the key is hashed with the caller's tenant and user, so another's is unreachable).
    */
-  async lookup<R extends JsonObject>(
-    tool: ToolDefinition<z.ZodObject, R>,
-    identity: Identity,
-    clientKey: string,
-  ): Promise<Operation<R> | undefined> {
+  async lookup(toolName: string, identity: Identity, clientKey: string): Promise<Operation<JsonObject> | undefined> {
     const persistenceStore = new ScopedDynamoDBPersistenceLayer({
       client: this.#options.client,
       tableName: this.#options.tableName,
-      tool: tool.name,
+      tool: toolName,
       tenant: identity.tenant,
     });
     // The same key derivation as `invoke` (Powertools hashes the `scope` selection), without payload
@@ -195,7 +191,7 @@ export class ToolRuntime {
         throwOnNoIdempotencyKey: true,
         hashFunction: 'sha256',
       }),
-      keyPrefix: tool.name,
+      keyPrefix: toolName,
     });
     let record: Awaited<ReturnType<typeof persistenceStore.getRecord>>;
     try {
@@ -207,7 +203,7 @@ export class ToolRuntime {
     if (record.isExpired()) return undefined;
     if (record.getStatus() !== IdempotencyRecordStatus.COMPLETED) return { status: 'pending' };
     const stored = record.getResponse() as unknown as StoredResult;
-    return { status: 'completed', receipt: decodeReceipt<R>(stored.receipt) };
+    return { status: 'completed', receipt: decodeReceipt(stored.receipt) };
   }
 
   #failure(tool: string, error: unknown): ToolResult<never> {

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod/mini';
 import type { Identity, JsonObject } from './types';
 
 /** Default lifetime of a client-key record: 24 hours. */
@@ -48,11 +48,14 @@ export interface ToolAnnotations {
  * One tool: its argument schema, natural key and domain logic, in one place. Validation, the JSON
  * Schema shown to agents and the docs are all derived from this definition.
  */
-export interface ToolDefinition<S extends z.ZodObject = z.ZodObject, R extends JsonObject = JsonObject> {
+export interface ToolDefinition<S extends z.ZodMiniObject = z.ZodMiniObject, R extends JsonObject = JsonObject> {
   /** Tool name, snake_case; also the fixed prefix of its idempotency records. */
   readonly name: string;
   readonly description: string;
-  /** The arguments without `idempotency_key` (the runtime adds and checks it for every write). */
+  /**
+   * The arguments without `idempotency_key` (the runtime adds and checks it for every write): a
+   * `z.strictObject` from `zod/mini`, so an unknown field is refused rather than ignored.
+   */
   readonly args: S;
   readonly annotations: ToolAnnotations;
   /**
@@ -78,12 +81,13 @@ const TOOL_NAME = /^[a-z][a-z0-9_]{0,62}$/;
  * Checks a tool definition once, when it is defined, and returns it unchanged. A TTL that does not
  * outlive the in-progress lock is refused here rather than discovered as a double execution.
  */
-export function defineTool<S extends z.ZodObject, R extends JsonObject>(
+export function defineTool<S extends z.ZodMiniObject, R extends JsonObject>(
   tool: ToolDefinition<S, R>,
 ): ToolDefinition<S, R> {
   const problems: string[] = [];
   if (!TOOL_NAME.test(tool.name)) problems.push(`name ${JSON.stringify(tool.name)} must match ${TOOL_NAME}`);
   if ('idempotency_key' in tool.args.shape) problems.push('args must not declare idempotency_key: the runtime adds it');
+  if (tool.args._zod.def.catchall?._zod.def.type !== 'never') problems.push('args must be a z.strictObject');
   const ttl = tool.ttlSeconds ?? DEFAULT_TTL_SECONDS;
   if (!Number.isInteger(ttl) || ttl <= MAX_LOCK_SECONDS) {
     problems.push(

@@ -3,8 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
 import { DEFAULT_ROUTE_LAMBDA, ROUTES, type RouteDefinition } from '../api/routes';
+import type { LambdaHandler } from '../http/boundary';
 import { type ApiEvent, MAX_BODY_BYTES } from '../http/event';
-import type { LambdaHandler } from '../http/lambdas';
 import { errorResponse, type HttpResponse } from '../http/status';
 
 export interface LocalApiOptions {

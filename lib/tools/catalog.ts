@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { toJSONSchema } from 'zod/mini';
 import { IDEMPOTENCY_KEY_FIELD } from '../idempotency/arguments';
 import type { ToolDefinition } from '../idempotency/tool';
 import type { JsonObject } from '../idempotency/types';
@@ -21,7 +21,7 @@ export interface ToolDescription {
  * plus the `idempotency_key` every write requires.
  */
 export function describeTool(tool: ToolDefinition): ToolDescription {
-  const schema = z.toJSONSchema(tool.args, { io: 'input' }) as JsonObject & {
+  const schema = toJSONSchema(tool.args, { io: 'input' }) as JsonObject & {
     required?: string[];
     properties?: JsonObject;
   };

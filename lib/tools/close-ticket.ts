@@ -1,11 +1,13 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import type { Ticket, TicketStore } from '../domain/tickets';
 import { InvalidArgsError, NotFoundError } from '../idempotency/errors';
 import { defineTool } from '../idempotency/tool';
 
 export const closeTicketArgs = z.strictObject({
-  ticket_key: z.string().min(1).max(64).describe('The ticket to close, as returned by create_ticket.'),
-  resolution: z.string().min(1).max(2_000).describe('How it was resolved.'),
+  ticket_key: z
+    .string()
+    .check(z.minLength(1), z.maxLength(64), z.describe('The ticket to close, as returned by create_ticket.')),
+  resolution: z.string().check(z.minLength(1), z.maxLength(2_000), z.describe('How it was resolved.')),
 });
 
 /** `close_ticket`. Natural key: `ticket_key` — one close per ticket, whichever client key. */

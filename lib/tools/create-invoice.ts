@@ -1,17 +1,20 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import type { InvoiceStore } from '../domain/invoices';
 import { ConflictError } from '../idempotency/errors';
 import { derivedId } from '../idempotency/fingerprint';
 import { defineTool } from '../idempotency/tool';
 
 export const createInvoiceArgs = z.strictObject({
-  customer: z.string().min(1).max(200).describe('Who is invoiced.'),
-  amount: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).describe('Integer minor units (cents), > 0.'),
-  currency: z
-    .string()
-    .regex(/^[a-z]{3}$/, 'must be a lowercase ISO 4217 code')
-    .default('usd')
-    .describe('ISO 4217 code, lowercase.'),
+  customer: z.string().check(z.minLength(1), z.maxLength(200), z.describe('Who is invoiced.')),
+  amount: z
+    .int()
+    .check(z.positive(), z.maximum(Number.MAX_SAFE_INTEGER), z.describe('Integer minor units (cents), > 0.')),
+  currency: z._default(
+    z
+      .string()
+      .check(z.regex(/^[a-z]{3}$/, 'must be a lowercase ISO 4217 code'), z.describe('ISO 4217 code, lowercase.')),
+    'usd',
+  ),
 });
 
 /**

@@ -1,12 +1,12 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import type { TicketStore } from '../domain/tickets';
 import { ConflictError } from '../idempotency/errors';
 import { derivedId } from '../idempotency/fingerprint';
 import { defineTool } from '../idempotency/tool';
 
 export const createTicketArgs = z.strictObject({
-  title: z.string().min(1).max(200).describe('One line that says what is wrong.'),
-  body: z.string().max(10_000).optional().describe('Details.'),
+  title: z.string().check(z.minLength(1), z.maxLength(200), z.describe('One line that says what is wrong.')),
+  body: z.optional(z.string().check(z.maxLength(10_000), z.describe('Details.'))),
 });
 
 /** `create_ticket`: client key; the ticket key is derived from it, like create_invoice's id. */

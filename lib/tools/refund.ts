@@ -1,17 +1,20 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import type { InvoiceStore, RefundReceipt } from '../domain/invoices';
 import { ConflictError, InvalidArgsError, NotFoundError } from '../idempotency/errors';
 import { defineTool } from '../idempotency/tool';
 import { type PaymentProvider, ProviderKeyReuseError } from '../payments/provider';
 
 export const refundArgs = z.strictObject({
-  invoice_id: z.string().min(1).max(128).describe('The invoice to refund, as returned by create_invoice.'),
+  invoice_id: z
+    .string()
+    .check(z.minLength(1), z.maxLength(128), z.describe('The invoice to refund, as returned by create_invoice.')),
   amount: z
-    .number()
     .int()
-    .positive()
-    .max(Number.MAX_SAFE_INTEGER)
-    .describe('The full invoice amount in integer minor units (cents): refunds are full refunds.'),
+    .check(
+      z.positive(),
+      z.maximum(Number.MAX_SAFE_INTEGER),
+      z.describe('The full invoice amount in integer minor units (cents): refunds are full refunds.'),
+    ),
 });
 
 export interface RefundDependencies {

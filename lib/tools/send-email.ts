@@ -1,13 +1,13 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import type { Outbox } from '../domain/outbox';
 import { ConflictError } from '../idempotency/errors';
 import { derivedId } from '../idempotency/fingerprint';
 import { defineTool } from '../idempotency/tool';
 
 export const sendEmailArgs = z.strictObject({
-  to: z.email().max(254).describe('Recipient address.'),
-  subject: z.string().min(1).max(200),
-  body: z.string().min(1).max(20_000).describe('Plain text. Never logged.'),
+  to: z.email().check(z.maxLength(254), z.describe('Recipient address.')),
+  subject: z.string().check(z.minLength(1), z.maxLength(200)),
+  body: z.string().check(z.minLength(1), z.maxLength(20_000), z.describe('Plain text. Never logged.')),
 });
 
 /**

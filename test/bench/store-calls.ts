@@ -10,8 +10,10 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { startDynamoDBLocal } from '../../lib/local/dynamodb-local';
+import { createToolRuntime } from '../../lib/runtime';
 import { createServices } from '../../lib/services';
 import { createTables } from '../../lib/store/create-tables';
+import { createRefundTool } from '../../lib/tools/refund';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
 
@@ -39,6 +41,8 @@ async function main(): Promise<void> {
   const local = process.env.DYNAMODB_ENDPOINT ? undefined : await startDynamoDBLocal();
   if (local) process.env.DYNAMODB_ENDPOINT = local.endpoint;
   const services = createServices();
+  const runtime = createToolRuntime(services);
+  const refund = createRefundTool(services);
   try {
     await createTables(services.client);
     const counts = countRequests(services.client);
@@ -76,7 +80,7 @@ async function main(): Promise<void> {
       for (const [kind, input] of calls) {
         counts.clear();
         const started = process.hrtime.bigint();
-        await services.runtime.invoke(services.tools.refund, identity, input, deadline());
+        await runtime.invoke(refund, identity, input, deadline());
         const sample = samples.get(kind)!;
         sample.ms.push(Number(process.hrtime.bigint() - started) / 1e6);
         for (const [command, n] of counts) sample.requests.set(command, (sample.requests.get(command) ?? 0) + n);

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { defineTool, type Execution, type ToolContext } from '../../lib/idempotency/tool';
 import type { JsonObject } from '../../lib/idempotency/types';
 
-export const noteArgs = z.strictObject({ text: z.string().min(1) });
+export const noteArgs = z.strictObject({ text: z.string().check(z.minLength(1)) });
 export type NoteArgs = z.output<typeof noteArgs>;
 
 /**

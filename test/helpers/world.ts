@@ -3,8 +3,10 @@ import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { Invoice } from '../../lib/domain/invoices';
 import type { Identity, InvocationDeadline } from '../../lib/idempotency/types';
 import type { Movement } from '../../lib/payments/provider';
+import { createToolRuntime } from '../../lib/runtime';
 import { createServices } from '../../lib/services';
 import { TABLES, tableName } from '../../lib/store/tables';
+import { createTools } from '../../lib/tools';
 
 /** A deadline like a Lambda context's: `ms` from now, counting down in real time. */
 export function deadline(ms = 10_000): InvocationDeadline {
@@ -27,6 +29,8 @@ export function identity(tenant = newTenant(), user = 'ada'): Identity {
  */
 export function createWorld() {
   const services = createServices(process.env);
+  const runtime = createToolRuntime(services);
+  const tools = createTools(services);
   const { documents } = services;
 
   async function seedInvoice(tenant: string, overrides: Partial<Invoice> = {}): Promise<Invoice> {
@@ -77,7 +81,9 @@ export function createWorld() {
 
   return {
     ...services,
-    refund: services.tools.refund,
+    runtime,
+    tools,
+    refund: tools.refund,
     seedInvoice,
     ledgerRows,
     idempotencyRecordKeys,

@@ -1,5 +1,5 @@
 import { defineTool } from '../../lib/idempotency/tool';
-import { services } from '../../lib/services';
+import { runtime } from '../../lib/runtime';
 import { sendEmailArgs } from '../../lib/tools/send-email';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { gate } from '../helpers/tools';
@@ -105,7 +105,7 @@ describe('in flight over HTTP', () => {
       },
     });
     const body = { idempotency_key: 'k1', to: 'a@example.com', subject: 's', body: 'b' };
-    const running = services().runtime.invoke(held, { tenant, user: 'ada' }, body, deadline(5_000));
+    const running = runtime().invoke(held, { tenant, user: 'ada' }, body, deadline(5_000));
     await new Promise((resolve) => setTimeout(resolve, 200));
 
     // Act

@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer } from 'aws-lambda';
-import { handleToolWrite, keyHash } from '../../lib/http/handlers';
+import { handleToolWrite, keyHash } from '../../lib/http/write';
 import { noteTool } from '../helpers/tools';
 import { createWorld, deadline, newTenant, type World } from '../helpers/world';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { defineTool, MAX_LOCK_SECONDS } from '../../lib/idempotency/tool';
 
 const execute = async () => ({ receipt: {}, replayed: false });
@@ -9,10 +9,18 @@ describe('defineTool', () => {
     ['a TTL shorter than the lock', { ttlSeconds: 60 }, /ttlSeconds \(60\)/],
     ['a fractional TTL', { ttlSeconds: 1000.5 }, /ttlSeconds/],
     ['a name that is not snake_case', { name: 'Refund-Now' }, /name "Refund-Now"/],
-    ['args that declare idempotency_key', { args: z.object({ idempotency_key: z.string() }) }, /idempotency_key/],
+    ['args that declare idempotency_key', { args: z.strictObject({ idempotency_key: z.string() }) }, /idempotency_key/],
+    ['args that are not strict', { args: z.object({ text: z.string() }) }, /z\.strictObject/],
   ])('refuses %s', (_label, override, message) => {
     const annotations = { destructiveHint: false, openWorldHint: false };
-    const definition = { name: 'send_note', description: 'd', args: z.object({}), annotations, execute, ...override };
+    const definition = {
+      name: 'send_note',
+      description: 'd',
+      args: z.strictObject({}),
+      annotations,
+      execute,
+      ...override,
+    };
 
     expect(() => defineTool(definition)).toThrow(message);
   });
@@ -21,7 +29,7 @@ describe('defineTool', () => {
     const tool = defineTool({
       name: 'send_note',
       description: 'd',
-      args: z.object({}),
+      args: z.strictObject({}),
       annotations: { destructiveHint: false, openWorldHint: false },
       ttlSeconds: 901,
       execute,

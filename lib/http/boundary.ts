@@ -1,0 +1,24 @@
+import type { Context } from 'aws-lambda';
+import { INTERNAL_MESSAGE, isTransientAwsError } from '../idempotency/errors';
+import { services } from '../services';
+import type { ApiEvent } from './event';
+import { errorResponse, type HttpResponse } from './status';
+
+export type LambdaHandler = (event: ApiEvent, context: Context) => Promise<HttpResponse>;
+
+/**
+ * The last line of defence of an entry point: whatever escapes becomes a JSON `internal` (or
+ * `unavailable` for a store outage) answer, logged, and never serialised into the response.
+ */
+export function withErrorBoundary(name: string, handle: LambdaHandler): LambdaHandler {
+  return async function boundary(event, context) {
+    try {
+      return await handle(event, context);
+    } catch (error) {
+      services().logger.error('unhandled error', { handler: name, error: error as Error });
+      return isTransientAwsError(error)
+        ? errorResponse('unavailable', 'a store is unavailable; retry later')
+        : errorResponse('internal', INTERNAL_MESSAGE);
+    }
+  };
+}

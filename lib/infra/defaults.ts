@@ -1,0 +1,74 @@
+import type { TableId } from '../store/tables';
+
+/**
+ * Defaults of the stack, as plain data (the constructs that use them live apart). Each value is what a
+ * deployment gets unless a prop or context says otherwise.
+ */
+export const FUNCTION_DEFAULTS = {
+  /** Lambda's timeout: also the longest in-progress lock a claim can hold. */
+  timeoutSeconds: 10,
+  memorySize: 512,
+  /** How long each function's logs are kept. */
+  logRetentionDays: 30,
+  serviceName: 'retrysafe',
+} as const;
+
+/**
+ * How every entry point is bundled (the stack's NodejsFunction and the bundle-size test use the same):
+ * minified CommonJS for Node.js 22, the AWS SDK left to the Lambda runtime.
+ */
+export const BUNDLING = {
+  minify: true,
+  target: 'node22',
+  externalModules: ['@aws-sdk/*'],
+} as const;
+
+/**
+ * The largest bundle an entry point may have, minified, without the SDK. The floor is set by what every
+ * write needs: Powertools idempotency + JMESPath + commons and Powertools Logger weigh ~65 KB minified,
+ * zod/mini ~21 KB; retrysafe's own code adds ~20 KB. The brief's 70 KB target is below that floor.
+ */
+export const BUNDLE_BUDGET_BYTES = 112 * 1024;
+
+/** API Gateway stage throttling: a steady rate and a burst, per account-region for this stage. */
+export const STAGE_THROTTLE = { rateLimit: 100, burstLimit: 200 } as const;
+
+/** How long API access logs are kept. */
+export const ACCESS_LOG_RETENTION_DAYS = 90;
+
+/** JWT authorizer settings when neither props nor context give them (synth only: set them to deploy). */
+export const JWT_DEFAULTS = {
+  issuer: 'https://issuer.example.invalid',
+  audience: 'retrysafe',
+  tenantClaim: 'tenant_id',
+} as const;
+
+type DynamoAction = 'dynamodb:GetItem' | 'dynamodb:PutItem' | 'dynamodb:UpdateItem' | 'dynamodb:DeleteItem';
+
+/** What one Lambda may do: its access to the key store and to each domain table, nothing more. */
+export interface FunctionAccess {
+  /** `claims`: what Powertools needs to claim, read, complete and release; `read`: GetItem only. */
+  readonly keyStore?: 'claims' | 'read';
+  readonly tables?: Partial<Record<Exclude<TableId, 'idempotency'>, readonly DynamoAction[]>>;
+}
+
+/**
+ * Least privilege, per entry point: exactly the DynamoDB actions its code sends. A tool never reaches
+ * another tool's tables; reads cannot write.
+ */
+export const FUNCTION_ACCESS: Readonly<Record<string, FunctionAccess>> = {
+  create_invoice: { keyStore: 'claims', tables: { invoices: ['dynamodb:PutItem'] } },
+  refund: {
+    keyStore: 'claims',
+    tables: { invoices: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], ledger: ['dynamodb:PutItem'] },
+  },
+  create_ticket: { keyStore: 'claims', tables: { tickets: ['dynamodb:PutItem'] } },
+  close_ticket: { keyStore: 'claims', tables: { tickets: ['dynamodb:UpdateItem'] } },
+  send_email: { keyStore: 'claims', tables: { outbox: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] } },
+  get_operation: { keyStore: 'read' },
+  get_invoice: { tables: { invoices: ['dynamodb:GetItem'] } },
+  get_ticket: { tables: { tickets: ['dynamodb:GetItem'] } },
+  list_tools: {},
+  health: {},
+  not_found: {},
+};

@@ -1,0 +1,44 @@
+import { RemovalPolicy } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import { Construct } from 'constructs';
+import { TABLES } from '../store/tables';
+import { tableFromDefinition } from './table';
+
+export interface KeyStoreProps {
+  /**
+   * Delete the table (and every stored receipt) when the stack is deleted.
+   * @default false (the table is retained)
+   */
+  readonly destroyOnRemoval?: boolean;
+}
+
+/** The DynamoDB actions Powertools' persistence layer sends: claim, read, complete, release. */
+export const CLAIM_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'];
+
+/**
+ * The idempotency key store: the table from the shared definition (`id` partition key, TTL on
+ * `expiration`, `by-tenant` index), on demand, with point-in-time recovery and encryption at rest,
+ * retained by default. Usable on its own by anyone wrapping their own tools.
+ */
+export class KeyStore extends Construct {
+  /** The idempotency table. */
+  public readonly table: dynamodb.Table;
+
+  constructor(scope: Construct, id: string, props: KeyStoreProps = {}) {
+    super(scope, id);
+    this.table = tableFromDefinition(this, 'Table', TABLES.idempotency, {
+      removalPolicy: props.destroyOnRemoval ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
+    });
+  }
+
+  /** Lets `grantee` claim, read, complete and release records — on the table only, not its index. */
+  grantClaims(grantee: iam.IGrantable): iam.Grant {
+    return iam.Grant.addToPrincipal({ grantee, actions: CLAIM_ACTIONS, resourceArns: [this.table.tableArn] });
+  }
+
+  /** Lets `grantee` read records (the operations poll). */
+  grantRead(grantee: iam.IGrantable): iam.Grant {
+    return iam.Grant.addToPrincipal({ grantee, actions: ['dynamodb:GetItem'], resourceArns: [this.table.tableArn] });
+  }
+}

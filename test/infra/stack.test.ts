@@ -6,6 +6,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { RetrysafeStack } from '../../lib/infra/retrysafe-stack';
 
+// biome-ignore lint/suspicious/noExplicitAny: CloudFormation properties are asserted structurally
 type Resources = Record<string, { Type: string; Properties: Record<string, any>; DeletionPolicy?: string }>;
 
 /** The stack as `cdk synth` builds it (bundles included), with cdk-nag's AwsSolutions pack. */

@@ -1,8 +1,8 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { JsonObject } from '../idempotency/types';
-import { putIfAbsent, type Written } from '../store/put-if-absent';
+import { TenantItems } from '../store/tenant-items';
 
 /** The receipt of a refund, stored on its invoice: the natural-key record of "one refund per invoice". */
 export interface RefundReceipt extends JsonObject {
@@ -29,22 +29,9 @@ export type RecordedRefund =
   | { readonly recorded: false; readonly existing: RefundReceipt };
 
 /** Invoices, keyed by (tenant, invoice_id): one tenant never sees another's invoice ids. */
-export class InvoiceStore {
-  constructor(
-    private readonly documents: DynamoDBDocumentClient,
-    private readonly tableName: string,
-  ) {}
-
-  async get(tenant: string, invoiceId: string): Promise<Invoice | undefined> {
-    const { Item } = await this.documents.send(
-      new GetCommand({ TableName: this.tableName, Key: { tenant, invoice_id: invoiceId }, ConsistentRead: true }),
-    );
-    return Item as Invoice | undefined;
-  }
-
-  /** Stores a new invoice unless its id exists; then the existing invoice comes back instead. */
-  create(invoice: Invoice): Promise<Written<Invoice>> {
-    return putIfAbsent(this.documents, this.tableName, 'invoice_id', invoice);
+export class InvoiceStore extends TenantItems<Invoice> {
+  constructor(documents: DynamoDBDocumentClient, tableName: string) {
+    super(documents, tableName, 'invoice_id');
   }
 
   /**

@@ -1,6 +1,6 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { putIfAbsent, type Written } from '../store/put-if-absent';
+import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { TenantItems } from '../store/tenant-items';
 
 export interface OutboxMessage {
   readonly tenant: string;
@@ -17,21 +17,9 @@ export interface OutboxMessage {
  * The email outbox: a message is queued once per message id (a conditional put) and delivered once
  * (a conditional status change), so neither a retry nor a crash between the two sends it twice.
  */
-export class Outbox {
-  constructor(
-    private readonly documents: DynamoDBDocumentClient,
-    private readonly tableName: string,
-  ) {}
-
-  async get(tenant: string, messageId: string): Promise<OutboxMessage | undefined> {
-    const { Item } = await this.documents.send(
-      new GetCommand({ TableName: this.tableName, Key: { tenant, message_id: messageId }, ConsistentRead: true }),
-    );
-    return Item as OutboxMessage | undefined;
-  }
-
-  enqueue(message: OutboxMessage): Promise<Written<OutboxMessage>> {
-    return putIfAbsent(this.documents, this.tableName, 'message_id', message);
+export class Outbox extends TenantItems<OutboxMessage> {
+  constructor(documents: DynamoDBDocumentClient, tableName: string) {
+    super(documents, tableName, 'message_id');
   }
 
   /**

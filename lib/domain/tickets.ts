@@ -1,7 +1,8 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { putIfAbsent, type Written } from '../store/put-if-absent';
+import type { Written } from '../store/put-if-absent';
+import { TenantItems } from '../store/tenant-items';
 
 export interface Ticket {
   readonly tenant: string;
@@ -15,22 +16,9 @@ export interface Ticket {
 }
 
 /** Tickets, keyed by (tenant, ticket_key). */
-export class TicketStore {
-  constructor(
-    private readonly documents: DynamoDBDocumentClient,
-    private readonly tableName: string,
-  ) {}
-
-  async get(tenant: string, ticketKey: string): Promise<Ticket | undefined> {
-    const { Item } = await this.documents.send(
-      new GetCommand({ TableName: this.tableName, Key: { tenant, ticket_key: ticketKey }, ConsistentRead: true }),
-    );
-    return Item as Ticket | undefined;
-  }
-
-  /** Creates the ticket unless its key exists; then the existing ticket comes back instead. */
-  create(ticket: Ticket): Promise<Written<Ticket>> {
-    return putIfAbsent(this.documents, this.tableName, 'ticket_key', ticket);
+export class TicketStore extends TenantItems<Ticket> {
+  constructor(documents: DynamoDBDocumentClient, tableName: string) {
+    super(documents, tableName, 'ticket_key');
   }
 
   /**

@@ -22,7 +22,7 @@ export function createSendEmailTool({ outbox }: { readonly outbox: Outbox }) {
     args: sendEmailArgs,
     annotations: { destructiveHint: false, openWorldHint: true },
     async execute(args, { identity, downstreamKey }) {
-      const queued = await outbox.enqueue({
+      const queued = await outbox.create({
         tenant: identity.tenant,
         message_id: derivedId('msg', downstreamKey),
         to: args.to,

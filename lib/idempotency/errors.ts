@@ -64,11 +64,16 @@ export const INTERNAL_MESSAGE = 'internal error';
 
 /** Network failures, throttling and server-side faults of an AWS SDK call: worth a retry, not a bug. */
 export function isTransientAwsError(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  const e = error as Error & { $fault?: string; code?: string };
+  // Not `instanceof Error`: Node's network errors may come from another realm (a VM context, Jest).
+  if (typeof error !== 'object' || error === null) return false;
+  const e = error as { name?: string; $fault?: string; code?: string; message?: string };
   if (e.$fault === 'server') return true;
-  if (TRANSIENT_ERROR_NAMES.has(e.name)) return true;
-  return typeof e.code === 'string' && TRANSIENT_NETWORK_CODES.has(e.code);
+  if (typeof e.name === 'string' && TRANSIENT_ERROR_NAMES.has(e.name)) return true;
+  if (typeof e.code === 'string' && TRANSIENT_NETWORK_CODES.has(e.code)) return true;
+  // The SDK turns an error it cannot recognise as an Error (one from another realm) into a bare
+  // "AWS SDK error wrapper for <error>": only the message still says what happened.
+  const wrapped = typeof e.message === 'string' ? /^AWS SDK error wrapper for .*\b(E[A-Z_]+)\b/.exec(e.message) : null;
+  return wrapped !== null && TRANSIENT_NETWORK_CODES.has(wrapped[1]!);
 }
 
 const TRANSIENT_ERROR_NAMES = new Set([

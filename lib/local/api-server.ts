@@ -6,6 +6,7 @@ import { DEFAULT_ROUTE_LAMBDA, ROUTES, type RouteDefinition } from '../api/route
 import type { LambdaHandler } from '../http/boundary';
 import { type ApiEvent, MAX_BODY_BYTES } from '../http/event';
 import { errorResponse, type HttpResponse } from '../http/status';
+import { FUNCTION_DEFAULTS } from '../infra/defaults';
 
 export interface LocalApiOptions {
   /** The Lambda handlers by entry name (`lambdas/<name>.ts`), exactly as deployed. */
@@ -18,7 +19,7 @@ export interface LocalApiOptions {
   readonly host?: string;
   /**
    * The invocation timeout each request's Lambda-like context counts down from.
-   * @default 29_000 (API Gateway's integration timeout)
+   * @default the deployed functions' timeout (FUNCTION_DEFAULTS.timeoutSeconds)
    */
   readonly timeoutMs?: number;
 }
@@ -143,7 +144,7 @@ function send(response: ServerResponse, result: HttpResponse): void {
  * authorizer, the body limit; everything else is the handlers'.
  */
 export async function startLocalApi(options: LocalApiOptions): Promise<LocalApi> {
-  const timeoutMs = options.timeoutMs ?? 29_000;
+  const timeoutMs = options.timeoutMs ?? FUNCTION_DEFAULTS.timeoutSeconds * 1000;
 
   async function handle(request: IncomingMessage): Promise<HttpResponse> {
     const url = new URL(request.url ?? '/', 'http://localhost');
@@ -157,7 +158,9 @@ export async function startLocalApi(options: LocalApiOptions): Promise<LocalApi>
       throw error;
     }
     let claims: Record<string, string> | undefined;
-    if (route?.auth) {
+    // Like the deployed API: every route but the public ones (GET /health) needs a token, and so does
+    // a request no route matches ($default) — a caller without a token learns nothing, not even a 404.
+    if (route?.auth ?? true) {
       const token = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1];
       if (!token) return errorResponse('unauthorized', 'authorization: a bearer token is required');
       try {

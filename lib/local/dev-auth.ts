@@ -19,10 +19,11 @@ export function jwtSettings(env: NodeJS.ProcessEnv = process.env): JwtSettings {
   };
 }
 
-const ALGORITHM = 'ES256';
+/** API Gateway's JWT authorizer verifies RSA signatures only: the local key is RSA too. */
+const ALGORITHM = 'RS256';
 
 /**
- * The local signing key: an ES256 key pair kept as a private JWK in a git-ignored folder (`.local/`
+ * The local signing key: an RS256 key pair kept as a private JWK in a git-ignored folder (`.local/`
  * unless `DEV_KEY_DIR` says otherwise), created on first use. Dev only: deployed APIs trust their
  * OIDC provider's JWKS instead.
  */
@@ -34,7 +35,7 @@ export class DevSigningKey {
 
   static async loadOrCreate(env: NodeJS.ProcessEnv = process.env): Promise<DevSigningKey> {
     const dir = env.DEV_KEY_DIR || '.local';
-    const file = join(dir, 'dev-jwt-key.json');
+    const file = join(dir, 'dev-jwt-rs256.json');
     let jwk: JWK;
     try {
       jwk = JSON.parse(readFileSync(file, 'utf8')) as JWK;
@@ -48,16 +49,19 @@ export class DevSigningKey {
   }
 
   /** A token the local server accepts, for `tenant` and `user`, valid for `ttl` (jose's `'1h'`, `'30m'`). */
-  async mint(tenant: string, user: string, ttl = '1h'): Promise<string> {
+  mint(tenant: string, user: string, ttl = '1h'): Promise<string> {
+    return this.sign({ [this.settings.tenantClaim]: tenant, sub: user }, ttl);
+  }
+
+  /** A token with these claims plus iss, aud, iat and (unless `ttl` is null) exp — tests build broken tokens with it. */
+  async sign(claims: JWTPayload, ttl: string | null = '1h'): Promise<string> {
     const key = await importJWK(this.privateJwk, ALGORITHM);
-    return new SignJWT({ [this.settings.tenantClaim]: tenant })
+    const jwt = new SignJWT(claims)
       .setProtectedHeader({ alg: ALGORITHM })
-      .setSubject(user)
       .setIssuer(this.settings.issuer)
       .setAudience(this.settings.audience)
-      .setIssuedAt()
-      .setExpirationTime(ttl)
-      .sign(key);
+      .setIssuedAt();
+    return (ttl === null ? jwt : jwt.setExpirationTime(ttl)).sign(key);
   }
 
   /**
@@ -65,11 +69,13 @@ export class DevSigningKey {
    * returns its claims as the authorizer passes them on (every value a string).
    */
   async verify(token: string): Promise<Record<string, string>> {
-    const { d: _private, ...publicJwk } = this.privateJwk;
+    const { d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...publicJwk } = this.privateJwk;
     const { payload } = await jwtVerify(token, await importJWK(publicJwk, ALGORITHM), {
       issuer: this.settings.issuer,
       audience: this.settings.audience,
       algorithms: [ALGORITHM],
+      // API Gateway refuses a token without an expiry.
+      requiredClaims: ['exp'],
     });
     return stringClaims(payload);
   }

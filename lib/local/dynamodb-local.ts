@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
@@ -54,6 +54,7 @@ function jarFolder(): string {
 export async function startDynamoDBLocal(options: DynamoDBLocalOptions = {}): Promise<DynamoDBLocal> {
   const port = options.port ?? (await freePort());
   const folder = jarFolder();
+  if (options.dbPath) mkdirSync(options.dbPath, { recursive: true });
   const args = [
     `-Djava.library.path=${join(folder, 'DynamoDBLocal_lib')}`,
     '-jar',
@@ -79,7 +80,10 @@ export async function startDynamoDBLocal(options: DynamoDBLocalOptions = {}): Pr
   // A parent that exits without calling stop() kills the whole group at once.
   const killOnExit = () => killGroup(child, 'SIGKILL');
   process.once('exit', killOnExit);
-  child.once('exit', () => process.removeListener('exit', killOnExit));
+  child.once('exit', () => {
+    process.removeListener('exit', killOnExit);
+    killGroup(child, 'SIGKILL', true); // the stdin reader, if Java went first
+  });
 
   try {
     await waitUntilReady(endpoint, child, options.startTimeoutMs ?? 60_000);
@@ -114,11 +118,16 @@ async function waitUntilReady(endpoint: string, child: ChildProcess, timeoutMs: 
   }
 }
 
-/** `sh -c` script: start Java, wait until stdin closes, then stop Java and wait for it. */
-const WATCHDOG = 'java "$@" & pid=$!; read _; kill "$pid" 2>/dev/null; wait "$pid"';
+/**
+ * `sh -c` script: start Java and wait for it; beside it, a reader that kills Java when stdin closes.
+ * The shell exits when Java does (so a failed start is seen at once), and Java dies with its parent.
+ * stdin is kept as fd 3: a background job's own stdin would be /dev/null.
+ */
+const WATCHDOG = 'exec 3<&0; java "$@" 3<&- & pid=$!; (read _ <&3; kill "$pid" 2>/dev/null) & wait "$pid"';
 
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+function killGroup(child: ChildProcess, signal: NodeJS.Signals, evenIfExited = false): void {
+  if (child.pid === undefined) return;
+  if (!evenIfExited && (child.exitCode !== null || child.signalCode !== null)) return;
   try {
     process.kill(-child.pid, signal);
   } catch {

@@ -1,5 +1,5 @@
 import { toJSONSchema } from 'zod/mini';
-import { IDEMPOTENCY_KEY_FIELD } from '../idempotency/arguments';
+import { clientKeySchema, IDEMPOTENCY_KEY_FIELD } from '../idempotency/arguments';
 import type { ToolDefinition } from '../idempotency/tool';
 import type { JsonObject } from '../idempotency/types';
 
@@ -15,6 +15,9 @@ export interface ToolDescription {
     readonly openWorldHint: boolean;
   };
 }
+
+/** The client key's JSON Schema, generated from the schema the runtime validates keys with. */
+const { $schema: _dialect, ...KEY_SCHEMA } = toJSONSchema(clientKeySchema) as JsonObject;
 
 /**
  * The JSON Schema of a tool's input, generated from the same zod schema the runtime validates with,
@@ -32,10 +35,7 @@ export function describeTool(tool: ToolDefinition): ToolDescription {
       ...schema,
       properties: {
         [IDEMPOTENCY_KEY_FIELD]: {
-          type: 'string',
-          minLength: 1,
-          maxLength: 255,
-          pattern: '^[\\x20-\\x7E]+$',
+          ...(KEY_SCHEMA as JsonObject),
           description:
             'Required. The same key with the same arguments returns the first receipt; with other arguments, a conflict. Reuse it on every retry of one intent; mint a new one for a new intent.',
         },

@@ -63,10 +63,24 @@ describe('authorization, as the JWT authorizer does it', () => {
     expect(reply.status).toBe(401);
   });
 
-  it('answers 401 for a valid token without a tenant claim', async () => {
-    const reply = await api.get('/tools', await api.token(''));
+  it.each([
+    ['no tenant claim', { sub: 'ada' }, '1h'],
+    ['an empty tenant claim', { tenant_id: '', sub: 'ada' }, '1h'],
+    ['no subject', { tenant_id: 'acme' }, '1h'],
+    ['no expiry', { tenant_id: 'acme', sub: 'ada' }, null],
+  ])('answers 401 for a token signed by the right key with %s', async (_label, claims, ttl) => {
+    const reply = await api.get('/tools', await api.key.sign(claims, ttl));
 
     expect(reply.status).toBe(401);
+    expect(reply.body.error.code).toBe('unauthorized');
+  });
+
+  it('answers 401, not 404, to a request without a token that no route matches', async () => {
+    const unknownTool = await api.request('POST', '/tools/launch_rockets', { raw: '{}' });
+    const unknownPath = await api.request('GET', '/nowhere');
+
+    expect(unknownTool.status).toBe(401);
+    expect(unknownPath.status).toBe(401);
   });
 });
 
@@ -132,13 +146,32 @@ describe('bad bodies get a clear 4xx, never a 5xx', () => {
     ['__proto__', '{"idempotency_key":"k1","customer":"c","amount":1,"__proto__":{"isAdmin":true}}'],
     ['constructor', '{"idempotency_key":"k1","customer":"c","amount":1,"constructor":{"prototype":{}}}'],
     ['a bad currency', '{"idempotency_key":"k1","customer":"c","amount":1,"currency":"US Dollars"}'],
-  ])('%s → 400 invalid_args naming the field', async (_label, raw) => {
+  ])('create_invoice with %s → 400 invalid_args naming the field', async (_label, raw) => {
     const reply = await api.request('POST', '/tools/create_invoice', { token: await api.token(newTenant()), raw });
 
     expect(reply.status).toBe(400);
     expect(reply.body).toEqual({
       ok: false,
       error: { code: 'invalid_args', message: expect.stringMatching(/^[a-z_]+[^:]*: .+/) },
+    });
+  });
+
+  it.each([
+    ['refund', '{"idempotency_key":"k1","invoice_id":"inv_1","amount":-1}'],
+    ['refund', '{"idempotency_key":"k1","invoice_id":"inv_1","amount":"100"}'],
+    ['refund', '{"idempotency_key":"k1","invoice_id":"","amount":100}'],
+    ['refund', '{"idempotency_key":"k1","invoice_id":["inv_1"],"amount":100}'],
+    ['close_ticket', '{"idempotency_key":"k1","ticket_key":"tck_1"}'],
+    ['create_ticket', '{"idempotency_key":"k1","title":null}'],
+    ['send_email', '{"idempotency_key":"k1","to":"not-an-address","subject":"s","body":"b"}'],
+    ['send_email', '{"idempotency_key":"k1","to":"a@example.com","subject":"s","body":""}'],
+  ])('%s with %s → 400 invalid_args naming the field', async (tool, raw) => {
+    const reply = await api.request('POST', `/tools/${tool}`, { token: await api.token(newTenant()), raw });
+
+    expect(reply.status).toBe(400);
+    expect(reply.body).toEqual({
+      ok: false,
+      error: { code: 'invalid_args', message: expect.stringMatching(/^[a-z_]+: .+/) },
     });
   });
 

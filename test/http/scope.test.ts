@@ -80,6 +80,19 @@ describe('scope over HTTP: per tenant, per user, per tool', () => {
     expect((await api.get('/tools/create_ticket/operations/k1', token)).body.receipt.title).toBe('t');
   });
 
+  it("never shows Ada's operation to Carol, who has no record of her own", async () => {
+    const tenant = newTenant();
+    const ada = await api.token(tenant, 'ada');
+    const carol = await api.token(tenant, 'carol');
+    await api.post('/tools/create_ticket', ada, { idempotency_key: 'only-ada', title: 't' });
+
+    const byCarol = await api.get('/tools/create_ticket/operations/only-ada', carol);
+    const byAda = await api.get('/tools/create_ticket/operations/only-ada', ada);
+
+    expect(byCarol.status).toBe(404);
+    expect(byAda.status).toBe(200);
+  });
+
   it('answers 404 for an operation that never was, or of an unknown tool', async () => {
     const token = await api.token(newTenant());
 

@@ -1,9 +1,10 @@
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { BUNDLE_BUDGET_BYTES, FUNCTION_ACCESS } from '../../lib/infra/defaults';
 import { RetrysafeStack } from '../../lib/infra/retrysafe-stack';
 
 // biome-ignore lint/suspicious/noExplicitAny: CloudFormation properties are asserted structurally
@@ -12,6 +13,7 @@ type Resources = Record<string, { Type: string; Properties: Record<string, any>;
 /** The stack as `cdk synth` builds it (bundles included), with cdk-nag's AwsSolutions pack. */
 function synthesize(props: ConstructorParameters<typeof RetrysafeStack>[2] = {}) {
   const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'retrysafe-cdk-')) });
+  outdir = app.outdir;
   const stack = new RetrysafeStack(app, 'Retrysafe', {
     issuer: 'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_example',
     audience: 'client-123',
@@ -21,6 +23,8 @@ function synthesize(props: ConstructorParameters<typeof RetrysafeStack>[2] = {})
   return { app, stack, template: Template.fromStack(stack) };
 }
 
+/** Where the last synthesis wrote its assets (content-addressed: every synthesis writes the same). */
+let outdir: string;
 let stack: RetrysafeStack;
 let template: Template;
 let resources: Resources;
@@ -209,7 +213,7 @@ describe('the functions', () => {
 });
 
 describe('the HTTP API', () => {
-  it('puts the JWT authorizer (issuer, audience) on every route but GET /health and $default', () => {
+  it('puts the JWT authorizer (issuer, audience) on every route but GET /health, $default included', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', {
       AuthorizerType: 'JWT',
       IdentitySource: ['$request.header.Authorization'],
@@ -225,7 +229,7 @@ describe('the HTTP API', () => {
 
     expect(byKey).toEqual({
       'GET /health': 'NONE',
-      $default: 'NONE',
+      $default: 'JWT',
       'GET /tools': 'JWT',
       'POST /tools/create_invoice': 'JWT',
       'POST /tools/refund': 'JWT',
@@ -265,6 +269,22 @@ describe('the HTTP API', () => {
       ].sort(),
     );
   });
+});
+
+describe('the deployed bundles', () => {
+  it.each(Object.keys(FUNCTION_ACCESS))(
+    'bundles %s minified, with a source map, the AWS SDK left out, within budget',
+    (name) => {
+      const code = resources[logicalId(stack.functions[name]!)]!.Properties.Code;
+      const assetDir = join(outdir, `asset.${String(code.S3Key['Fn::Sub'] ?? code.S3Key).replace(/\.zip$/, '')}`);
+      const js = readFileSync(join(assetDir, 'index.js'), 'utf8');
+
+      expect(Buffer.byteLength(js)).toBeLessThanOrEqual(BUNDLE_BUDGET_BYTES);
+      expect(existsSync(join(assetDir, 'index.js.map'))).toBe(true);
+      expect(js).not.toMatch(/^\/\/ (lib|lambdas)\//m); // esbuild marks each module so only when not minifying
+      expect(js).not.toMatch(/class DynamoDBClient\b/);
+    },
+  );
 });
 
 describe('cdk-nag', () => {

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
 import { DEFAULT_ROUTE_LAMBDA, ROUTES, type RouteDefinition } from '../api/routes';
 import type { LambdaHandler } from '../http/boundary';
-import { type ApiEvent, MAX_BODY_BYTES } from '../http/event';
+import type { ApiEvent } from '../http/event';
 import { errorResponse, type HttpResponse } from '../http/status';
 import { FUNCTION_DEFAULTS } from '../infra/defaults';
 
@@ -57,15 +57,21 @@ function match(method: string, path: string): MatchedRoute {
 
 class BodyTooLarge extends Error {}
 
+/**
+ * Largest request the server hands to a handler: Lambda's synchronous payload limit (6 MB). The API's
+ * own 64 KB limit for writes is the handlers' (as deployed), not the server's.
+ */
+const MAX_PAYLOAD_BYTES = 6 * 1024 * 1024;
+
 /** The body, up to the limit. Past it, the rest is read and dropped, so the 413 reaches the client. */
 async function readBody(request: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of request) {
     size += (chunk as Buffer).length;
-    if (size <= MAX_BODY_BYTES) chunks.push(chunk as Buffer);
+    if (size <= MAX_PAYLOAD_BYTES) chunks.push(chunk as Buffer);
   }
-  if (size > MAX_BODY_BYTES) throw new BodyTooLarge();
+  if (size > MAX_PAYLOAD_BYTES) throw new BodyTooLarge();
   return Buffer.concat(chunks).toString('utf8');
 }
 
@@ -149,25 +155,34 @@ export async function startLocalApi(options: LocalApiOptions): Promise<LocalApi>
   async function handle(request: IncomingMessage): Promise<HttpResponse> {
     const url = new URL(request.url ?? '/', 'http://localhost');
     const { route, pathParameters } = match(request.method ?? 'GET', url.pathname);
+    // As API Gateway does: the authorizer first — every route but the public ones (GET /health) needs
+    // a token, and so does a request no route matches ($default): without one, a caller learns
+    // nothing, not even a 404 or a 413.
+    let claims: Record<string, string> | undefined;
+    if (route?.auth ?? true) {
+      const token = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1];
+      let verified: Record<string, string> | undefined;
+      try {
+        verified = token ? await options.verify(token.trim()) : undefined;
+      } catch {
+        verified = undefined;
+      }
+      if (!verified) {
+        request.resume(); // drop the body, so the answer reaches the client
+        return errorResponse(
+          'unauthorized',
+          `authorization: ${token ? 'the token is not valid' : 'a bearer token is required'}`,
+        );
+      }
+      claims = verified;
+    }
     let body: string;
     try {
       body = await readBody(request);
     } catch (error) {
       if (error instanceof BodyTooLarge)
-        return errorResponse('payload_too_large', `body: larger than ${MAX_BODY_BYTES} bytes`);
+        return errorResponse('payload_too_large', `body: larger than ${MAX_PAYLOAD_BYTES} bytes`);
       throw error;
-    }
-    let claims: Record<string, string> | undefined;
-    // Like the deployed API: every route but the public ones (GET /health) needs a token, and so does
-    // a request no route matches ($default) — a caller without a token learns nothing, not even a 404.
-    if (route?.auth ?? true) {
-      const token = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1];
-      if (!token) return errorResponse('unauthorized', 'authorization: a bearer token is required');
-      try {
-        claims = await options.verify(token.trim());
-      } catch {
-        return errorResponse('unauthorized', 'authorization: the token is not valid');
-      }
     }
     const name = route?.lambda ?? DEFAULT_ROUTE_LAMBDA;
     const handler = options.handlers[name];

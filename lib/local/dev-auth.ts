@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, type JWK, type JWTPayload, jwtVerify, SignJWT } from 'jose';
 import { tenantClaimName } from '../http/event';
@@ -36,14 +36,29 @@ export class DevSigningKey {
   static async loadOrCreate(env: NodeJS.ProcessEnv = process.env): Promise<DevSigningKey> {
     const dir = env.DEV_KEY_DIR || '.local';
     const file = join(dir, 'dev-jwt-rs256.json');
-    let jwk: JWK;
-    try {
-      jwk = JSON.parse(readFileSync(file, 'utf8')) as JWK;
-    } catch {
+    const read = (): JWK | undefined => {
+      try {
+        return JSON.parse(readFileSync(file, 'utf8')) as JWK;
+      } catch {
+        return undefined;
+      }
+    };
+    let jwk = read();
+    if (!jwk) {
       const { privateKey } = await generateKeyPair(ALGORITHM, { extractable: true });
-      jwk = await exportJWK(privateKey);
+      const created = await exportJWK(privateKey);
       mkdirSync(dir, { recursive: true, mode: 0o700 });
-      writeFileSync(file, JSON.stringify(jwk), { mode: 0o600, flag: 'wx' });
+      try {
+        // Written whole to a temporary name, then moved: a reader never sees half a key.
+        writeFileSync(`${file}.${process.pid}`, JSON.stringify(created), { mode: 0o600 });
+        linkSync(`${file}.${process.pid}`, file); // fails if another process created the key first
+        jwk = created;
+      } catch {
+        jwk = read(); // the other process's key
+      } finally {
+        rmSync(`${file}.${process.pid}`, { force: true });
+      }
+      if (!jwk) throw new Error(`cannot create the dev signing key in ${dir}`);
     }
     return new DevSigningKey(jwk, jwtSettings(env));
   }

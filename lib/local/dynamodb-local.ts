@@ -123,7 +123,15 @@ async function waitUntilReady(endpoint: string, child: ChildProcess, timeoutMs: 
  * The shell exits when Java does (so a failed start is seen at once), and Java dies with its parent.
  * stdin is kept as fd 3: a background job's own stdin would be /dev/null.
  */
-const WATCHDOG = 'exec 3<&0; java "$@" 3<&- & pid=$!; (read _ <&3; kill "$pid" 2>/dev/null) & wait "$pid"';
+const WATCHDOG = [
+  'exec 3<&0',
+  'java "$@" 3<&- & pid=$!',
+  '(read _ <&3; kill "$pid" 2>/dev/null) & reader=$!',
+  'wait "$pid"; status=$?',
+  // Java is gone: stop the reader too, so it can never signal a pid the system has since reused.
+  'kill "$reader" 2>/dev/null',
+  'exit "$status"',
+].join('; ');
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals, evenIfExited = false): void {
   if (child.pid === undefined) return;

@@ -75,6 +75,15 @@ describe('authorization, as the JWT authorizer does it', () => {
     expect(reply.body.error.code).toBe('unauthorized');
   });
 
+  it('answers 401, not 413, to a large body without a token', async () => {
+    const raw = JSON.stringify({ idempotency_key: 'k1', customer: 'x'.repeat(70 * 1024), amount: 1 });
+
+    const write = await api.request('POST', '/tools/create_invoice', { raw });
+    const unknown = await api.request('POST', '/nope', { raw });
+
+    expect([write.status, unknown.status]).toEqual([401, 401]);
+  });
+
   it('answers 401, not 404, to a request without a token that no route matches', async () => {
     const unknownTool = await api.request('POST', '/tools/launch_rockets', { raw: '{}' });
     const unknownPath = await api.request('GET', '/nowhere');

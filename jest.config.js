@@ -17,4 +17,5 @@ module.exports = {
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
   setupFiles: ['<rootDir>/test/setup/env.ts'],
   testTimeout: 30_000,
+  reporters: ['default', '<rootDir>/test/setup/summary-reporter.js'],
 };

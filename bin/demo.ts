@@ -6,15 +6,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { HANDLERS } from '../lambdas';
 import { startLocalApi } from '../lib/local/api-server';
 import { DevSigningKey } from '../lib/local/dev-auth';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
-import type { Movement } from '../lib/payments/provider';
+import { applyLocalDefaults } from '../lib/local/local-env';
 import { createServices } from '../lib/services';
 import { createTables } from '../lib/store/create-tables';
-import { tableName } from '../lib/store/tables';
 
 interface Reply {
   status: number;
@@ -37,11 +35,7 @@ function describe(reply: Reply): string {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { url: { type: 'string' } } });
-  process.env.AWS_REGION ||= 'us-east-1';
-  process.env.AWS_ACCESS_KEY_ID ||= 'local';
-  process.env.AWS_SECRET_ACCESS_KEY ||= 'local';
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ||= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ||= 'WARN';
+  applyLocalDefaults();
 
   const key = await DevSigningKey.loadOrCreate();
   const dynamodb = values.url || process.env.DYNAMODB_ENDPOINT ? undefined : await startDynamoDBLocal();
@@ -123,15 +117,9 @@ async function main(): Promise<void> {
     const { invoice: stored } = (await read.json()) as { invoice: { refunded: boolean; refund: unknown } };
     console.log(`\ninvoice ${invoiceId}: refunded=${stored.refunded} refund=${JSON.stringify(stored.refund)}`);
     if (services) {
-      const { Items = [] } = await services.documents.send(
-        new ScanCommand({
-          TableName: tableName('ledger'),
-          FilterExpression: 'tenant = :tenant',
-          ExpressionAttributeValues: { ':tenant': tenant },
-        }),
-      );
+      const ledger = await services.provider.movements(tenant);
       for (const invoiceOf of [invoiceId, second.body.receipt?.invoice_id]) {
-        const movements = (Items as Movement[]).filter((m) => m.invoice_id === invoiceOf);
+        const movements = ledger.filter((m) => m.invoice_id === invoiceOf);
         console.log(
           `ledger for ${invoiceOf}: ${movements.length} movement(s) ${movements.map((m) => `${m.movement_id} ${m.amount}`).join(', ')}`,
         );

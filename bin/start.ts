@@ -7,15 +7,13 @@ import { HANDLERS } from '../lambdas';
 import { startLocalApi } from '../lib/local/api-server';
 import { DevSigningKey } from '../lib/local/dev-auth';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
+import { applyLocalDefaults } from '../lib/local/local-env';
 import { createDynamoDBClient } from '../lib/store/client';
 import { createTables } from '../lib/store/create-tables';
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { data: { type: 'string' }, port: { type: 'string' } } });
-  process.env.AWS_REGION ||= 'us-east-1';
-  process.env.AWS_ACCESS_KEY_ID ||= 'local';
-  process.env.AWS_SECRET_ACCESS_KEY ||= 'local';
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ||= 'true';
+  applyLocalDefaults(process.env, 'INFO');
 
   const dynamodb = process.env.DYNAMODB_ENDPOINT ? undefined : await startDynamoDBLocal({ dbPath: values.data });
   if (dynamodb) process.env.DYNAMODB_ENDPOINT = dynamodb.endpoint;

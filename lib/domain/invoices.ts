@@ -2,6 +2,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { JsonObject } from '../idempotency/types';
+import type { Written } from '../store/put-if-absent';
 import { TenantItems } from '../store/tenant-items';
 
 /** The receipt of a refund, stored on its invoice: the natural-key record of "one refund per invoice". */
@@ -23,11 +24,6 @@ export interface Invoice {
   readonly refund?: RefundReceipt;
 }
 
-/** The outcome of recording a refund: ours, or the one another call recorded first. */
-export type RecordedRefund =
-  | { readonly recorded: true }
-  | { readonly recorded: false; readonly existing: RefundReceipt };
-
 /** Invoices, keyed by (tenant, invoice_id): one tenant never sees another's invoice ids. */
 export class InvoiceStore extends TenantItems<Invoice> {
   constructor(documents: DynamoDBDocumentClient, tableName: string) {
@@ -39,7 +35,7 @@ export class InvoiceStore extends TenantItems<Invoice> {
    * the natural-key guard, whatever client key, TTL or race led here. When another call won, its
    * receipt comes back on the same round trip.
    */
-  async recordRefund(tenant: string, receipt: RefundReceipt): Promise<RecordedRefund> {
+  async recordRefund(tenant: string, receipt: RefundReceipt): Promise<Written<RefundReceipt>> {
     try {
       await this.documents.send(
         new UpdateCommand({
@@ -51,13 +47,13 @@ export class InvoiceStore extends TenantItems<Invoice> {
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return { recorded: true };
+      return { written: true, item: receipt };
     } catch (error) {
       // The document client does not unmarshall the item returned with a failed condition.
       const current =
         error instanceof ConditionalCheckFailedException && error.Item ? unmarshall(error.Item) : undefined;
       if (!current?.refund) throw error;
-      return { recorded: false, existing: current.refund as RefundReceipt };
+      return { written: false, existing: current.refund as RefundReceipt };
     }
   }
 }

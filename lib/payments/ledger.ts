@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { putIfAbsent } from '../store/put-if-absent';
 import { type Movement, type PaymentProvider, ProviderKeyReuseError, type RefundRequest } from './provider';
 
@@ -36,5 +36,25 @@ export class LedgerPaymentProvider implements PaymentProvider {
       existing.currency === movement.currency;
     if (!same) throw new ProviderKeyReuseError('idempotency key reused with different parameters', existing);
     return existing;
+  }
+
+  /** Every movement of one tenant (Stripe's "list refunds"): what the demo and the tests count. */
+  async movements(tenant: string): Promise<Movement[]> {
+    const rows: Movement[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.documents.send(
+        new ScanCommand({
+          TableName: this.tableName,
+          FilterExpression: 'tenant = :tenant',
+          ExpressionAttributeValues: { ':tenant': tenant },
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      rows.push(...((page.Items ?? []) as Movement[]));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return rows;
   }
 }

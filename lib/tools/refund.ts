@@ -64,7 +64,7 @@ export function createRefundTool({ invoices, provider }: RefundDependencies) {
         currency: movement.currency,
       };
       const recorded = await invoices.recordRefund(identity.tenant, receipt);
-      return recorded.recorded ? { receipt, replayed: false } : replayOf(recorded.existing, args.amount);
+      return recorded.written ? { receipt, replayed: false } : replayOf(recorded.existing, args.amount);
     },
   });
 }

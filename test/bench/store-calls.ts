@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { startDynamoDBLocal } from '../../lib/local/dynamodb-local';
+import { applyLocalDefaults } from '../../lib/local/local-env';
 import { createToolRuntime } from '../../lib/runtime';
 import { createServices } from '../../lib/services';
 import { createTables } from '../../lib/store/create-tables';
@@ -33,11 +34,7 @@ function countRequests(client: DynamoDBClient): Map<string, number> {
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
 async function main(): Promise<void> {
-  process.env.AWS_REGION ??= 'us-east-1';
-  process.env.AWS_ACCESS_KEY_ID ??= 'local';
-  process.env.AWS_SECRET_ACCESS_KEY ??= 'local';
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
+  applyLocalDefaults(process.env, 'SILENT');
   const local = process.env.DYNAMODB_ENDPOINT ? undefined : await startDynamoDBLocal();
   if (local) process.env.DYNAMODB_ENDPOINT = local.endpoint;
   const services = createServices();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Invoice } from '../../lib/domain/invoices';
 import type { Identity, InvocationDeadline } from '../../lib/idempotency/types';
 import type { Movement } from '../../lib/payments/provider';
@@ -47,23 +47,8 @@ export function createWorld() {
     return invoice;
   }
 
-  async function ledgerRows(tenant: string): Promise<Movement[]> {
-    const rows: Movement[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await documents.send(
-        new ScanCommand({
-          TableName: tableName('ledger'),
-          FilterExpression: 'tenant = :tenant',
-          ExpressionAttributeValues: { ':tenant': tenant },
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      rows.push(...((page.Items ?? []) as Movement[]));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
-    return rows;
+  function ledgerRows(tenant: string): Promise<Movement[]> {
+    return services.provider.movements(tenant);
   }
 
   /** The tenant's idempotency records, through the `by-tenant` index (keys only). */

@@ -1,5 +1,6 @@
-import type { RecordedRefund, RefundReceipt } from '../../lib/domain/invoices';
+import type { RefundReceipt } from '../../lib/domain/invoices';
 import type { Movement, RefundRequest } from '../../lib/payments/provider';
+import type { Written } from '../../lib/store/put-if-absent';
 import { createRefundTool } from '../../lib/tools/refund';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
@@ -89,7 +90,8 @@ describe('a worker that dies mid-call', () => {
     const caller = identity();
     const invoice = await world.seedInvoice(caller.tenant);
     const recordRefund = dieAfterFirst(
-      (tenant: string, receipt: RefundReceipt): Promise<RecordedRefund> => world.invoices.recordRefund(tenant, receipt),
+      (tenant: string, receipt: RefundReceipt): Promise<Written<RefundReceipt>> =>
+        world.invoices.recordRefund(tenant, receipt),
     );
     const invoices = Object.assign(Object.create(world.invoices), { recordRefund });
     const tool = createRefundTool({ invoices, provider: world.provider });

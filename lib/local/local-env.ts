@@ -1,0 +1,12 @@
+/**
+ * Defaults for running against DynamoDB Local on this machine (npm start, the demo, the benchmark, the
+ * tests): a region and placeholder credentials (DynamoDB Local accepts any), and the SDK's Node 22 notice
+ * silenced (this machine runs Node 20; see README). Values already set are kept.
+ */
+export function applyLocalDefaults(env: NodeJS.ProcessEnv = process.env, logLevel = 'WARN'): void {
+  env.AWS_REGION ||= 'us-east-1';
+  env.AWS_ACCESS_KEY_ID ||= 'local';
+  env.AWS_SECRET_ACCESS_KEY ||= 'local';
+  env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ||= 'true';
+  env.POWERTOOLS_LOG_LEVEL ||= logLevel;
+}

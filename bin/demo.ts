@@ -6,13 +6,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { HANDLERS } from '../lambdas';
 import { startLocalApi } from '../lib/local/api-server';
 import { DevSigningKey } from '../lib/local/dev-auth';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
 import { applyLocalDefaults } from '../lib/local/local-env';
 import { createServices } from '../lib/services';
 import { createTables } from '../lib/store/create-tables';
+import { TOOLS } from '../lib/tools/registry';
+import { createToolRuntime } from '../lib/tools/tool-runtime';
 
 interface Reply {
   status: number;
@@ -40,11 +41,18 @@ async function main(): Promise<void> {
   const key = await DevSigningKey.loadOrCreate();
   const dynamodb = values.url || process.env.DYNAMODB_ENDPOINT ? undefined : await startDynamoDBLocal();
   if (dynamodb) process.env.DYNAMODB_ENDPOINT = dynamodb.endpoint;
-  const services = process.env.DYNAMODB_ENDPOINT ? createServices() : undefined;
+  const services = process.env.DYNAMODB_ENDPOINT ? createServices(process.env) : undefined;
   if (services && !values.url) await createTables(services.client);
-  const api = values.url
-    ? undefined
-    : await startLocalApi({ handlers: HANDLERS, verify: (t) => key.verify(t), port: 0 });
+  const api =
+    values.url || !services
+      ? undefined
+      : await startLocalApi({
+          tools: TOOLS,
+          services,
+          runtime: createToolRuntime(services),
+          verify: (t) => key.verify(t),
+          port: 0,
+        });
   const url = values.url ?? api?.url;
 
   const tenant = `demo-${randomUUID().slice(0, 8)}`;

@@ -3,13 +3,14 @@
  * the tables, and the HTTP API on 127.0.0.1:${PORT:-3000}, served by the same handlers Lambda runs.
  */
 import { parseArgs } from 'node:util';
-import { HANDLERS } from '../lambdas';
 import { startLocalApi } from '../lib/local/api-server';
 import { DevSigningKey } from '../lib/local/dev-auth';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
 import { applyLocalDefaults } from '../lib/local/local-env';
-import { createDynamoDBClient } from '../lib/store/client';
+import { createServices } from '../lib/services';
 import { createTables } from '../lib/store/create-tables';
+import { TOOLS } from '../lib/tools/registry';
+import { createToolRuntime } from '../lib/tools/tool-runtime';
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { data: { type: 'string' }, port: { type: 'string' } } });
@@ -17,13 +18,14 @@ async function main(): Promise<void> {
 
   const dynamodb = process.env.DYNAMODB_ENDPOINT ? undefined : await startDynamoDBLocal({ dbPath: values.data });
   if (dynamodb) process.env.DYNAMODB_ENDPOINT = dynamodb.endpoint;
-  const client = createDynamoDBClient();
-  await createTables(client);
-  client.destroy();
+  const services = createServices(process.env);
+  await createTables(services.client);
 
   const key = await DevSigningKey.loadOrCreate();
   const api = await startLocalApi({
-    handlers: HANDLERS,
+    tools: TOOLS,
+    services,
+    runtime: createToolRuntime(services),
     verify: (token) => key.verify(token),
     port: Number(values.port ?? process.env.PORT ?? 3000),
   });
@@ -33,6 +35,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     await api.close().catch(() => undefined);
+    services.client.destroy();
     await dynamodb?.stop();
     process.exit(code);
   }

@@ -1,5 +1,5 @@
-import { toolLambda } from '../lib/http/write';
-import { createCloseTicketTool } from '../lib/tools/close-ticket';
+import { closeTicket } from '../lib/tools/close-ticket';
+import { toolEntry } from './shared/tool-entry';
 
 /** POST /tools/close_ticket — behind API Gateway's JWT authorizer. */
-export const handler = toolLambda(createCloseTicketTool);
+export const handler = toolEntry(closeTicket);

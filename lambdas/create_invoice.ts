@@ -1,5 +1,5 @@
-import { toolLambda } from '../lib/http/write';
-import { createCreateInvoiceTool } from '../lib/tools/create-invoice';
+import { createInvoice } from '../lib/tools/create-invoice';
+import { toolEntry } from './shared/tool-entry';
 
 /** POST /tools/create_invoice — behind API Gateway's JWT authorizer. */
-export const handler = toolLambda(createCreateInvoiceTool);
+export const handler = toolEntry(createInvoice);

@@ -1,5 +1,5 @@
-import { toolLambda } from '../lib/http/write';
-import { createCreateTicketTool } from '../lib/tools/create-ticket';
+import { createTicket } from '../lib/tools/create-ticket';
+import { toolEntry } from './shared/tool-entry';
 
 /** POST /tools/create_ticket — behind API Gateway's JWT authorizer. */
-export const handler = toolLambda(createCreateTicketTool);
+export const handler = toolEntry(createTicket);

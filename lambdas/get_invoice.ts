@@ -1,8 +1,5 @@
-import { withErrorBoundary } from '../lib/http/boundary';
-import { handleGetInvoice } from '../lib/http/reads';
-import { services } from '../lib/services';
+import { getInvoiceHandler } from '../lib/http/reads';
+import { services } from './shared/process';
 
 /** GET /invoices/{invoice_id} — an invoice of the caller's tenant, with its refund. */
-export const handler = withErrorBoundary('get_invoice', async function getInvoice(event) {
-  return handleGetInvoice(services().invoices, event);
-});
+export const handler = getInvoiceHandler(services);

@@ -1,8 +1,6 @@
-import { withErrorBoundary } from '../lib/http/boundary';
-import { handleGetOperation } from '../lib/http/reads';
-import { runtime } from '../lib/runtime';
+import { getOperationHandler } from '../lib/http/reads';
+import { createToolRuntime } from '../lib/tools/tool-runtime';
+import { services } from './shared/process';
 
 /** GET /tools/{tool}/operations/{key} — the caller's own record of a client key. */
-export const handler = withErrorBoundary('get_operation', async function getOperation(event) {
-  return handleGetOperation(runtime(), event);
-});
+export const handler = getOperationHandler(createToolRuntime(services), services.logger);

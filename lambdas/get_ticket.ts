@@ -1,8 +1,5 @@
-import { withErrorBoundary } from '../lib/http/boundary';
-import { handleGetTicket } from '../lib/http/reads';
-import { services } from '../lib/services';
+import { getTicketHandler } from '../lib/http/reads';
+import { services } from './shared/process';
 
 /** GET /tickets/{ticket_key} — a ticket of the caller's tenant. */
-export const handler = withErrorBoundary('get_ticket', async function getTicket(event) {
-  return handleGetTicket(services().tickets, event);
-});
+export const handler = getTicketHandler(services);

@@ -1,6 +1,4 @@
-import { json } from '../lib/http/status';
+import { healthHandler } from '../lib/http/store-free';
 
 /** GET /health — no authorization, no store. */
-export async function handler() {
-  return json(200, { ok: true });
-}
+export const handler = healthHandler();

@@ -1,5 +1,5 @@
-import { toolLambda } from '../lib/http/write';
-import { createRefundTool } from '../lib/tools/refund';
+import { refund } from '../lib/tools/refund';
+import { toolEntry } from './shared/tool-entry';
 
 /** POST /tools/refund — behind API Gateway's JWT authorizer. */
-export const handler = toolLambda(createRefundTool);
+export const handler = toolEntry(refund);

@@ -1,5 +1,5 @@
-import { toolLambda } from '../lib/http/write';
-import { createSendEmailTool } from '../lib/tools/send-email';
+import { sendEmail } from '../lib/tools/send-email';
+import { toolEntry } from './shared/tool-entry';
 
 /** POST /tools/send_email — behind API Gateway's JWT authorizer. */
-export const handler = toolLambda(createSendEmailTool);
+export const handler = toolEntry(sendEmail);

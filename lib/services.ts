@@ -3,14 +3,15 @@ import { InvoiceStore } from './domain/invoices';
 import { Outbox } from './domain/outbox';
 import { TicketStore } from './domain/tickets';
 import { LedgerPaymentProvider } from './payments/ledger';
+import type { PaymentProvider } from './payments/provider';
 import { createDocumentClient, createDynamoDBClient } from './store/client';
 import { tableName } from './store/tables';
 
 /**
- * The composition root: the DynamoDB clients, the logger and the domain stores, built from the
- * environment once per process (a Lambda container reuses them across invocations). The idempotency
- * runtime (`lib/runtime.ts`) and each tool are built by the entry points that need them, so a read's
- * bundle carries neither Powertools idempotency nor zod.
+ * The DynamoDB clients, the logger and the domain stores, built from the environment. The entry points
+ * (`lambdas/`, `bin/`) build them once per process and pass them on; nothing under `lib/` holds them.
+ * The idempotency runtime (`lib/tools/tool-runtime.ts`) is built apart, so a read's bundle carries neither
+ * Powertools idempotency nor zod.
  */
 export function createServices(env: NodeJS.ProcessEnv = process.env) {
   const client = createDynamoDBClient(env);
@@ -33,10 +34,10 @@ export function createServices(env: NodeJS.ProcessEnv = process.env) {
 
 export type Services = ReturnType<typeof createServices>;
 
-let shared: Services | undefined;
-
-/** The process-wide services, created on first use. */
-export function services(): Services {
-  shared ??= createServices();
-  return shared;
+/** What a tool's domain logic may use: the domain stores and a payment provider. */
+export interface ToolServices {
+  readonly invoices: InvoiceStore;
+  readonly tickets: TicketStore;
+  readonly outbox: Outbox;
+  readonly provider: PaymentProvider;
 }

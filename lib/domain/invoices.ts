@@ -1,7 +1,7 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { JsonObject } from '../idempotency/types';
+import type { JsonObject } from '../idempotency';
 import type { Written } from '../store/put-if-absent';
 import { TenantItems } from '../store/tenant-items';
 

@@ -1,6 +1,6 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
 import { INTERNAL_MESSAGE, isTransientAwsError } from '../idempotency/errors';
-import { services } from '../services';
 import type { ApiEvent } from './event';
 import { errorResponse, type HttpResponse } from './status';
 
@@ -10,12 +10,12 @@ export type LambdaHandler = (event: ApiEvent, context: Context) => Promise<HttpR
  * The last line of defence of an entry point: whatever escapes becomes a JSON `internal` (or
  * `unavailable` for a store outage) answer, logged, and never serialised into the response.
  */
-export function withErrorBoundary(name: string, handle: LambdaHandler): LambdaHandler {
+export function withErrorBoundary(name: string, logger: Logger | undefined, handle: LambdaHandler): LambdaHandler {
   return async function boundary(event, context) {
     try {
       return await handle(event, context);
     } catch (error) {
-      services().logger.error('unhandled error', { handler: name, error: error as Error });
+      logger?.error('unhandled error', { handler: name, error: error as Error });
       return isTransientAwsError(error)
         ? errorResponse('unavailable', 'a store is unavailable; retry later')
         : errorResponse('internal', INTERNAL_MESSAGE);

@@ -1,5 +1,4 @@
-import type { ErrorCode } from '../idempotency/errors';
-import type { ToolResult } from '../idempotency/types';
+import type { ErrorCode, ToolResult } from '../idempotency';
 
 /** Codes that only the HTTP edge produces, before a call reaches the runtime. */
 export type EdgeErrorCode = 'unauthorized' | 'payload_too_large';

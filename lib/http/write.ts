@@ -1,25 +1,20 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { Context } from 'aws-lambda';
-import type * as z from 'zod/mini';
-import { IDEMPOTENCY_KEY_FIELD } from '../idempotency/arguments';
-import type { ToolRuntime } from '../idempotency/runtime';
-import type { ToolDefinition } from '../idempotency/tool';
-import type { JsonObject, ToolResult } from '../idempotency/types';
-import { runtime } from '../runtime';
-import { type Services, services } from '../services';
-import { type LambdaHandler, withErrorBoundary } from './boundary';
+import type { ToolResult } from '../idempotency';
+import { IDEMPOTENCY_KEY_FIELD, type InvocationDeadline, type ToolDefinition, type ToolRuntime } from '../idempotency';
+import type { ToolServices } from '../services';
+import type { ToolHandler, ToolModule } from '../tools/tool-module';
+import { withErrorBoundary } from './boundary';
 import { type ApiEvent, bodyText, header, identityFromEvent, MAX_BODY_BYTES, UNAUTHORIZED } from './event';
 import { errorResponse, type HttpResponse, toHttpResponse } from './status';
-
-type Deadline = Pick<Context, 'getRemainingTimeInMillis'>;
 
 /** A client key as it may be logged: a short hash, never the key itself. */
 export function keyHash(key: string): string {
   return createHash('sha256').update(key).digest('hex').slice(0, 16);
 }
 
-function outcomeOf(result: ToolResult): string {
+/** The outcome of a call, as logs (and metrics) name it: a replay is `replayed`. */
+export function outcomeOf(result: ToolResult): string {
   if (result.ok) return result.idempotent ? 'replayed' : 'executed';
   return 'status' in result ? 'pending' : result.error.code;
 }
@@ -35,16 +30,22 @@ function headerKey(event: ApiEvent): string | undefined {
   return quoted ? quoted[1] : value;
 }
 
+/** What a write needs: the runtime that claims, the tool that runs, and where to log the call. */
+export interface ToolWriteDependencies {
+  readonly runtime: ToolRuntime;
+  readonly tool: ToolDefinition;
+  /** @default undefined (nothing is logged) */
+  readonly logger?: Logger;
+}
+
 /**
  * `POST /tools/{tool}`: the body is the tool's arguments, flat, with `idempotency_key` (or the
  * `Idempotency-Key` header). Everything besides parsing is the runtime's.
  */
-export async function handleToolWrite<S extends z.ZodMiniObject, R extends JsonObject>(
-  runtime: ToolRuntime,
-  tool: ToolDefinition<S, R>,
+export async function handleToolWrite(
+  { runtime, tool, logger }: ToolWriteDependencies,
   event: ApiEvent,
-  deadline: Deadline,
-  logger?: Logger,
+  deadline: InvocationDeadline,
 ): Promise<HttpResponse> {
   const identity = identityFromEvent(event);
   if (!identity) return errorResponse('unauthorized', UNAUTHORIZED);
@@ -73,22 +74,30 @@ export async function handleToolWrite<S extends z.ZodMiniObject, R extends JsonO
     tool: tool.name,
     tenant: identity.tenant,
     outcome: outcomeOf(result),
-    idempotent: result.ok ? result.idempotent : undefined,
     key_hash: key === undefined ? undefined : keyHash(key),
   });
   return toHttpResponse(result);
 }
 
+/** What a tool's handler is built from: the services its tool is bound to, the runtime, the logger. */
+export interface ToolHandlerDependencies {
+  readonly services: ToolServices;
+  readonly runtime: ToolRuntime;
+  /** @default undefined (nothing is logged) */
+  readonly logger?: Logger;
+}
+
 /**
- * The Lambda handler of one tool's `POST /tools/{tool}`. The tool is built from the process's services
- * on first use; only its own module (and its schema) is bundled with it.
+ * The handler of one tool's `POST /tools/{tool}`, tagged with the tool's name (so the registry can
+ * check that `lambdas/<name>.ts` serves the tool it is named after).
  */
-export function toolLambda<S extends z.ZodMiniObject, R extends JsonObject>(
-  createTool: (dependencies: Services) => ToolDefinition<S, R>,
-): LambdaHandler {
-  let tool: ToolDefinition<S, R> | undefined;
-  return withErrorBoundary('tool', async function writeTool(event, context) {
-    tool ??= createTool(services());
-    return handleToolWrite(runtime(), tool, event, context, services().logger);
+export function toolHandler<N extends string>(
+  module: ToolModule<N>,
+  { services, runtime, logger }: ToolHandlerDependencies,
+): ToolHandler<N> {
+  const dependencies: ToolWriteDependencies = { runtime, tool: module.bind(services), logger };
+  const handler = withErrorBoundary(`tool ${module.name}`, logger, function writeTool(event, context) {
+    return handleToolWrite(dependencies, event, context);
   });
+  return Object.assign(handler, { tool: module.name });
 }

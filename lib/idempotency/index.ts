@@ -1,7 +1,7 @@
-// The core's public surface. The DynamoDB persistence layer is reached through ToolRuntime; it is
-// exported for tests and for users who wire Powertools themselves.
-export { clientKeySchema, IDEMPOTENCY_KEY_FIELD, parseCall } from './arguments';
-export { type ErasureReport, eraseTenantRecords } from './erase';
+// The core's public surface: what a project that lifts this folder builds on, and the only module the
+// rest of retrysafe imports it through. Internals (argument parsing, receipt encoding, the Powertools
+// persistence subclass) stay inside; tests reach them by path.
+export { clientKeySchema, IDEMPOTENCY_KEY_FIELD } from './arguments';
 export {
   ConflictError,
   type ErrorCode,
@@ -14,8 +14,8 @@ export {
   UnavailableError,
 } from './errors';
 export { derivedId, downstreamKey, fingerprint } from './fingerprint';
-export { ClaimLostError, ScopedDynamoDBPersistenceLayer } from './persistence/scoped-dynamodb';
-export { decodeReceipt, encodeReceipt, MAX_RECEIPT_BYTES } from './receipt';
+export { MAX_RECEIPT_BYTES } from './receipt';
+export { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 export {
   MAX_RETRY_AFTER_MS,
   MIN_RETRY_AFTER_MS,

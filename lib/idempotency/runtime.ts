@@ -26,6 +26,7 @@ import {
 import { downstreamKey, fingerprint } from './fingerprint';
 import { ClaimLostError, ScopedDynamoDBPersistenceLayer } from './persistence/scoped-dynamodb';
 import { decodeReceipt, encodeReceipt } from './receipt';
+import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
 import type { Identity, InvocationDeadline, JsonObject, ToolResult } from './types';
 
@@ -37,8 +38,17 @@ export const MIN_RETRY_AFTER_MS = 100;
 export interface ToolRuntimeOptions {
   /** Client for the idempotency table (shared; the runtime keeps no per-call state on it). */
   readonly client: DynamoDBClient;
-  /** Name of the idempotency table. */
-  readonly tableName: string;
+  /**
+   * Name of the idempotency table.
+   * @default DEFAULT_IDEMPOTENCY_TABLE_NAME ('retrysafe-idempotency')
+   */
+  readonly tableName?: string;
+  /**
+   * The record's attribute names; those not given keep their default.
+   * @default DEFAULT_RECORD_ATTRIBUTES (`id`, `expiration`, `in_progress_expiration`, `status`, `data`,
+   * `validation`, `tenant`, `tool`, `claim_id`)
+   */
+  readonly attributes?: Partial<RecordAttributes>;
   /**
    * Where `internal` and `unavailable` causes are logged (never the arguments).
    * @default undefined (nothing is logged)
@@ -78,9 +88,24 @@ const identitySchema = z.object({
  */
 export class ToolRuntime {
   readonly #options: ToolRuntimeOptions;
+  readonly #tableName: string;
+  readonly #attributes: RecordAttributes;
 
   constructor(options: ToolRuntimeOptions) {
     this.#options = options;
+    this.#tableName = options.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME;
+    this.#attributes = { ...DEFAULT_RECORD_ATTRIBUTES, ...options.attributes };
+  }
+
+  /** A persistence layer for one call: Powertools keeps per-call state on it, so it is never shared. */
+  #persistenceFor(tool: string, identity: Identity): ScopedDynamoDBPersistenceLayer {
+    return new ScopedDynamoDBPersistenceLayer({
+      client: this.#options.client,
+      tableName: this.#tableName,
+      attributes: this.#attributes,
+      tool,
+      tenant: identity.tenant,
+    });
   }
 
   async invoke<S extends z.ZodMiniObject, R extends JsonObject>(
@@ -131,12 +156,7 @@ export class ToolRuntime {
       // POWERTOOLS_IDEMPOTENCY_DISABLED would make every call execute: refuse to run writes instead.
       throw new InternalError('idempotency is disabled by POWERTOOLS_IDEMPOTENCY_DISABLED');
     }
-    const persistenceStore = new ScopedDynamoDBPersistenceLayer({
-      client: this.#options.client,
-      tableName: this.#options.tableName,
-      tool: tool.name,
-      tenant: identity.tenant,
-    });
+    const persistenceStore = this.#persistenceFor(tool.name, identity);
 
     const natural = tool.naturalKey?.(args);
     const context = {
@@ -177,12 +197,7 @@ export class ToolRuntime {
    * someone else's — the key is hashed with the caller's tenant and user, so another's is unreachable).
    */
   async lookup(toolName: string, identity: Identity, clientKey: string): Promise<Operation<JsonObject> | undefined> {
-    const persistenceStore = new ScopedDynamoDBPersistenceLayer({
-      client: this.#options.client,
-      tableName: this.#options.tableName,
-      tool: toolName,
-      tenant: identity.tenant,
-    });
+    const persistenceStore = this.#persistenceFor(toolName, identity);
     // The same key derivation as `invoke` (Powertools hashes the `scope` selection), without payload
     // validation: a poll has no arguments to compare.
     persistenceStore.configure({

@@ -1,12 +1,8 @@
-import type { TableId } from '../store/tables';
-
 /**
  * Defaults of the stack, as plain data (the constructs that use them live apart). Each value is what a
  * deployment gets unless a prop or context says otherwise.
  */
 export const FUNCTION_DEFAULTS = {
-  /** Lambda's timeout: also the longest in-progress lock a claim can hold. */
-  timeoutSeconds: 10,
   memorySize: 512,
   /** How long each function's logs are kept. */
   logRetentionDays: 30,
@@ -42,33 +38,3 @@ export const JWT_DEFAULTS = {
   audience: 'retrysafe',
   tenantClaim: 'tenant_id',
 } as const;
-
-type DynamoAction = 'dynamodb:GetItem' | 'dynamodb:PutItem' | 'dynamodb:UpdateItem' | 'dynamodb:DeleteItem';
-
-/** What one Lambda may do: its access to the key store and to each domain table, nothing more. */
-export interface FunctionAccess {
-  /** `claims`: what Powertools needs to claim, read, complete and release; `read`: GetItem only. */
-  readonly keyStore?: 'claims' | 'read';
-  readonly tables?: Partial<Record<Exclude<TableId, 'idempotency'>, readonly DynamoAction[]>>;
-}
-
-/**
- * Least privilege, per entry point: exactly the DynamoDB actions its code sends. A tool never reaches
- * another tool's tables; reads cannot write.
- */
-export const FUNCTION_ACCESS: Readonly<Record<string, FunctionAccess>> = {
-  create_invoice: { keyStore: 'claims', tables: { invoices: ['dynamodb:PutItem'] } },
-  refund: {
-    keyStore: 'claims',
-    tables: { invoices: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], ledger: ['dynamodb:PutItem'] },
-  },
-  create_ticket: { keyStore: 'claims', tables: { tickets: ['dynamodb:PutItem'] } },
-  close_ticket: { keyStore: 'claims', tables: { tickets: ['dynamodb:UpdateItem'] } },
-  send_email: { keyStore: 'claims', tables: { outbox: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] } },
-  get_operation: { keyStore: 'read' },
-  get_invoice: { tables: { invoices: ['dynamodb:GetItem'] } },
-  get_ticket: { tables: { tickets: ['dynamodb:GetItem'] } },
-  list_tools: {},
-  health: {},
-  not_found: {},
-};

@@ -11,22 +11,34 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { DEFAULT_ROUTE_LAMBDA, ROUTES } from '../api/routes';
-import { TABLES, type TableId } from '../store/tables';
 import {
-  ACCESS_LOG_RETENTION_DAYS,
-  BUNDLING,
-  FUNCTION_ACCESS,
-  FUNCTION_DEFAULTS,
-  JWT_DEFAULTS,
-  STAGE_THROTTLE,
-} from './defaults';
-import { KeyStore } from './key-store';
+  DEFAULT_ROUTE_ENTRY,
+  type EntryName,
+  entriesFor,
+  type FunctionAccess,
+  INVOCATION_TIMEOUT_SECONDS,
+  routesFor,
+} from '../api/routes';
+import { type DomainTableId, TABLES } from '../store/tables';
+import { type RegisteredTool, TOOLS } from '../tools/registry';
+import type { AnyToolModule } from '../tools/tool-module';
+import { ACCESS_LOG_RETENTION_DAYS, BUNDLING, FUNCTION_DEFAULTS, JWT_DEFAULTS, STAGE_THROTTLE } from './defaults';
+import { IdempotencyTable } from './idempotency-table';
 import { tableFromDefinition } from './table';
 
 const PROJECT_ROOT = join(__dirname, '..', '..');
 
-export interface RetrysafeStackProps extends StackProps {
+export interface RetrysafeStackProps<T extends AnyToolModule = RegisteredTool> extends StackProps {
+  /**
+   * The tools to deploy: each gets a function (`entryFile(name)`), a route and exactly its declared grants.
+   * @default TOOLS (the registry)
+   */
+  readonly tools?: readonly T[];
+  /**
+   * Where an entry point's source is.
+   * @default `lambdas/<name>.ts` in the project
+   */
+  readonly entryFile?: (entry: EntryName<T>) => string;
   /**
    * The OIDC issuer the JWT authorizer trusts (for Cognito: `https://cognito-idp.<region>.amazonaws.com/<pool id>`).
    * @default JWT_DEFAULTS.issuer — a placeholder that lets the stack synthesize; set it to deploy
@@ -51,21 +63,26 @@ export interface RetrysafeStackProps extends StackProps {
 
 /**
  * retrysafe on AWS: one Lambda per tool and per read behind an HTTP API with a JWT authorizer, the
- * idempotency key store and the domain tables in DynamoDB. Routes, tables and each function's access
- * all come from shared definitions (`lib/api/routes.ts`, `lib/store/tables.ts`, `./defaults.ts`).
+ * idempotency table and the domain tables in DynamoDB. Routes and each function's grants are derived
+ * from the tool registry (`lib/tools/registry.ts`, `lib/api/routes.ts`); tables from
+ * `lib/store/tables.ts`.
  */
-export class RetrysafeStack extends Stack {
-  public readonly keyStore: KeyStore;
-  public readonly tables: Readonly<Record<Exclude<TableId, 'idempotency'>, dynamodb.Table>>;
-  public readonly functions: Readonly<Record<string, NodejsFunction>>;
+export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends Stack {
+  public readonly idempotencyTable: IdempotencyTable;
+  public readonly tables: Readonly<Record<DomainTableId, dynamodb.Table>>;
+  public readonly functions: Readonly<Record<EntryName<T>, NodejsFunction>>;
   public readonly api: apigw.HttpApi;
 
-  constructor(scope: Construct, id: string, props: RetrysafeStackProps = {}) {
+  constructor(scope: Construct, id: string, props: RetrysafeStackProps<T> = {}) {
     super(scope, id, props);
     const removalPolicy = props.destroyTablesOnRemoval ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
     const tenantClaim = props.tenantClaim ?? JWT_DEFAULTS.tenantClaim;
+    const tools = props.tools ?? (TOOLS as readonly AnyToolModule[] as readonly T[]);
+    const entryFile = props.entryFile ?? ((entry: string) => join(PROJECT_ROOT, 'lambdas', `${entry}.ts`));
 
-    this.keyStore = new KeyStore(this, 'KeyStore', { destroyOnRemoval: props.destroyTablesOnRemoval });
+    this.idempotencyTable = new IdempotencyTable(this, 'IdempotencyTable', {
+      destroyOnRemoval: props.destroyTablesOnRemoval,
+    });
     this.tables = {
       invoices: tableFromDefinition(this, 'Invoices', TABLES.invoices, { removalPolicy }),
       tickets: tableFromDefinition(this, 'Tickets', TABLES.tickets, { removalPolicy }),
@@ -73,7 +90,7 @@ export class RetrysafeStack extends Stack {
       ledger: tableFromDefinition(this, 'Ledger', TABLES.ledger, { removalPolicy }),
     };
     const environment: Record<string, string> = {
-      [TABLES.idempotency.envVar]: this.keyStore.table.tableName,
+      [TABLES.idempotency.envVar]: this.idempotencyTable.table.tableName,
       ...Object.fromEntries(
         (Object.keys(this.tables) as Array<keyof typeof this.tables>).map((table) => [
           TABLES[table].envVar,
@@ -85,16 +102,11 @@ export class RetrysafeStack extends Stack {
       NODE_OPTIONS: '--enable-source-maps',
     };
 
-    const functions: Record<string, NodejsFunction> = {};
-    for (const [name, access] of Object.entries(FUNCTION_ACCESS)) {
-      const fn = this.#function(name, environment);
-      if (access.keyStore === 'claims') this.keyStore.grantClaims(fn);
-      if (access.keyStore === 'read') this.keyStore.grantRead(fn);
-      for (const [table, actions] of Object.entries(access.tables ?? {})) {
-        const target = this.tables[table as keyof typeof this.tables];
-        iam.Grant.addToPrincipal({ grantee: fn, actions: [...actions], resourceArns: [target.tableArn] });
-      }
-      functions[name] = fn;
+    const functions = {} as Record<EntryName<T>, NodejsFunction>;
+    for (const [entry, access] of Object.entries(entriesFor(tools)) as Array<[EntryName<T>, FunctionAccess]>) {
+      const fn = this.#function(entry, entryFile(entry), environment);
+      this.#grant(fn, access);
+      functions[entry] = fn;
     }
     this.functions = functions;
     if (!props.issuer) {
@@ -103,20 +115,29 @@ export class RetrysafeStack extends Stack {
         `No issuer given: the JWT authorizer trusts the placeholder ${JWT_DEFAULTS.issuer} and refuses every token. Deploy with -c issuer=<your OIDC issuer>.`,
       );
     }
-    this.api = this.#api(functions, {
+    this.api = this.#api(functions, routesFor(tools), {
       issuer: props.issuer ?? JWT_DEFAULTS.issuer,
       audience: props.audience ?? JWT_DEFAULTS.audience,
     });
 
     new CfnOutput(this, 'ApiUrl', { value: this.api.apiEndpoint });
-    new CfnOutput(this, 'IdempotencyTableName', { value: this.keyStore.table.tableName });
+    new CfnOutput(this, 'IdempotencyTableName', { value: this.idempotencyTable.table.tableName });
     for (const [table, resource] of Object.entries(this.tables)) {
       new CfnOutput(this, `${table[0]!.toUpperCase()}${table.slice(1)}TableName`, { value: resource.tableName });
     }
   }
 
+  /** Exactly the DynamoDB access an entry point's code needs, through the tables' grant methods. */
+  #grant(fn: NodejsFunction, access: FunctionAccess): void {
+    if (access.keyStore === 'claims') this.idempotencyTable.grantClaims(fn);
+    if (access.keyStore === 'read') this.idempotencyTable.grantRead(fn);
+    for (const [table, actions] of Object.entries(access.tables ?? {}) as Array<[DomainTableId, string[]]>) {
+      this.tables[table].grant(fn, ...actions);
+    }
+  }
+
   /** One entry point: its own role and log group, Node.js 22 on arm64, a minified bundle without the SDK. */
-  #function(name: string, environment: Record<string, string>): NodejsFunction {
+  #function(name: string, entry: string, environment: Record<string, string>): NodejsFunction {
     const logGroup = new logs.LogGroup(this, `${name}Logs`, {
       retention: FUNCTION_DEFAULTS.logRetentionDays as logs.RetentionDays,
       removalPolicy: RemovalPolicy.DESTROY,
@@ -127,14 +148,14 @@ export class RetrysafeStack extends Stack {
     });
     logGroup.grantWrite(role);
     const fn = new NodejsFunction(this, name, {
-      entry: join(PROJECT_ROOT, 'lambdas', `${name}.ts`),
+      entry,
       handler: 'handler',
       projectRoot: PROJECT_ROOT,
       depsLockFilePath: join(PROJECT_ROOT, 'package-lock.json'),
       runtime: lambda.Runtime.NODEJS_22_X,
       architecture: lambda.Architecture.ARM_64,
       memorySize: FUNCTION_DEFAULTS.memorySize,
-      timeout: Duration.seconds(FUNCTION_DEFAULTS.timeoutSeconds),
+      timeout: Duration.seconds(INVOCATION_TIMEOUT_SECONDS),
       role,
       logGroup,
       environment,
@@ -153,8 +174,12 @@ export class RetrysafeStack extends Stack {
   }
 
   /** The HTTP API: the shared routes, the JWT authorizer on every route but /health, throttling, access logs. */
-  #api(functions: Record<string, NodejsFunction>, jwt: { issuer: string; audience: string }): apigw.HttpApi {
-    const notFound = functions[DEFAULT_ROUTE_LAMBDA]!;
+  #api(
+    functions: Record<EntryName<T>, NodejsFunction>,
+    routes: ReturnType<typeof routesFor<T>>,
+    jwt: { issuer: string; audience: string },
+  ): apigw.HttpApi {
+    const notFound = functions[DEFAULT_ROUTE_ENTRY];
     const authorizer = new HttpJwtAuthorizer('Jwt', jwt.issuer, {
       jwtAudience: [jwt.audience],
       identitySource: ['$request.header.Authorization'],
@@ -195,13 +220,11 @@ export class RetrysafeStack extends Stack {
         ),
       },
     });
-    for (const route of ROUTES) {
-      const fn = functions[route.lambda];
-      if (!fn) throw new Error(`route ${route.method} ${route.path} names no function ${route.lambda}`);
+    for (const route of routes) {
       const [created] = api.addRoutes({
         path: route.path,
         methods: [apigw.HttpMethod[route.method]],
-        integration: new HttpLambdaIntegration(`${route.lambda}Integration`, fn),
+        integration: new HttpLambdaIntegration(`${route.entry}Integration`, functions[route.entry]),
         ...(route.auth ? {} : { authorizer: new HttpNoneAuthorizer() }),
       });
       if (!route.auth && created) {

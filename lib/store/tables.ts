@@ -33,8 +33,9 @@ export interface TableDefinition {
 }
 
 /**
- * Attribute names of an idempotency record. Passed to Powertools' persistence layer and used by the
- * claim's condition expression, so both always agree.
+ * Attribute names of an idempotency record in this app's table, handed to the idempotency runtime as
+ * its `attributes` option (they equal the core's defaults) and to tenant erase, so the table, the
+ * claims and the erase always agree.
  */
 export const IDEMPOTENCY_ATTRIBUTES = {
   /** Partition key: `<tool>#<sha256 of [tenant, user, client key]>`. Hash-spread, never static. */
@@ -56,6 +57,9 @@ export const IDEMPOTENCY_ATTRIBUTES = {
   claim: 'claim_id',
 } as const;
 
+/** The keys-only index that finds one tenant's idempotency records (tenant erase). */
+export const TENANT_INDEX_NAME = 'by-tenant';
+
 export const TABLES = {
   idempotency: {
     envVar: 'IDEMPOTENCY_TABLE',
@@ -64,7 +68,7 @@ export const TABLES = {
     ttlAttribute: IDEMPOTENCY_ATTRIBUTES.expiry,
     globalSecondaryIndexes: [
       {
-        indexName: 'by-tenant',
+        indexName: TENANT_INDEX_NAME,
         partitionKey: { name: IDEMPOTENCY_ATTRIBUTES.tenant, type: 'S' },
         sortKey: { name: IDEMPOTENCY_ATTRIBUTES.tool, type: 'S' },
         projection: 'KEYS_ONLY',
@@ -99,6 +103,9 @@ export const TABLES = {
 } as const satisfies Record<string, TableDefinition>;
 
 export type TableId = keyof typeof TABLES;
+
+/** The tables tools work on: every table but the idempotency key store, which is the runtime's. */
+export type DomainTableId = Exclude<TableId, 'idempotency'>;
 
 /** The table name for `id` in this environment. */
 export function tableName(id: TableId, env: NodeJS.ProcessEnv = process.env): string {

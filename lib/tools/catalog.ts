@@ -1,7 +1,6 @@
 import { toJSONSchema } from 'zod/mini';
-import { clientKeySchema, IDEMPOTENCY_KEY_FIELD } from '../idempotency/arguments';
-import type { ToolDefinition } from '../idempotency/tool';
-import type { JsonObject } from '../idempotency/types';
+import type { JsonObject, ToolDefinition } from '../idempotency';
+import { clientKeySchema, IDEMPOTENCY_KEY_FIELD } from '../idempotency';
 
 /** A tool as agents see it (`GET /tools`), MCP-style. */
 export interface ToolDescription {
@@ -19,11 +18,14 @@ export interface ToolDescription {
 /** The client key's JSON Schema, generated from the schema the runtime validates keys with. */
 const { $schema: _dialect, ...KEY_SCHEMA } = toJSONSchema(clientKeySchema) as JsonObject;
 
+/** What a listing needs of a tool: no domain logic, no services. */
+export type ToolListing = Pick<ToolDefinition, 'name' | 'description' | 'args' | 'annotations'>;
+
 /**
  * The JSON Schema of a tool's input, generated from the same zod schema the runtime validates with,
  * plus the `idempotency_key` every write requires.
  */
-export function describeTool(tool: ToolDefinition): ToolDescription {
+export function describeTool(tool: ToolListing): ToolDescription {
   const schema = toJSONSchema(tool.args, { io: 'input' }) as JsonObject & {
     required?: string[];
     properties?: JsonObject;

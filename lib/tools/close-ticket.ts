@@ -1,7 +1,7 @@
 import * as z from 'zod/mini';
-import type { Ticket, TicketStore } from '../domain/tickets';
-import { InvalidArgsError, NotFoundError } from '../idempotency/errors';
-import { defineTool } from '../idempotency/tool';
+import type { Ticket } from '../domain/tickets';
+import { InvalidArgsError, NotFoundError } from '../idempotency';
+import { defineToolModule } from './tool-module';
 
 export const closeTicketArgs = z.strictObject({
   ticket_key: z
@@ -11,24 +11,23 @@ export const closeTicketArgs = z.strictObject({
 });
 
 /** `close_ticket`. Natural key: `ticket_key` — one close per ticket, whichever client key. */
-export function createCloseTicketTool({ tickets }: { readonly tickets: TicketStore }) {
-  return defineTool({
-    name: 'close_ticket',
-    description: 'Close a ticket with a resolution. One close per ticket: repeating it returns the first receipt.',
-    args: closeTicketArgs,
-    annotations: { destructiveHint: true, openWorldHint: false },
-    naturalKey: (args) => ({ ticket_key: args.ticket_key }),
-    async execute(args, { identity }) {
-      const closed = await tickets.close(identity.tenant, args.ticket_key, args.resolution, new Date().toISOString());
-      if (!closed) throw new NotFoundError(`ticket_key: no ticket ${args.ticket_key}`);
-      if (closed.written) return { receipt: receiptOf(closed.item), replayed: false };
-      if (closed.existing.resolution !== args.resolution) {
-        throw new InvalidArgsError(`resolution: ticket ${args.ticket_key} was already closed with another resolution`);
-      }
-      return { receipt: receiptOf(closed.existing), replayed: true };
-    },
-  });
-}
+export const closeTicket = defineToolModule({
+  name: 'close_ticket',
+  description: 'Close a ticket with a resolution. One close per ticket: repeating it returns the first receipt.',
+  args: closeTicketArgs,
+  annotations: { destructiveHint: true, openWorldHint: false },
+  naturalKey: (args) => ({ ticket_key: args.ticket_key }),
+  access: { tickets: ['dynamodb:UpdateItem'] },
+  async execute(args, { identity }, { tickets }) {
+    const closed = await tickets.close(identity.tenant, args.ticket_key, args.resolution, new Date().toISOString());
+    if (!closed) throw new NotFoundError(`ticket_key: no ticket ${args.ticket_key}`);
+    if (closed.written) return { receipt: receiptOf(closed.item), replayed: false };
+    if (closed.existing.resolution !== args.resolution) {
+      throw new InvalidArgsError(`resolution: ticket ${args.ticket_key} was already closed with another resolution`);
+    }
+    return { receipt: receiptOf(closed.existing), replayed: true };
+  },
+});
 
 function receiptOf(ticket: Ticket) {
   return { ticket_key: ticket.ticket_key, status: 'closed', resolution: ticket.resolution ?? '' };

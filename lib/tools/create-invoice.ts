@@ -1,8 +1,6 @@
 import * as z from 'zod/mini';
-import type { InvoiceStore } from '../domain/invoices';
-import { ConflictError } from '../idempotency/errors';
-import { derivedId } from '../idempotency/fingerprint';
-import { defineTool } from '../idempotency/tool';
+import { ConflictError, derivedId } from '../idempotency';
+import { defineToolModule } from './tool-module';
 
 export const createInvoiceArgs = z.strictObject({
   customer: z.string().check(z.minLength(1), z.maxLength(200), z.describe('Who is invoiced.')),
@@ -21,38 +19,37 @@ export const createInvoiceArgs = z.strictObject({
  * `create_invoice`: a create has no natural id yet, so the client key identifies it — and the invoice
  * id is derived from it, so even a retry after the record's TTL finds the invoice it made.
  */
-export function createCreateInvoiceTool({ invoices }: { readonly invoices: InvoiceStore }) {
-  return defineTool({
-    name: 'create_invoice',
-    description: 'Create an invoice for a customer. Returns its invoice_id.',
-    args: createInvoiceArgs,
-    annotations: { destructiveHint: false, openWorldHint: false },
-    async execute(args, { identity, downstreamKey }) {
-      const invoice = {
-        tenant: identity.tenant,
-        invoice_id: derivedId('inv', downstreamKey),
-        customer: args.customer,
-        amount: args.amount,
-        currency: args.currency,
-        created_at: new Date().toISOString(),
-      };
-      const written = await invoices.create(invoice);
-      const stored = written.written ? written.item : written.existing;
-      if (
-        !written.written &&
-        (stored.customer !== args.customer || stored.amount !== args.amount || stored.currency !== args.currency)
-      ) {
-        throw new ConflictError('idempotency_key: already used with different arguments');
-      }
-      return {
-        receipt: {
-          invoice_id: stored.invoice_id,
-          customer: stored.customer,
-          amount: stored.amount,
-          currency: stored.currency,
-        },
-        replayed: !written.written,
-      };
-    },
-  });
-}
+export const createInvoice = defineToolModule({
+  name: 'create_invoice',
+  description: 'Create an invoice for a customer. Returns its invoice_id.',
+  args: createInvoiceArgs,
+  annotations: { destructiveHint: false, openWorldHint: false },
+  access: { invoices: ['dynamodb:PutItem'] },
+  async execute(args, { identity, downstreamKey }, { invoices }) {
+    const invoice = {
+      tenant: identity.tenant,
+      invoice_id: derivedId('inv', downstreamKey),
+      customer: args.customer,
+      amount: args.amount,
+      currency: args.currency,
+      created_at: new Date().toISOString(),
+    };
+    const written = await invoices.create(invoice);
+    const stored = written.written ? written.item : written.existing;
+    if (
+      !written.written &&
+      (stored.customer !== args.customer || stored.amount !== args.amount || stored.currency !== args.currency)
+    ) {
+      throw new ConflictError('idempotency_key: already used with different arguments');
+    }
+    return {
+      receipt: {
+        invoice_id: stored.invoice_id,
+        customer: stored.customer,
+        amount: stored.amount,
+        currency: stored.currency,
+      },
+      replayed: !written.written,
+    };
+  },
+});

@@ -1,8 +1,6 @@
 import * as z from 'zod/mini';
-import type { TicketStore } from '../domain/tickets';
-import { ConflictError } from '../idempotency/errors';
-import { derivedId } from '../idempotency/fingerprint';
-import { defineTool } from '../idempotency/tool';
+import { ConflictError, derivedId } from '../idempotency';
+import { defineToolModule } from './tool-module';
 
 export const createTicketArgs = z.strictObject({
   title: z.string().check(z.minLength(1), z.maxLength(200), z.describe('One line that says what is wrong.')),
@@ -10,31 +8,30 @@ export const createTicketArgs = z.strictObject({
 });
 
 /** `create_ticket`: client key; the ticket key is derived from it, like create_invoice's id. */
-export function createCreateTicketTool({ tickets }: { readonly tickets: TicketStore }) {
-  return defineTool({
-    name: 'create_ticket',
-    description: 'Open a support ticket. Returns its ticket_key.',
-    args: createTicketArgs,
-    annotations: { destructiveHint: false, openWorldHint: false },
-    async execute(args, { identity, downstreamKey }) {
-      const ticketKey = derivedId('tck', downstreamKey);
-      const written = await tickets.create({
-        tenant: identity.tenant,
-        ticket_key: ticketKey,
-        title: args.title,
-        ...(args.body === undefined ? {} : { body: args.body }),
-        status: 'open',
-        created_at: new Date().toISOString(),
-      });
-      const stored = written.written ? written.item : written.existing;
-      if (!written.written && (stored.title !== args.title || stored.body !== args.body)) {
-        throw new ConflictError('idempotency_key: already used with different arguments');
-      }
-      // The receipt says what the create did ("open"), not what the ticket became later.
-      return {
-        receipt: { ticket_key: stored.ticket_key, title: stored.title, status: 'open' },
-        replayed: !written.written,
-      };
-    },
-  });
-}
+export const createTicket = defineToolModule({
+  name: 'create_ticket',
+  description: 'Open a support ticket. Returns its ticket_key.',
+  args: createTicketArgs,
+  annotations: { destructiveHint: false, openWorldHint: false },
+  access: { tickets: ['dynamodb:PutItem'] },
+  async execute(args, { identity, downstreamKey }, { tickets }) {
+    const ticketKey = derivedId('tck', downstreamKey);
+    const written = await tickets.create({
+      tenant: identity.tenant,
+      ticket_key: ticketKey,
+      title: args.title,
+      ...(args.body === undefined ? {} : { body: args.body }),
+      status: 'open',
+      created_at: new Date().toISOString(),
+    });
+    const stored = written.written ? written.item : written.existing;
+    if (!written.written && (stored.title !== args.title || stored.body !== args.body)) {
+      throw new ConflictError('idempotency_key: already used with different arguments');
+    }
+    // The receipt says what the create did ("open"), not what the ticket became later.
+    return {
+      receipt: { ticket_key: stored.ticket_key, title: stored.title, status: 'open' },
+      replayed: !written.written,
+    };
+  },
+});

@@ -1,8 +1,8 @@
 import * as z from 'zod/mini';
-import type { InvoiceStore, RefundReceipt } from '../domain/invoices';
-import { ConflictError, InvalidArgsError, NotFoundError } from '../idempotency/errors';
-import { defineTool } from '../idempotency/tool';
-import { type PaymentProvider, ProviderKeyReuseError } from '../payments/provider';
+import type { RefundReceipt } from '../domain/invoices';
+import { ConflictError, InvalidArgsError, NotFoundError } from '../idempotency';
+import { ProviderKeyReuseError } from '../payments/provider';
+import { defineToolModule } from './tool-module';
 
 export const refundArgs = z.strictObject({
   invoice_id: z
@@ -17,57 +17,51 @@ export const refundArgs = z.strictObject({
     ),
 });
 
-export interface RefundDependencies {
-  readonly invoices: InvoiceStore;
-  readonly provider: PaymentProvider;
-}
-
 /**
  * `refund`: a full refund of one invoice. Natural key: `invoice_id` — one refund per invoice, whatever
  * client key the agent sends, after any TTL and under any race.
  */
-export function createRefundTool({ invoices, provider }: RefundDependencies) {
-  return defineTool({
-    name: 'refund',
-    description: 'Refund an invoice in full. One refund per invoice: repeating it returns the first receipt.',
-    args: refundArgs,
-    annotations: { destructiveHint: true, openWorldHint: true },
-    naturalKey: (args) => ({ invoice_id: args.invoice_id }),
-    async execute(args, { identity, downstreamKey }) {
-      const invoice = await invoices.get(identity.tenant, args.invoice_id);
-      if (!invoice) throw new NotFoundError(`invoice_id: no invoice ${args.invoice_id}`);
-      if (invoice.refund) return replayOf(invoice.refund, args.amount);
-      if (args.amount !== invoice.amount) {
-        throw new InvalidArgsError(`amount: a refund is a full refund of ${invoice.amount} ${invoice.currency}`);
-      }
+export const refund = defineToolModule({
+  name: 'refund',
+  description: 'Refund an invoice in full. One refund per invoice: repeating it returns the first receipt.',
+  args: refundArgs,
+  annotations: { destructiveHint: true, openWorldHint: true },
+  naturalKey: (args) => ({ invoice_id: args.invoice_id }),
+  access: { invoices: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], ledger: ['dynamodb:PutItem'] },
+  async execute(args, { identity, downstreamKey }, { invoices, provider }) {
+    const invoice = await invoices.get(identity.tenant, args.invoice_id);
+    if (!invoice) throw new NotFoundError(`invoice_id: no invoice ${args.invoice_id}`);
+    if (invoice.refund) return replayOf(invoice.refund, args.amount);
+    if (args.amount !== invoice.amount) {
+      throw new InvalidArgsError(`amount: a refund is a full refund of ${invoice.amount} ${invoice.currency}`);
+    }
 
-      // The provider guards the money with the derived key; the invoice guards the receipt. A crash
-      // between the two leaves the claim to expire, and the retry gets the same movement back.
-      const movement = await provider
-        .refund({
-          idempotencyKey: downstreamKey,
-          tenant: identity.tenant,
-          invoiceId: invoice.invoice_id,
-          amount: invoice.amount,
-          currency: invoice.currency,
-        })
-        .catch((error: unknown) => {
-          if (!(error instanceof ProviderKeyReuseError)) throw error;
-          throw new ConflictError(`invoice_id: the provider holds another refund for invoice ${invoice.invoice_id}`, {
-            cause: error,
-          });
+    // The provider guards the money with the derived key; the invoice guards the receipt. A crash
+    // between the two leaves the claim to expire, and the retry gets the same movement back.
+    const movement = await provider
+      .refund({
+        idempotencyKey: downstreamKey,
+        tenant: identity.tenant,
+        invoiceId: invoice.invoice_id,
+        amount: invoice.amount,
+        currency: invoice.currency,
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof ProviderKeyReuseError)) throw error;
+        throw new ConflictError(`invoice_id: the provider holds another refund for invoice ${invoice.invoice_id}`, {
+          cause: error,
         });
-      const receipt: RefundReceipt = {
-        refund_id: movement.movement_id,
-        invoice_id: invoice.invoice_id,
-        amount: movement.amount,
-        currency: movement.currency,
-      };
-      const recorded = await invoices.recordRefund(identity.tenant, receipt);
-      return recorded.written ? { receipt, replayed: false } : replayOf(recorded.existing, args.amount);
-    },
-  });
-}
+      });
+    const receipt: RefundReceipt = {
+      refund_id: movement.movement_id,
+      invoice_id: invoice.invoice_id,
+      amount: movement.amount,
+      currency: movement.currency,
+    };
+    const recorded = await invoices.recordRefund(identity.tenant, receipt);
+    return recorded.written ? { receipt, replayed: false } : replayOf(recorded.existing, args.amount);
+  },
+});
 
 /** The invoice was already refunded: the same request gets the stored receipt, another amount is refused. */
 function replayOf(existing: RefundReceipt, amount: number) {

@@ -1,8 +1,6 @@
 import * as z from 'zod/mini';
-import type { Outbox } from '../domain/outbox';
-import { ConflictError } from '../idempotency/errors';
-import { derivedId } from '../idempotency/fingerprint';
-import { defineTool } from '../idempotency/tool';
+import { ConflictError, derivedId } from '../idempotency';
+import { defineToolModule } from './tool-module';
 
 export const sendEmailArgs = z.strictObject({
   to: z.email().check(z.maxLength(254), z.describe('Recipient address.')),
@@ -15,31 +13,30 @@ export const sendEmailArgs = z.strictObject({
  * delivered once per id, so a crash between queueing and delivering is finished by the retry, not
  * repeated.
  */
-export function createSendEmailTool({ outbox }: { readonly outbox: Outbox }) {
-  return defineTool({
-    name: 'send_email',
-    description: 'Send an email. Delivered once per idempotency_key.',
-    args: sendEmailArgs,
-    annotations: { destructiveHint: false, openWorldHint: true },
-    async execute(args, { identity, downstreamKey }) {
-      const queued = await outbox.create({
-        tenant: identity.tenant,
-        message_id: derivedId('msg', downstreamKey),
-        to: args.to,
-        subject: args.subject,
-        body: args.body,
-        status: 'queued',
-        queued_at: new Date().toISOString(),
-      });
-      const message = queued.written ? queued.item : queued.existing;
-      if (message.to !== args.to || message.subject !== args.subject || message.body !== args.body) {
-        throw new ConflictError('idempotency_key: already used with different arguments');
-      }
-      const deliveredNow = await outbox.deliver(identity.tenant, message.message_id, new Date().toISOString());
-      return {
-        receipt: { message_id: message.message_id, to: message.to, subject: message.subject },
-        replayed: !deliveredNow,
-      };
-    },
-  });
-}
+export const sendEmail = defineToolModule({
+  name: 'send_email',
+  description: 'Send an email. Delivered once per idempotency_key.',
+  args: sendEmailArgs,
+  annotations: { destructiveHint: false, openWorldHint: true },
+  access: { outbox: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
+  async execute(args, { identity, downstreamKey }, { outbox }) {
+    const queued = await outbox.create({
+      tenant: identity.tenant,
+      message_id: derivedId('msg', downstreamKey),
+      to: args.to,
+      subject: args.subject,
+      body: args.body,
+      status: 'queued',
+      queued_at: new Date().toISOString(),
+    });
+    const message = queued.written ? queued.item : queued.existing;
+    if (message.to !== args.to || message.subject !== args.subject || message.body !== args.body) {
+      throw new ConflictError('idempotency_key: already used with different arguments');
+    }
+    const deliveredNow = await outbox.deliver(identity.tenant, message.message_id, new Date().toISOString());
+    return {
+      receipt: { message_id: message.message_id, to: message.to, subject: message.subject },
+      replayed: !deliveredNow,
+    };
+  },
+});

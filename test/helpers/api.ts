@@ -1,10 +1,12 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HANDLERS } from '../../lambdas';
 import { startLocalApi } from '../../lib/local/api-server';
 import { DevSigningKey } from '../../lib/local/dev-auth';
-import { services } from '../../lib/services';
+import { createServices } from '../../lib/services';
+import { TOOLS } from '../../lib/tools/registry';
+import type { AnyToolModule } from '../../lib/tools/tool-module';
+import { createToolRuntime } from '../../lib/tools/tool-runtime';
 
 export interface Reply {
   readonly status: number;
@@ -14,13 +16,21 @@ export interface Reply {
 }
 
 /**
- * The local API on a free loopback port, with the deployed handlers and a throwaway signing key —
- * the system under test for HTTP-level suites.
+ * The local API on a free loopback port, composed as `npm start` composes it (the registry's tools, or
+ * the ones a test gives), with a throwaway signing key — the system under test for HTTP-level suites.
  */
-export async function startTestApi() {
+export async function startTestApi(options: { tools?: readonly AnyToolModule[] } = {}) {
   const env = { ...process.env, DEV_KEY_DIR: mkdtempSync(join(tmpdir(), 'retrysafe-key-')) };
   const key = await DevSigningKey.loadOrCreate(env);
-  const api = await startLocalApi({ handlers: HANDLERS, verify: (token) => key.verify(token), port: 0 });
+  const services = createServices(process.env);
+  const runtime = createToolRuntime(services);
+  const api = await startLocalApi({
+    tools: options.tools ?? TOOLS,
+    services,
+    runtime,
+    verify: (token) => key.verify(token),
+    port: 0,
+  });
 
   async function request(
     method: string,
@@ -44,6 +54,8 @@ export async function startTestApi() {
   return {
     url: api.url,
     key,
+    services,
+    runtime,
     token: (tenant: string, user = 'ada', ttl = '1h') => key.mint(tenant, user, ttl),
     /** A token signed by the server's own key, but minted with other settings (issuer, audience). */
     async tokenWith(settings: { JWT_ISSUER?: string; JWT_AUDIENCE?: string }, tenant = 'acme', user = 'ada') {
@@ -55,7 +67,7 @@ export async function startTestApi() {
     get: (path: string, token?: string) => request('GET', path, { token }),
     async close() {
       await api.close();
-      services().client.destroy();
+      services.client.destroy();
     },
   };
 }

@@ -3,10 +3,10 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Invoice } from '../../lib/domain/invoices';
 import type { Identity, InvocationDeadline } from '../../lib/idempotency/types';
 import type { Movement } from '../../lib/payments/provider';
-import { createToolRuntime } from '../../lib/runtime';
 import { createServices } from '../../lib/services';
-import { TABLES, tableName } from '../../lib/store/tables';
-import { createTools } from '../../lib/tools';
+import { TENANT_INDEX_NAME, tableName } from '../../lib/store/tables';
+import { TOOLS } from '../../lib/tools/registry';
+import { createToolRuntime } from '../../lib/tools/tool-runtime';
 
 /** A deadline like a Lambda context's: `ms` from now, counting down in real time. */
 export function deadline(ms = 10_000): InvocationDeadline {
@@ -30,7 +30,7 @@ export function identity(tenant = newTenant(), user = 'ada'): Identity {
 export function createWorld() {
   const services = createServices(process.env);
   const runtime = createToolRuntime(services);
-  const tools = createTools(services);
+  const tools = Object.fromEntries(TOOLS.map((tool) => [tool.name, tool.bind(services)]));
   const { documents } = services;
 
   async function seedInvoice(tenant: string, overrides: Partial<Invoice> = {}): Promise<Invoice> {
@@ -56,7 +56,7 @@ export function createWorld() {
     const page = await documents.send(
       new QueryCommand({
         TableName: tableName('idempotency'),
-        IndexName: TABLES.idempotency.globalSecondaryIndexes[0].indexName,
+        IndexName: TENANT_INDEX_NAME,
         KeyConditionExpression: 'tenant = :tenant',
         ExpressionAttributeValues: { ':tenant': tenant },
       }),
@@ -68,7 +68,7 @@ export function createWorld() {
     ...services,
     runtime,
     tools,
-    refund: tools.refund,
+    refund: tools.refund!,
     seedInvoice,
     ledgerRows,
     idempotencyRecordKeys,

@@ -1,6 +1,6 @@
 import { generateKeyPair, SignJWT } from 'jose';
-import { HANDLERS } from '../../lambdas';
-import { ROUTES } from '../../lib/api/routes';
+import { routesFor } from '../../lib/api/routes';
+import { TOOLS } from '../../lib/tools/registry';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { newTenant } from '../helpers/world';
 
@@ -31,17 +31,18 @@ describe('authorization, as the JWT authorizer does it', () => {
     expect(health.body).toEqual({ ok: true });
   });
 
-  it.each(ROUTES.filter((route) => route.auth).map((route) => [`${route.method} ${route.path}`, route] as const))(
-    'answers 401 without a token: %s',
-    async (_label, route) => {
-      const reply = await api.request(route.method, route.path.replace(/\{[^}]+\}/g, 'x'), {
-        raw: route.method === 'POST' ? '{}' : undefined,
-      });
+  it.each(
+    routesFor(TOOLS)
+      .filter((route) => route.auth)
+      .map((route) => [`${route.method} ${route.path}`, route] as const),
+  )('answers 401 without a token: %s', async (_label, route) => {
+    const reply = await api.request(route.method, route.path.replace(/\{[^}]+\}/g, 'x'), {
+      raw: route.method === 'POST' ? '{}' : undefined,
+    });
 
-      expect(reply.status).toBe(401);
-      expect(reply.body).toMatchObject({ ok: false, error: { code: 'unauthorized' } });
-    },
-  );
+    expect(reply.status).toBe(401);
+    expect(reply.body).toMatchObject({ ok: false, error: { code: 'unauthorized' } });
+  });
 
   it.each([
     ['a token signed by another key', () => foreignToken({ tenant_id: 'acme', sub: 'ada' })],
@@ -94,13 +95,12 @@ describe('authorization, as the JWT authorizer does it', () => {
 });
 
 describe('routes', () => {
-  it('has a handler for every route, and 404 JSON for anything else (an unknown tool included)', async () => {
+  it('answers 404 JSON for anything no route matches (an unknown tool included)', async () => {
     const token = await api.token(newTenant());
 
     const unknownTool = await api.post('/tools/launch_rockets', token, { idempotency_key: 'k1' });
     const unknownPath = await api.get('/nowhere', token);
 
-    for (const route of ROUTES) expect(HANDLERS[route.lambda]).toBeDefined();
     expect(unknownTool.status).toBe(404);
     expect(unknownTool.body).toMatchObject({ ok: false, error: { code: 'not_found' } });
     expect(unknownPath.status).toBe(404);

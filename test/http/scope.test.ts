@@ -1,5 +1,4 @@
 import { defineTool } from '../../lib/idempotency/tool';
-import { runtime } from '../../lib/runtime';
 import { sendEmailArgs } from '../../lib/tools/send-email';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { gate } from '../helpers/tools';
@@ -118,7 +117,7 @@ describe('in flight over HTTP', () => {
       },
     });
     const body = { idempotency_key: 'k1', to: 'a@example.com', subject: 's', body: 'b' };
-    const running = runtime().invoke(held, { tenant, user: 'ada' }, body, deadline(5_000));
+    const running = api.runtime.invoke(held, { tenant, user: 'ada' }, body, deadline(5_000));
     await new Promise((resolve) => setTimeout(resolve, 200));
 
     // Act

@@ -1,4 +1,3 @@
-import { services } from '../../lib/services';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { newTenant } from '../helpers/world';
 
@@ -152,7 +151,7 @@ describe('the five tools over HTTP', () => {
       receipt: { message_id: expect.stringMatching(/^msg_/), to: 'ada@example.com', subject: 'Hello' },
     });
     expect(retry.body).toEqual({ ...first.body, idempotent: true });
-    const message = await services().outbox.get(tenant, first.body.receipt.message_id);
+    const message = await api.services.outbox.get(tenant, first.body.receipt.message_id);
     expect(message).toMatchObject({ status: 'delivered', to: 'ada@example.com' });
   });
 

@@ -1,4 +1,4 @@
-import { freePort } from '../../lib/local/dynamodb-local';
+import { freePort } from '../../lib/local/free-port';
 import { startTestApi, type TestApi } from '../helpers/api';
 
 let api: TestApi;

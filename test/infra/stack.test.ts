@@ -1,20 +1,28 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { BUNDLE_BUDGET_BYTES, FUNCTION_ACCESS } from '../../lib/infra/defaults';
+import { type EntryName, entriesFor } from '../../lib/api/routes';
+import { BUNDLE_BUDGET_BYTES } from '../../lib/infra/defaults';
+import { CLAIM_ACTIONS } from '../../lib/infra/idempotency-table';
 import { RetrysafeStack } from '../../lib/infra/retrysafe-stack';
+import type { TableId } from '../../lib/store/tables';
+import { TOOLS } from '../../lib/tools/registry';
+import type { AnyToolModule } from '../../lib/tools/tool-module';
+import { FIXTURE_ENTRY_DIR, TOOLS_WITH_FIXTURE } from '../fixtures/registry';
+import { ACCESS_EXERCISES } from '../helpers/access-exercises';
+import { type ObservedAccess, observeAccess } from '../helpers/observed-access';
 
 // biome-ignore lint/suspicious/noExplicitAny: CloudFormation properties are asserted structurally
 type Resources = Record<string, { Type: string; Properties: Record<string, any>; DeletionPolicy?: string }>;
 
 /** The stack as `cdk synth` builds it (bundles included), with cdk-nag's AwsSolutions pack. */
-function synthesize(props: ConstructorParameters<typeof RetrysafeStack>[2] = {}) {
+function synthesize<T extends AnyToolModule>(props: ConstructorParameters<typeof RetrysafeStack<T>>[2] = {}) {
   const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'retrysafe-cdk-')) });
   outdir = app.outdir;
-  const stack = new RetrysafeStack(app, 'Retrysafe', {
+  const stack = new RetrysafeStack<T>(app, 'Retrysafe', {
     issuer: 'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_example',
     audience: 'client-123',
     ...props,
@@ -28,20 +36,29 @@ let outdir: string;
 let stack: RetrysafeStack;
 let template: Template;
 let resources: Resources;
-beforeAll(() => {
+/** What each entry point's code really sends, per table, recorded on DynamoDB Local (fixture tool included). */
+let observed: Record<string, ObservedAccess>;
+beforeAll(async () => {
   ({ stack, template } = synthesize());
   resources = template.toJSON().Resources as Resources;
+  observed = await observeAccess(TOOLS_WITH_FIXTURE, ACCESS_EXERCISES);
 }, 120_000);
 
-function logicalId(construct: { node: { defaultChild?: unknown } }): string {
-  return stack.getLogicalId(construct.node.defaultChild as never);
+function logicalId(construct: { node: { defaultChild?: unknown } }, of: RetrysafeStack<AnyToolModule> = stack): string {
+  return of.getLogicalId(construct.node.defaultChild as never);
 }
 
 /** Every IAM statement attached to a function's role, as { actions, resources } with logical ids. */
-function statementsOf(functionName: string): Array<{ actions: string[]; resources: string[] }> {
-  const role = stack.functions[functionName]!.role!;
-  const roleId = stack.getLogicalId(role.node.defaultChild as never);
-  return Object.values(resources)
+function statementsOf(
+  functionName: string,
+  of: RetrysafeStack<AnyToolModule> = stack,
+  ofResources: Resources = resources,
+): Array<{ actions: string[]; resources: string[] }> {
+  const role = (of.functions as Record<string, { role?: unknown }>)[functionName]!.role as {
+    node: { defaultChild?: unknown };
+  };
+  const roleId = of.getLogicalId(role.node.defaultChild as never);
+  return Object.values(ofResources)
     .filter(
       (r) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((ref: { Ref: string }) => ref.Ref === roleId),
     )
@@ -52,18 +69,40 @@ function statementsOf(functionName: string): Array<{ actions: string[]; resource
     }));
 }
 
-/** The DynamoDB actions a function may send, per table construct id. */
-function dynamoAccessOf(functionName: string): Record<string, string[]> {
-  const tables = { KeyStore: stack.keyStore.table, ...stack.tables };
-  const access: Record<string, string[]> = {};
-  for (const { actions, resources: arns } of statementsOf(functionName)) {
-    for (const [name, table] of Object.entries(tables)) {
-      if (arns.some((arn) => arn.includes(`"${logicalId(table)}"`))) {
+/** The DynamoDB actions a function may send, per table id, as the synthesized IAM policies grant them. */
+function dynamoAccessOf(
+  functionName: string,
+  of: RetrysafeStack<AnyToolModule> = stack,
+  ofResources: Resources = resources,
+): Partial<Record<TableId, string[]>> {
+  const tables = { idempotency: of.idempotencyTable.table, ...of.tables };
+  const access: Partial<Record<TableId, string[]>> = {};
+  for (const { actions, resources: arns } of statementsOf(functionName, of, ofResources)) {
+    for (const [name, table] of Object.entries(tables) as Array<[TableId, typeof of.idempotencyTable.table]>) {
+      if (arns.some((arn) => arn.includes(`"${logicalId(table, of)}"`))) {
         access[name] = [...(access[name] ?? []), ...actions.filter((a) => a.startsWith('dynamodb:'))].sort();
       }
     }
   }
   return access;
+}
+
+/**
+ * The grants must be what the code sends: the same tables, and on each domain table exactly the
+ * actions recorded. On the key store, the runtime's claim lifecycle may also read (a refused claim
+ * whose record vanished) and release (a business error), so those functions hold CLAIM_ACTIONS,
+ * a superset of what one exercise records.
+ */
+function expectGrantsMatchObserved(granted: Partial<Record<TableId, string[]>>, sent: ObservedAccess): void {
+  expect(Object.keys(granted).sort()).toEqual(Object.keys(sent).sort());
+  for (const [table, actions] of Object.entries(granted) as Array<[TableId, string[]]>) {
+    if (table === 'idempotency' && actions.length > 1) {
+      expect(actions).toEqual([...CLAIM_ACTIONS].sort());
+      expect(actions).toEqual(expect.arrayContaining(sent[table]!));
+    } else {
+      expect(actions).toEqual(sent[table]);
+    }
+  }
 }
 
 describe('the key store', () => {
@@ -115,14 +154,14 @@ describe('the functions', () => {
   it('runs every function on Node.js 22, arm64, with the table names and the tenant claim', () => {
     const functions = Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::Function');
 
-    expect(functions).toHaveLength(11);
+    expect(functions).toHaveLength(Object.keys(entriesFor(TOOLS)).length);
     for (const fn of functions) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
         Architectures: ['arm64'],
         Environment: {
           Variables: expect.objectContaining({
-            IDEMPOTENCY_TABLE: { Ref: logicalId(stack.keyStore.table) },
+            IDEMPOTENCY_TABLE: { Ref: logicalId(stack.idempotencyTable.table) },
             INVOICES_TABLE: { Ref: logicalId(stack.tables.invoices) },
             TENANT_CLAIM: 'tenant_id',
             POWERTOOLS_SERVICE_NAME: 'retrysafe',
@@ -141,52 +180,12 @@ describe('the functions', () => {
     }
   });
 
-  it.each([
-    [
-      'create_invoice',
-      {
-        KeyStore: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
-        invoices: ['dynamodb:PutItem'],
-      },
-    ],
-    [
-      'refund',
-      {
-        KeyStore: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
-        invoices: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
-        ledger: ['dynamodb:PutItem'],
-      },
-    ],
-    [
-      'create_ticket',
-      {
-        KeyStore: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
-        tickets: ['dynamodb:PutItem'],
-      },
-    ],
-    [
-      'close_ticket',
-      {
-        KeyStore: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
-        tickets: ['dynamodb:UpdateItem'],
-      },
-    ],
-    [
-      'send_email',
-      {
-        KeyStore: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
-        outbox: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
-      },
-    ],
-    ['get_operation', { KeyStore: ['dynamodb:GetItem'] }],
-    ['get_invoice', { invoices: ['dynamodb:GetItem'] }],
-    ['get_ticket', { tickets: ['dynamodb:GetItem'] }],
-    ['list_tools', {}],
-    ['health', {}],
-    ['not_found', {}],
-  ])('grants %s exactly the DynamoDB actions its code sends, on exactly its tables', (name, expected) => {
-    expect(dynamoAccessOf(name)).toEqual(expected);
-  });
+  it.each(Object.keys(entriesFor(TOOLS)))(
+    'grants %s exactly the DynamoDB actions its code sends on DynamoDB Local, on exactly its tables',
+    (name) => {
+      expectGrantsMatchObserved(dynamoAccessOf(name), observed[name]!);
+    },
+  );
 
   it('grants nothing but DynamoDB on those tables and writing to its own log group', () => {
     for (const [name, fn] of Object.entries(stack.functions)) {
@@ -272,19 +271,44 @@ describe('the HTTP API', () => {
 });
 
 describe('the deployed bundles', () => {
-  it.each(Object.keys(FUNCTION_ACCESS))(
+  it.each(Object.keys(entriesFor(TOOLS)) as Array<EntryName<(typeof TOOLS)[number]>>)(
     'bundles %s minified, with a source map, the AWS SDK left out, within budget',
     (name) => {
-      const code = resources[logicalId(stack.functions[name]!)]!.Properties.Code;
+      const code = resources[logicalId(stack.functions[name])]!.Properties.Code;
       const assetDir = join(outdir, `asset.${String(code.S3Key['Fn::Sub'] ?? code.S3Key).replace(/\.zip$/, '')}`);
       const js = readFileSync(join(assetDir, 'index.js'), 'utf8');
+      const sources: string[] = JSON.parse(readFileSync(join(assetDir, 'index.js.map'), 'utf8')).sources;
 
       expect(Buffer.byteLength(js)).toBeLessThanOrEqual(BUNDLE_BUDGET_BYTES);
-      expect(existsSync(join(assetDir, 'index.js.map'))).toBe(true);
       expect(js).not.toMatch(/^\/\/ (lib|lambdas)\//m); // esbuild marks each module so only when not minifying
-      expect(js).not.toMatch(/class DynamoDBClient\b/);
+      // The SDK is the runtime's: no SDK source is bundled, and what touches DynamoDB requires it.
+      expect(sources.filter((source) => source.includes('node_modules/@aws-sdk/'))).toEqual([]);
+      if (Object.keys(entriesFor(TOOLS)[name]).length > 0) expect(js).toContain('require("@aws-sdk/client-dynamodb")');
     },
   );
+});
+
+describe('a tool added the documented way', () => {
+  it('gets a function from its entry file, a JWT route and exactly its declared grants', () => {
+    const fixture = synthesize({
+      tools: TOOLS_WITH_FIXTURE,
+      entryFile: (entry) =>
+        entry === 'send_reminder'
+          ? join(FIXTURE_ENTRY_DIR, `${entry}.ts`)
+          : join(__dirname, '../../lambdas', `${entry}.ts`),
+    });
+    const fixtureResources = fixture.template.toJSON().Resources as Resources;
+    const routes = Object.values(fixtureResources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Route');
+
+    expect(fixture.stack.functions.send_reminder).toBeDefined();
+    expect(routes.map((r) => [r.Properties.RouteKey, r.Properties.AuthorizationType])).toContainEqual([
+      'POST /tools/send_reminder',
+      'JWT',
+    ]);
+    const granted = dynamoAccessOf('send_reminder', fixture.stack, fixtureResources);
+    expect(granted).toEqual({ idempotency: [...CLAIM_ACTIONS].sort(), outbox: ['dynamodb:PutItem'] });
+    expectGrantsMatchObserved(granted, observed.send_reminder!);
+  }, 120_000);
 });
 
 describe('cdk-nag', () => {

@@ -1,4 +1,4 @@
-import { createRefundTool } from '../../lib/tools/refund';
+import { refund as refundTool } from '../../lib/tools/refund';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -11,7 +11,7 @@ afterAll(() => world.destroy());
 /** The refund tool over the real ledger, counting how often money was asked to move. */
 function countedRefund() {
   const refund = jest.fn(world.provider.refund.bind(world.provider));
-  const tool = createRefundTool({ invoices: world.invoices, provider: { refund } });
+  const tool = refundTool.bind({ ...world, provider: { refund } });
   return { tool, refund };
 }
 

@@ -1,7 +1,7 @@
 import type { RefundReceipt } from '../../lib/domain/invoices';
 import type { Movement, RefundRequest } from '../../lib/payments/provider';
 import type { Written } from '../../lib/store/put-if-absent';
-import { createRefundTool } from '../../lib/tools/refund';
+import { refund as refundTool } from '../../lib/tools/refund';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -41,7 +41,7 @@ describe('a worker that dies mid-call', () => {
     const caller = identity();
     const invoice = await world.seedInvoice(caller.tenant);
     const refund = dieAfterFirst((request: RefundRequest) => world.provider.refund(request));
-    const tool = createRefundTool({ invoices: world.invoices, provider: { refund } });
+    const tool = refundTool.bind({ ...world, provider: { refund } });
     const call = { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount };
 
     // Act: the first worker claims, the provider accepts, the worker dies (its lock: 300 ms).
@@ -71,7 +71,7 @@ describe('a worker that dies mid-call', () => {
     const caller = identity();
     const invoice = await world.seedInvoice(caller.tenant);
     const refund = dieAfterFirst((request: RefundRequest) => world.provider.refund(request));
-    const tool = createRefundTool({ invoices: world.invoices, provider: { refund } });
+    const tool = refundTool.bind({ ...world, provider: { refund } });
     const args = { invoice_id: invoice.invoice_id, amount: invoice.amount };
 
     void world.runtime.invoke(tool, caller, { idempotency_key: 'k1', ...args }, deadline(300));
@@ -94,7 +94,7 @@ describe('a worker that dies mid-call', () => {
         world.invoices.recordRefund(tenant, receipt),
     );
     const invoices = Object.assign(Object.create(world.invoices), { recordRefund });
-    const tool = createRefundTool({ invoices, provider: world.provider });
+    const tool = refundTool.bind({ ...world, invoices });
     const call = { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount };
 
     void world.runtime.invoke(tool, caller, call, deadline(300));

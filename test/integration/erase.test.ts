@@ -1,4 +1,4 @@
-import { eraseTenantRecords } from '../../lib/idempotency/erase';
+import { eraseTenantRecords } from '../../lib/admin/erase-tenant';
 import { tableName } from '../../lib/store/tables';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, newTenant, type World } from '../helpers/world';

@@ -1,9 +1,9 @@
 import { MAX_RECEIPT_BYTES } from '../../lib/idempotency/receipt';
 import { ToolRuntime } from '../../lib/idempotency/runtime';
-import { freePort } from '../../lib/local/dynamodb-local';
+import { freePort } from '../../lib/local/free-port';
 import { createDynamoDBClient } from '../../lib/store/client';
 import { tableName } from '../../lib/store/tables';
-import { createRefundTool } from '../../lib/tools/refund';
+import { refund as refundTool } from '../../lib/tools/refund';
 import { noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -23,7 +23,7 @@ describe('when the store cannot be reached', () => {
     );
     const runtime = new ToolRuntime({ client, tableName: tableName('idempotency') });
     const refund = jest.fn();
-    const tool = createRefundTool({ invoices: world.invoices, provider: { refund } });
+    const tool = refundTool.bind({ ...world, provider: { refund } });
 
     // Act
     const result = await runtime.invoke(

@@ -34,15 +34,16 @@ function capturedLogger() {
 }
 
 describe('handleToolWrite', () => {
-  it('logs one JSON line per call with tool, tenant, outcome, idempotent and a key hash — never the arguments', async () => {
+  it('logs one JSON line per call with tool, tenant, outcome and a key hash — never the arguments', async () => {
     const tenant = newTenant();
     const { tool } = noteTool('send_note');
     const body = { idempotency_key: 'secret-key', text: 'private words' };
     const captured = capturedLogger();
 
     try {
-      await handleToolWrite(world.runtime, tool, event(tenant, body), deadline(), captured.logger);
-      await handleToolWrite(world.runtime, tool, event(tenant, body), deadline(), captured.logger);
+      const dependencies = { runtime: world.runtime, tool, logger: captured.logger };
+      await handleToolWrite(dependencies, event(tenant, body), deadline());
+      await handleToolWrite(dependencies, event(tenant, body), deadline());
     } finally {
       captured.restore();
     }
@@ -53,7 +54,6 @@ describe('handleToolWrite', () => {
         tool: 'send_note',
         tenant,
         outcome: 'executed',
-        idempotent: false,
         key_hash: keyHash('secret-key'),
       }),
       expect.objectContaining({
@@ -61,7 +61,6 @@ describe('handleToolWrite', () => {
         tool: 'send_note',
         tenant,
         outcome: 'replayed',
-        idempotent: true,
         key_hash: keyHash('secret-key'),
       }),
     ]);
@@ -76,8 +75,7 @@ describe('handleToolWrite', () => {
     });
 
     const response = await handleToolWrite(
-      world.runtime,
-      tool,
+      { runtime: world.runtime, tool },
       event(newTenant(), { idempotency_key: 'k1', text: 'x' }),
       deadline(),
     );

@@ -1,9 +1,11 @@
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
 import { handler } from '../../lambdas/refund';
-import { services } from '../../lib/services';
+import { createServices } from '../../lib/services';
 import { deadline, newTenant } from '../helpers/world';
 
-afterAll(() => services().client.destroy());
+/** The test's own view of the tables the entry point's process writes to. */
+const services = createServices(process.env);
+afterAll(() => services.client.destroy());
 
 /** An API Gateway HTTP API (payload 2.0) event as the JWT authorizer hands it on. */
 function event(
@@ -30,7 +32,7 @@ describe('lambdas/refund', () => {
   it('refunds for the tenant and user of the token, then replays with the header', async () => {
     const tenant = newTenant();
     const invoice = { tenant, invoice_id: 'inv_1', customer: 'c', amount: 500, currency: 'eur', created_at: 'now' };
-    await services().invoices.create(invoice);
+    await services.invoices.create(invoice);
     const body = JSON.stringify({ idempotency_key: 'k1', invoice_id: 'inv_1', amount: 500 });
     const claims = { tenant_id: tenant, sub: 'ada' };
 
@@ -50,7 +52,7 @@ describe('lambdas/refund', () => {
 
   it('takes the tenant from the token, never from the body', async () => {
     const victim = newTenant('victim');
-    await services().invoices.create({
+    await services.invoices.create({
       tenant: victim,
       invoice_id: 'inv_1',
       customer: 'c',
@@ -67,7 +69,7 @@ describe('lambdas/refund', () => {
       ok: false,
       error: { code: 'invalid_args', message: 'tenant: unknown field' },
     });
-    expect((await services().invoices.get(victim, 'inv_1'))?.refund).toBeUndefined();
+    expect((await services.invoices.get(victim, 'inv_1'))?.refund).toBeUndefined();
   });
 
   it.each([

@@ -10,7 +10,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../../store/tables';
+import type { RecordAttributes } from '../record';
 
 /**
  * This call's claim is gone (its lock expired and another call took the key over, or the record was
@@ -31,6 +31,8 @@ export interface ScopedPersistenceOptions {
   readonly tool: string;
   /** Tenant of the caller, stored as the record's `tenant` attribute. */
   readonly tenant: string;
+  /** The record's attribute names. */
+  readonly attributes: RecordAttributes;
 }
 
 /**
@@ -49,26 +51,29 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
   readonly #tableName: string;
   readonly #tool: string;
   readonly #tenant: string;
+  readonly #attr: RecordAttributes;
   /** The claim this call wrote, if any: the only claim it may release. */
   #claimId: string | undefined;
   /** The record found in the way of this call's claim, when the claim was refused. */
   #existingRecord: IdempotencyRecord | undefined;
 
   constructor(options: ScopedPersistenceOptions) {
+    const attr = options.attributes;
     super({
       tableName: options.tableName,
       awsSdkV3Client: options.client,
-      keyAttr: ATTR.key,
-      expiryAttr: ATTR.expiry,
-      inProgressExpiryAttr: ATTR.inProgressExpiry,
-      statusAttr: ATTR.status,
-      dataAttr: ATTR.data,
-      validationKeyAttr: ATTR.validation,
+      keyAttr: attr.key,
+      expiryAttr: attr.expiry,
+      inProgressExpiryAttr: attr.inProgressExpiry,
+      statusAttr: attr.status,
+      dataAttr: attr.data,
+      validationKeyAttr: attr.validation,
     });
     this.#client = options.client;
     this.#tableName = options.tableName;
     this.#tool = options.tool;
     this.#tenant = options.tenant;
+    this.#attr = options.attributes;
   }
 
   /** The record that refused this call's claim (for a retry-after hint), if one did. */
@@ -95,17 +100,18 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
    * expired items up to about 48 hours late.
    */
   protected override async _putRecord(record: IdempotencyRecord): Promise<void> {
+    const attr = this.#attr;
     const claimId = randomUUID();
     const item: Record<string, string | number> = {
-      [ATTR.key]: record.idempotencyKey,
-      [ATTR.status]: record.getStatus(),
-      [ATTR.tenant]: this.#tenant,
-      [ATTR.tool]: this.#tool,
-      [ATTR.claim]: claimId,
+      [attr.key]: record.idempotencyKey,
+      [attr.status]: record.getStatus(),
+      [attr.tenant]: this.#tenant,
+      [attr.tool]: this.#tool,
+      [attr.claim]: claimId,
     };
-    if (record.expiryTimestamp !== undefined) item[ATTR.expiry] = record.expiryTimestamp;
-    if (record.inProgressExpiryTimestamp !== undefined) item[ATTR.inProgressExpiry] = record.inProgressExpiryTimestamp;
-    if (this.isPayloadValidationEnabled() && record.payloadHash) item[ATTR.validation] = record.payloadHash;
+    if (record.expiryTimestamp !== undefined) item[attr.expiry] = record.expiryTimestamp;
+    if (record.inProgressExpiryTimestamp !== undefined) item[attr.inProgressExpiry] = record.inProgressExpiryTimestamp;
+    if (this.isPayloadValidationEnabled() && record.payloadHash) item[attr.validation] = record.payloadHash;
     // A claim without a future lock deadline would hold the key until its TTL (or never hold it).
     const now = Date.now();
     if (record.inProgressExpiryTimestamp === undefined || record.inProgressExpiryTimestamp <= now) {
@@ -122,11 +128,11 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
             '(#status = :inprogress AND attribute_exists(#in_progress_expiry) AND #in_progress_expiry < :now_in_millis' +
             ' AND #validation = :validation)',
           ExpressionAttributeNames: {
-            '#id': ATTR.key,
-            '#expiry': ATTR.expiry,
-            '#status': ATTR.status,
-            '#in_progress_expiry': ATTR.inProgressExpiry,
-            '#validation': ATTR.validation,
+            '#id': attr.key,
+            '#expiry': attr.expiry,
+            '#status': attr.status,
+            '#in_progress_expiry': attr.inProgressExpiry,
+            '#validation': attr.validation,
           },
           ExpressionAttributeValues: marshall({
             ':now': now / 1000,
@@ -158,6 +164,7 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
    * {@link ClaimLostError} instead, and the caller is told to read the result with a retry.
    */
   protected override async _updateRecord(record: IdempotencyRecord): Promise<void> {
+    const attr = this.#attr;
     if (this.#claimId === undefined) throw new ClaimLostError();
     const values: Record<string, unknown> = {
       ':expiry': record.expiryTimestamp,
@@ -166,22 +173,22 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
       ':claim': this.#claimId,
     };
     const names: Record<string, string> = {
-      '#expiry': ATTR.expiry,
-      '#status': ATTR.status,
-      '#data': ATTR.data,
-      '#claim': ATTR.claim,
+      '#expiry': attr.expiry,
+      '#status': attr.status,
+      '#data': attr.data,
+      '#claim': attr.claim,
     };
     const sets = ['#expiry = :expiry', '#status = :status', '#data = :data'];
     if (this.isPayloadValidationEnabled()) {
       sets.push('#validation = :validation');
-      names['#validation'] = ATTR.validation;
+      names['#validation'] = attr.validation;
       values[':validation'] = record.payloadHash;
     }
     try {
       await this.#client.send(
         new UpdateItemCommand({
           TableName: this.#tableName,
-          Key: marshall({ [ATTR.key]: record.idempotencyKey }),
+          Key: marshall({ [attr.key]: record.idempotencyKey }),
           UpdateExpression: `SET ${sets.join(', ')}`,
           ConditionExpression: '#claim = :claim',
           ExpressionAttributeNames: names,
@@ -200,14 +207,15 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
    * key over, that call's claim (or its stored receipt) stays.
    */
   protected override async _deleteRecord(record: IdempotencyRecord): Promise<void> {
+    const attr = this.#attr;
     if (this.#claimId === undefined) return;
     try {
       await this.#client.send(
         new DeleteItemCommand({
           TableName: this.#tableName,
-          Key: marshall({ [ATTR.key]: record.idempotencyKey }),
+          Key: marshall({ [attr.key]: record.idempotencyKey }),
           ConditionExpression: '#claim = :claim AND #status = :inprogress',
-          ExpressionAttributeNames: { '#claim': ATTR.claim, '#status': ATTR.status },
+          ExpressionAttributeNames: { '#claim': attr.claim, '#status': attr.status },
           ExpressionAttributeValues: marshall({
             ':claim': this.#claimId,
             ':inprogress': IdempotencyRecordStatus.INPROGRESS,
@@ -221,13 +229,14 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
   }
 
   #toRecord(item: Record<string, unknown>): IdempotencyRecord {
+    const attr = this.#attr;
     return new IdempotencyRecord({
-      idempotencyKey: item[ATTR.key] as string,
-      status: item[ATTR.status] as ReturnType<IdempotencyRecord['getStatus']>,
-      expiryTimestamp: item[ATTR.expiry] as number | undefined,
-      inProgressExpiryTimestamp: item[ATTR.inProgressExpiry] as number | undefined,
-      responseData: item[ATTR.data] as Record<string, string>,
-      payloadHash: item[ATTR.validation] as string | undefined,
+      idempotencyKey: item[attr.key] as string,
+      status: item[attr.status] as ReturnType<IdempotencyRecord['getStatus']>,
+      expiryTimestamp: item[attr.expiry] as number | undefined,
+      inProgressExpiryTimestamp: item[attr.inProgressExpiry] as number | undefined,
+      responseData: item[attr.data] as Record<string, string>,
+      payloadHash: item[attr.validation] as string | undefined,
     });
   }
 }

@@ -9,12 +9,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { startDynamoDBLocal } from '../../lib/local/dynamodb-local';
-import { applyLocalDefaults } from '../../lib/local/local-env';
-import { createToolRuntime } from '../../lib/runtime';
-import { createServices } from '../../lib/services';
-import { createTables } from '../../lib/store/create-tables';
-import { createRefundTool } from '../../lib/tools/refund';
+import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
+import { applyLocalDefaults } from '../lib/local/local-env';
+import { createServices } from '../lib/services';
+import { createTables } from '../lib/store/create-tables';
+import { refund as refundTool } from '../lib/tools/refund';
+import { createToolRuntime } from '../lib/tools/tool-runtime';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
 
@@ -37,9 +37,9 @@ async function main(): Promise<void> {
   applyLocalDefaults(process.env, 'SILENT');
   const local = process.env.DYNAMODB_ENDPOINT ? undefined : await startDynamoDBLocal();
   if (local) process.env.DYNAMODB_ENDPOINT = local.endpoint;
-  const services = createServices();
+  const services = createServices(process.env);
   const runtime = createToolRuntime(services);
-  const refund = createRefundTool(services);
+  const refund = refundTool.bind(services);
   try {
     await createTables(services.client);
     const counts = countRequests(services.client);

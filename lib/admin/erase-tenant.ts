@@ -5,7 +5,7 @@ import {
   type DynamoDBClient,
   QueryCommand,
 } from '@aws-sdk/client-dynamodb';
-import { IDEMPOTENCY_ATTRIBUTES as ATTR, TABLES } from '../store/tables';
+import { IDEMPOTENCY_ATTRIBUTES as ATTR, TENANT_INDEX_NAME } from '../store/tables';
 
 export interface ErasureReport {
   /** Records deleted. */
@@ -15,8 +15,8 @@ export interface ErasureReport {
 }
 
 /**
- * Deletes one tenant's idempotency records (for example on an erasure request), found through the
- * keys-only `by-tenant` index. A record whose call is still running is left alone — deleting it would
+ * Admin operation: deletes one tenant's idempotency records (for example on an erasure request), found
+ * through the keys-only `by-tenant` index. A record whose call is still running is left alone — deleting it would
  * let a retry run beside that call — and counted in `inFlight`; a running call can never re-create an
  * erased record, since storing a result is conditional on its own claim.
  *
@@ -28,7 +28,6 @@ export async function eraseTenantRecords(
   tableName: string,
   tenant: string,
 ): Promise<ErasureReport> {
-  const index = TABLES.idempotency.globalSecondaryIndexes[0];
   let deleted = 0;
   let inFlight = 0;
   let startKey: QueryCommand['input']['ExclusiveStartKey'];
@@ -36,7 +35,7 @@ export async function eraseTenantRecords(
     const page = await client.send(
       new QueryCommand({
         TableName: tableName,
-        IndexName: index.indexName,
+        IndexName: TENANT_INDEX_NAME,
         KeyConditionExpression: '#tenant = :tenant',
         ExpressionAttributeNames: { '#tenant': ATTR.tenant },
         ExpressionAttributeValues: { ':tenant': { S: tenant } },

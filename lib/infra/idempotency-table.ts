@@ -5,7 +5,7 @@ import { Construct } from 'constructs';
 import { TABLES } from '../store/tables';
 import { tableFromDefinition } from './table';
 
-export interface KeyStoreProps {
+export interface IdempotencyTableProps {
   /**
    * Delete the table (and every stored receipt) when the stack is deleted.
    * @default false (the table is retained)
@@ -13,19 +13,19 @@ export interface KeyStoreProps {
   readonly destroyOnRemoval?: boolean;
 }
 
-/** The DynamoDB actions Powertools' persistence layer sends: claim, read, complete, release. */
+/** The DynamoDB actions the idempotency runtime sends: claim, read, complete, release. */
 export const CLAIM_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'];
 
 /**
- * The idempotency key store: the table from the shared definition (`id` partition key, TTL on
+ * The idempotency table (the key store): the table from the shared definition (`id` partition key, TTL on
  * `expiration`, `by-tenant` index), on demand, with point-in-time recovery and encryption at rest,
  * retained by default. Usable on its own by anyone wrapping their own tools.
  */
-export class KeyStore extends Construct {
+export class IdempotencyTable extends Construct {
   /** The idempotency table. */
   public readonly table: dynamodb.Table;
 
-  constructor(scope: Construct, id: string, props: KeyStoreProps = {}) {
+  constructor(scope: Construct, id: string, props: IdempotencyTableProps = {}) {
     super(scope, id);
     this.table = tableFromDefinition(this, 'Table', TABLES.idempotency, {
       removalPolicy: props.destroyOnRemoval ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,

@@ -1,0 +1,40 @@
+/**
+ * The layout of an idempotency record in DynamoDB. Every name is an option of the runtime (the way
+ * Powertools' persistence layer takes its attribute names), so a project with its own table layout can
+ * use the core unchanged; these are the defaults.
+ */
+export interface RecordAttributes {
+  /** Partition key: `<tool>#<sha256 of [tenant, user, client key]>`. Hash-spread, never static. */
+  readonly key: string;
+  /** TTL attribute, epoch seconds. Expiry is decided by the claim's condition, not by deletion. */
+  readonly expiry: string;
+  /** Epoch milliseconds after which an INPROGRESS claim may be taken over (the invocation deadline). */
+  readonly inProgressExpiry: string;
+  readonly status: string;
+  /** The stored result (receipt as JSON text, plus whether it was itself a replay). */
+  readonly data: string;
+  /** Hash of the argument fingerprint: same key + other fingerprint is a conflict. */
+  readonly validation: string;
+  /** Tenant of the caller: lets one tenant's records be found and erased. */
+  readonly tenant: string;
+  /** Tool name, also the record key's prefix. */
+  readonly tool: string;
+  /** Random id of the claim that wrote the record: a call stores or releases only its own claim. */
+  readonly claim: string;
+}
+
+/** The attribute names retrysafe uses unless told otherwise. */
+export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
+  key: 'id',
+  expiry: 'expiration',
+  inProgressExpiry: 'in_progress_expiration',
+  status: 'status',
+  data: 'data',
+  validation: 'validation',
+  tenant: 'tenant',
+  tool: 'tool',
+  claim: 'claim_id',
+};
+
+/** The idempotency table's name unless told otherwise. */
+export const DEFAULT_IDEMPOTENCY_TABLE_NAME = 'retrysafe-idempotency';

@@ -50,7 +50,8 @@ async function main(): Promise<void> {
           tools: TOOLS,
           services,
           runtime: createToolRuntime(services),
-          verify: (t) => key.verify(t),
+          verifyToken: (t) => key.verify(t),
+          issuer: key.settings.issuer,
           port: 0,
         });
   const url = values.url ?? api?.url;

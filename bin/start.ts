@@ -26,7 +26,8 @@ async function main(): Promise<void> {
     tools: TOOLS,
     services,
     runtime: createToolRuntime(services),
-    verify: (token) => key.verify(token),
+    verifyToken: (token) => key.verify(token),
+    issuer: key.settings.issuer,
     port: Number(values.port ?? process.env.PORT ?? 3000),
   });
 

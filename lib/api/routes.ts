@@ -1,4 +1,5 @@
-import type { AnyToolModule, TableAccess } from '../tools/tool-module';
+import type { DomainTableId } from '../store/tables';
+import type { AnyToolModule, DynamoAction, TableAccess } from '../tools/tool-module';
 
 /**
  * The HTTP API's routes and entry points, derived from a list of tools (the registry, or a test's):
@@ -6,29 +7,38 @@ import type { AnyToolModule, TableAccess } from '../tools/tool-module';
  * Lambda entry `lambdas/<name>.ts`.
  */
 export interface RouteDefinition<E extends string = string> {
-  readonly method: 'GET' | 'POST';
+  readonly method: 'GET' | 'POST' | 'DELETE';
   /** API Gateway route path, with `{param}` placeholders. */
   readonly path: string;
   readonly entry: E;
-  /** Whether the JWT authorizer guards the route. */
-  readonly auth: boolean;
+  /**
+   * Who checks the token: API Gateway's JWT authorizer (`gateway`), the function itself (`function`:
+   * the MCP endpoint, whose 401 must name its resource metadata), or nobody (`public`).
+   */
+  readonly auth: 'gateway' | 'function' | 'public';
 }
 
-/** What one entry point's code sends to DynamoDB: its key-store access and its domain tables' actions. */
+/** What one entry point's code sends to DynamoDB: its idempotency-table access and its domain tables' actions. */
 export interface FunctionAccess {
   /** `claims`: what the idempotency runtime needs to claim, read, complete and release; `read`: GetItem. */
-  readonly keyStore?: 'claims' | 'read';
+  readonly idempotencyTable?: 'claims' | 'read';
   readonly tables?: TableAccess;
 }
 
-/** The entry points that are not tools, each with exactly the access its code needs. */
+/** The reads' access: the operations poll reads the idempotency table, the others one domain table each. */
+const READ_ACCESS = {
+  get_operation: { idempotencyTable: 'read' },
+  get_invoice: { tables: { invoices: ['dynamodb:GetItem'] } },
+  get_ticket: { tables: { tickets: ['dynamodb:GetItem'] } },
+} as const satisfies Record<string, FunctionAccess>;
+
+/** The entry points that are not tools, each with exactly the access its code needs (`mcp`: see `entriesFor`). */
 export const API_ENTRIES = {
   health: {},
   list_tools: {},
-  get_operation: { keyStore: 'read' },
-  get_invoice: { tables: { invoices: ['dynamodb:GetItem'] } },
-  get_ticket: { tables: { tickets: ['dynamodb:GetItem'] } },
+  ...READ_ACCESS,
   not_found: {},
+  mcp: {},
 } as const satisfies Record<string, FunctionAccess>;
 
 export type ApiEntryName = keyof typeof API_ENTRIES;
@@ -47,12 +57,23 @@ export const INVOCATION_TIMEOUT_SECONDS = 10;
 /** The routes of an API serving `tools`, in the order `GET /tools` lists them. */
 export function routesFor<T extends AnyToolModule>(tools: readonly T[]): readonly RouteDefinition<EntryName<T>>[] {
   return [
-    { method: 'GET', path: '/health', entry: 'health', auth: false },
-    { method: 'GET', path: '/tools', entry: 'list_tools', auth: true },
-    ...tools.map((tool) => ({ method: 'POST' as const, path: `/tools/${tool.name}`, entry: tool.name, auth: true })),
-    { method: 'GET', path: '/tools/{tool}/operations/{key}', entry: 'get_operation', auth: true },
-    { method: 'GET', path: '/invoices/{invoice_id}', entry: 'get_invoice', auth: true },
-    { method: 'GET', path: '/tickets/{ticket_key}', entry: 'get_ticket', auth: true },
+    { method: 'GET', path: '/health', entry: 'health', auth: 'public' },
+    { method: 'GET', path: '/tools', entry: 'list_tools', auth: 'gateway' },
+    ...tools.map((tool) => ({
+      method: 'POST' as const,
+      path: `/tools/${tool.name}`,
+      entry: tool.name,
+      auth: 'gateway' as const,
+    })),
+    { method: 'GET', path: '/tools/{tool}/operations/{key}', entry: 'get_operation', auth: 'gateway' },
+    { method: 'GET', path: '/invoices/{invoice_id}', entry: 'get_invoice', auth: 'gateway' },
+    { method: 'GET', path: '/tickets/{ticket_key}', entry: 'get_ticket', auth: 'gateway' },
+    // MCP: the function checks the token (its 401 names the resource metadata); the metadata is public.
+    { method: 'POST', path: '/mcp', entry: 'mcp', auth: 'function' },
+    { method: 'GET', path: '/mcp', entry: 'mcp', auth: 'function' },
+    { method: 'DELETE', path: '/mcp', entry: 'mcp', auth: 'function' },
+    { method: 'GET', path: '/.well-known/oauth-protected-resource', entry: 'mcp', auth: 'public' },
+    { method: 'GET', path: '/.well-known/oauth-protected-resource/mcp', entry: 'mcp', auth: 'public' },
   ];
 }
 
@@ -61,6 +82,26 @@ export function entriesFor<T extends AnyToolModule>(
   tools: readonly T[],
 ): Readonly<Record<EntryName<T>, FunctionAccess>> {
   const entries: Record<string, FunctionAccess> = { ...API_ENTRIES };
-  for (const tool of tools) entries[tool.name] = { keyStore: 'claims', tables: tool.access };
+  for (const tool of tools) entries[tool.name] = { idempotencyTable: 'claims', tables: tool.access };
+  // The MCP endpoint serves every tool and every read: the union of their access, nothing more.
+  entries.mcp = {
+    idempotencyTable: 'claims',
+    tables: unionOf([...tools.map((tool) => tool.access), ...Object.values(READ_ACCESS).map(tablesOf)]),
+  };
   return entries as Record<EntryName<T>, FunctionAccess>;
+}
+
+function tablesOf(access: FunctionAccess): TableAccess {
+  return access.tables ?? {};
+}
+
+/** Every action on every table that any of `accesses` names, sorted. */
+function unionOf(accesses: readonly TableAccess[]): TableAccess {
+  const union = new Map<DomainTableId, Set<DynamoAction>>();
+  for (const access of accesses) {
+    for (const [table, actions] of Object.entries(access) as Array<[DomainTableId, readonly DynamoAction[]]>) {
+      union.set(table, new Set([...(union.get(table) ?? []), ...actions]));
+    }
+  }
+  return Object.fromEntries([...union].map(([table, actions]) => [table, [...actions].sort()]));
 }

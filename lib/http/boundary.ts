@@ -10,12 +10,17 @@ export type LambdaHandler = (event: ApiEvent, context: Context) => Promise<HttpR
  * The last line of defence of an entry point: whatever escapes becomes a JSON `internal` (or
  * `unavailable` for a store outage) answer, logged, and never serialised into the response.
  */
-export function withErrorBoundary(name: string, logger: Logger | undefined, handle: LambdaHandler): LambdaHandler {
+export function withErrorBoundary(
+  name: string,
+  logger: Logger,
+  handle: LambdaHandler,
+  logFields: Readonly<Record<string, string>> = {},
+): LambdaHandler {
   return async function boundary(event, context) {
     try {
       return await handle(event, context);
     } catch (error) {
-      logger?.error('unhandled error', { handler: name, error: error as Error });
+      logger.error('unhandled error', { handler: name, ...logFields, error: error as Error });
       return isTransientAwsError(error)
         ? errorResponse('unavailable', 'a store is unavailable; retry later')
         : errorResponse('internal', INTERNAL_MESSAGE);

@@ -1,4 +1,5 @@
 import type { APIGatewayProxyEventV2WithJWTAuthorizer } from 'aws-lambda';
+import { identityFromTokenClaims } from '../auth/token-claims';
 import type { Identity } from '../idempotency';
 
 /** The events every handler takes: API Gateway HTTP API, payload 2.0, behind the JWT authorizer. */
@@ -7,18 +8,11 @@ export type ApiEvent = APIGatewayProxyEventV2WithJWTAuthorizer;
 /** Largest request body accepted, in bytes; larger is `413 payload_too_large`. */
 export const MAX_BODY_BYTES = 64 * 1024;
 
-/** Token claim that names the tenant, as the JWT authorizer passes it on. @default 'tenant_id' */
-export function tenantClaimName(env: NodeJS.ProcessEnv = process.env): string {
-  return env.TENANT_CLAIM || 'tenant_id';
-}
-
-/** Tenant and user from the verified token claims — never from the body or the path. */
+/** Tenant and user from the token claims the authorizer verified — never from the body or the path. */
 export function identityFromEvent(event: ApiEvent): Identity | undefined {
-  const tokenClaims = event.requestContext?.authorizer?.jwt?.claims ?? {};
-  const tenant = tokenClaims[tenantClaimName()];
-  const user = tokenClaims.sub;
-  if (typeof tenant !== 'string' || tenant === '' || typeof user !== 'string' || user === '') return undefined;
-  return { tenant, user };
+  return identityFromTokenClaims(
+    (event.requestContext?.authorizer?.jwt?.claims ?? {}) as Record<string, string | undefined>,
+  );
 }
 
 /** A request header, whatever the case of its name. */

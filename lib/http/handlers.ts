@@ -1,5 +1,8 @@
 import type { ApiEntryName, EntryName } from '../api/routes';
+import type { TokenVerifier } from '../auth/token-claims';
 import type { ToolRuntime } from '../idempotency';
+import { mcpHandler } from '../mcp/http';
+import { mcpTools } from '../mcp/tools';
 import type { Services } from '../services';
 import type { AnyToolModule } from '../tools/tool-module';
 import type { LambdaHandler } from './boundary';
@@ -13,6 +16,10 @@ export interface ApiComposition<T extends AnyToolModule> {
   readonly services: Services;
   readonly runtime: ToolRuntime;
   readonly tools: readonly T[];
+  /** Verifies bearer tokens where the function checks them itself (the MCP endpoint). */
+  readonly verifyToken: TokenVerifier;
+  /** The JWT issuer, named as the authorization server in the MCP resource metadata. */
+  readonly issuer: string;
 }
 
 /**
@@ -23,14 +30,17 @@ export function createHandlers<T extends AnyToolModule>({
   services,
   runtime,
   tools,
+  verifyToken,
+  issuer,
 }: ApiComposition<T>): Readonly<Record<EntryName<T>, LambdaHandler>> {
   const api: Record<ApiEntryName, LambdaHandler> = {
     health: healthHandler(),
     list_tools: listToolsHandler(tools, services.logger),
-    get_operation: getOperationHandler(runtime, services.logger),
+    get_operation: getOperationHandler({ runtime, toolNames: tools.map((tool) => tool.name) }, services.logger),
     get_invoice: getInvoiceHandler(services),
     get_ticket: getTicketHandler(services),
     not_found: notFoundHandler(),
+    mcp: mcpHandler({ tools: mcpTools(tools, services, runtime), verifyToken, issuer, logger: services.logger }),
   };
   const writes = Object.fromEntries(
     tools.map((tool) => [tool.name, toolHandler(tool, { services, runtime, logger: services.logger })]),

@@ -11,7 +11,7 @@ export function handleListTools(tools: readonly ToolListing[], event: ApiEvent):
 }
 
 /** `GET /tools`: the listing of `tools`. */
-export function listToolsHandler(tools: readonly ToolListing[], logger?: Logger): LambdaHandler {
+export function listToolsHandler(tools: readonly ToolListing[], logger: Logger): LambdaHandler {
   return withErrorBoundary('list_tools', logger, async function listTools(event) {
     return handleListTools(tools, event);
   });

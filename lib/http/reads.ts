@@ -1,40 +1,25 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { InvoiceStore } from '../domain/invoices';
+import { type OperationSource, type ReadAnswer, readInvoice, readOperation, readTicket } from '../domain/reads';
 import type { TicketStore } from '../domain/tickets';
-import type { ToolRuntime } from '../idempotency';
 import type { Services } from '../services';
 import { type LambdaHandler, withErrorBoundary } from './boundary';
 import { type ApiEvent, identityFromEvent, pathParameter, UNAUTHORIZED } from './event';
 import { errorResponse, type HttpResponse, json } from './status';
 
-/** A tool name as tools are named (`defineTool` refuses others): anything else names no operation. */
-const TOOL_NAME = /^[a-z][a-z0-9_]{0,62}$/;
+/** A read's answer as an HTTP response: 200 with the body, or the error's status. */
+function answerResponse(answer: ReadAnswer<object>): HttpResponse {
+  return answer.ok ? json(200, answer) : errorResponse(answer.error.code, answer.error.message);
+}
 
-/**
- * `GET /tools/{tool}/operations/{key}`: the caller's own record of a client key. The record is keyed
- * by tool, tenant, user and key, so an unknown tool simply has no record (404): the poll needs no
- * list of tools, and its bundle carries none.
- */
-export async function handleGetOperation(runtime: ToolRuntime, event: ApiEvent): Promise<HttpResponse> {
+/** `GET /tools/{tool}/operations/{key}`: the caller's own record of a client key. */
+export async function handleGetOperation(source: OperationSource, event: ApiEvent): Promise<HttpResponse> {
   const identity = identityFromEvent(event);
   if (!identity) return errorResponse('unauthorized', UNAUTHORIZED);
-  const name = pathParameter(event, 'tool');
+  const tool = pathParameter(event, 'tool');
   const key = pathParameter(event, 'key');
-  const tool = name !== undefined && TOOL_NAME.test(name) ? name : undefined;
-  if (!tool) return errorResponse('not_found', `tool: no tool ${name ?? ''}`);
-  if (!key) return errorResponse('not_found', 'key: no operation');
-  try {
-    const operation = await runtime.lookup(tool, identity, key);
-    if (!operation) return errorResponse('not_found', `key: no operation ${key} for ${tool}`);
-    return json(200, {
-      ok: true,
-      status: operation.status,
-      key,
-      ...(operation.status === 'completed' ? { receipt: operation.receipt } : {}),
-    });
-  } catch {
-    return errorResponse('unavailable', 'the idempotency store is unavailable; retry later');
-  }
+  if (!tool || !key) return errorResponse('not_found', 'key: no operation');
+  return answerResponse(await readOperation(source, identity, tool, key));
 }
 
 /** `GET /invoices/{invoice_id}`: the caller's tenant's invoice, with its refund receipt or null. */
@@ -42,10 +27,8 @@ export async function handleGetInvoice(invoices: InvoiceStore, event: ApiEvent):
   const identity = identityFromEvent(event);
   if (!identity) return errorResponse('unauthorized', UNAUTHORIZED);
   const id = pathParameter(event, 'invoice_id');
-  const invoice = id ? await invoices.get(identity.tenant, id) : undefined;
-  if (!invoice) return errorResponse('not_found', `invoice_id: no invoice ${id ?? ''}`);
-  const { tenant: _tenant, refund, ...fields } = invoice;
-  return json(200, { ok: true, invoice: { ...fields, refunded: refund !== undefined, refund: refund ?? null } });
+  if (!id) return errorResponse('not_found', 'invoice_id: no invoice');
+  return answerResponse(await readInvoice(invoices, identity, id));
 }
 
 /** `GET /tickets/{ticket_key}`: the caller's tenant's ticket. */
@@ -53,16 +36,14 @@ export async function handleGetTicket(tickets: TicketStore, event: ApiEvent): Pr
   const identity = identityFromEvent(event);
   if (!identity) return errorResponse('unauthorized', UNAUTHORIZED);
   const key = pathParameter(event, 'ticket_key');
-  const ticket = key ? await tickets.get(identity.tenant, key) : undefined;
-  if (!ticket) return errorResponse('not_found', `ticket_key: no ticket ${key ?? ''}`);
-  const { tenant: _tenant, ...fields } = ticket;
-  return json(200, { ok: true, ticket: fields });
+  if (!key) return errorResponse('not_found', 'ticket_key: no ticket');
+  return answerResponse(await readTicket(tickets, identity, key));
 }
 
 /** `GET /tools/{tool}/operations/{key}`. */
-export function getOperationHandler(runtime: ToolRuntime, logger?: Logger): LambdaHandler {
+export function getOperationHandler(source: OperationSource, logger: Logger): LambdaHandler {
   return withErrorBoundary('get_operation', logger, function getOperation(event) {
-    return handleGetOperation(runtime, event);
+    return handleGetOperation(source, event);
   });
 }
 

@@ -1,7 +1,7 @@
 import type { ErrorCode, ToolResult } from '../idempotency';
 
 /** Codes that only the HTTP edge produces, before a call reaches the runtime. */
-export type EdgeErrorCode = 'unauthorized' | 'payload_too_large';
+export type EdgeErrorCode = 'unauthorized' | 'forbidden' | 'method_not_allowed' | 'payload_too_large';
 export type HttpErrorCode = ErrorCode | EdgeErrorCode;
 
 /**
@@ -11,7 +11,9 @@ export type HttpErrorCode = ErrorCode | EdgeErrorCode;
 export const HTTP_STATUS: Readonly<Record<HttpErrorCode, number>> = {
   invalid_args: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
+  method_not_allowed: 405,
   payload_too_large: 413,
   conflict: 422,
   internal: 500,

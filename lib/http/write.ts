@@ -83,8 +83,7 @@ export async function handleToolWrite(
 export interface ToolHandlerDependencies {
   readonly services: ToolServices;
   readonly runtime: ToolRuntime;
-  /** @default undefined (nothing is logged) */
-  readonly logger?: Logger;
+  readonly logger: Logger;
 }
 
 /**
@@ -96,8 +95,13 @@ export function toolHandler<N extends string>(
   { services, runtime, logger }: ToolHandlerDependencies,
 ): ToolHandler<N> {
   const dependencies: ToolWriteDependencies = { runtime, tool: module.bind(services), logger };
-  const handler = withErrorBoundary(`tool ${module.name}`, logger, function writeTool(event, context) {
-    return handleToolWrite(dependencies, event, context);
-  });
+  const handler = withErrorBoundary(
+    'tool',
+    logger,
+    function writeTool(event, context) {
+      return handleToolWrite(dependencies, event, context);
+    },
+    { tool: module.name },
+  );
   return Object.assign(handler, { tool: module.name });
 }

@@ -21,6 +21,10 @@ export interface RecordAttributes {
   readonly tool: string;
   /** Random id of the claim that wrote the record: a call stores or releases only its own claim. */
   readonly claim: string;
+  /** On an intent (dedupe window) item: the record key of the call that owns the intent. */
+  readonly intentOwner: string;
+  /** On an intent item: the downstream key its effect runs under, whoever finishes it. */
+  readonly downstreamKey: string;
 }
 
 /** The attribute names retrysafe uses unless told otherwise. */
@@ -34,6 +38,8 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   tenant: 'tenant',
   tool: 'tool',
   claim: 'claim_id',
+  intentOwner: 'intent_owner',
+  downstreamKey: 'downstream_key',
 };
 
 /** The idempotency table's name unless told otherwise. */

@@ -24,6 +24,7 @@ import {
   UnavailableError,
 } from './errors';
 import { downstreamKey, fingerprint } from './fingerprint';
+import { IntentStore } from './intent';
 import { ClaimLostError, ScopedDynamoDBPersistenceLayer } from './persistence/scoped-dynamodb';
 import { decodeReceipt, encodeReceipt } from './receipt';
 import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
@@ -90,11 +91,13 @@ export class ToolRuntime {
   readonly #options: ToolRuntimeOptions;
   readonly #tableName: string;
   readonly #attributes: RecordAttributes;
+  readonly #intents: IntentStore;
 
   constructor(options: ToolRuntimeOptions) {
     this.#options = options;
     this.#tableName = options.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME;
     this.#attributes = { ...DEFAULT_RECORD_ATTRIBUTES, ...options.attributes };
+    this.#intents = new IntentStore(options.client, this.#tableName, this.#attributes);
   }
 
   /** A persistence layer for one call: Powertools keeps per-call state on it, so it is never shared. */
@@ -158,19 +161,36 @@ export class ToolRuntime {
     }
     const persistenceStore = this.#persistenceFor(tool.name, identity);
 
-    const natural = tool.naturalKey?.(args);
-    const context = {
+    const natural = tool.naturalKey ? naturalKeyOf(args as JsonObject, tool.naturalKey) : undefined;
+    const ownDownstreamKey = downstreamKey(
+      tool.name,
       identity,
-      downstreamKey: downstreamKey(
-        tool.name,
-        identity,
-        natural ? { kind: 'natural', naturalKey: natural } : { kind: 'client', user: identity.user, clientKey },
-      ),
-    };
+      natural ? { kind: 'natural', naturalKey: natural } : { kind: 'client', user: identity.user, clientKey },
+    );
+    const argsFingerprint = fingerprint(args as JsonObject);
+    const window = tool.dedupeWindowSeconds;
+    const intents = window === undefined ? undefined : this.#intents;
+    const intent = { tool: tool.name, identity, fingerprint: argsFingerprint };
     const execute = makeIdempotent(
       // The claim payload is read by Powertools (hashed); the tool works on the validated arguments.
       async function executeTool(_claim: ClaimPayload): Promise<StoredResult> {
-        const execution = await tool.execute(args, context);
+        let runUnder = ownDownstreamKey;
+        const recordKey = persistenceStore.claimedRecordKey!;
+        if (intents) {
+          // A dedupe window: this call runs only if it owns the intent for these arguments.
+          const claimed = await intents.claim(intent, recordKey, ownDownstreamKey, window!);
+          if (claimed.kind === 'done') return { receipt: claimed.result.receipt, replayed: true };
+          if (claimed.kind === 'running') throw new IntentRunningError(claimed.lockEndsMs);
+          runUnder = claimed.downstreamKey;
+        }
+        let execution: Awaited<ReturnType<typeof tool.execute>>;
+        try {
+          execution = await tool.execute(args, { identity, downstreamKey: runUnder });
+        } catch (error) {
+          // A business error releases the claim (Powertools) and the intent, so a corrected call runs.
+          if (intents && error instanceof ToolError) await intents.release(intent, recordKey);
+          throw error;
+        }
         return { receipt: encodeReceipt(tool.name, execution.receipt), replayed: execution.replayed };
       },
       { persistenceStore, config, keyPrefix: tool.name },
@@ -180,19 +200,23 @@ export class ToolRuntime {
       // The claim payload holds no arguments, only their fingerprint.
       const stored = (await execute({
         scope: [identity.tenant, identity.user, clientKey],
-        fingerprint: fingerprint(args as JsonObject),
+        fingerprint: argsFingerprint,
       })) as unknown as StoredResult;
       return { ok: true, idempotent: stored.replayed, key: clientKey, receipt: decodeReceipt<R>(stored.receipt) };
     } catch (error) {
       if (error instanceof IdempotencyAlreadyInProgressError) {
-        return { ok: false, status: 'pending', key: clientKey, retry_after_ms: retryAfterMs(persistenceStore) };
+        const lockEnds = persistenceStore.existingRecord?.inProgressExpiryTimestamp;
+        return { ok: false, status: 'pending', key: clientKey, retry_after_ms: retryAfterMs(lockEnds) };
+      }
+      if (error instanceof IntentRunningError) {
+        return { ok: false, status: 'pending', key: clientKey, retry_after_ms: retryAfterMs(error.lockEndsMs) };
       }
       throw error;
     }
   }
 
   /**
-   * The caller's own record for a client key ("the key store is the poll"): the stored receipt, a
+   * The caller's own record for a client key ("the idempotency table is the poll"): the stored receipt, a
    * call still in flight, or undefined when there is none (never called, expired, released, or
    * someone else's — the key is hashed with the caller's tenant and user, so another's is unreachable).
    */
@@ -233,9 +257,24 @@ export class ToolRuntime {
   }
 }
 
+/**
+ * Another call (with another client key) is running the same intent inside its dedupe window: this
+ * call's claim is released and it is answered `pending`; its retry gets that call's receipt.
+ */
+class IntentRunningError extends Error {
+  constructor(readonly lockEndsMs: number | undefined) {
+    super('the same intent is being run by another call');
+    this.name = 'IntentRunningError';
+  }
+}
+
+/** The natural key's fields and values, from the validated arguments. */
+function naturalKeyOf(args: JsonObject, fields: readonly string[]): JsonObject {
+  return Object.fromEntries(fields.map((field) => [field, args[field] ?? null]));
+}
+
 /** When to poll again: soon, but never past the running call's lock. */
-function retryAfterMs(store: ScopedDynamoDBPersistenceLayer): number {
-  const lockEnds = store.existingRecord?.inProgressExpiryTimestamp;
+function retryAfterMs(lockEnds: number | undefined): number {
   const untilLockEnds = lockEnds === undefined ? MAX_RETRY_AFTER_MS : lockEnds - Date.now();
   return Math.min(MAX_RETRY_AFTER_MS, Math.max(MIN_RETRY_AFTER_MS, Math.ceil(untilLockEnds)));
 }

@@ -59,13 +59,30 @@ export interface ToolDefinition<S extends z.ZodMiniObject = z.ZodMiniObject, R e
   readonly args: S;
   readonly annotations: ToolAnnotations;
   /**
-   * The natural key: the part of the arguments that names the one effect this tool may have (refund →
-   * `{ invoice_id }`). When present, the downstream key is derived from it, so a new client key, an
-   * expired record or a race cannot cause a second effect. The tool must also guard its domain write
-   * with a condition on it.
+   * The natural key: the argument fields that name the one effect this tool may have (refund →
+   * `['invoice_id']`). When present, the downstream key is derived from their values, so a new client
+   * key, an expired record or a race cannot cause a second effect. The tool must also guard its domain
+   * write with a condition on it. Excludes `dedupeWindowSeconds` (a natural key already holds across keys).
    * @default undefined (the client key alone identifies the effect)
    */
-  readonly naturalKey?: (args: z.output<S>) => JsonObject;
+  readonly naturalKey?: readonly (keyof z.output<S> & string)[];
+  /**
+   * A dedupe window, in seconds, for a tool without a natural key: within it, calls with identical
+   * arguments (the canonical fingerprint) from the same tenant, user and tool are one intent, whatever
+   * their client keys — a model that re-issues the call with a fresh key gets the first receipt
+   * (`idempotent: true`), and two fresh keys racing inside the window cause one effect. After the
+   * window, identical arguments are a new intent. A caller who truly wants a repeat inside the window
+   * changes the intent: different arguments (say, a distinguishing line in the body). Costs one
+   * conditional write per call. Must be shorter than `ttlSeconds`.
+   * @default undefined (no window: only the client key dedupes)
+   */
+  readonly dedupeWindowSeconds?: number;
+  /**
+   * The receipt's schema, for agents (the MCP `outputSchema`) and typed clients. Documentation of
+   * what `execute` returns; the runtime stores whatever plain JSON the tool returns.
+   * @default undefined (any JSON object)
+   */
+  readonly receipt?: z.ZodMiniObject;
   /**
    * How long a completed client-key record is kept, in seconds. Must exceed {@link MAX_LOCK_SECONDS}.
    * @default DEFAULT_TTL_SECONDS (24 hours)
@@ -93,6 +110,17 @@ export function defineTool<S extends z.ZodMiniObject, R extends JsonObject>(
     problems.push(
       `ttlSeconds (${ttl}) must be a whole number of seconds above the ${MAX_LOCK_SECONDS} s in-progress lock`,
     );
+  }
+  for (const field of tool.naturalKey ?? []) {
+    if (!(field in tool.args.shape)) problems.push(`naturalKey field ${field} is not an argument`);
+  }
+  if (tool.naturalKey?.length === 0) problems.push('naturalKey must name at least one field');
+  const window = tool.dedupeWindowSeconds;
+  if (window !== undefined) {
+    if (tool.naturalKey) problems.push('dedupeWindowSeconds and naturalKey exclude each other');
+    if (!Number.isInteger(window) || window <= 0 || window >= ttl) {
+      problems.push(`dedupeWindowSeconds (${window}) must be a whole number of seconds in (0, ttlSeconds)`);
+    }
   }
   if (problems.length > 0) throw new TypeError(`invalid tool definition: ${problems.join('; ')}`);
   return tool;

@@ -26,6 +26,18 @@ export const BUNDLING = {
  */
 export const BUNDLE_BUDGET_BYTES = 112 * 1024;
 
+/**
+ * The MCP endpoint's budget: the official SDK brings the full zod (~103 KB, it does not use zod/mini),
+ * ajv (~102 KB, for elicitation schemas), its own ~55 KB, and jose (~18 KB) to verify tokens itself —
+ * ~410 KB with every tool and read.
+ */
+export const MCP_BUNDLE_BUDGET_BYTES = 448 * 1024;
+
+/** The bundle budget of one entry point. */
+export function bundleBudgetOf(entry: string): number {
+  return entry === 'mcp' ? MCP_BUNDLE_BUDGET_BYTES : BUNDLE_BUDGET_BYTES;
+}
+
 /** API Gateway stage throttling: a steady rate and a burst, per account-region for this stage. */
 export const STAGE_THROTTLE = { rateLimit: 100, burstLimit: 200 } as const;
 

@@ -17,7 +17,7 @@ export interface IdempotencyTableProps {
 export const CLAIM_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'];
 
 /**
- * The idempotency table (the key store): the table from the shared definition (`id` partition key, TTL on
+ * The idempotency table: the table from the shared definition (`id` partition key, TTL on
  * `expiration`, `by-tenant` index), on demand, with point-in-time recovery and encryption at rest,
  * retained by default. Usable on its own by anyone wrapping their own tools.
  */

@@ -28,6 +28,14 @@ import { tableFromDefinition } from './table';
 
 const PROJECT_ROOT = join(__dirname, '..', '..');
 
+/** Why a route has no API Gateway authorizer, for cdk-nag. */
+const UNAUTHORIZED_ROUTE_REASONS = {
+  public:
+    'Public by design: it reveals nothing secret (health, or the RFC 9728 metadata naming the issuer) and touches no store.',
+  function:
+    "The function verifies the JWT itself (RS256 against the issuer's JWKS, issuer, audience, exp), so that its 401 can carry the RFC 9728 resource_metadata challenge MCP clients need; API Gateway's authorizer cannot.",
+} as const;
+
 export interface RetrysafeStackProps<T extends AnyToolModule = RegisteredTool> extends StackProps {
   /**
    * The tools to deploy: each gets a function (`entryFile(name)`), a route and exactly its declared grants.
@@ -80,7 +88,10 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     const tools = props.tools ?? (TOOLS as readonly AnyToolModule[] as readonly T[]);
     const entryFile = props.entryFile ?? ((entry: string) => join(PROJECT_ROOT, 'lambdas', `${entry}.ts`));
 
-    this.idempotencyTable = new IdempotencyTable(this, 'IdempotencyTable', {
+    // The construct id stays 'KeyStore' (its name before the class was renamed): a new id would give the
+    // table a new logical id, and CloudFormation would replace it — a new, empty table, the old one
+    // (retained) orphaned with every stored receipt.
+    this.idempotencyTable = new IdempotencyTable(this, 'KeyStore', {
       destroyOnRemoval: props.destroyTablesOnRemoval,
     });
     this.tables = {
@@ -98,6 +109,9 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
         ]),
       ),
       TENANT_CLAIM: tenantClaim,
+      TOOL_NAMES: tools.map((tool) => tool.name).join(','),
+      JWT_ISSUER: props.issuer ?? JWT_DEFAULTS.issuer,
+      JWT_AUDIENCE: props.audience ?? JWT_DEFAULTS.audience,
       POWERTOOLS_SERVICE_NAME: FUNCTION_DEFAULTS.serviceName,
       NODE_OPTIONS: '--enable-source-maps',
     };
@@ -129,8 +143,8 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
 
   /** Exactly the DynamoDB access an entry point's code needs, through the tables' grant methods. */
   #grant(fn: NodejsFunction, access: FunctionAccess): void {
-    if (access.keyStore === 'claims') this.idempotencyTable.grantClaims(fn);
-    if (access.keyStore === 'read') this.idempotencyTable.grantRead(fn);
+    if (access.idempotencyTable === 'claims') this.idempotencyTable.grantClaims(fn);
+    if (access.idempotencyTable === 'read') this.idempotencyTable.grantRead(fn);
     for (const [table, actions] of Object.entries(access.tables ?? {}) as Array<[DomainTableId, string[]]>) {
       this.tables[table].grant(fn, ...actions);
     }
@@ -220,17 +234,21 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
         ),
       },
     });
+    const integrations = new Map<string, HttpLambdaIntegration>();
     for (const route of routes) {
+      const integration =
+        integrations.get(route.entry) ?? new HttpLambdaIntegration(`${route.entry}Integration`, functions[route.entry]);
+      integrations.set(route.entry, integration);
       const [created] = api.addRoutes({
         path: route.path,
         methods: [apigw.HttpMethod[route.method]],
-        integration: new HttpLambdaIntegration(`${route.entry}Integration`, functions[route.entry]),
-        ...(route.auth ? {} : { authorizer: new HttpNoneAuthorizer() }),
+        integration,
+        ...(route.auth === 'gateway' ? {} : { authorizer: new HttpNoneAuthorizer() }),
       });
-      if (!route.auth && created) {
+      if (route.auth !== 'gateway' && created) {
         Validations.of(created).acknowledge({
           id: 'AwsSolutions-APIG4',
-          reason: `${route.path} is public by design: it reveals nothing and touches no store.`,
+          reason: UNAUTHORIZED_ROUTE_REASONS[route.auth],
         });
       }
     }

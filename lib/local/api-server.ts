@@ -14,8 +14,6 @@ import type { AnyToolModule } from '../tools/tool-module';
  * derives its functions), over services and a runtime the caller built.
  */
 export interface LocalApiOptions<T extends AnyToolModule> extends ApiComposition<T> {
-  /** Verifies a bearer token as the JWT authorizer would, returning its token claims; throws when invalid. */
-  readonly verify: (token: string) => Promise<Record<string, string>>;
   /** @default 3000 (0 picks a free port) */
   readonly port?: number;
   /** @default '127.0.0.1' — loopback only */
@@ -91,6 +89,7 @@ function toEvent(
   for (const [name, value] of Object.entries(request.headers)) {
     if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(',') : value;
   }
+  headers['x-forwarded-proto'] = 'http'; // API Gateway sets it (https there)
   const now = Date.now();
   return {
     version: '2.0',
@@ -104,7 +103,7 @@ function toEvent(
     requestContext: {
       accountId: 'local',
       apiId: 'local',
-      domainName: url.host,
+      domainName: request.headers.host ?? url.host,
       domainPrefix: 'local',
       http: {
         method: request.method ?? 'GET',
@@ -142,6 +141,24 @@ function toContext(name: string, timeoutMs: number): Context {
   };
 }
 
+/**
+ * DNS-rebinding protection, as the MCP transport asks of local servers: a page on another site that
+ * rebinds its name to 127.0.0.1 still sends its own Host and Origin, so only loopback names on this
+ * server's port are served; an Origin, when sent, must be one of them too.
+ */
+function fromThisMachine(request: IncomingMessage, port: number): boolean {
+  const allowed = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]);
+  if (!allowed.has(request.headers.host ?? '')) return false;
+  const origin = request.headers.origin;
+  if (origin === undefined) return true;
+  try {
+    const { protocol, host } = new URL(origin);
+    return protocol === 'http:' && allowed.has(host);
+  } catch {
+    return false;
+  }
+}
+
 function send(response: ServerResponse, result: HttpResponse): void {
   response.writeHead(result.statusCode, { ...result.headers, 'content-length': Buffer.byteLength(result.body) });
   response.end(result.body);
@@ -154,21 +171,27 @@ function send(response: ServerResponse, result: HttpResponse): void {
  */
 export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOptions<T>): Promise<LocalApi> {
   const timeoutMs = options.timeoutMs ?? INVOCATION_TIMEOUT_SECONDS * 1000;
+  /** The port the server listens on, once it does. */
+  let port = 0;
   const routes: readonly RouteDefinition[] = routesFor(options.tools);
   const handlers: Readonly<Record<string, LambdaHandler>> = createHandlers(options);
 
   async function handle(request: IncomingMessage): Promise<HttpResponse> {
+    if (!fromThisMachine(request, port)) {
+      request.resume();
+      return errorResponse('forbidden', 'host: requests must name this loopback server as Host and Origin');
+    }
     const url = new URL(request.url ?? '/', 'http://localhost');
     const { route, pathParameters } = match(routes, request.method ?? 'GET', url.pathname);
-    // As API Gateway does: the authorizer first — every route but the public ones (GET /health) needs
-    // a token, and so does a request no route matches ($default): without one, a caller learns
-    // nothing, not even a 404 or a 413.
+    // As API Gateway does: the authorizer first — every route but the public ones (GET /health) and
+    // those whose function checks the token itself (/mcp) needs a token, and so does a request no
+    // route matches ($default): without one, a caller learns nothing, not even a 404 or a 413.
     let tokenClaims: Record<string, string> | undefined;
-    if (route?.auth ?? true) {
+    if ((route?.auth ?? 'gateway') === 'gateway') {
       const token = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1];
       let verified: Record<string, string> | undefined;
       try {
-        verified = token ? await options.verify(token.trim()) : undefined;
+        verified = token ? await options.verifyToken(token.trim()) : undefined;
       } catch {
         verified = undefined;
       }
@@ -205,7 +228,8 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
     server.once('error', reject);
     server.listen(options.port ?? 3000, options.host ?? '127.0.0.1', () => resolve());
   });
-  const { address, port } = server.address() as AddressInfo;
+  const { address, port: listening } = server.address() as AddressInfo;
+  port = listening;
   return {
     url: `http://${address}:${port}`,
     close: () =>

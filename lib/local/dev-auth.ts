@@ -1,7 +1,7 @@
 import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, type JWK, type JWTPayload, jwtVerify, SignJWT } from 'jose';
-import { tenantClaimName } from '../http/event';
+import { stringClaims, tenantClaimName } from '../auth/token-claims';
 
 /** Issuer, audience and tenant claim, as the deployed JWT authorizer is configured. */
 export interface JwtSettings {
@@ -94,10 +94,4 @@ export class DevSigningKey {
     });
     return stringClaims(payload);
   }
-}
-
-function stringClaims(payload: JWTPayload): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(payload).map(([name, value]) => [name, typeof value === 'string' ? value : JSON.stringify(value)]),
-  );
 }

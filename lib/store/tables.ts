@@ -55,6 +55,10 @@ export const IDEMPOTENCY_ATTRIBUTES = {
   tool: 'tool',
   /** Random id of the claim that wrote the record: a failing call releases only its own claim. */
   claim: 'claim_id',
+  /** On an intent item (a dedupe window): the record key of the call that owns it. */
+  intentOwner: 'intent_owner',
+  /** On an intent item: the downstream key its effect runs under. */
+  downstreamKey: 'downstream_key',
 } as const;
 
 /** The keys-only index that finds one tenant's idempotency records (tenant erase). */
@@ -104,7 +108,7 @@ export const TABLES = {
 
 export type TableId = keyof typeof TABLES;
 
-/** The tables tools work on: every table but the idempotency key store, which is the runtime's. */
+/** The tables tools work on: every table but the idempotency table, which is the runtime's. */
 export type DomainTableId = Exclude<TableId, 'idempotency'>;
 
 /** The table name for `id` in this environment. */

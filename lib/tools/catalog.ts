@@ -1,32 +1,96 @@
-import { toJSONSchema } from 'zod/mini';
-import type { JsonObject, ToolDefinition } from '../idempotency';
-import { clientKeySchema, IDEMPOTENCY_KEY_FIELD } from '../idempotency';
+import * as z from 'zod/mini';
+import type { ErrorCode, JsonObject, ToolDefinition } from '../idempotency/definition';
+import { clientKeySchema, DEFAULT_TTL_SECONDS, IDEMPOTENCY_KEY_FIELD } from '../idempotency/definition';
 
-/** A tool as agents see it (`GET /tools`), MCP-style. */
+/** What protects a tool from running twice, as agents and operators are told. */
+export interface KeyKinds {
+  /** `idempotency_key` is required on every call. */
+  readonly client_key: true;
+  /** How long a client key's receipt is kept. */
+  readonly client_key_ttl_seconds: number;
+  /** The argument fields that allow one effect whatever the key (refund → invoice_id), or null. */
+  readonly natural_key: readonly string[] | null;
+  /** Identical arguments from the same caller within this many seconds are one intent, or null. */
+  readonly dedupe_window_seconds: number | null;
+}
+
+/** A tool as agents see it (`GET /tools`, the MCP listing). */
 export interface ToolDescription {
   readonly name: string;
   readonly description: string;
   readonly input_schema: JsonObject;
+  /** The answer object every call returns (the HTTP body, MCP `structuredContent`), with the receipt's schema. */
+  readonly output_schema: JsonObject;
   readonly annotations: {
     readonly readOnlyHint: false;
     readonly destructiveHint: boolean;
     readonly idempotentHint: true;
     readonly openWorldHint: boolean;
   };
+  readonly idempotency: KeyKinds;
+}
+
+/** What a listing needs of a tool: no domain logic, no services. */
+export type ToolListing = Pick<
+  ToolDefinition,
+  'name' | 'description' | 'args' | 'annotations' | 'naturalKey' | 'dedupeWindowSeconds' | 'ttlSeconds' | 'receipt'
+>;
+
+/** A JSON Schema generated from a zod schema, without the `$schema` line (it is embedded). */
+function jsonSchemaOf(schema: z.ZodMiniType, io: 'input' | 'output' = 'output'): JsonObject {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io }) as JsonObject;
+  return rest;
 }
 
 /** The client key's JSON Schema, generated from the schema the runtime validates keys with. */
-const { $schema: _dialect, ...KEY_SCHEMA } = toJSONSchema(clientKeySchema) as JsonObject;
+const KEY_SCHEMA = jsonSchemaOf(clientKeySchema);
 
-/** What a listing needs of a tool: no domain logic, no services. */
-export type ToolListing = Pick<ToolDefinition, 'name' | 'description' | 'args' | 'annotations'>;
+const ERROR_CODES = [
+  'invalid_args',
+  'not_found',
+  'conflict',
+  'unavailable',
+  'internal',
+] as const satisfies readonly ErrorCode[];
 
 /**
- * The JSON Schema of a tool's input, generated from the same zod schema the runtime validates with,
- * plus the `idempotency_key` every write requires.
+ * The answer of every call (`ToolResult`) as a schema: a receipt, a call still in flight, or an error.
+ * MCP wants an object at the root of an output schema, so the union sits under `type: "object"`.
+ */
+export function answerSchema(receipt: z.ZodMiniType = z.record(z.string(), z.unknown())): JsonObject {
+  const answer = z.union([
+    z.strictObject({ ok: z.literal(true), idempotent: z.boolean(), key: z.string(), receipt }),
+    z.strictObject({
+      ok: z.literal(false),
+      status: z.literal('pending'),
+      key: z.string(),
+      retry_after_ms: z.int(),
+    }),
+    z.strictObject({
+      ok: z.literal(false),
+      error: z.strictObject({ code: z.enum(ERROR_CODES), message: z.string() }),
+    }),
+  ]);
+  return { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', ...jsonSchemaOf(answer) };
+}
+
+/** Which keys protect a tool. */
+export function keyKindsOf(tool: ToolListing): KeyKinds {
+  return {
+    client_key: true,
+    client_key_ttl_seconds: tool.ttlSeconds ?? DEFAULT_TTL_SECONDS,
+    natural_key: tool.naturalKey ? [...tool.naturalKey] : null,
+    dedupe_window_seconds: tool.dedupeWindowSeconds ?? null,
+  };
+}
+
+/**
+ * A tool as agents see it: the JSON Schema of its input, generated from the same zod schema the runtime
+ * validates with, plus the `idempotency_key` every write requires; its answer's schema; MCP annotations;
+ * and which keys protect it.
  */
 export function describeTool(tool: ToolListing): ToolDescription {
-  const schema = toJSONSchema(tool.args, { io: 'input' }) as JsonObject & {
+  const schema = z.toJSONSchema(tool.args, { io: 'input' }) as JsonObject & {
     required?: string[];
     properties?: JsonObject;
   };
@@ -37,14 +101,16 @@ export function describeTool(tool: ToolListing): ToolDescription {
       ...schema,
       properties: {
         [IDEMPOTENCY_KEY_FIELD]: {
-          ...(KEY_SCHEMA as JsonObject),
+          ...KEY_SCHEMA,
           description:
-            'Required. The same key with the same arguments returns the first receipt; with other arguments, a conflict. Reuse it on every retry of one intent; mint a new one for a new intent.',
+            'Required. Mint one key per intent and reuse it on every retry of that intent: the same key with the same arguments returns the first receipt (idempotent: true); with other arguments, a conflict. Never mint a new key to retry.',
         },
         ...(schema.properties ?? {}),
       },
       required: [IDEMPOTENCY_KEY_FIELD, ...(schema.required ?? [])],
     },
+    output_schema: answerSchema(tool.receipt),
     annotations: { readOnlyHint: false, idempotentHint: true, ...tool.annotations },
+    idempotency: keyKindsOf(tool),
   };
 }

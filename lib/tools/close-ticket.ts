@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
 import type { Ticket } from '../domain/tickets';
-import { InvalidArgsError, NotFoundError } from '../idempotency';
+import { InvalidArgsError, NotFoundError } from '../idempotency/definition';
 import { defineToolModule } from './tool-module';
 
 export const closeTicketArgs = z.strictObject({
@@ -16,7 +16,8 @@ export const closeTicket = defineToolModule({
   description: 'Close a ticket with a resolution. One close per ticket: repeating it returns the first receipt.',
   args: closeTicketArgs,
   annotations: { destructiveHint: true, openWorldHint: false },
-  naturalKey: (args) => ({ ticket_key: args.ticket_key }),
+  naturalKey: ['ticket_key'],
+  receipt: z.strictObject({ ticket_key: z.string(), status: z.literal('closed'), resolution: z.string() }),
   access: { tickets: ['dynamodb:UpdateItem'] },
   async execute(args, { identity }, { tickets }) {
     const closed = await tickets.close(identity.tenant, args.ticket_key, args.resolution, new Date().toISOString());

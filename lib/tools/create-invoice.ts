@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { ConflictError, derivedId } from '../idempotency';
+import { ConflictError, derivedId } from '../idempotency/definition';
 import { defineToolModule } from './tool-module';
 
 export const createInvoiceArgs = z.strictObject({
@@ -24,6 +24,7 @@ export const createInvoice = defineToolModule({
   description: 'Create an invoice for a customer. Returns its invoice_id.',
   args: createInvoiceArgs,
   annotations: { destructiveHint: false, openWorldHint: false },
+  receipt: z.strictObject({ invoice_id: z.string(), customer: z.string(), amount: z.int(), currency: z.string() }),
   access: { invoices: ['dynamodb:PutItem'] },
   async execute(args, { identity, downstreamKey }, { invoices }) {
     const invoice = {

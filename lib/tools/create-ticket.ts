@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { ConflictError, derivedId } from '../idempotency';
+import { ConflictError, derivedId } from '../idempotency/definition';
 import { defineToolModule } from './tool-module';
 
 export const createTicketArgs = z.strictObject({
@@ -10,9 +10,12 @@ export const createTicketArgs = z.strictObject({
 /** `create_ticket`: client key; the ticket key is derived from it, like create_invoice's id. */
 export const createTicket = defineToolModule({
   name: 'create_ticket',
-  description: 'Open a support ticket. Returns its ticket_key.',
+  description:
+    'Open a support ticket. Returns its ticket_key. An identical ticket (same title and body) within 10 minutes is the same ticket, whatever its key.',
   args: createTicketArgs,
   annotations: { destructiveHint: false, openWorldHint: false },
+  receipt: z.strictObject({ ticket_key: z.string(), title: z.string(), status: z.literal('open') }),
+  dedupeWindowSeconds: 10 * 60,
   access: { tickets: ['dynamodb:PutItem'] },
   async execute(args, { identity, downstreamKey }, { tickets }) {
     const ticketKey = derivedId('tck', downstreamKey);

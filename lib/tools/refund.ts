@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
 import type { RefundReceipt } from '../domain/invoices';
-import { ConflictError, InvalidArgsError, NotFoundError } from '../idempotency';
+import { ConflictError, InvalidArgsError, NotFoundError } from '../idempotency/definition';
 import { ProviderKeyReuseError } from '../payments/provider';
 import { defineToolModule } from './tool-module';
 
@@ -26,7 +26,8 @@ export const refund = defineToolModule({
   description: 'Refund an invoice in full. One refund per invoice: repeating it returns the first receipt.',
   args: refundArgs,
   annotations: { destructiveHint: true, openWorldHint: true },
-  naturalKey: (args) => ({ invoice_id: args.invoice_id }),
+  naturalKey: ['invoice_id'],
+  receipt: z.strictObject({ refund_id: z.string(), invoice_id: z.string(), amount: z.int(), currency: z.string() }),
   access: { invoices: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], ledger: ['dynamodb:PutItem'] },
   async execute(args, { identity, downstreamKey }, { invoices, provider }) {
     const invoice = await invoices.get(identity.tenant, args.invoice_id);

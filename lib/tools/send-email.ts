@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { ConflictError, derivedId } from '../idempotency';
+import { ConflictError, derivedId } from '../idempotency/definition';
 import { defineToolModule } from './tool-module';
 
 export const sendEmailArgs = z.strictObject({
@@ -15,9 +15,12 @@ export const sendEmailArgs = z.strictObject({
  */
 export const sendEmail = defineToolModule({
   name: 'send_email',
-  description: 'Send an email. Delivered once per idempotency_key.',
+  description:
+    'Send an email. Delivered once per idempotency_key; an identical email (same to, subject, body) within 10 minutes is the same send, whatever its key.',
   args: sendEmailArgs,
   annotations: { destructiveHint: false, openWorldHint: true },
+  receipt: z.strictObject({ message_id: z.string(), to: z.string(), subject: z.string() }),
+  dedupeWindowSeconds: 10 * 60,
   access: { outbox: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
   async execute(args, { identity, downstreamKey }, { outbox }) {
     const queued = await outbox.create({

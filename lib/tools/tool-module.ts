@@ -1,6 +1,12 @@
 import type * as z from 'zod/mini';
 import type { LambdaHandler } from '../http/boundary';
-import { defineTool, type Execution, type JsonObject, type ToolContext, type ToolDefinition } from '../idempotency';
+import {
+  defineTool,
+  type Execution,
+  type JsonObject,
+  type ToolContext,
+  type ToolDefinition,
+} from '../idempotency/definition';
 import type { ToolServices } from '../services';
 import type { DomainTableId } from '../store/tables';
 
@@ -13,7 +19,7 @@ export type DynamoAction =
   | 'dynamodb:Query';
 
 /**
- * The DynamoDB access a tool's own code needs, per domain table. The key store's access is the
+ * The DynamoDB access a tool's own code needs, per domain table. The idempotency table's access is the
  * runtime's and every tool gets it; this is what the tool adds. It becomes the tool's IAM grants in
  * the stack, and a test compares it with the commands the tool really sends on DynamoDB Local.
  */
@@ -75,11 +81,11 @@ export function defineToolModule<const N extends string, S extends z.ZodMiniObje
 }
 
 /** The Lambda handler of one tool, tagged with the tool it serves (see `registered`). */
-export type ToolHandler<N extends string = string> = LambdaHandler & { readonly tool: N };
+export type ToolHandler<N extends string> = LambdaHandler & { readonly tool: N };
 
 /** What a tool's Lambda entry (`lambdas/<name>.ts`) exports. */
 export interface ToolEntryModule {
-  readonly handler: ToolHandler;
+  readonly handler: ToolHandler<string>;
 }
 
 /**
@@ -87,11 +93,16 @@ export interface ToolEntryModule {
  * argument is the entry module, `typeof import('../../lambdas/<name>')`:
  *  - a tool without its entry file does not compile (the import type cannot be resolved);
  *  - an entry that serves another tool does not compile (its handler's `tool` is another name);
- *  - a line without the type argument does not compile (`Entry` defaults to `never`).
+ *  - a line without the type argument does not compile (`Entry` defaults to `never`);
+ *  - an entry whose handler is typed with a wide `ToolHandler<string>` does not compile either.
  * The type argument is erased at build time: no bundle loads the entry through the registry.
  */
 export function registered<Entry extends ToolEntryModule = never>(
-  module: [Entry] extends [never] ? never : AnyToolModule & { readonly name: Entry['handler']['tool'] },
+  module: [Entry] extends [never]
+    ? never
+    : string extends Entry['handler']['tool']
+      ? never
+      : AnyToolModule & { readonly name: Entry['handler']['tool'] },
 ): AnyToolModule & { readonly name: Entry['handler']['tool'] } {
   return module;
 }

@@ -84,6 +84,24 @@ export const ACCESS_EXERCISES: Readonly<Record<Entry, (exercise: Exercise) => Pr
     e.record();
     await e.call('GET', '/health');
   },
+  async mcp(e) {
+    await seedInvoice(e);
+    await seedTicket(e);
+    const call = (name: string, args: Record<string, unknown>) =>
+      e.call('POST', '/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } });
+    e.record();
+    await call('create_invoice', { idempotency_key: 'k1', customer: 'c', amount: 100 });
+    await call('refund', { idempotency_key: 'k1', invoice_id: 'inv_1', amount: 500 });
+    await call('refund', { idempotency_key: 'k2', invoice_id: 'inv_missing', amount: 500 });
+    await call('create_ticket', { idempotency_key: 'k1', title: 't' });
+    await call('close_ticket', { idempotency_key: 'k1', ticket_key: 'tck_1', resolution: 'r' });
+    await call('send_email', { idempotency_key: 'k1', to: 'a@example.com', subject: 's', body: 'b' });
+    await call('send_email', { idempotency_key: 'k2', to: 'a@example.com', subject: 's', body: 'b' });
+    await call('send_reminder', { idempotency_key: 'k1', to: 'a@example.com', text: 't' });
+    await call('get_invoice', { invoice_id: 'inv_1' });
+    await call('get_ticket', { ticket_key: 'tck_1' });
+    await call('get_operation', { tool: 'refund', idempotency_key: 'k1' });
+  },
   async not_found(e) {
     e.record();
     await e.call('GET', '/nowhere');

@@ -28,7 +28,8 @@ export async function startTestApi(options: { tools?: readonly AnyToolModule[] }
     tools: options.tools ?? TOOLS,
     services,
     runtime,
-    verify: (token) => key.verify(token),
+    verifyToken: (token) => key.verify(token),
+    issuer: key.settings.issuer,
     port: 0,
   });
 

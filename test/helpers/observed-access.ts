@@ -31,7 +31,15 @@ export async function observeAccess<T extends AnyToolModule>(
   exercises: Readonly<Record<EntryName<T>, (exercise: Exercise) => Promise<void>>>,
 ): Promise<Record<EntryName<T>, ObservedAccess>> {
   const services = createServices(process.env);
-  const handlers = createHandlers({ services, runtime: createToolRuntime(services), tools });
+  let tenant = '';
+  const handlers = createHandlers({
+    services,
+    runtime: createToolRuntime(services),
+    tools,
+    // The MCP endpoint checks tokens itself: here every token names the exercise's caller.
+    verifyToken: async () => ({ tenant_id: tenant, sub: 'ada' }),
+    issuer: 'https://issuer.test',
+  });
   const tableIds = new Map((Object.keys(TABLES) as TableId[]).map((id) => [tableName(id), id]));
   let recording: Map<TableId, Set<string>> | undefined;
   services.client.middlewareStack.add(
@@ -52,7 +60,7 @@ export async function observeAccess<T extends AnyToolModule>(
     for (const [entry, exercise] of Object.entries(exercises) as Array<
       [EntryName<T>, (e: Exercise) => Promise<void>]
     >) {
-      const tenant = newTenant(`access-${entry}`);
+      tenant = newTenant(`access-${entry}`);
       const handler = handlers[entry];
       const sent = new Map<TableId, Set<string>>();
       recording = undefined;
@@ -68,12 +76,17 @@ export async function observeAccess<T extends AnyToolModule>(
             routeKey: `${method} ${path}`,
             rawPath: path,
             rawQueryString: '',
-            headers: { 'content-type': 'application/json' },
+            headers: {
+              'content-type': 'application/json',
+              accept: 'application/json, text/event-stream',
+              authorization: 'Bearer test',
+            },
             pathParameters: pathParametersOf(path),
             ...(body === undefined ? {} : { body: JSON.stringify(body) }),
             isBase64Encoded: false,
             requestContext: {
               http: { method, path },
+              domainName: 'localhost',
               requestId: randomUUID(),
               authorizer: { jwt: { claims: { tenant_id: tenant, sub: 'ada' }, scopes: [] } },
             },

@@ -5,7 +5,7 @@ import { App, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { type EntryName, entriesFor } from '../../lib/api/routes';
-import { BUNDLE_BUDGET_BYTES } from '../../lib/infra/defaults';
+import { bundleBudgetOf } from '../../lib/infra/defaults';
 import { CLAIM_ACTIONS } from '../../lib/infra/idempotency-table';
 import { RetrysafeStack } from '../../lib/infra/retrysafe-stack';
 import type { TableId } from '../../lib/store/tables';
@@ -89,7 +89,7 @@ function dynamoAccessOf(
 
 /**
  * The grants must be what the code sends: the same tables, and on each domain table exactly the
- * actions recorded. On the key store, the runtime's claim lifecycle may also read (a refused claim
+ * actions recorded. On the idempotency table, the runtime's claim lifecycle may also read (a refused claim
  * whose record vanished) and release (a business error), so those functions hold CLAIM_ACTIONS,
  * a superset of what one exercise records.
  */
@@ -105,7 +105,7 @@ function expectGrantsMatchObserved(granted: Partial<Record<TableId, string[]>>, 
   }
 }
 
-describe('the key store', () => {
+describe('the idempotency table', () => {
   it('keys records by a hash-spread id, with TTL on expiration, PITR, encryption, on demand, retained', () => {
     template.hasResource('AWS::DynamoDB::Table', {
       DeletionPolicy: 'Retain',
@@ -212,7 +212,7 @@ describe('the functions', () => {
 });
 
 describe('the HTTP API', () => {
-  it('puts the JWT authorizer (issuer, audience) on every route but GET /health, $default included', () => {
+  it('puts the JWT authorizer (issuer, audience) on every route but GET /health and MCP, $default included', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', {
       AuthorizerType: 'JWT',
       IdentitySource: ['$request.header.Authorization'],
@@ -238,6 +238,12 @@ describe('the HTTP API', () => {
       'GET /tools/{tool}/operations/{key}': 'JWT',
       'GET /invoices/{invoice_id}': 'JWT',
       'GET /tickets/{ticket_key}': 'JWT',
+      // The MCP function verifies tokens itself (its 401 names the resource metadata); the metadata is public.
+      'POST /mcp': 'NONE',
+      'GET /mcp': 'NONE',
+      'DELETE /mcp': 'NONE',
+      'GET /.well-known/oauth-protected-resource': 'NONE',
+      'GET /.well-known/oauth-protected-resource/mcp': 'NONE',
     });
   });
 
@@ -279,7 +285,7 @@ describe('the deployed bundles', () => {
       const js = readFileSync(join(assetDir, 'index.js'), 'utf8');
       const sources: string[] = JSON.parse(readFileSync(join(assetDir, 'index.js.map'), 'utf8')).sources;
 
-      expect(Buffer.byteLength(js)).toBeLessThanOrEqual(BUNDLE_BUDGET_BYTES);
+      expect(Buffer.byteLength(js)).toBeLessThanOrEqual(bundleBudgetOf(name));
       expect(js).not.toMatch(/^\/\/ (lib|lambdas)\//m); // esbuild marks each module so only when not minifying
       // The SDK is the runtime's: no SDK source is bundled, and what touches DynamoDB requires it.
       expect(sources.filter((source) => source.includes('node_modules/@aws-sdk/'))).toEqual([]);

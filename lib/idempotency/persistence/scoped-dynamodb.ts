@@ -54,6 +54,8 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
   readonly #attr: RecordAttributes;
   /** The claim this call wrote, if any: the only claim it may release. */
   #claimId: string | undefined;
+  /** The record key of that claim. */
+  #claimedKey: string | undefined;
   /** The record found in the way of this call's claim, when the claim was refused. */
   #existingRecord: IdempotencyRecord | undefined;
 
@@ -74,6 +76,11 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
     this.#tool = options.tool;
     this.#tenant = options.tenant;
     this.#attr = options.attributes;
+  }
+
+  /** The key of the record this call claimed, once it holds the claim. */
+  get claimedRecordKey(): string | undefined {
+    return this.#claimId === undefined ? undefined : this.#claimedKey;
   }
 
   /** The record that refused this call's claim (for a retry-after hint), if one did. */
@@ -144,6 +151,7 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
         }),
       );
       this.#claimId = claimId;
+      this.#claimedKey = record.idempotencyKey;
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
         const existing = error.Item ? this.#toRecord(unmarshall(error.Item)) : undefined;

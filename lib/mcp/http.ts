@@ -1,0 +1,109 @@
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { identityFromTokenClaims, type TokenVerifier } from '../auth/token-claims';
+import { type LambdaHandler, withErrorBoundary } from '../http/boundary';
+import { type ApiEvent, bodyText, header, MAX_BODY_BYTES } from '../http/event';
+import { errorResponse, type HttpResponse, json } from '../http/status';
+import type { InvocationDeadline } from '../idempotency';
+import { createMcpServer, type McpServerDependencies } from './server';
+
+/** Where the MCP endpoint is served. */
+export const MCP_PATH = '/mcp';
+/** RFC 9728: the protected resource's metadata, at the well-known path suffixed with the resource's path. */
+export const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
+
+export interface McpHttpDependencies extends McpServerDependencies {
+  /**
+   * Verifies the bearer token. The MCP function checks tokens itself (not API Gateway's authorizer), so
+   * that a missing or bad token gets the 401 MCP clients need: one that names the resource metadata.
+   */
+  readonly verifyToken: TokenVerifier;
+  /** The OAuth authorization server (the JWT issuer), named in the resource metadata. */
+  readonly issuer: string;
+}
+
+/** The API's own origin, as the caller reached it (API Gateway sets `x-forwarded-proto`). */
+function originOf(event: ApiEvent): string {
+  const proto = header(event, 'x-forwarded-proto') ?? 'https';
+  return `${proto}://${event.requestContext.domainName}`;
+}
+
+/** RFC 9728 protected resource metadata: which authorization server issues tokens for `/mcp`. */
+function resourceMetadata(event: ApiEvent, issuer: string): HttpResponse {
+  return json(200, {
+    resource: `${originOf(event)}${MCP_PATH}`,
+    authorization_servers: [issuer],
+    bearer_methods_supported: ['header'],
+    resource_name: 'retrysafe',
+  });
+}
+
+/** A 401 as an OAuth 2.1 resource server answers it (RFC 6750, RFC 9728). */
+function unauthorized(event: ApiEvent, message: string, invalidToken: boolean): HttpResponse {
+  const response = errorResponse('unauthorized', message);
+  const metadata = `${originOf(event)}${PROTECTED_RESOURCE_METADATA_PATH}${MCP_PATH}`;
+  const challenge = `Bearer resource_metadata="${metadata}"${invalidToken ? ', error="invalid_token"' : ''}`;
+  return { ...response, headers: { ...response.headers, 'www-authenticate': challenge } };
+}
+
+/** The API Gateway event as the web-standard request the SDK's transport reads. */
+function toRequest(event: ApiEvent, body: string): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(event.headers ?? {})) if (value !== undefined) headers.set(name, value);
+  return new Request(`${originOf(event)}${event.rawPath}`, { method: 'POST', headers, body });
+}
+
+/**
+ * `POST /mcp`: MCP over Streamable HTTP, stateless, JSON responses. Each request gets its own server
+ * and transport; the caller's identity comes from the verified token, as on every other route.
+ */
+export async function handleMcp(
+  dependencies: McpHttpDependencies,
+  event: ApiEvent,
+  deadline: InvocationDeadline,
+): Promise<HttpResponse> {
+  const path = event.rawPath ?? '';
+  if (path === PROTECTED_RESOURCE_METADATA_PATH || path === `${PROTECTED_RESOURCE_METADATA_PATH}${MCP_PATH}`) {
+    return resourceMetadata(event, dependencies.issuer);
+  }
+  if (event.requestContext.http.method !== 'POST') {
+    // Stateless: no server-sent event stream to GET, no session to DELETE.
+    return errorResponse('method_not_allowed', `method: ${MCP_PATH} answers POST only`);
+  }
+  const token = /^Bearer (.+)$/i.exec(header(event, 'authorization') ?? '')?.[1]?.trim();
+  if (!token) return unauthorized(event, 'authorization: a bearer token is required', false);
+  let caller: ReturnType<typeof identityFromTokenClaims>;
+  try {
+    caller = identityFromTokenClaims(await dependencies.verifyToken(token));
+  } catch {
+    caller = undefined;
+  }
+  if (!caller) return unauthorized(event, 'authorization: the token is not valid', true);
+  const body = bodyText(event);
+  if (Buffer.byteLength(body, 'utf8') > MAX_BODY_BYTES) {
+    return errorResponse('payload_too_large', `body: larger than ${MAX_BODY_BYTES} bytes`);
+  }
+
+  const server = createMcpServer(dependencies, caller, deadline);
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: true,
+  });
+  try {
+    await server.connect(transport);
+    const response = await transport.handleRequest(toRequest(event, body));
+    const headers: Record<string, string> = {};
+    response.headers.forEach((value, name) => {
+      headers[name] = value;
+    });
+    return { statusCode: response.status, headers, body: response.body ? await response.text() : '' };
+  } finally {
+    await server.close();
+  }
+}
+
+/** The MCP endpoint's handler: `POST /mcp` and its resource metadata. */
+export function mcpHandler(dependencies: McpHttpDependencies): LambdaHandler {
+  return withErrorBoundary('mcp', dependencies.logger, function mcp(event, context) {
+    return handleMcp(dependencies, event, context);
+  });
+}

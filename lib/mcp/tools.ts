@@ -1,0 +1,179 @@
+import * as z from 'zod/mini';
+import type { InvoiceStore } from '../domain/invoices';
+import { type OperationSource, readInvoice, readOperation, readTicket } from '../domain/reads';
+import type { TicketStore } from '../domain/tickets';
+import {
+  IDEMPOTENCY_KEY_FIELD,
+  type Identity,
+  type InvocationDeadline,
+  type JsonObject,
+  type ToolDefinition,
+  type ToolResult,
+  type ToolRuntime,
+} from '../idempotency';
+import type { ToolServices } from '../services';
+import { describeTool, type KeyKinds } from '../tools/catalog';
+import type { AnyToolModule } from '../tools/tool-module';
+
+/** A tool as an MCP `tools/list` entry. */
+export interface McpToolListing {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: { type: 'object'; [key: string]: unknown };
+  readonly outputSchema: { type: 'object'; [key: string]: unknown };
+  readonly annotations: {
+    readonly readOnlyHint: boolean;
+    readonly destructiveHint: boolean;
+    readonly idempotentHint: boolean;
+    readonly openWorldHint: boolean;
+  };
+  /** Which keys protect a write (retrysafe's own field, next to the standard ones). */
+  readonly _meta?: { readonly 'retrysafe/idempotency': KeyKinds };
+}
+
+/** What a tool call answers, before it becomes MCP content: the HTTP API's answer object. */
+export type Answer = ToolResult | { ok: true; [key: string]: unknown };
+
+/** One MCP tool: its listing and how a call runs. */
+export interface McpTool {
+  readonly listing: McpToolListing;
+  call(input: Record<string, unknown>, caller: Identity, deadline: InvocationDeadline): Promise<Answer>;
+}
+
+const RETRY_HINT =
+  ' Mint one idempotency_key per intent and send the same key on every retry of it: a retry with the same key and arguments returns the first receipt instead of doing it again.';
+
+/** A write tool, as MCP lists and calls it: the runtime's answer, unchanged. */
+export function writeTool(tool: ToolDefinition, runtime: ToolRuntime): McpTool {
+  const description = describeTool(tool);
+  return {
+    listing: {
+      name: tool.name,
+      description: `${tool.description}${RETRY_HINT}`,
+      inputSchema: description.input_schema as McpToolListing['inputSchema'],
+      outputSchema: description.output_schema as McpToolListing['outputSchema'],
+      annotations: description.annotations,
+      _meta: { 'retrysafe/idempotency': description.idempotency },
+    },
+    call: (input, caller, deadline) => runtime.invoke(tool, caller, input, deadline),
+  };
+}
+
+/** The JSON Schema of a read's input, as MCP wants it (an object at the root). */
+function inputSchemaOf(schema: z.ZodMiniObject): McpToolListing['inputSchema'] {
+  return z.toJSONSchema(schema, { io: 'input' }) as McpToolListing['inputSchema'];
+}
+
+const READ_ANNOTATIONS = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+/** An error answer's schema, shared by the reads' output schemas. */
+const errorAnswer = z.strictObject({
+  ok: z.literal(false),
+  error: z.strictObject({ code: z.string(), message: z.string() }),
+});
+
+function readOutputSchema(found: z.ZodMiniObject): McpToolListing['outputSchema'] {
+  return {
+    type: 'object',
+    ...(z.toJSONSchema(z.union([found, errorAnswer])) as JsonObject),
+  } as McpToolListing['outputSchema'];
+}
+
+const invoiceArgs = z.strictObject({
+  invoice_id: z
+    .string()
+    .check(z.minLength(1), z.maxLength(128), z.describe('The invoice, as create_invoice returned it.')),
+});
+const ticketArgs = z.strictObject({
+  ticket_key: z
+    .string()
+    .check(z.minLength(1), z.maxLength(64), z.describe('The ticket, as create_ticket returned it.')),
+});
+const operationArgs = z.strictObject({
+  tool: z.string().check(z.minLength(1), z.maxLength(64), z.describe('The write tool the key was used with.')),
+  [IDEMPOTENCY_KEY_FIELD]: z.string().check(z.minLength(1), z.maxLength(255), z.describe('The key of the call.')),
+});
+
+/** Parses a read's arguments, or answers `invalid_args` naming the field. */
+function parsed<S extends z.ZodMiniObject>(schema: S, input: unknown): z.output<S> | Answer {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const field = issue?.code === 'unrecognized_keys' ? issue.keys.join(', ') : (issue?.path.join('.') ?? 'arguments');
+  return {
+    ok: false,
+    error: { code: 'invalid_args', message: `${field || 'arguments'}: ${issue?.message ?? 'invalid'}` },
+  };
+}
+
+function isAnswer(value: unknown): value is Answer {
+  return typeof value === 'object' && value !== null && 'ok' in value;
+}
+
+/** The three reads agents need to check on the world: `get_invoice`, `get_ticket`, `get_operation`. */
+export function readTools(stores: {
+  readonly invoices: InvoiceStore;
+  readonly tickets: TicketStore;
+  readonly operations: OperationSource;
+}): McpTool[] {
+  return [
+    {
+      listing: {
+        name: 'get_invoice',
+        description: "Read one of the caller's invoices, with its refund (or null). Read-only, needs no key.",
+        inputSchema: inputSchemaOf(invoiceArgs),
+        outputSchema: readOutputSchema(z.looseObject({ ok: z.literal(true), invoice: z.looseObject({}) })),
+        annotations: READ_ANNOTATIONS,
+      },
+      async call(input, caller) {
+        const args = parsed(invoiceArgs, input);
+        return isAnswer(args) ? args : readInvoice(stores.invoices, caller, args.invoice_id);
+      },
+    },
+    {
+      listing: {
+        name: 'get_ticket',
+        description: "Read one of the caller's tickets. Read-only, needs no key.",
+        inputSchema: inputSchemaOf(ticketArgs),
+        outputSchema: readOutputSchema(z.looseObject({ ok: z.literal(true), ticket: z.looseObject({}) })),
+        annotations: READ_ANNOTATIONS,
+      },
+      async call(input, caller) {
+        const args = parsed(ticketArgs, input);
+        return isAnswer(args) ? args : readTicket(stores.tickets, caller, args.ticket_key);
+      },
+    },
+    {
+      listing: {
+        name: 'get_operation',
+        description:
+          'The outcome of an earlier write, by its tool and idempotency_key: completed with its receipt, or pending. Use it after a lost answer or a pending one, instead of writing again. Read-only.',
+        inputSchema: inputSchemaOf(operationArgs),
+        outputSchema: readOutputSchema(
+          z.looseObject({
+            ok: z.literal(true),
+            status: z.enum(['completed', 'pending']),
+            key: z.string(),
+          }),
+        ),
+        annotations: READ_ANNOTATIONS,
+      },
+      async call(input, caller) {
+        const args = parsed(operationArgs, input);
+        return isAnswer(args) ? args : readOperation(stores.operations, caller, args.tool, args[IDEMPOTENCY_KEY_FIELD]);
+      },
+    },
+  ];
+}
+
+/** Every tool the MCP endpoint serves: each registered write, bound to `services`, and the three reads. */
+export function mcpTools(tools: readonly AnyToolModule[], services: ToolServices, runtime: ToolRuntime): McpTool[] {
+  return [
+    ...tools.map((tool) => writeTool(tool.bind(services), runtime)),
+    ...readTools({
+      invoices: services.invoices,
+      tickets: services.tickets,
+      operations: { runtime, toolNames: tools.map((tool) => tool.name) },
+    }),
+  ];
+}

@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import { NotFoundError } from '../../lib/idempotency';
+import { gate, noteTool } from '../helpers/tools';
+import { createWorld, deadline, identity, type World } from '../helpers/world';
+
+let world: World;
+beforeAll(() => {
+  world = createWorld();
+});
+afterAll(() => world.destroy());
+afterEach(() => jest.restoreAllMocks());
+
+const WINDOW_SECONDS = 600;
+
+/** A client-key tool with a dedupe window, whose every real execution is a call of `execute`. */
+function windowedNote(behaviour?: Parameters<typeof noteTool>[1]) {
+  return noteTool('send_note', behaviour, { dedupeWindowSeconds: WINDOW_SECONDS });
+}
+
+/** Moves the clock `ms` ahead for everything that reads Date.now() (the runtime's conditions included). */
+function advanceClock(ms: number): void {
+  const now = Date.now.bind(Date);
+  jest.spyOn(Date, 'now').mockImplementation(() => now() + ms);
+}
+
+describe('a dedupe window', () => {
+  it('answers a fresh key with identical arguments inside the window with the first receipt, executing once', async () => {
+    const caller = identity();
+    const { tool, execute } = windowedNote();
+
+    const first = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    const fresh = await world.runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
+    const freshAgain = await world.runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
+
+    expect(first).toMatchObject({ ok: true, idempotent: false, key: 'k1' });
+    expect(fresh).toEqual({ ...first, idempotent: true, key: 'k2' });
+    expect(freshAgain).toEqual(fresh);
+    expect(execute).toHaveBeenCalledTimes(1);
+  });
+
+  it('treats other arguments, another user, another tenant, or another tool as other intents', async () => {
+    const caller = identity();
+    const { tool, execute } = windowedNote();
+    const other = noteTool('send_other_note', undefined, { dedupeWindowSeconds: WINDOW_SECONDS });
+
+    await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    const otherArgs = await world.runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'bye' }, deadline());
+    const otherUser = await world.runtime.invoke(
+      tool,
+      { tenant: caller.tenant, user: 'bob' },
+      { idempotency_key: 'k3', text: 'hi' },
+      deadline(),
+    );
+    const otherTenant = await world.runtime.invoke(tool, identity(), { idempotency_key: 'k4', text: 'hi' }, deadline());
+    const otherTool = await world.runtime.invoke(other.tool, caller, { idempotency_key: 'k5', text: 'hi' }, deadline());
+
+    for (const result of [otherArgs, otherUser, otherTenant, otherTool]) {
+      expect(result).toMatchObject({ ok: true, idempotent: false });
+    }
+    expect(execute).toHaveBeenCalledTimes(4);
+    expect(other.execute).toHaveBeenCalledTimes(1);
+  });
+
+  it('makes identical arguments a new intent once the window has passed', async () => {
+    const caller = identity();
+    const { tool, execute } = windowedNote();
+    const first = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+    advanceClock((WINDOW_SECONDS + 1) * 1000);
+    const later = await world.runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
+
+    expect(later).toMatchObject({ ok: true, idempotent: false, key: 'k2' });
+    expect(later.ok && first.ok && later.receipt).not.toEqual(first.ok && first.receipt);
+    expect(execute).toHaveBeenCalledTimes(2);
+  });
+
+  it('lets two fresh keys racing inside the window cause one effect: the other is pending, then the replay', async () => {
+    const caller = identity();
+    const hold = gate();
+    const started = gate();
+    const { tool, execute } = windowedNote(async (args) => {
+      started.open();
+      await hold.opened;
+      return { receipt: { note_id: `note_${randomUUID()}`, text: args.text }, replayed: false };
+    });
+
+    const running = world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    await started.opened;
+    const racing = await world.runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
+    hold.open();
+    const first = await running;
+    const retried = await world.runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
+
+    expect(racing).toEqual({ ok: false, status: 'pending', key: 'k2', retry_after_ms: expect.any(Number) });
+    expect(retried).toEqual({ ...first, idempotent: true, key: 'k2' });
+    expect(execute).toHaveBeenCalledTimes(1);
+  });
+
+  it('frees the intent when the first call fails with a business error, so a corrected call runs', async () => {
+    const caller = identity();
+    let fail = true;
+    const { tool, execute } = windowedNote(async (args) => {
+      if (fail) throw new NotFoundError('text: nobody to send it to yet');
+      return { receipt: { note_id: 'note_1', text: args.text }, replayed: false };
+    });
+
+    const failed = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    fail = false;
+    const retried = await world.runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
+
+    expect(failed).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(retried).toMatchObject({ ok: true, idempotent: false, key: 'k2' });
+    expect(execute).toHaveBeenCalledTimes(2);
+  });
+
+  it('finishes the work of a call that died under the same downstream key, so the effect is found, not repeated', async () => {
+    const caller = identity();
+    const keys: string[] = [];
+    const never = gate();
+    const started = gate();
+    const { tool } = windowedNote(async (args, { downstreamKey }) => {
+      keys.push(downstreamKey);
+      if (keys.length === 1) {
+        started.open();
+        await never.opened; // the worker "dies": it never finishes
+      }
+      return { receipt: { note_id: `note_${downstreamKey.slice(-8)}`, text: args.text }, replayed: false };
+    });
+    void world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline(2_000));
+    await started.opened;
+
+    advanceClock(3_000); // past the dead call's lock
+    const takeover = await world.runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
+
+    expect(takeover).toMatchObject({ ok: true, key: 'k2' });
+    expect(keys).toHaveLength(2);
+    expect(keys[1]).toBe(keys[0]);
+    never.open();
+  });
+});

@@ -2,10 +2,17 @@
  * `npm run demo [-- --url http://127.0.0.1:3000]`: a scripted agent loop against the local API — it
  * starts one (with DynamoDB Local) unless `--url` names a running one. It loses responses, retries,
  * mints new keys, sends wrong amounts and concurrent duplicates, then reads the invoice and the ledger
- * to show that the money moved once.
+ * to show that the money moved once. Then the same loop over MCP with the official client, including
+ * a model that forgets its key on send_email: one email.
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
+import Ajv2020 from 'ajv/dist/2020';
+import type { Outbox } from '../lib/domain/outbox';
 import { startLocalApi } from '../lib/local/api-server';
 import { DevSigningKey } from '../lib/local/dev-auth';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
@@ -122,6 +129,8 @@ async function main(): Promise<void> {
     const operation = (await poll.json()) as { status: string };
     console.log(`${'9. the pending ones poll their key'.padEnd(52)} ${poll.status} ${operation.status}`);
 
+    await mcpLoop(url!, token, tenant, services?.outbox);
+
     const read = await fetch(`${url}/invoices/${invoiceId}`, { headers: { authorization: `Bearer ${token}` } });
     const { invoice: stored } = (await read.json()) as { invoice: { refunded: boolean; refund: unknown } };
     console.log(`\ninvoice ${invoiceId}: refunded=${stored.refunded} refund=${JSON.stringify(stored.refund)}`);
@@ -140,6 +149,72 @@ async function main(): Promise<void> {
     await api?.close();
     services?.client.destroy();
     await dynamodb?.stop();
+  }
+}
+
+/** What an MCP tool result says, in one line. */
+function describeMcp(result: { isError?: boolean; structuredContent?: unknown }): string {
+  const answer = result.structuredContent as Reply['body'];
+  if (answer.status === 'completed') return `completed ${JSON.stringify(answer.receipt)}`;
+  if (answer.ok && answer.receipt)
+    return `${answer.idempotent ? 'replayed' : 'executed'}  ${JSON.stringify(answer.receipt)}`;
+  if (answer.status === 'pending') return 'pending';
+  return `isError ${answer.error?.code}: ${answer.error?.message}`;
+}
+
+/** The agent loop again, as an MCP client (Claude, Cursor, the Agents SDK) runs it. */
+async function mcpLoop(url: string, token: string, tenant: string, outbox: Outbox | undefined): Promise<void> {
+  const client = new Client(
+    { name: 'retrysafe-demo', version: '1.0.0' },
+    { jsonSchemaValidator: new AjvJsonSchemaValidator(new Ajv2020({ strict: false })) },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    }),
+  );
+  try {
+    const { tools } = await client.listTools();
+    console.log(`\nover MCP (${tools.length} tools: ${tools.map((tool) => tool.name).join(', ')})`);
+    async function step(label: string, name: string, args: Record<string, unknown>) {
+      const result = await client.callTool({ name, arguments: args });
+      console.log(`${label.padEnd(52)} ${describeMcp(result as { structuredContent?: unknown })}`);
+      return result.structuredContent as Reply['body'];
+    }
+    const invoice = await step('M1. create an invoice (key m-inv-1)', 'create_invoice', {
+      idempotency_key: 'm-inv-1',
+      customer: 'cus_cy',
+      amount: 1_500,
+    });
+    const refund = { invoice_id: invoice.receipt?.invoice_id, amount: 1_500 };
+    await step('M2. refund it (key m-refund-1)', 'refund', { idempotency_key: 'm-refund-1', ...refund });
+    await step('M3. answer lost: retry with the same key', 'refund', { idempotency_key: 'm-refund-1', ...refund });
+    await step('M4. model forgot the key: a fresh one', 'refund', { idempotency_key: randomUUID(), ...refund });
+    const email = { to: 'cy@example.com', subject: 'Your refund', body: 'Your refund of 15.00 USD is on its way.' };
+    await step('M5. send_email (key m-mail-1)', 'send_email', { idempotency_key: 'm-mail-1', ...email });
+    await step('M6. model forgot the key: send_email, fresh key', 'send_email', {
+      idempotency_key: randomUUID(),
+      ...email,
+    });
+    const viaRequestKey = await client.request(
+      { method: 'tools/call', params: { name: 'send_email', arguments: email, idempotencyKey: 'm-mail-2' } },
+      CallToolResultSchema,
+    );
+    console.log(
+      `${'M7. the same email, key in the request (extension)'.padEnd(52)} ${describeMcp(viaRequestKey as { structuredContent?: unknown })}`,
+    );
+    await step('M8. read the send back with get_operation', 'get_operation', {
+      tool: 'send_email',
+      idempotency_key: 'm-mail-1',
+    });
+    if (outbox) {
+      const messages = (await outbox.list(tenant)).filter((message) => message.to === email.to);
+      console.log(
+        `outbox for ${email.to}: ${messages.length} message(s) ${messages.map((m) => `${m.message_id} ${m.status}`).join(', ')}`,
+      );
+    }
+  } finally {
+    await client.close();
   }
 }
 

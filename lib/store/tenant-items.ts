@@ -1,4 +1,4 @@
-import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, paginateQuery } from '@aws-sdk/lib-dynamodb';
 import { putIfAbsent, type Written } from './put-if-absent';
 
 /**
@@ -18,6 +18,24 @@ export class TenantItems<T extends { readonly tenant: string }> {
       new GetCommand({ TableName: this.tableName, Key: { tenant, [this.idAttribute]: id }, ConsistentRead: true }),
     );
     return Item as T | undefined;
+  }
+
+  /**
+   * Every item of one tenant (a Query on the partition key), for operators and the demo; no tool's
+   * code calls it, so no function is granted Query.
+   */
+  async list(tenant: string): Promise<T[]> {
+    const items: T[] = [];
+    const pages = paginateQuery(
+      { client: this.documents },
+      {
+        TableName: this.tableName,
+        KeyConditionExpression: 'tenant = :tenant',
+        ExpressionAttributeValues: { ':tenant': tenant },
+      },
+    );
+    for await (const page of pages) items.push(...((page.Items ?? []) as T[]));
+    return items;
   }
 
   /** Stores a new item unless its id exists; then the existing item comes back instead. */

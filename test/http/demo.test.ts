@@ -18,5 +18,12 @@ describe('npm run demo', () => {
     expect(stdout).toMatch(/8\. ten concurrent duplicates of one refund\s+1 executed/);
     expect(stdout).toMatch(/9\. the pending ones poll their key\s+200 completed/);
     expect(stdout.match(/: 1 movement\(s\)/g)).toHaveLength(2);
+    // The same loop over MCP with the official client: a model that forgets its key sends one email.
+    expect(stdout).toMatch(/over MCP \(8 tools/);
+    expect(stdout).toMatch(/M3\. answer lost: retry with the same key\s+replayed/);
+    expect(stdout).toMatch(/M4\. model forgot the key: a fresh one\s+replayed/);
+    expect(stdout).toMatch(/M6\. model forgot the key: send_email, fresh key\s+replayed/);
+    expect(stdout).toMatch(/M7\. the same email, key in the request \(extension\)\s+replayed/);
+    expect(stdout).toMatch(/outbox for cy@example\.com: 1 message\(s\) msg_\w+ delivered/);
   }, 90_000);
 });

@@ -16,13 +16,20 @@ export function stringClaims(payload: JWTPayload): Record<string, string> {
   );
 }
 
-/** Tenant (the `TENANT_CLAIM` token claim) and user (`sub`), or undefined when either is missing. */
+/** The longest tenant or user accepted (the idempotency runtime's limit): a longer one is a 401, not a 500. */
+export const MAX_IDENTITY_LENGTH = 256;
+
+function isIdentityPart(value: string | undefined): value is string {
+  return typeof value === 'string' && value !== '' && value.length <= MAX_IDENTITY_LENGTH;
+}
+
+/** Tenant (the `TENANT_CLAIM` token claim) and user (`sub`), or undefined when either is missing or too long. */
 export function identityFromTokenClaims(
   tokenClaims: Readonly<Record<string, string | undefined>>,
   env: NodeJS.ProcessEnv = process.env,
 ): Identity | undefined {
   const tenant = tokenClaims[tenantClaimName(env)];
   const user = tokenClaims.sub;
-  if (typeof tenant !== 'string' || tenant === '' || typeof user !== 'string' || user === '') return undefined;
+  if (!isIdentityPart(tenant) || !isIdentityPart(user)) return undefined;
   return { tenant, user };
 }

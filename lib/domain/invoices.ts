@@ -13,6 +13,9 @@ export interface RefundReceipt extends JsonObject {
   currency: string;
 }
 
+/** Longest invoice id accepted anywhere (a tool argument, a path): far under DynamoDB's 1 KB sort key. */
+export const MAX_INVOICE_ID_LENGTH = 128;
+
 export interface Invoice {
   readonly tenant: string;
   readonly invoice_id: string;

@@ -1,6 +1,15 @@
 import type { ErrorCode, Identity, JsonObject, ToolRuntime } from '../idempotency';
-import type { InvoiceStore } from './invoices';
-import type { TicketStore } from './tickets';
+import { INTERNAL_MESSAGE, ToolError } from '../idempotency/errors';
+import { type InvoiceStore, MAX_INVOICE_ID_LENGTH } from './invoices';
+import { MAX_TICKET_KEY_LENGTH, type TicketStore } from './tickets';
+
+/** The longest client key a write accepts (`clientKeySchema`). */
+const MAX_CLIENT_KEY_LENGTH = 255;
+
+/** A caller's value as an error message may echo it: at most 64 characters. */
+function clip(value: string): string {
+  return value.length > 64 ? `${value.slice(0, 64)}…` : value;
+}
 
 /** What a read answers, whatever carries it (an HTTP body, an MCP tool result). */
 export type ReadAnswer<T extends object> =
@@ -28,12 +37,16 @@ export async function readOperation(
   tool: string,
   key: string,
 ): Promise<ReadAnswer<{ status: 'completed' | 'pending'; key: string; receipt?: JsonObject }>> {
-  if (!toolNames.includes(tool)) return failure('not_found', `tool: no tool ${tool}`);
+  if (!toolNames.includes(tool)) return failure('not_found', `tool: no tool ${clip(tool)}`);
+  // A key no write could have used (over 255 characters) names no operation: no read is sent.
+  if (key.length > MAX_CLIENT_KEY_LENGTH) return failure('not_found', `key: no operation ${clip(key)} for ${tool}`);
   let operation: Awaited<ReturnType<ToolRuntime['lookup']>>;
   try {
     operation = await runtime.lookup(tool, caller, key);
-  } catch {
-    return failure('unavailable', 'the idempotency store is unavailable; retry later');
+  } catch (error) {
+    // The runtime classified and logged it: an outage is `unavailable`, anything else `internal`.
+    if (error instanceof ToolError) return failure(error.code, error.expose ? error.message : INTERNAL_MESSAGE);
+    throw error;
   }
   if (!operation) return failure('not_found', `key: no operation ${key} for ${tool}`);
   return operation.status === 'completed'
@@ -47,6 +60,9 @@ export async function readInvoice(
   caller: Identity,
   invoiceId: string,
 ): Promise<ReadAnswer<{ invoice: JsonObject }>> {
+  // An id longer than any invoice's names none: DynamoDB would refuse the key (a 500), so no read is sent.
+  if (invoiceId.length > MAX_INVOICE_ID_LENGTH)
+    return failure('not_found', `invoice_id: no invoice ${clip(invoiceId)}`);
   const invoice = await invoices.get(caller.tenant, invoiceId);
   if (!invoice) return failure('not_found', `invoice_id: no invoice ${invoiceId}`);
   const { tenant: _tenant, refund, ...fields } = invoice;
@@ -59,6 +75,7 @@ export async function readTicket(
   caller: Identity,
   ticketKey: string,
 ): Promise<ReadAnswer<{ ticket: JsonObject }>> {
+  if (ticketKey.length > MAX_TICKET_KEY_LENGTH) return failure('not_found', `ticket_key: no ticket ${clip(ticketKey)}`);
   const ticket = await tickets.get(caller.tenant, ticketKey);
   if (!ticket) return failure('not_found', `ticket_key: no ticket ${ticketKey}`);
   const { tenant: _tenant, ...fields } = ticket;

@@ -4,6 +4,9 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Written } from '../store/put-if-absent';
 import { TenantItems } from '../store/tenant-items';
 
+/** Longest ticket key accepted anywhere (a tool argument, a path): far under DynamoDB's 1 KB sort key. */
+export const MAX_TICKET_KEY_LENGTH = 64;
+
 export interface Ticket {
   readonly tenant: string;
   readonly ticket_key: string;

@@ -1,6 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
 import { INTERNAL_MESSAGE, isTransientAwsError } from '../idempotency/errors';
+import { withInvocationDeadline } from '../store/deadline';
 import type { ApiEvent } from './event';
 import { errorResponse, type HttpResponse } from './status';
 
@@ -8,7 +9,8 @@ export type LambdaHandler = (event: ApiEvent, context: Context) => Promise<HttpR
 
 /**
  * The last line of defence of an entry point: whatever escapes becomes a JSON `internal` (or
- * `unavailable` for a store outage) answer, logged, and never serialised into the response.
+ * `unavailable` for a store outage) answer, logged, and never serialised into the response. It also
+ * makes the invocation's deadline the bound of every DynamoDB call the handler makes.
  */
 export function withErrorBoundary(
   name: string,
@@ -18,7 +20,7 @@ export function withErrorBoundary(
 ): LambdaHandler {
   return async function boundary(event, context) {
     try {
-      return await handle(event, context);
+      return await withInvocationDeadline(context, () => handle(event, context));
     } catch (error) {
       logger.error('unhandled error', { handler: name, ...logFields, error: error as Error });
       return isTransientAwsError(error)

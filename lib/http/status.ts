@@ -1,7 +1,7 @@
 import type { ErrorCode, ToolResult } from '../idempotency';
 
 /** Codes that only the HTTP edge produces, before a call reaches the runtime. */
-export type EdgeErrorCode = 'unauthorized' | 'forbidden' | 'method_not_allowed' | 'payload_too_large';
+export type EdgeErrorCode = 'unauthorized' | 'forbidden' | 'method_not_allowed' | 'payload_too_large' | 'timeout';
 export type HttpErrorCode = ErrorCode | EdgeErrorCode;
 
 /**
@@ -18,6 +18,7 @@ export const HTTP_STATUS: Readonly<Record<HttpErrorCode, number>> = {
   conflict: 422,
   internal: 500,
   unavailable: 503,
+  timeout: 504,
 };
 
 export interface HttpResponse {
@@ -39,10 +40,17 @@ export function toHttpResponse(result: ToolResult): HttpResponse {
   if ('status' in result) {
     return json(202, result, { 'retry-after': String(Math.max(1, Math.ceil(result.retry_after_ms / 1000))) });
   }
-  return json(HTTP_STATUS[result.error.code], result);
+  return json(HTTP_STATUS[result.error.code], result, retryHeaders(result.error.code));
+}
+
+/** How long to wait before retrying an outage: a 503 always says, so clients back off. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
+
+function retryHeaders(code: HttpErrorCode): Record<string, string> {
+  return code === 'unavailable' ? { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) } : {};
 }
 
 /** An error answered without a tool result, in the same body shape as every other error. */
 export function errorResponse(code: HttpErrorCode, message: string): HttpResponse {
-  return json(HTTP_STATUS[code], { ok: false, error: { code, message } });
+  return json(HTTP_STATUS[code], { ok: false, error: { code, message } }, retryHeaders(code));
 }

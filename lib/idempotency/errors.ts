@@ -1,3 +1,5 @@
+import { isServerError, isThrottlingError, isTransientError } from '@smithy/core/retry';
+
 /**
  * The closed set of error codes a tool call can end with. The mapping to HTTP lives in one place
  * (`lib/http/status.ts`); nothing else decides a status.
@@ -62,24 +64,22 @@ export class InternalError extends ToolError {
 /** What a caller is told for an `internal` error. */
 export const INTERNAL_MESSAGE = 'internal error';
 
-/** Network failures, throttling and server-side faults of an AWS SDK call: worth a retry, not a bug. */
+/**
+ * Worth a retry, not a bug: throttling, timeouts, network failures and 5xx faults of an AWS SDK call,
+ * classified by the SDK's own retry classification (`@smithy/core/retry`, what its retry strategy uses).
+ * Everything else — a missing table, `AccessDeniedException`, a `ValidationException` — is a deployment
+ * mistake or a bug: `internal`, never "retry later".
+ */
 export function isTransientAwsError(error: unknown): boolean {
   // Not `instanceof Error`: Node's network errors may come from another realm (a VM context, Jest).
   if (typeof error !== 'object' || error === null) return false;
-  const e = error as { name?: string; $fault?: string; code?: string; message?: string };
-  if (e.$fault === 'server') return true;
-  if (typeof e.name === 'string' && TRANSIENT_ERROR_NAMES.has(e.name)) return true;
-  if (typeof e.code === 'string' && TRANSIENT_NETWORK_CODES.has(e.code)) return true;
+  const sdkError = error as SdkError;
+  if (isThrottlingError(sdkError) || isTransientError(sdkError) || isServerError(sdkError)) return true;
   // The SDK turns an error it cannot recognise as an Error (one from another realm) into a bare
   // "AWS SDK error wrapper for <error>": only the message still says what happened.
-  const wrapped = typeof e.message === 'string' ? /^AWS SDK error wrapper for .*\b(E[A-Z_]+)\b/.exec(e.message) : null;
-  return wrapped !== null && TRANSIENT_NETWORK_CODES.has(wrapped[1]!);
+  const message = (error as { message?: unknown }).message;
+  const wrapped = typeof message === 'string' ? /^AWS SDK error wrapper for .*\b(E[A-Z_]+)\b/.exec(message) : null;
+  return wrapped !== null && isTransientError({ name: 'Error', message: '', code: wrapped[1] } as SdkError);
 }
 
-const TRANSIENT_ERROR_NAMES = new Set([
-  'ThrottlingException',
-  'ProvisionedThroughputExceededException',
-  'RequestLimitExceeded',
-  'TimeoutError',
-]);
-const TRANSIENT_NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+type SdkError = Parameters<typeof isTransientError>[0];

@@ -25,7 +25,7 @@ import {
 } from './errors';
 import { downstreamKey, fingerprint } from './fingerprint';
 import { IntentStore } from './intent';
-import { ClaimLostError, ScopedDynamoDBPersistenceLayer } from './persistence/scoped-dynamodb';
+import { ClaimLostError, ResultNotStoredError, ScopedDynamoDBPersistenceLayer } from './persistence/scoped-dynamodb';
 import { decodeReceipt, encodeReceipt } from './receipt';
 import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
@@ -62,10 +62,24 @@ export type Operation<R extends JsonObject> = { status: 'completed'; receipt: R 
 
 /** What the wrapped function returns, and so what Powertools stores: strings and a boolean only. */
 interface StoredResult {
-  /** The receipt as JSON text (see `encodeReceipt`). */
-  readonly receipt: string;
+  /** The receipt as JSON text (see `encodeReceipt`); absent when the call's outcome is a failure. */
+  readonly receipt?: string;
   /** True when this result is itself a replay: of a stored record, or of a natural key's receipt. */
   readonly replayed: boolean;
+  /**
+   * The side effect ran but the tool returned a receipt that cannot be stored (not plain JSON, too
+   * large): a bug in the tool. Stored as the call's outcome, so a retry gets the same `internal`
+   * answer instead of running the effect again.
+   */
+  readonly failure?: 'internal';
+}
+
+/** The answer a stored result gives, first time or replayed. */
+function answerOf<R extends JsonObject>(stored: StoredResult, clientKey: string): ToolResult<R> {
+  if (stored.receipt === undefined) {
+    return { ok: false, error: { code: 'internal', message: INTERNAL_MESSAGE } };
+  }
+  return { ok: true, idempotent: stored.replayed, key: clientKey, receipt: decodeReceipt<R>(stored.receipt) };
 }
 
 /** What Powertools hashes: the scope into the record key, the fingerprint into the validation hash. */
@@ -171,6 +185,7 @@ export class ToolRuntime {
     const window = tool.dedupeWindowSeconds;
     const intents = window === undefined ? undefined : this.#intents;
     const intent = { tool: tool.name, identity, fingerprint: argsFingerprint };
+    const logger = this.#options.logger;
     const execute = makeIdempotent(
       // The claim payload is read by Powertools (hashed); the tool works on the validated arguments.
       async function executeTool(_claim: ClaimPayload): Promise<StoredResult> {
@@ -191,7 +206,13 @@ export class ToolRuntime {
           if (intents && error instanceof ToolError) await intents.release(intent, recordKey);
           throw error;
         }
-        return { receipt: encodeReceipt(tool.name, execution.receipt), replayed: execution.replayed };
+        try {
+          return { receipt: encodeReceipt(tool.name, execution.receipt), replayed: execution.replayed };
+        } catch (error) {
+          // The effect ran: releasing the claim would let a retry run it again. Store the failure.
+          logger?.error('tool call failed', { tool: tool.name, code: 'internal', error: error as Error });
+          return { failure: 'internal', replayed: execution.replayed };
+        }
       },
       { persistenceStore, config, keyPrefix: tool.name },
     );
@@ -202,7 +223,7 @@ export class ToolRuntime {
         scope: [identity.tenant, identity.user, clientKey],
         fingerprint: argsFingerprint,
       })) as unknown as StoredResult;
-      return { ok: true, idempotent: stored.replayed, key: clientKey, receipt: decodeReceipt<R>(stored.receipt) };
+      return answerOf<R>(stored, clientKey);
     } catch (error) {
       if (error instanceof IdempotencyAlreadyInProgressError) {
         const lockEnds = persistenceStore.existingRecord?.inProgressExpiryTimestamp;
@@ -237,11 +258,19 @@ export class ToolRuntime {
       record = await persistenceStore.getRecord({ scope: [identity.tenant, identity.user, clientKey] });
     } catch (error) {
       if (error instanceof IdempotencyItemNotFoundError) return undefined;
-      throw new UnavailableError('the idempotency store is unavailable; retry later', { cause: error });
+      // Classified like a write: an outage is `unavailable`, a deployment mistake `internal`; logged.
+      const failure = toToolError(error);
+      this.#options.logger?.error('operation lookup failed', {
+        tool: toolName,
+        code: failure.code,
+        error: error as Error,
+      });
+      throw failure;
     }
     if (record.isExpired()) return undefined;
     if (record.getStatus() !== IdempotencyRecordStatus.COMPLETED) return { status: 'pending' };
     const stored = record.getResponse() as unknown as StoredResult;
+    if (stored.receipt === undefined) throw new InternalError(`the stored outcome of ${toolName} is a failure`);
     return { status: 'completed', receipt: decodeReceipt(stored.receipt) };
   }
 
@@ -290,13 +319,25 @@ function toToolError(error: unknown): ToolError {
     return new ConflictError('idempotency_key: already used with different arguments', { cause: error });
   }
   if (error instanceof IdempotencyPersistenceLayerError) {
-    if (error.cause instanceof ClaimLostError || error.message.startsWith('Failed to update success record')) {
-      // The side effect ran; its receipt could not be stored under this call's claim.
+    const cause = error.cause;
+    if (cause instanceof ClaimLostError) {
+      // The side effect ran; another call holds the key now, under the same downstream key.
       return new UnavailableError('the write may have been applied; retry with the same key to read its result', {
         cause: error,
       });
     }
-    // A business error whose claim could not be released is still, first, a store outage.
+    const storeError = cause instanceof ResultNotStoredError ? cause.cause : cause;
+    if (!isTransientAwsError(storeError)) {
+      // A missing table, a denied action, a malformed request: a deployment mistake, not an outage.
+      return new InternalError('the idempotency store refused the request', { cause: error });
+    }
+    if (cause instanceof ResultNotStoredError) {
+      // The side effect ran; its receipt could not be stored. The retry (after the lock) runs the
+      // tool again under the same downstream key, and the tool finds its own effect.
+      return new UnavailableError('the write may have been applied; retry with the same key to read its result', {
+        cause: error,
+      });
+    }
     return new UnavailableError('the idempotency store is unavailable; retry later', { cause: error });
   }
   if (isTransientAwsError(error)) {

@@ -22,9 +22,11 @@ export const BUNDLING = {
 /**
  * The largest bundle an entry point may have, minified, without the SDK. The floor is set by what every
  * write needs: Powertools idempotency + JMESPath + commons and Powertools Logger weigh ~65 KB minified,
- * zod/mini ~21 KB; retrysafe's own code adds ~20 KB. The brief's 70 KB target is below that floor.
+ * zod/mini ~21 KB, the SDK's own error classification (`@smithy/core/retry`, which decides "retry
+ * later" vs "internal") ~14 KB; retrysafe's own code adds ~25 KB. The brief's 70 KB target is below
+ * that floor; 112 KB held until the SDK's classifier replaced a hand-kept list of error names.
  */
-export const BUNDLE_BUDGET_BYTES = 112 * 1024;
+export const BUNDLE_BUDGET_BYTES = 128 * 1024;
 
 /**
  * The MCP endpoint's budget: the official SDK brings the full zod (~103 KB, it does not use zod/mini),

@@ -159,6 +159,26 @@ function fromThisMachine(request: IncomingMessage, port: number): boolean {
   }
 }
 
+/**
+ * The handler's answer, or — when the invocation's time is up — a JSON 504, as API Gateway answers a
+ * function Lambda cut off. The handler is not frozen as on Lambda, but it can write nothing more: its
+ * DynamoDB calls carry the deadline (`withInvocationDeadline`) and are aborted at it.
+ */
+async function answerByDeadline(answer: Promise<HttpResponse>, timeoutMs: number): Promise<HttpResponse> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<HttpResponse>((resolve) => {
+    timer = setTimeout(
+      () => resolve(errorResponse('timeout', `invocation: no answer within ${timeoutMs} ms; retry with the same key`)),
+      timeoutMs,
+    );
+  });
+  try {
+    return await Promise.race([answer, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function send(response: ServerResponse, result: HttpResponse): void {
   response.writeHead(result.statusCode, { ...result.headers, 'content-length': Buffer.byteLength(result.body) });
   response.end(result.body);
@@ -216,7 +236,10 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
     const handler = handlers[name];
     if (!handler) throw new Error(`no handler for ${name}`);
     const routeKey = route ? `${route.method} ${route.path}` : '$default';
-    return handler(toEvent(request, url, body, routeKey, pathParameters, tokenClaims), toContext(name, timeoutMs));
+    return answerByDeadline(
+      handler(toEvent(request, url, body, routeKey, pathParameters, tokenClaims), toContext(name, timeoutMs)),
+      timeoutMs,
+    );
   }
 
   const server: Server = createServer((request, response) => {

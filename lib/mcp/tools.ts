@@ -1,7 +1,7 @@
 import * as z from 'zod/mini';
-import type { InvoiceStore } from '../domain/invoices';
+import { type InvoiceStore, MAX_INVOICE_ID_LENGTH } from '../domain/invoices';
 import { type OperationSource, readInvoice, readOperation, readTicket } from '../domain/reads';
-import type { TicketStore } from '../domain/tickets';
+import { MAX_TICKET_KEY_LENGTH, type TicketStore } from '../domain/tickets';
 import {
   IDEMPOTENCY_KEY_FIELD,
   type Identity,
@@ -82,12 +82,16 @@ function readOutputSchema(found: z.ZodMiniObject): McpToolListing['outputSchema'
 const invoiceArgs = z.strictObject({
   invoice_id: z
     .string()
-    .check(z.minLength(1), z.maxLength(128), z.describe('The invoice, as create_invoice returned it.')),
+    .check(
+      z.minLength(1),
+      z.maxLength(MAX_INVOICE_ID_LENGTH),
+      z.describe('The invoice, as create_invoice returned it.'),
+    ),
 });
 const ticketArgs = z.strictObject({
   ticket_key: z
     .string()
-    .check(z.minLength(1), z.maxLength(64), z.describe('The ticket, as create_ticket returned it.')),
+    .check(z.minLength(1), z.maxLength(MAX_TICKET_KEY_LENGTH), z.describe('The ticket, as create_ticket returned it.')),
 });
 const operationArgs = z.strictObject({
   tool: z.string().check(z.minLength(1), z.maxLength(64), z.describe('The write tool the key was used with.')),

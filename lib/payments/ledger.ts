@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { putIfAbsent } from '../store/put-if-absent';
-import { type Movement, type PaymentProvider, ProviderKeyReuseError, type RefundRequest } from './provider';
+import {
+  type Movement,
+  type PaymentProvider,
+  ProviderKeyReuseError,
+  type ProviderRefund,
+  type RefundRequest,
+} from './provider';
 
 /**
  * A provider backed by a DynamoDB ledger: the stand-in for Stripe. One item per provider key, written
@@ -14,7 +20,7 @@ export class LedgerPaymentProvider implements PaymentProvider {
     private readonly tableName: string,
   ) {}
 
-  async refund(request: RefundRequest): Promise<Movement> {
+  async refund(request: RefundRequest): Promise<ProviderRefund> {
     const movement: Movement = {
       movement_id: `re_${randomUUID().replaceAll('-', '')}`,
       provider_key: request.idempotencyKey,
@@ -26,7 +32,7 @@ export class LedgerPaymentProvider implements PaymentProvider {
       created_at: new Date().toISOString(),
     };
     const written = await putIfAbsent(this.documents, this.tableName, 'provider_key', movement);
-    if (written.written) return movement;
+    if (written.written) return { movement, replayed: false };
     const { existing } = written;
     const same =
       existing.tenant === movement.tenant &&
@@ -35,7 +41,7 @@ export class LedgerPaymentProvider implements PaymentProvider {
       existing.amount === movement.amount &&
       existing.currency === movement.currency;
     if (!same) throw new ProviderKeyReuseError('idempotency key reused with different parameters', existing);
-    return existing;
+    return { movement: existing, replayed: true };
   }
 
   /** Every movement of one tenant (Stripe's "list refunds"): what the demo and the tests count. */

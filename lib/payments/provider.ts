@@ -4,7 +4,17 @@
  * `idempotencyKey` as the `Idempotency-Key` header.
  */
 export interface PaymentProvider {
-  refund(request: RefundRequest): Promise<Movement>;
+  refund(request: RefundRequest): Promise<ProviderRefund>;
+}
+
+/** What the provider answered: the movement, and whether it already existed for this key. */
+export interface ProviderRefund {
+  readonly movement: Movement;
+  /**
+   * True when the provider held this key's movement already and returned it (Stripe's replay) — a
+   * call that crashed after the provider accepted is being finished, and no money moved now.
+   */
+  readonly replayed: boolean;
 }
 
 export interface RefundRequest {

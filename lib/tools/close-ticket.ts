@@ -1,12 +1,16 @@
 import * as z from 'zod/mini';
-import type { Ticket } from '../domain/tickets';
+import { MAX_TICKET_KEY_LENGTH, type Ticket } from '../domain/tickets';
 import { InvalidArgsError, NotFoundError } from '../idempotency/definition';
 import { defineToolModule } from './tool-module';
 
 export const closeTicketArgs = z.strictObject({
   ticket_key: z
     .string()
-    .check(z.minLength(1), z.maxLength(64), z.describe('The ticket to close, as returned by create_ticket.')),
+    .check(
+      z.minLength(1),
+      z.maxLength(MAX_TICKET_KEY_LENGTH),
+      z.describe('The ticket to close, as returned by create_ticket.'),
+    ),
   resolution: z.string().check(z.minLength(1), z.maxLength(2_000), z.describe('How it was resolved.')),
 });
 

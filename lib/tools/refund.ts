@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import type { RefundReceipt } from '../domain/invoices';
+import { MAX_INVOICE_ID_LENGTH, type RefundReceipt } from '../domain/invoices';
 import { ConflictError, InvalidArgsError, NotFoundError } from '../idempotency/definition';
 import { ProviderKeyReuseError } from '../payments/provider';
 import { defineToolModule } from './tool-module';
@@ -7,7 +7,11 @@ import { defineToolModule } from './tool-module';
 export const refundArgs = z.strictObject({
   invoice_id: z
     .string()
-    .check(z.minLength(1), z.maxLength(128), z.describe('The invoice to refund, as returned by create_invoice.')),
+    .check(
+      z.minLength(1),
+      z.maxLength(MAX_INVOICE_ID_LENGTH),
+      z.describe('The invoice to refund, as returned by create_invoice.'),
+    ),
   amount: z
     .int()
     .check(
@@ -39,7 +43,7 @@ export const refund = defineToolModule({
 
     // The provider guards the money with the derived key; the invoice guards the receipt. A crash
     // between the two leaves the claim to expire, and the retry gets the same movement back.
-    const movement = await provider
+    const { movement, replayed: providerReplayed } = await provider
       .refund({
         idempotencyKey: downstreamKey,
         tenant: identity.tenant,
@@ -60,7 +64,8 @@ export const refund = defineToolModule({
       currency: movement.currency,
     };
     const recorded = await invoices.recordRefund(identity.tenant, receipt);
-    return recorded.written ? { receipt, replayed: false } : replayOf(recorded.existing, args.amount);
+    // A provider replay means a crashed call is being finished: no money moved now, so it is a replay too.
+    return recorded.written ? { receipt, replayed: providerReplayed } : replayOf(recorded.existing, args.amount);
   },
 });
 

@@ -19,7 +19,7 @@ export interface Reply {
  * The local API on a free loopback port, composed as `npm start` composes it (the registry's tools, or
  * the ones a test gives), with a throwaway signing key — the system under test for HTTP-level suites.
  */
-export async function startTestApi(options: { tools?: readonly AnyToolModule[] } = {}) {
+export async function startTestApi(options: { tools?: readonly AnyToolModule[]; timeoutMs?: number } = {}) {
   const env = { ...process.env, DEV_KEY_DIR: mkdtempSync(join(tmpdir(), 'retrysafe-key-')) };
   const key = await DevSigningKey.loadOrCreate(env);
   const services = createServices(process.env);
@@ -31,6 +31,7 @@ export async function startTestApi(options: { tools?: readonly AnyToolModule[] }
     verifyToken: (token) => key.verify(token),
     issuer: key.settings.issuer,
     port: 0,
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
   });
 
   async function request(

@@ -196,3 +196,32 @@ describe('bad bodies get a clear 4xx, never a 5xx', () => {
     });
   });
 });
+
+describe('over-long ids and identities never reach DynamoDB', () => {
+  const long = 'x'.repeat(2_000);
+
+  it.each([
+    ['an invoice id', `/invoices/${long}`],
+    ['a ticket key', `/tickets/${long}`],
+    ['an operation key', `/tools/refund/operations/${long}`],
+    ['an operation tool', `/tools/${long}/operations/k1`],
+  ])('answers 404 for %s over the limit (not a 500 from the key-size check)', async (_label, path) => {
+    const reply = await api.get(path, await api.token(newTenant()));
+
+    expect(reply.status).toBe(404);
+    expect(reply.body).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(JSON.stringify(reply.body).length).toBeLessThan(500); // the id is not echoed whole
+  });
+
+  it.each([
+    ['tenant', { tenant_id: 'x'.repeat(257), sub: 'ada' }],
+    ['user', { tenant_id: 'acme', sub: 'x'.repeat(257) }],
+  ])('answers 401 for a %s claim over the identity limit, on writes and reads alike', async (_label, claims) => {
+    const token = await api.key.sign(claims);
+
+    const write = await api.post('/tools/create_invoice', token, { idempotency_key: 'k1', customer: 'c', amount: 1 });
+    const read = await api.get('/invoices/inv_1', token);
+
+    expect([write.status, read.status]).toEqual([401, 401]);
+  });
+});

@@ -43,6 +43,33 @@ describe('when the store cannot be reached', () => {
   });
 });
 
+describe('deployment mistakes are not "retry later"', () => {
+  it('answers internal (500), not unavailable, when the idempotency table does not exist; nothing runs', async () => {
+    const runtime = new ToolRuntime({ client: world.client, tableName: 'retrysafe-no-such-table' });
+    const { tool, execute } = noteTool();
+
+    const result = await runtime.invoke(tool, identity(), { idempotency_key: 'k1', text: 'hi' }, deadline());
+    const poll = runtime.lookup('send_note', identity(), 'k1');
+
+    expect(result).toEqual({ ok: false, error: { code: 'internal', message: 'internal error' } });
+    expect(execute).not.toHaveBeenCalled();
+    await expect(poll).rejects.toMatchObject({ code: 'internal' });
+  });
+
+  it('answers unavailable for the poll too when the store cannot be reached', async () => {
+    const client = createDynamoDBClient(
+      { ...process.env, DYNAMODB_ENDPOINT: `http://127.0.0.1:${await freePort()}` },
+      { maxAttempts: 1 },
+    );
+    const runtime = new ToolRuntime({ client, tableName: tableName('idempotency') });
+
+    const poll = runtime.lookup('send_note', identity(), 'k1');
+
+    await expect(poll).rejects.toMatchObject({ code: 'unavailable' });
+    client.destroy();
+  });
+});
+
 describe('receipts that break the contract', () => {
   it.each([
     ['a Date', { at: new Date(0) }],
@@ -54,19 +81,21 @@ describe('receipts that break the contract', () => {
     ['an array at the top', ['a']],
     [`more than ${MAX_RECEIPT_BYTES} bytes`, { blob: 'x'.repeat(MAX_RECEIPT_BYTES) }],
   ])(
-    'a receipt holding %s is an internal error, and the claim is released (not stuck in progress)',
+    'a receipt holding %s is an internal error stored as the outcome: the retry gets it without a second run',
     async (_label, receipt) => {
       const caller = identity();
       const { tool, execute } = noteTool('send_note', async () => ({ receipt: receipt as never, replayed: false }));
 
       const result = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
       const again = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+      const poll = world.runtime.lookup('send_note', caller, 'k1');
 
       expect(result).toEqual({ ok: false, error: { code: 'internal', message: 'internal error' } });
-      // Not `pending`: the retry runs at once, because the broken call released its claim.
+      // The side effect ran once; releasing the claim would have let the retry run it again.
       expect(again).toEqual(result);
-      expect(execute).toHaveBeenCalledTimes(2);
-      expect(await world.idempotencyRecordKeys(caller.tenant)).toEqual([]);
+      expect(execute).toHaveBeenCalledTimes(1);
+      await expect(poll).rejects.toMatchObject({ code: 'internal' });
+      expect(await world.idempotencyRecordKeys(caller.tenant)).toHaveLength(1);
     },
   );
 

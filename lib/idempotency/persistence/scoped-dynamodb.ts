@@ -24,6 +24,17 @@ export class ClaimLostError extends Error {
   }
 }
 
+/**
+ * The side effect ran but its result could not be stored (the store failed the UpdateItem). Raised
+ * here, next to the call, so the runtime recognises the case by type — not by Powertools' message.
+ */
+export class ResultNotStoredError extends Error {
+  constructor(options?: ErrorOptions) {
+    super('the result could not be stored', options);
+    this.name = 'ResultNotStoredError';
+  }
+}
+
 export interface ScopedPersistenceOptions {
   readonly client: DynamoDBClient;
   readonly tableName: string;
@@ -205,7 +216,7 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
       );
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) throw new ClaimLostError({ cause: error });
-      throw error;
+      throw new ResultNotStoredError({ cause: error });
     }
   }
 

@@ -1,0 +1,99 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import * as z from 'zod/mini';
+import { derivedId } from '../../lib/idempotency/definition';
+import { TOOLS } from '../../lib/tools/registry';
+import { defineToolModule } from '../../lib/tools/tool-module';
+import { startTestApi } from '../helpers/api';
+import { gate } from '../helpers/tools';
+import { newTenant } from '../helpers/world';
+
+const TIMEOUT_MS = 1_500;
+
+describe('the invocation deadline, locally as on Lambda', () => {
+  it('answers a JSON 504 at the deadline, and the late handler can no longer write anywhere', async () => {
+    // Prepare: a tool that is still working when the invocation's time is up, then tries to write.
+    const release = gate();
+    const attempted = gate();
+    let lateWrite: unknown;
+    const slowNote = defineToolModule({
+      name: 'slow_note',
+      description: 'Test tool: writes an outbox item after a pause.',
+      args: z.strictObject({ text: z.string() }),
+      annotations: { destructiveHint: false, openWorldHint: false },
+      access: { outbox: ['dynamodb:PutItem'] },
+      async execute(args, { identity, downstreamKey }, { outbox }) {
+        await release.opened;
+        try {
+          await outbox.create({
+            tenant: identity.tenant,
+            message_id: derivedId('late', downstreamKey),
+            to: 'a@example.com',
+            subject: 'late',
+            body: args.text,
+            status: 'queued',
+            queued_at: new Date().toISOString(),
+          });
+        } catch (error) {
+          lateWrite = error;
+        } finally {
+          attempted.open();
+        }
+        return { receipt: { text: args.text }, replayed: false };
+      },
+    });
+    const api = await startTestApi({ tools: [...TOOLS, slowNote], timeoutMs: TIMEOUT_MS });
+    const tenant = newTenant();
+
+    // Act
+    const started = Date.now();
+    const reply = await api.post('/tools/slow_note', await api.token(tenant), { idempotency_key: 'k1', text: 'hi' });
+    const answeredAfter = Date.now() - started;
+    release.open();
+    await attempted.opened;
+    const messages = await api.services.outbox.list(tenant);
+    await api.close();
+
+    // Assess
+    expect(reply.status).toBe(504);
+    expect(reply.body).toEqual({ ok: false, error: { code: 'timeout', message: expect.stringMatching(/same key/) } });
+    expect(answeredAfter).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+    expect(lateWrite).toMatchObject({ name: 'TimeoutError' });
+    expect(messages).toEqual([]);
+  });
+
+  describe('in a brownout (DynamoDB accepts connections and never answers)', () => {
+    let blackHole: Server;
+    const sockets: Socket[] = [];
+    let realEndpoint: string | undefined;
+    beforeAll(async () => {
+      blackHole = createServer((socket) => sockets.push(socket));
+      await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
+      realEndpoint = process.env.DYNAMODB_ENDPOINT;
+      const { port } = blackHole.address() as { port: number };
+      process.env.DYNAMODB_ENDPOINT = `http://127.0.0.1:${port}`;
+    });
+    afterAll(async () => {
+      process.env.DYNAMODB_ENDPOINT = realEndpoint;
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => blackHole.close(resolve));
+    });
+
+    it('answers its own JSON 503 with Retry-After before the deadline, never a 504', async () => {
+      const api = await startTestApi({ timeoutMs: 3_000 });
+
+      const started = Date.now();
+      const reply = await api.post('/tools/create_invoice', await api.token(newTenant()), {
+        idempotency_key: 'k1',
+        customer: 'c',
+        amount: 1,
+      });
+      const answeredAfter = Date.now() - started;
+      await api.close();
+
+      expect(reply.status).toBe(503);
+      expect(reply.headers.get('retry-after')).toBe('1');
+      expect(reply.body).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+      expect(answeredAfter).toBeLessThan(3_000);
+    }, 15_000);
+  });
+});

@@ -1,0 +1,163 @@
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { tableName } from '../../lib/store/tables';
+import { sendEmail } from '../../lib/tools/send-email';
+import { gate } from '../helpers/tools';
+import { createWorld, deadline, identity, type World } from '../helpers/world';
+
+let world: World;
+beforeAll(() => {
+  world = createWorld();
+});
+afterAll(() => world.destroy());
+afterEach(() => jest.restoreAllMocks());
+
+/** Moves the clock `ms` ahead for everything that reads Date.now() (the claim's conditions included). */
+function advanceClock(ms: number): void {
+  const now = Date.now.bind(Date);
+  jest.spyOn(Date, 'now').mockImplementation(() => now() + ms);
+}
+
+/**
+ * Fails the next UpdateItem on the idempotency table — the one that stores a result — with a
+ * throttling error, as DynamoDB would: the side effect has run, its receipt is not stored.
+ */
+function failNextResultWrite(client: DynamoDBClient): { restore: () => void } {
+  const name = `failResultWrite-${randomUUID()}`;
+  let armed = true;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { TableName?: string };
+      if (armed && context.commandName === 'UpdateItemCommand' && input.TableName === tableName('idempotency')) {
+        armed = false;
+        throw Object.assign(new Error('Rate exceeded'), {
+          name: 'ThrottlingException',
+          $fault: 'client',
+          $metadata: { httpStatusCode: 400 },
+        });
+      }
+      return next(args);
+    },
+    { step: 'initialize', name },
+  );
+  return { restore: () => client.middlewareStack.remove(name) };
+}
+
+describe('a result write that fails after the side effect ran', () => {
+  it('answers unavailable, then the retry finds the refund it made: idempotent, one movement', async () => {
+    const caller = identity();
+    const invoice = await world.seedInvoice(caller.tenant);
+    const call = { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount };
+    const failure = failNextResultWrite(world.client);
+
+    const first = await world.runtime.invoke(world.refund, caller, call, deadline(1_000));
+    failure.restore();
+    const whileLocked = await world.runtime.invoke(world.refund, caller, call, deadline());
+    advanceClock(2_000); // past the first call's lock
+    const retry = await world.runtime.invoke(world.refund, caller, call, deadline());
+
+    expect(first).toEqual({
+      ok: false,
+      error: { code: 'unavailable', message: expect.stringMatching(/may have been applied; retry with the same key/) },
+    });
+    expect(whileLocked).toMatchObject({ ok: false, status: 'pending' });
+    expect(retry).toMatchObject({ ok: true, idempotent: true, key: 'k1' });
+    const stored = await world.invoices.get(caller.tenant, invoice.invoice_id);
+    expect(retry.ok && retry.receipt).toEqual(stored?.refund);
+    expect(await world.ledgerRows(caller.tenant)).toHaveLength(1);
+  });
+
+  it('answers unavailable, then the retry finds the invoice it created (its id is derived from the key)', async () => {
+    const caller = identity();
+    const call = { idempotency_key: 'k1', customer: 'cus_ada', amount: 700 };
+    const failure = failNextResultWrite(world.client);
+
+    const first = await world.runtime.invoke(world.tools.create_invoice!, caller, call, deadline(1_000));
+    failure.restore();
+    advanceClock(2_000);
+    const retry = await world.runtime.invoke(world.tools.create_invoice!, caller, call, deadline());
+
+    expect(first).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+    expect(retry).toMatchObject({ ok: true, idempotent: true, receipt: { customer: 'cus_ada', amount: 700 } });
+    expect(await world.invoices.list(caller.tenant)).toHaveLength(1);
+  });
+});
+
+describe('creates after the record expired', () => {
+  it('a create_invoice retried after the 24 h TTL finds the invoice it made instead of making a second', async () => {
+    const caller = identity();
+    const call = { idempotency_key: 'k1', customer: 'cus_ada', amount: 900 };
+    const first = await world.runtime.invoke(world.tools.create_invoice!, caller, call, deadline());
+
+    advanceClock(25 * 60 * 60 * 1000);
+    const afterTtl = await world.runtime.invoke(world.tools.create_invoice!, caller, call, deadline());
+
+    expect(afterTtl).toEqual({ ...first, idempotent: true });
+    expect(await world.invoices.list(caller.tenant)).toHaveLength(1);
+  });
+});
+
+describe('natural keys under races', () => {
+  it('closes a ticket once under 10 concurrent calls with 10 fresh keys', async () => {
+    const caller = identity();
+    await world.tickets.create({
+      tenant: caller.tenant,
+      ticket_key: 'tck_1',
+      title: 't',
+      status: 'open',
+      created_at: new Date().toISOString(),
+    });
+
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        world.runtime.invoke(
+          world.tools.close_ticket!,
+          caller,
+          { idempotency_key: `k${i}`, ticket_key: 'tck_1', resolution: 'fixed' },
+          deadline(),
+        ),
+      ),
+    );
+
+    const executed = results.filter((result) => result.ok && !result.idempotent);
+    expect(executed).toHaveLength(1);
+    for (const result of results) expect(result).toMatchObject({ ok: true, receipt: { status: 'closed' } });
+    expect(await world.tickets.get(caller.tenant, 'tck_1')).toMatchObject({ status: 'closed', resolution: 'fixed' });
+  });
+});
+
+describe("the outbox's deliver-once guard", () => {
+  it('a worker that dies between queueing and delivering: the retry delivers, once', async () => {
+    const caller = identity();
+    const never = gate();
+    const queued = gate();
+    const deliveries: boolean[] = [];
+    const outbox = Object.assign(Object.create(world.outbox), {
+      async deliver(tenant: string, messageId: string, at: string) {
+        if (deliveries.length === 0) {
+          deliveries.push(false);
+          queued.open();
+          await never.opened; // the worker dies after queueing, before delivering
+        }
+        const delivered = await world.outbox.deliver(tenant, messageId, at);
+        deliveries.push(delivered);
+        return delivered;
+      },
+    });
+    const tool = sendEmail.bind({ ...world, outbox });
+    const call = { idempotency_key: 'k1', to: 'a@example.com', subject: 's', body: 'b' };
+
+    void world.runtime.invoke(tool, caller, call, deadline(1_000));
+    await queued.opened;
+    advanceClock(2_000);
+    const retry = await world.runtime.invoke(tool, caller, call, deadline());
+    never.open();
+
+    expect(retry).toMatchObject({ ok: true, idempotent: false, key: 'k1' });
+    const messages = await world.outbox.list(caller.tenant);
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toMatchObject({ status: 'delivered' });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(deliveries.filter((delivered) => delivered)).toHaveLength(1);
+  });
+});

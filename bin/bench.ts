@@ -1,11 +1,14 @@
 /**
- * Benchmark: DynamoDB requests and latency per kind of call, on DynamoDB Local.
+ * Benchmark: DynamoDB requests, write units and latency per kind of call, on DynamoDB Local.
  *
  *   npm run bench
  *
- * Prints, for each kind of call, the requests it sends (by command) and its median latency, and the
- * ratio of a replay's latency to a first execution's. Numbers from DynamoDB Local: absolute latencies
- * are not AWS latencies, request counts are exact.
+ * Prints, for each kind of call, the requests it sends (by command), the write units it consumed on the
+ * idempotency table (its `by-tenant` index included) and on the domain tables, and its median latency;
+ * and the ratio of a replay's latency to a first execution's. Request counts and capacity units are
+ * exact (`ReturnConsumedCapacity` works on DynamoDB Local); absolute latencies are not AWS latencies.
+ * A refused conditional write consumes a write unit on AWS too, but its error carries no capacity: such
+ * writes are counted as requests only.
  */
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -13,20 +16,41 @@ import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
 import { applyLocalDefaults } from '../lib/local/local-env';
 import { createServices } from '../lib/services';
 import { createTables } from '../lib/store/create-tables';
+import { tableName } from '../lib/store/tables';
 import { refund as refundTool } from '../lib/tools/refund';
+import { sendEmail as sendEmailTool } from '../lib/tools/send-email';
 import { createToolRuntime } from '../lib/tools/tool-runtime';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
 
-function countRequests(client: DynamoDBClient): Map<string, number> {
-  const counts = new Map<string, number>();
+interface Meter {
+  requests: Map<string, number>;
+  /** Write units on the idempotency table (and its index), and on every other table. */
+  keyStoreWcu: number;
+  domainWcu: number;
+}
+
+/** Counts every request and asks DynamoDB for the capacity each consumed. */
+function meter(client: DynamoDBClient): Meter {
+  const counts: Meter = { requests: new Map(), keyStoreWcu: 0, domainWcu: 0 };
+  const keyStore = tableName('idempotency');
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const command = context.commandName ?? 'unknown';
-      counts.set(command, (counts.get(command) ?? 0) + 1);
-      return next(args);
+      counts.requests.set(command, (counts.requests.get(command) ?? 0) + 1);
+      const input = args.input as { TableName?: string; ReturnConsumedCapacity?: string };
+      if (input.TableName && /^(Put|Update|Delete|Get)Item/.test(command)) input.ReturnConsumedCapacity = 'INDEXES';
+      const result = await next(args);
+      const consumed = (result.output as { ConsumedCapacity?: { CapacityUnits?: number; TableName?: string } })
+        .ConsumedCapacity;
+      // Reads report read units: only writes count here.
+      if (consumed?.CapacityUnits && !command.startsWith('Get')) {
+        if (consumed.TableName === keyStore) counts.keyStoreWcu += consumed.CapacityUnits;
+        else counts.domainWcu += consumed.CapacityUnits;
+      }
+      return result;
     },
-    { step: 'initialize', name: 'benchRequestCounter' },
+    { step: 'initialize', name: 'benchMeter' },
   );
   return counts;
 }
@@ -40,56 +64,69 @@ async function main(): Promise<void> {
   const services = createServices(process.env);
   const runtime = createToolRuntime(services);
   const refund = refundTool.bind(services);
+  const sendEmail = sendEmailTool.bind(services);
   try {
     await createTables(services.client);
-    const counts = countRequests(services.client);
+    const counts = meter(services.client);
     const deadline = () => {
       const end = Date.now() + 10_000;
       return { getRemainingTimeInMillis: () => end - Date.now() };
     };
     const kinds = [
-      'first execution',
-      'replay (same key)',
-      'replay (new key, natural key)',
-      'conflict (same key, other amount)',
+      'refund: first execution',
+      'refund: replay (same key)',
+      'refund: replay (new key, natural key)',
+      'refund: conflict (same key, other amount)',
+      'send_email: first execution (dedupe window)',
+      'send_email: replay (new key, same intent)',
     ];
-    const samples = new Map<string, { ms: number[]; requests: Map<string, number> }>(
-      kinds.map((kind) => [kind, { ms: [], requests: new Map() }]),
+    const samples = new Map(
+      kinds.map((kind) => [kind, { ms: [] as number[], requests: new Map(), key: 0, domain: 0 }]),
     );
 
     for (let round = 0; round < ROUNDS; round++) {
       const identity = { tenant: `bench-${randomUUID()}`, user: 'ada' };
-      const invoice = {
+      await services.invoices.create({
         tenant: identity.tenant,
         invoice_id: 'inv_1',
         customer: 'c',
         amount: 1_000,
         currency: 'usd',
         created_at: new Date().toISOString(),
-      };
-      await services.invoices.create(invoice);
-      const calls: Array<[string, Record<string, unknown>]> = [
-        [kinds[0]!, { idempotency_key: 'k1', invoice_id: 'inv_1', amount: 1_000 }],
-        [kinds[1]!, { idempotency_key: 'k1', invoice_id: 'inv_1', amount: 1_000 }],
-        [kinds[2]!, { idempotency_key: 'k2', invoice_id: 'inv_1', amount: 1_000 }],
-        [kinds[3]!, { idempotency_key: 'k1', invoice_id: 'inv_1', amount: 999 }],
+      });
+      const email = { to: 'a@example.com', subject: 's', body: 'b' };
+      const calls: Array<[string, typeof refund | typeof sendEmail, Record<string, unknown>]> = [
+        [kinds[0]!, refund, { idempotency_key: 'k1', invoice_id: 'inv_1', amount: 1_000 }],
+        [kinds[1]!, refund, { idempotency_key: 'k1', invoice_id: 'inv_1', amount: 1_000 }],
+        [kinds[2]!, refund, { idempotency_key: 'k2', invoice_id: 'inv_1', amount: 1_000 }],
+        [kinds[3]!, refund, { idempotency_key: 'k1', invoice_id: 'inv_1', amount: 999 }],
+        [kinds[4]!, sendEmail, { idempotency_key: 'e1', ...email }],
+        [kinds[5]!, sendEmail, { idempotency_key: 'e2', ...email }],
       ];
-      for (const [kind, input] of calls) {
-        counts.clear();
+      for (const [kind, tool, input] of calls) {
+        counts.requests.clear();
+        counts.keyStoreWcu = 0;
+        counts.domainWcu = 0;
         const started = process.hrtime.bigint();
-        await runtime.invoke(refund, identity, input, deadline());
+        await runtime.invoke(tool as typeof refund, identity, input, deadline());
         const sample = samples.get(kind)!;
         sample.ms.push(Number(process.hrtime.bigint() - started) / 1e6);
-        for (const [command, n] of counts) sample.requests.set(command, (sample.requests.get(command) ?? 0) + n);
+        for (const [command, n] of counts.requests)
+          sample.requests.set(command, (sample.requests.get(command) ?? 0) + n);
+        sample.key += counts.keyStoreWcu;
+        sample.domain += counts.domainWcu;
       }
     }
 
-    console.log(`refund on DynamoDB Local, ${ROUNDS} rounds (requests per call, median latency)`);
-    for (const [kind, { ms, requests }] of samples) {
+    console.log(
+      `DynamoDB Local, ${ROUNDS} rounds: requests, write units (idempotency table / domain) and median latency per call`,
+    );
+    for (const [kind, { ms, requests, key, domain }] of samples) {
       const perCall = [...requests].map(([command, n]) => `${command.replace('Command', '')} ${n / ROUNDS}`).join(', ');
       const total = [...requests.values()].reduce((a, b) => a + b, 0) / ROUNDS;
       console.log(
-        `  ${kind.padEnd(36)} ${String(total).padStart(4)} requests  (${perCall})  ${median(ms).toFixed(1)} ms`,
+        `  ${kind.padEnd(44)} ${String(total).padStart(3)} requests  WCU ${(key / ROUNDS).toFixed(1)} / ${(domain / ROUNDS).toFixed(1)}  ` +
+          `${median(ms).toFixed(1).padStart(6)} ms  (${perCall})`,
       );
     }
     const first = median(samples.get(kinds[0]!)!.ms);

@@ -3,11 +3,13 @@
  * the tables, and the HTTP API on 127.0.0.1:${PORT:-3000}, served by the same handlers Lambda runs.
  */
 import { parseArgs } from 'node:util';
+import { createCompleter } from '../lib/admin/completer';
 import { startLocalApi } from '../lib/local/api-server';
 import { DevSigningKey } from '../lib/local/dev-auth';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
 import { applyLocalDefaults } from '../lib/local/local-env';
 import { createServices } from '../lib/services';
+import { createStreamsClient } from '../lib/store/client';
 import { createTables } from '../lib/store/create-tables';
 import { TOOLS } from '../lib/tools/registry';
 import { createToolRuntime } from '../lib/tools/tool-runtime';
@@ -22,19 +24,44 @@ async function main(): Promise<void> {
   await createTables(services.client);
 
   const key = await DevSigningKey.loadOrCreate();
+  const runtime = createToolRuntime(services);
   const api = await startLocalApi({
     tools: TOOLS,
     services,
-    runtime: createToolRuntime(services),
+    runtime,
     verifyToken: (token) => key.verify(token),
     issuer: key.settings.issuer,
     port: Number(values.port ?? process.env.PORT ?? 3000),
   });
 
+  // The completer, as the stack runs it every minute: here every COMPLETER_INTERVAL_SECONDS (default 15).
+  const streams = createStreamsClient(process.env);
+  const completer = createCompleter({ services, runtime, tools: TOOLS, streams });
+  let sweepInFlight = false;
+  const sweeping = setInterval(
+    function sweep() {
+      if (sweepInFlight) return; // one sweep at a time, as the stack's reserved concurrency of 1 ensures
+      sweepInFlight = true;
+      const end = Date.now() + 10_000;
+      completer
+        .sweep({ getRemainingTimeInMillis: () => end - Date.now() })
+        .then((report) => {
+          if (report.abandonedFound > 0) services.logger.info('completer sweep', { ...report });
+        })
+        .catch((error: unknown) => services.logger.error('completer sweep failed', { error: error as Error }))
+        .finally(() => {
+          sweepInFlight = false;
+        });
+    },
+    Number(process.env.COMPLETER_INTERVAL_SECONDS || 15) * 1000,
+  );
+
   let stopping = false;
   async function stop(code: number): Promise<void> {
     if (stopping) return;
     stopping = true;
+    clearInterval(sweeping);
+    streams.destroy();
     await api.close().catch(() => undefined);
     services.client.destroy();
     await dynamodb?.stop();

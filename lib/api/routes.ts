@@ -91,6 +91,17 @@ export function entriesFor<T extends AnyToolModule>(
   return entries as Record<EntryName<T>, FunctionAccess>;
 }
 
+/**
+ * The entry points no route reaches: scheduled jobs. The completer finishes abandoned calls of every
+ * tool, so it needs their access, and the idempotency table's stream.
+ */
+export const JOB_ENTRIES = ['complete'] as const;
+
+/** The completer's access: the idempotency table (claims and its stream) and every tool's tables. */
+export function completerAccess(tools: readonly AnyToolModule[]): FunctionAccess {
+  return { idempotencyTable: 'claims', tables: unionOf(tools.map((tool) => tool.access)) };
+}
+
 function tablesOf(access: FunctionAccess): TableAccess {
   return access.tables ?? {};
 }

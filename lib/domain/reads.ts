@@ -36,7 +36,9 @@ export async function readOperation(
   caller: Identity,
   tool: string,
   key: string,
-): Promise<ReadAnswer<{ status: 'completed' | 'pending'; key: string; receipt?: JsonObject }>> {
+): Promise<
+  ReadAnswer<{ status: 'completed' | 'pending' | 'abandoned'; key: string; receipt?: JsonObject; hint?: string }>
+> {
   if (!toolNames.includes(tool)) return failure('not_found', `tool: no tool ${clip(tool)}`);
   // A key no write could have used (over 255 characters) names no operation: no read is sent.
   if (key.length > MAX_CLIENT_KEY_LENGTH) return failure('not_found', `key: no operation ${clip(key)} for ${tool}`);
@@ -49,9 +51,14 @@ export async function readOperation(
     throw error;
   }
   if (!operation) return failure('not_found', `key: no operation ${key} for ${tool}`);
-  return operation.status === 'completed'
-    ? { ok: true, status: 'completed', key, receipt: operation.receipt }
-    : { ok: true, status: 'pending', key };
+  if (operation.status === 'completed') return { ok: true, status: 'completed', key, receipt: operation.receipt };
+  if (operation.status === 'pending') return { ok: true, status: 'pending', key };
+  return {
+    ok: true,
+    status: 'abandoned',
+    key,
+    hint: 'the call stopped before it finished (its worker died): the completer finishes it within a minute, or resend the same arguments with the same key now — neither can act twice',
+  };
 }
 
 /** The caller's tenant's invoice, with its refund receipt or null. */

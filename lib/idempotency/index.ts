@@ -2,6 +2,7 @@
 // rest of retrysafe imports it through (besides two light subpaths: `definition`, for tool authors, and
 // `errors`). Internals (argument parsing, receipt encoding, the Powertools persistence subclass, intents)
 // stay inside; tests reach them by path.
+export { Completer, type CompleterOptions, type SweepReport } from './completer';
 export * from './definition';
 export { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 export {

@@ -21,6 +21,11 @@ export interface RecordAttributes {
   readonly tool: string;
   /** Random id of the claim that wrote the record: a call stores or releases only its own claim. */
   readonly claim: string;
+  /**
+   * While a claim is in flight: what it takes to finish the call if its worker dies — the user, the
+   * client key and the validated arguments, as canonical JSON. Removed when the result is stored.
+   */
+  readonly call: string;
   /** On an intent (dedupe window) item: the record key of the call that owns the intent. */
   readonly intentOwner: string;
   /** On an intent item: the downstream key its effect runs under, whoever finishes it. */
@@ -38,6 +43,7 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   tenant: 'tenant',
   tool: 'tool',
   claim: 'claim_id',
+  call: 'call',
   intentOwner: 'intent_owner',
   downstreamKey: 'downstream_key',
 };

@@ -12,6 +12,7 @@ import {
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Context } from 'aws-lambda';
+import canonicalize from 'canonicalize';
 import * as z from 'zod/mini';
 import { parseCall } from './arguments';
 import {
@@ -57,8 +58,15 @@ export interface ToolRuntimeOptions {
   readonly logger?: Logger;
 }
 
-/** A client key's record as its owner may read it. */
-export type Operation<R extends JsonObject> = { status: 'completed'; receipt: R } | { status: 'pending' };
+/**
+ * A client key's record as its owner may read it: completed with its receipt; pending while its call
+ * holds a live lock; abandoned when the lock expired without a result (its worker died) — a resend
+ * with the same key, or the completer, finishes it.
+ */
+export type Operation<R extends JsonObject> =
+  | { status: 'completed'; receipt: R }
+  | { status: 'pending' }
+  | { status: 'abandoned' };
 
 /** What the wrapped function returns, and so what Powertools stores: strings and a boolean only. */
 interface StoredResult {
@@ -115,13 +123,14 @@ export class ToolRuntime {
   }
 
   /** A persistence layer for one call: Powertools keeps per-call state on it, so it is never shared. */
-  #persistenceFor(tool: string, identity: Identity): ScopedDynamoDBPersistenceLayer {
+  #persistenceFor(tool: string, identity: Identity, call?: string): ScopedDynamoDBPersistenceLayer {
     return new ScopedDynamoDBPersistenceLayer({
       client: this.#options.client,
       tableName: this.#tableName,
       attributes: this.#attributes,
       tool,
       tenant: identity.tenant,
+      ...(call === undefined ? {} : { call }),
     });
   }
 
@@ -173,7 +182,9 @@ export class ToolRuntime {
       // POWERTOOLS_IDEMPOTENCY_DISABLED would make every call execute: refuse to run writes instead.
       throw new InternalError('idempotency is disabled by POWERTOOLS_IDEMPOTENCY_DISABLED');
     }
-    const persistenceStore = this.#persistenceFor(tool.name, identity);
+    // The claim carries what it takes to finish the call if this worker dies (the completer).
+    const call = canonicalize({ user: identity.user, key: clientKey, args }) as string;
+    const persistenceStore = this.#persistenceFor(tool.name, identity, call);
 
     const natural = tool.naturalKey ? naturalKeyOf(args as JsonObject, tool.naturalKey) : undefined;
     const ownDownstreamKey = downstreamKey(
@@ -268,7 +279,10 @@ export class ToolRuntime {
       throw failure;
     }
     if (record.isExpired()) return undefined;
-    if (record.getStatus() !== IdempotencyRecordStatus.COMPLETED) return { status: 'pending' };
+    if (record.getStatus() !== IdempotencyRecordStatus.COMPLETED) {
+      const lockEnds = record.inProgressExpiryTimestamp;
+      return lockEnds !== undefined && lockEnds < Date.now() ? { status: 'abandoned' } : { status: 'pending' };
+    }
     const stored = record.getResponse() as unknown as StoredResult;
     if (stored.receipt === undefined) throw new InternalError(`the stored outcome of ${toolName} is a failure`);
     return { status: 'completed', receipt: decodeReceipt(stored.receipt) };

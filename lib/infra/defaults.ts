@@ -35,10 +35,18 @@ export const BUNDLE_BUDGET_BYTES = 128 * 1024;
  */
 export const MCP_BUNDLE_BUDGET_BYTES = 448 * 1024;
 
+/** The completer's budget: it carries every tool (to finish any call) and the stream client's commands. */
+export const COMPLETER_BUNDLE_BUDGET_BYTES = 160 * 1024;
+
 /** The bundle budget of one entry point. */
 export function bundleBudgetOf(entry: string): number {
-  return entry === 'mcp' ? MCP_BUNDLE_BUDGET_BYTES : BUNDLE_BUDGET_BYTES;
+  if (entry === 'mcp') return MCP_BUNDLE_BUDGET_BYTES;
+  if (entry === 'complete') return COMPLETER_BUNDLE_BUDGET_BYTES;
+  return BUNDLE_BUDGET_BYTES;
 }
+
+/** The completer: how often it sweeps, and how long one sweep may take. */
+export const COMPLETER_DEFAULTS = { everyMinutes: 1, timeoutSeconds: 60 } as const;
 
 /** API Gateway stage throttling: a steady rate and a burst, per account-region for this stage. */
 export const STAGE_THROTTLE = { rateLimit: 100, burstLimit: 200 } as const;

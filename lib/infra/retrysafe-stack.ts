@@ -6,12 +6,15 @@ import { HttpNoneAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import {
+  completerAccess,
   DEFAULT_ROUTE_ENTRY,
   type EntryName,
   entriesFor,
@@ -22,7 +25,14 @@ import {
 import { type DomainTableId, TABLES } from '../store/tables';
 import { type RegisteredTool, TOOLS } from '../tools/registry';
 import type { AnyToolModule } from '../tools/tool-module';
-import { ACCESS_LOG_RETENTION_DAYS, BUNDLING, FUNCTION_DEFAULTS, JWT_DEFAULTS, STAGE_THROTTLE } from './defaults';
+import {
+  ACCESS_LOG_RETENTION_DAYS,
+  BUNDLING,
+  COMPLETER_DEFAULTS,
+  FUNCTION_DEFAULTS,
+  JWT_DEFAULTS,
+  STAGE_THROTTLE,
+} from './defaults';
 import { IdempotencyTable } from './idempotency-table';
 import { tableFromDefinition } from './table';
 
@@ -80,6 +90,8 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
   public readonly tables: Readonly<Record<DomainTableId, dynamodb.Table>>;
   public readonly functions: Readonly<Record<EntryName<T>, NodejsFunction>>;
   public readonly api: apigw.HttpApi;
+  /** The scheduled completer (not routed). */
+  public readonly completer: NodejsFunction;
 
   constructor(scope: Construct, id: string, props: RetrysafeStackProps<T> = {}) {
     super(scope, id, props);
@@ -123,6 +135,25 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       functions[entry] = fn;
     }
     this.functions = functions;
+
+    // The completer: every minute, one at a time, it reads the idempotency table's stream and finishes
+    // the calls whose worker died. Not routed: nobody can call it over the API.
+    this.completer = this.#function(
+      'complete',
+      entryFile('complete' as EntryName<T>),
+      { ...environment, IDEMPOTENCY_STREAM_ARN: this.idempotencyTable.table.tableStreamArn! },
+      {
+        timeoutSeconds: COMPLETER_DEFAULTS.timeoutSeconds,
+        reservedConcurrentExecutions: 1,
+      },
+    );
+    this.#grant(this.completer, completerAccess(tools));
+    this.idempotencyTable.grantStreamRead(this.completer);
+    new events.Rule(this, 'CompleterSchedule', {
+      description: 'retrysafe: finish abandoned calls',
+      schedule: events.Schedule.rate(Duration.minutes(COMPLETER_DEFAULTS.everyMinutes)),
+      targets: [new targets.LambdaFunction(this.completer, { retryAttempts: 0 })],
+    });
     if (!props.issuer) {
       Annotations.of(this).addWarningV2(
         'retrysafe:issuer',
@@ -151,7 +182,12 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
   }
 
   /** One entry point: its own role and log group, Node.js 22 on arm64, a minified bundle without the SDK. */
-  #function(name: string, entry: string, environment: Record<string, string>): NodejsFunction {
+  #function(
+    name: string,
+    entry: string,
+    environment: Record<string, string>,
+    overrides: { timeoutSeconds?: number; reservedConcurrentExecutions?: number } = {},
+  ): NodejsFunction {
     const logGroup = new logs.LogGroup(this, `${name}Logs`, {
       retention: FUNCTION_DEFAULTS.logRetentionDays as logs.RetentionDays,
       removalPolicy: RemovalPolicy.DESTROY,
@@ -169,7 +205,10 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       runtime: lambda.Runtime.NODEJS_22_X,
       architecture: lambda.Architecture.ARM_64,
       memorySize: FUNCTION_DEFAULTS.memorySize,
-      timeout: Duration.seconds(INVOCATION_TIMEOUT_SECONDS),
+      timeout: Duration.seconds(overrides.timeoutSeconds ?? INVOCATION_TIMEOUT_SECONDS),
+      ...(overrides.reservedConcurrentExecutions === undefined
+        ? {}
+        : { reservedConcurrentExecutions: overrides.reservedConcurrentExecutions }),
       role,
       logGroup,
       environment,

@@ -25,6 +25,7 @@ export function tableFromDefinition(
     pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
     encryption: dynamodb.TableEncryption.AWS_MANAGED,
     ...(definition.ttlAttribute ? { timeToLiveAttribute: definition.ttlAttribute } : {}),
+    ...(definition.stream ? { stream: dynamodb.StreamViewType.NEW_IMAGE } : {}),
     removalPolicy: options.removalPolicy ?? RemovalPolicy.RETAIN,
   });
   for (const index of definition.globalSecondaryIndexes ?? []) {

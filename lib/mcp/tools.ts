@@ -156,7 +156,7 @@ export function readTools(stores: {
         outputSchema: readOutputSchema(
           z.looseObject({
             ok: z.literal(true),
-            status: z.enum(['completed', 'pending']),
+            status: z.enum(['completed', 'pending', 'abandoned']),
             key: z.string(),
           }),
         ),

@@ -1,4 +1,5 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { deadlineError, timeLeftForStoreCall } from './deadline';
 
@@ -64,6 +65,15 @@ function boundByInvocationDeadline(client: DynamoDBClient): void {
     httpHandlerConfigs: () => inner.httpHandlerConfigs(),
     destroy: () => inner.destroy?.(),
   } as RequestHandler;
+}
+
+/** The idempotency table's stream reader (the completer's), configured like the table client. */
+export function createStreamsClient(env: NodeJS.ProcessEnv = process.env): DynamoDBStreamsClient {
+  const endpoint = env.DYNAMODB_ENDPOINT || undefined;
+  return new DynamoDBStreamsClient({
+    ...(endpoint ? { endpoint } : {}),
+    requestHandler: { connectionTimeout: 1_000, requestTimeout: REQUEST_TIMEOUT_MS },
+  });
 }
 
 /** Document client over `client`: plain JS values in and out, `undefined` attributes dropped. */

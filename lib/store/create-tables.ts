@@ -18,6 +18,7 @@ export function createTableInput(definition: TableDefinition, name: string): Cre
   return {
     TableName: name,
     BillingMode: 'PAY_PER_REQUEST',
+    ...(definition.stream ? { StreamSpecification: { StreamEnabled: true, StreamViewType: definition.stream } } : {}),
     AttributeDefinitions: attributeDefinitions.map((a) => ({ AttributeName: a.name, AttributeType: a.type })),
     KeySchema: [
       { AttributeName: definition.partitionKey.name, KeyType: 'HASH' },

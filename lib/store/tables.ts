@@ -30,6 +30,8 @@ export interface TableDefinition {
   /** Attribute holding the DynamoDB TTL, in epoch seconds. */
   readonly ttlAttribute?: string;
   readonly globalSecondaryIndexes?: readonly GlobalSecondaryIndexDefinition[];
+  /** The table's change stream, if it has one (the idempotency table's feeds the completer). */
+  readonly stream?: 'NEW_IMAGE';
 }
 
 /**
@@ -55,6 +57,8 @@ export const IDEMPOTENCY_ATTRIBUTES = {
   tool: 'tool',
   /** Random id of the claim that wrote the record: a failing call releases only its own claim. */
   claim: 'claim_id',
+  /** While a claim is in flight: the user, client key and arguments, so the completer can finish it. */
+  call: 'call',
   /** On an intent item (a dedupe window): the record key of the call that owns it. */
   intentOwner: 'intent_owner',
   /** On an intent item: the downstream key its effect runs under. */
@@ -70,6 +74,8 @@ export const TABLES = {
     defaultName: 'retrysafe-idempotency',
     partitionKey: { name: IDEMPOTENCY_ATTRIBUTES.key, type: 'S' },
     ttlAttribute: IDEMPOTENCY_ATTRIBUTES.expiry,
+    // The completer reads it to find claims that never got a result: no index write on any call.
+    stream: 'NEW_IMAGE',
     globalSecondaryIndexes: [
       {
         indexName: TENANT_INDEX_NAME,

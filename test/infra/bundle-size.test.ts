@@ -1,12 +1,12 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
-import { entriesFor } from '../../lib/api/routes';
+import { entriesFor, JOB_ENTRIES } from '../../lib/api/routes';
 import { BUNDLE_BUDGET_BYTES, BUNDLING, bundleBudgetOf } from '../../lib/infra/defaults';
 import { TOOLS } from '../../lib/tools/registry';
 
 const LAMBDAS = join(__dirname, '..', '..', 'lambdas');
-const ENTRIES = Object.keys(entriesFor(TOOLS));
+const ENTRIES = [...Object.keys(entriesFor(TOOLS)), ...JOB_ENTRIES];
 
 interface Bundle {
   readonly bytes: number;

@@ -54,7 +54,8 @@ function statementsOf(
   of: RetrysafeStack<AnyToolModule> = stack,
   ofResources: Resources = resources,
 ): Array<{ actions: string[]; resources: string[] }> {
-  const role = (of.functions as Record<string, { role?: unknown }>)[functionName]!.role as {
+  const functions = { ...of.functions, complete: of.completer } as Record<string, { role?: unknown }>;
+  const role = functions[functionName]!.role as {
     node: { defaultChild?: unknown };
   };
   const roleId = of.getLogicalId(role.node.defaultChild as never);
@@ -79,7 +80,8 @@ function dynamoAccessOf(
   const access: Partial<Record<TableId, string[]>> = {};
   for (const { actions, resources: arns } of statementsOf(functionName, of, ofResources)) {
     for (const [name, table] of Object.entries(tables) as Array<[TableId, typeof of.idempotencyTable.table]>) {
-      if (arns.some((arn) => arn.includes(`"${logicalId(table, of)}"`))) {
+      // Table ARNs only: the stream (`StreamArn`) is checked on its own.
+      if (arns.some((arn) => arn.includes(`"${logicalId(table, of)}"`) && !arn.includes('"StreamArn"'))) {
         access[name] = [...(access[name] ?? []), ...actions.filter((a) => a.startsWith('dynamodb:'))].sort();
       }
     }
@@ -154,7 +156,7 @@ describe('the functions', () => {
   it('runs every function on Node.js 22, arm64, with the table names and the tenant claim', () => {
     const functions = Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::Function');
 
-    expect(functions).toHaveLength(Object.keys(entriesFor(TOOLS)).length);
+    expect(functions).toHaveLength(Object.keys(entriesFor(TOOLS)).length + 1); // + the completer
     for (const fn of functions) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
@@ -208,6 +210,42 @@ describe('the functions', () => {
         resources[stack.getLogicalId(fn.role!.node.defaultChild as never)]!.Properties.ManagedPolicyArns,
       ).toBeUndefined();
     }
+  });
+});
+
+describe('the completer', () => {
+  it('runs every minute, one at a time, with the union of what the tools send and the stream, nothing more', () => {
+    const granted = dynamoAccessOf('complete');
+    const toolsSent: Partial<Record<TableId, string[]>> = {};
+    for (const tool of TOOLS) {
+      for (const [table, actions] of Object.entries(observed[tool.name]!) as Array<[TableId, string[]]>) {
+        toolsSent[table] = [...new Set([...(toolsSent[table] ?? []), ...actions])].sort();
+      }
+    }
+    const streamStatements = statementsOf('complete').filter((statement) =>
+      statement.actions.some((action) => /^dynamodb:(.*Stream.*|GetRecords)$/.test(action)),
+    );
+    const completer = resources[logicalId(stack.completer)]!;
+
+    expectGrantsMatchObserved(granted, toolsSent);
+    expect(streamStatements).toEqual([
+      {
+        actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'],
+        resources: [JSON.stringify({ 'Fn::GetAtt': [logicalId(stack.idempotencyTable.table), 'StreamArn'] })],
+      },
+    ]);
+    expect(completer.Properties.ReservedConcurrentExecutions).toBe(1);
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [logicalId(stack.completer), 'Arn'] } })],
+    });
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+      StreamSpecification: { StreamViewType: 'NEW_IMAGE' },
+    });
+    // No route reaches it.
+    const integrations = Object.values(resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Integration');
+    expect(JSON.stringify(integrations)).not.toContain(logicalId(stack.completer));
   });
 });
 

@@ -53,20 +53,25 @@ describe('the commands a call sends', () => {
         expiration: { N: expect.any(String) },
         in_progress_expiration: { N: expect.any(String) },
         validation: { S: expect.any(String) },
+        // While in flight, what the completer needs to finish the call if this worker dies.
+        call: { S: '{"args":{"text":"hi"},"key":"secret-k1","user":"ada"}' },
       },
     });
-    expect(JSON.stringify(put)).not.toContain('secret-k1');
-    expect(JSON.stringify(put)).not.toContain('"hi"');
+    // The key and the arguments are never part of the record's key or its validation hash.
+    expect(put.Item?.id?.S).not.toContain('secret-k1');
+    expect(JSON.stringify(put.Item?.validation)).not.toContain('hi');
     expect(put.ExpressionAttributeValues?.[':validation']).toEqual(put.Item?.validation);
     const updates = dynamodb.commandCalls(UpdateItemCommand);
     expect(updates).toHaveLength(1);
     expect(updates[0]!.args[0].input).toMatchObject({
       TableName: 'keys',
       Key: { id: put.Item?.id },
-      UpdateExpression: 'SET #expiry = :expiry, #status = :status, #data = :data, #validation = :validation',
+      // The call's key and arguments go with the result: a completed record keeps only their hashes.
+      UpdateExpression:
+        'SET #expiry = :expiry, #status = :status, #data = :data, #validation = :validation REMOVE #call',
       // Only the claim that wrote the record may store its result.
       ConditionExpression: '#claim = :claim',
-      ExpressionAttributeNames: { '#claim': 'claim_id', '#data': 'data', '#status': 'status' },
+      ExpressionAttributeNames: { '#claim': 'claim_id', '#data': 'data', '#status': 'status', '#call': 'call' },
       ExpressionAttributeValues: {
         ':claim': put.Item?.claim_id,
         ':status': { S: 'COMPLETED' },

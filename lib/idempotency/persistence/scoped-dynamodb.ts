@@ -44,6 +44,12 @@ export interface ScopedPersistenceOptions {
   readonly tenant: string;
   /** The record's attribute names. */
   readonly attributes: RecordAttributes;
+  /**
+   * What it takes to finish this call if its worker dies (canonical JSON of user, client key and
+   * arguments), stored with the claim and removed with the result.
+   * @default undefined (the claim cannot be finished by the completer)
+   */
+  readonly call?: string;
 }
 
 /**
@@ -63,6 +69,7 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
   readonly #tool: string;
   readonly #tenant: string;
   readonly #attr: RecordAttributes;
+  readonly #call: string | undefined;
   /** The claim this call wrote, if any: the only claim it may release. */
   #claimId: string | undefined;
   /** The record key of that claim. */
@@ -87,6 +94,7 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
     this.#tool = options.tool;
     this.#tenant = options.tenant;
     this.#attr = options.attributes;
+    this.#call = options.call;
   }
 
   /** The key of the record this call claimed, once it holds the claim. */
@@ -127,6 +135,7 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
       [attr.tool]: this.#tool,
       [attr.claim]: claimId,
     };
+    if (this.#call !== undefined) item[attr.call] = this.#call;
     if (record.expiryTimestamp !== undefined) item[attr.expiry] = record.expiryTimestamp;
     if (record.inProgressExpiryTimestamp !== undefined) item[attr.inProgressExpiry] = record.inProgressExpiryTimestamp;
     if (this.isPayloadValidationEnabled() && record.payloadHash) item[attr.validation] = record.payloadHash;
@@ -196,6 +205,7 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
       '#status': attr.status,
       '#data': attr.data,
       '#claim': attr.claim,
+      '#call': attr.call,
     };
     const sets = ['#expiry = :expiry', '#status = :status', '#data = :data'];
     if (this.isPayloadValidationEnabled()) {
@@ -208,7 +218,8 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
         new UpdateItemCommand({
           TableName: this.#tableName,
           Key: marshall({ [attr.key]: record.idempotencyKey }),
-          UpdateExpression: `SET ${sets.join(', ')}`,
+          // The call's arguments are kept only while it is in flight: a stored receipt is enough after.
+          UpdateExpression: `SET ${sets.join(', ')} REMOVE #call`,
           ConditionExpression: '#claim = :claim',
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: marshall(values, { removeUndefinedValues: true }),

@@ -1,0 +1,20 @@
+import type { Context } from 'aws-lambda';
+import { createCompleter } from '../lib/admin/completer';
+import { createStreamsClient } from '../lib/store/client';
+import { TOOLS } from '../lib/tools/registry';
+import { createToolRuntime } from '../lib/tools/tool-runtime';
+import { services } from './shared/process';
+
+const completer = createCompleter({
+  services,
+  runtime: createToolRuntime(services),
+  tools: TOOLS,
+  streams: createStreamsClient(process.env),
+});
+
+/** Every minute (EventBridge): finishes calls whose worker died, found through the idempotency table's stream. */
+export async function handler(_event: unknown, context: Context) {
+  const report = await completer.sweep(context);
+  services.logger.info('completer sweep', { ...report });
+  return report;
+}

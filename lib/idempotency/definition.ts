@@ -5,6 +5,7 @@ export {
   ConflictError,
   type ErrorCode,
   INTERNAL_MESSAGE,
+  InFlightError,
   InternalError,
   InvalidArgsError,
   isTransientAwsError,

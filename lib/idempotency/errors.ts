@@ -61,6 +61,22 @@ export class InternalError extends ToolError {
   }
 }
 
+/**
+ * Not an error code but an answer: the effect is still being made elsewhere (a payment provider says
+ * the same idempotency key is in use by a request still running). A tool throws it; the claim is
+ * released and the caller is answered `pending`, to retry with the same key after `retryAfterMs`.
+ */
+export class InFlightError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'InFlightError';
+  }
+}
+
 /** What a caller is told for an `internal` error. */
 export const INTERNAL_MESSAGE = 'internal error';
 

@@ -18,6 +18,7 @@ import { parseCall } from './arguments';
 import {
   ConflictError,
   INTERNAL_MESSAGE,
+  InFlightError,
   InternalError,
   InvalidArgsError,
   isTransientAwsError,
@@ -242,6 +243,14 @@ export class ToolRuntime {
       }
       if (error instanceof IntentRunningError) {
         return { ok: false, status: 'pending', key: clientKey, retry_after_ms: retryAfterMs(error.lockEndsMs) };
+      }
+      if (error instanceof InFlightError) {
+        return {
+          ok: false,
+          status: 'pending',
+          key: clientKey,
+          retry_after_ms: retryAfterMs(Date.now() + error.retryAfterMs),
+        };
       }
       throw error;
     }

@@ -1,3 +1,4 @@
+import { InFlightError } from '../../lib/idempotency/errors';
 import { MAX_RECEIPT_BYTES } from '../../lib/idempotency/receipt';
 import { ToolRuntime } from '../../lib/idempotency/runtime';
 import { freePort } from '../../lib/local/free-port';
@@ -141,5 +142,25 @@ describe('guards against a runtime that would not be idempotent', () => {
 
     expect(result).toMatchObject({ ok: false, error: { code: 'internal' } });
     expect(execute).not.toHaveBeenCalled();
+  });
+});
+
+describe('a provider that says the same key is still in use', () => {
+  it('answers pending (not an error) and releases the claim, so the retry with the same key runs', async () => {
+    const caller = identity();
+    let busy = true;
+    const { tool, execute } = noteTool('send_note', async (args) => {
+      if (busy) throw new InFlightError('the provider is still processing this key', 400);
+      return { receipt: { text: args.text }, replayed: true };
+    });
+
+    const first = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    busy = false;
+    const retry = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+    expect(first).toEqual({ ok: false, status: 'pending', key: 'k1', retry_after_ms: expect.any(Number) });
+    expect(first.ok === false && 'status' in first && first.retry_after_ms).toBeGreaterThanOrEqual(100);
+    expect(retry).toEqual({ ok: true, idempotent: true, key: 'k1', receipt: { text: 'hi' } });
+    expect(execute).toHaveBeenCalledTimes(2);
   });
 });

@@ -11,11 +11,11 @@ export const FUNCTION_DEFAULTS = {
 
 /**
  * How every entry point is bundled (the stack's NodejsFunction and the bundle-size test use the same):
- * minified CommonJS for Node.js 22, the AWS SDK left to the Lambda runtime.
+ * minified CommonJS for Node.js 24 (the deployed runtime), the AWS SDK left to the Lambda runtime.
  */
 export const BUNDLING = {
   minify: true,
-  target: 'node22',
+  target: 'node24',
   externalModules: ['@aws-sdk/*'],
 } as const;
 

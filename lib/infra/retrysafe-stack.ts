@@ -181,7 +181,7 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     }
   }
 
-  /** One entry point: its own role and log group, Node.js 22 on arm64, a minified bundle without the SDK. */
+  /** One entry point: its own role and log group, Node.js 24 on arm64, a minified bundle without the SDK. */
   #function(
     name: string,
     entry: string,
@@ -202,7 +202,7 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       handler: 'handler',
       projectRoot: PROJECT_ROOT,
       depsLockFilePath: join(PROJECT_ROOT, 'package-lock.json'),
-      runtime: lambda.Runtime.NODEJS_22_X,
+      runtime: lambda.Runtime.NODEJS_24_X,
       architecture: lambda.Architecture.ARM_64,
       memorySize: FUNCTION_DEFAULTS.memorySize,
       timeout: Duration.seconds(overrides.timeoutSeconds ?? INVOCATION_TIMEOUT_SECONDS),
@@ -221,7 +221,8 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     });
     Validations.of(fn).acknowledge({
       id: 'AwsSolutions-L1',
-      reason: 'nodejs22.x is the deploy target this code is built and tested for (Node 22 LTS).',
+      reason:
+        'nodejs24.x, the current Node.js LTS runtime Lambda offers, is the deploy target (cdk-nag may not know it yet).',
     });
     return fn;
   }

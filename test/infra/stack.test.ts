@@ -153,13 +153,13 @@ describe('the idempotency table', () => {
 });
 
 describe('the functions', () => {
-  it('runs every function on Node.js 22, arm64, with the table names and the tenant claim', () => {
+  it('runs every function on Node.js 24 (the current LTS runtime), arm64, with the table names and the tenant claim', () => {
     const functions = Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::Function');
 
     expect(functions).toHaveLength(Object.keys(entriesFor(TOOLS)).length + 1); // + the completer
     for (const fn of functions) {
       expect(fn.Properties).toMatchObject({
-        Runtime: 'nodejs22.x',
+        Runtime: 'nodejs24.x',
         Architectures: ['arm64'],
         Environment: {
           Variables: expect.objectContaining({

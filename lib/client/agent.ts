@@ -1,0 +1,108 @@
+import type { ToolDescription } from '../tools/catalog';
+import { GaveUpError, ToolCallError } from './errors';
+import { isValidKey, keyForToolCall } from './keys';
+import type { AnswerErrorCode, CallOptions, Completed, JsonObject } from './types';
+
+const IDEMPOTENCY_KEY_FIELD = 'idempotency_key';
+
+/**
+ * What a tool call answers the model: the receipt, or an error it can act on — fix the arguments
+ * (`invalid_args`), pick another object (`not_found`), or, after `gave_up`, call again later with the
+ * `key` the answer names. Never an exception for what the server decided.
+ */
+export type AgentAnswer<R = JsonObject> =
+  | Completed<R>
+  | {
+      readonly ok: false;
+      /** The intent's key: pass it as `idempotency_key` to retry this intent rather than start another. */
+      readonly key: string;
+      readonly error: { readonly code: AnswerErrorCode | 'gave_up'; readonly message: string };
+    };
+
+/** What the adapters need of a client: its untyped `call`. Any `RetrysafeClient` is one. */
+export interface ToolCaller {
+  call(tool: string, args: JsonObject, options: CallOptions): Promise<Completed>;
+}
+
+/** A model's tool call, whatever the framework calls its parts. */
+export interface ModelToolCall {
+  /** The tool's name. */
+  readonly tool: string;
+  /** The arguments the model produced: an object, or the JSON text of one (OpenAI sends text). */
+  readonly input: unknown;
+  /** The framework's id of this tool call: the intent's key unless the model passed `idempotency_key`. */
+  readonly toolCallId: string;
+  readonly signal?: AbortSignal;
+}
+
+function refusal(key: string, code: AnswerErrorCode, message: string): AgentAnswer<never> {
+  return { ok: false, key, error: { code, message } };
+}
+
+/**
+ * Runs a model's tool call through the client and answers what the model should see. The intent's key
+ * is the `idempotency_key` the model passed — so a model told `gave_up` can resume the same intent —
+ * else the one derived from the tool-call id, so a framework that runs the same tool call twice
+ * (a retried step, a resumed stream) causes one effect. Errors the server decided become answers; a
+ * broken client setup (`UnexpectedAnswerError`, a bad token getter) is thrown.
+ */
+export async function answerToolCall(client: ToolCaller, call: ModelToolCall): Promise<AgentAnswer> {
+  const fallbackKey = await keyForToolCall(call.toolCallId);
+  let input = call.input;
+  if (typeof input === 'string') {
+    try {
+      input = JSON.parse(input === '' ? '{}' : input);
+    } catch {
+      return refusal(fallbackKey, 'invalid_args', 'arguments: not valid JSON');
+    }
+  }
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    return refusal(fallbackKey, 'invalid_args', 'arguments: expected a JSON object');
+  }
+  const { [IDEMPOTENCY_KEY_FIELD]: modelKey, ...args } = input as JsonObject;
+  if (modelKey !== undefined && !isValidKey(modelKey)) {
+    return refusal(fallbackKey, 'invalid_args', `${IDEMPOTENCY_KEY_FIELD}: must be 1-255 printable ASCII characters`);
+  }
+  const key = isValidKey(modelKey) ? modelKey : fallbackKey;
+  try {
+    return await client.call(call.tool, args, { key, signal: call.signal });
+  } catch (error) {
+    if (error instanceof ToolCallError) return refusal(key, error.code, error.detail);
+    if (error instanceof GaveUpError) {
+      return {
+        ok: false,
+        key,
+        error: {
+          code: 'gave_up',
+          message: `No final answer yet (last: ${error.last}); the call may still complete. Call ${call.tool} again with idempotency_key "${key}" and the same arguments: it will not run twice.`,
+        },
+      };
+    }
+    throw error;
+  }
+}
+
+/**
+ * A tool's input schema as a model should see it: the listed JSON Schema with `idempotency_key`
+ * optional, because the adapter derives the key from the tool-call id, and a model asked to invent
+ * keys mints a new one on every retry. The model passes one only to resume an intent an earlier
+ * answer named. `$schema` is left out: some providers refuse a dialect line in a tool's parameters.
+ */
+export function modelInputSchema(tool: ToolDescription): JsonObject {
+  const { $schema: _dialect, required, properties, ...rest } = tool.input_schema;
+  const fields = (properties ?? {}) as Record<string, JsonObject>;
+  return {
+    ...rest,
+    properties: {
+      ...fields,
+      [IDEMPOTENCY_KEY_FIELD]: {
+        ...fields[IDEMPOTENCY_KEY_FIELD],
+        description:
+          'Leave out: the key is derived from this tool call. Only to resume a call whose answer said gave_up, pass the key that answer named.',
+      },
+    },
+    required: (Array.isArray(required) ? required : []).filter(function notTheKey(field) {
+      return field !== IDEMPOTENCY_KEY_FIELD;
+    }),
+  };
+}

@@ -1,0 +1,25 @@
+// The agent client's public surface: what `retrysafe/client` exports. The adapters sit behind their own
+// subpaths (`retrysafe/client/openai`, `/anthropic`, `/ai-sdk`), so a caller loads only the one it uses.
+// Nothing here loads the server's code: its types are imported as types.
+
+export type { ToolDescription } from '../tools/catalog';
+export { type AgentAnswer, answerToolCall, type ModelToolCall, modelInputSchema, type ToolCaller } from './agent';
+export { RetrysafeClient } from './client';
+export { CLIENT_DEFAULTS } from './defaults';
+export { GaveUpError, type LastOutcome, RetrysafeClientError, ToolCallError, UnexpectedAnswerError } from './errors';
+export { isValidKey, keyForToolCall, mintKey } from './keys';
+export type { RetrysafeTools, ToolTypesOf } from './tools';
+export type {
+  AnswerErrorCode,
+  CallOptions,
+  Completed,
+  FetchLike,
+  JsonObject,
+  Operation,
+  ReadOptions,
+  RetryOptions,
+  RetrysafeClientOptions,
+  ToolMap,
+  ToolTypes,
+  UntypedTools,
+} from './types';

@@ -1,0 +1,261 @@
+import { generateText, jsonSchema, stepCountIs } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
+import { type AgentAnswer, RetrysafeClient, type ToolDescription } from '../../lib/client';
+import { aiSdkTools } from '../../lib/client/ai-sdk';
+import { anthropicTools, runAnthropicToolUse } from '../../lib/client/anthropic';
+import {
+  openAiChatTools,
+  openAiResponsesTools,
+  runOpenAiChatToolCall,
+  runOpenAiFunctionCall,
+} from '../../lib/client/openai';
+import type { Invoice } from '../../lib/domain/invoices';
+import { startTestApi, type TestApi } from '../helpers/api';
+import { type LossyProxy, loseFirstAnswersPerKey, startLossyProxy } from '../helpers/lossy-proxy';
+import { newTenant } from '../helpers/world';
+
+let api: TestApi;
+let proxy: LossyProxy;
+let listing: ToolDescription[];
+beforeAll(async () => {
+  api = await startTestApi();
+  // Every intent's first answer is lost: each adapter's call is retried, so its key must be stable.
+  proxy = await startLossyProxy(api.url, loseFirstAnswersPerKey(1));
+  listing = await new RetrysafeClient({ baseUrl: api.url, token: await api.token(newTenant()) }).listTools();
+});
+afterAll(async () => {
+  await proxy.close();
+  await api.close();
+});
+
+async function clientFor(tenant: string) {
+  return new RetrysafeClient({
+    baseUrl: proxy.url,
+    token: await api.token(tenant),
+    retry: { baseDelayMs: 10, maxDelayMs: 50 },
+  });
+}
+
+async function seedInvoice(tenant: string): Promise<Invoice> {
+  const invoice = {
+    tenant,
+    invoice_id: `inv_${Math.random().toString(36).slice(2, 10)}`,
+    customer: 'cus_ada',
+    amount: 4_200,
+    currency: 'usd',
+    created_at: new Date().toISOString(),
+  };
+  await api.services.invoices.create(invoice);
+  return invoice;
+}
+
+function requestsWithKey(key: string) {
+  return proxy.requests.filter(
+    (request) => request.method === 'POST' && JSON.parse(request.body).idempotency_key === key,
+  );
+}
+
+describe('tool formats from GET /tools', () => {
+  it('lists every write for OpenAI (both APIs) and Anthropic, with idempotency_key optional and no dialect line', () => {
+    const chat = openAiChatTools(listing);
+    const responses = openAiResponsesTools(listing);
+    const anthropic = anthropicTools(listing);
+
+    for (const [i, tool] of listing.entries()) {
+      const required = (tool.input_schema.required as string[]).filter((field) => field !== 'idempotency_key');
+      const expected = expect.objectContaining({
+        type: 'object',
+        required,
+        properties: expect.objectContaining({ idempotency_key: expect.objectContaining({ type: 'string' }) }),
+      });
+      expect(chat[i]).toEqual({
+        type: 'function',
+        function: { name: tool.name, description: tool.description, parameters: expected },
+      });
+      expect(responses[i]).toEqual({
+        type: 'function',
+        name: tool.name,
+        description: tool.description,
+        parameters: expected,
+        strict: false,
+      });
+      expect(anthropic[i]).toEqual({ name: tool.name, description: tool.description, input_schema: expected });
+      expect(anthropic[i]!.input_schema).not.toHaveProperty('$schema');
+    }
+    expect(listing.map((tool) => tool.name)).toEqual(
+      expect.arrayContaining(['create_invoice', 'refund', 'create_ticket', 'close_ticket', 'send_email']),
+    );
+  });
+});
+
+describe('running a model tool call through the client', () => {
+  it('runs an OpenAI Chat Completions tool call once per tool_call.id, whatever the retries', async () => {
+    // Prepare
+    const tenant = newTenant();
+    const client = await clientFor(tenant);
+    const toolCall = {
+      id: 'call_chat_1',
+      type: 'function' as const,
+      function: { name: 'create_invoice', arguments: '{"customer":"cus_ada","amount":4200}' },
+    };
+
+    // Act: the framework runs the same tool call twice
+    const first = await runOpenAiChatToolCall(client, toolCall);
+    const again = await runOpenAiChatToolCall(client, toolCall);
+
+    // Assess
+    expect(first.message).toEqual({ role: 'tool', tool_call_id: 'call_chat_1', content: JSON.stringify(first.answer) });
+    expect(first.answer).toMatchObject({ ok: true, idempotent: true, key: 'call_chat_1' });
+    expect(again.answer).toEqual(first.answer);
+    expect(requestsWithKey('call_chat_1')).toHaveLength(3); // lost, replayed, replayed
+    expect(await api.services.invoices.list(tenant)).toHaveLength(1);
+  });
+
+  it('runs an OpenAI Responses function call with its call_id as the key', async () => {
+    const tenant = newTenant();
+    const client = await clientFor(tenant);
+
+    const { item, answer } = await runOpenAiFunctionCall(client, {
+      type: 'function_call',
+      call_id: 'call_resp_1',
+      name: 'create_ticket',
+      arguments: '{"title":"Printer on fire"}',
+    });
+
+    expect(item).toEqual({ type: 'function_call_output', call_id: 'call_resp_1', output: JSON.stringify(answer) });
+    expect(answer).toMatchObject({
+      ok: true,
+      key: 'call_resp_1',
+      receipt: { title: 'Printer on fire', status: 'open' },
+    });
+  });
+
+  it('refunds once for an Anthropic tool_use run twice, and answers a refusal as is_error without retrying', async () => {
+    // Prepare
+    const tenant = newTenant();
+    const invoice = await seedInvoice(tenant);
+    const client = await clientFor(tenant);
+    const toolUse = {
+      type: 'tool_use' as const,
+      id: 'toolu_01refund',
+      name: 'refund',
+      input: { invoice_id: invoice.invoice_id, amount: 4_200 },
+    };
+
+    // Act
+    const first = await runAnthropicToolUse(client, toolUse);
+    const again = await runAnthropicToolUse(client, toolUse);
+    const wrong = await runAnthropicToolUse(client, {
+      ...toolUse,
+      id: 'toolu_02wrong',
+      input: { invoice_id: invoice.invoice_id, amount: 1 },
+    });
+
+    // Assess
+    const movements = await api.services.provider.movements(tenant);
+    expect(movements).toHaveLength(1);
+    expect(first.block).toEqual({
+      type: 'tool_result',
+      tool_use_id: 'toolu_01refund',
+      content: JSON.stringify(first.answer),
+      is_error: false,
+    });
+    expect(first.answer).toMatchObject({ ok: true, receipt: { refund_id: movements[0]!.movement_id } });
+    expect(again.answer).toEqual(first.answer);
+    expect(wrong.block.is_error).toBe(true);
+    expect(wrong.answer).toEqual({
+      ok: false,
+      key: 'toolu_02wrong',
+      error: { code: 'invalid_args', message: expect.stringMatching(/^amount: /) },
+    });
+    // its first answer was lost like every intent's; the refusal that followed was not retried
+    expect(requestsWithKey('toolu_02wrong').map((request) => request.lost)).toEqual(['close', false]);
+  });
+
+  it("uses the model's idempotency_key to resume an intent, and refuses arguments that are not JSON without sending them", async () => {
+    // Prepare: an intent the model was told about under key resume-1
+    const tenant = newTenant();
+    const client = await clientFor(tenant);
+    const earlier = await client.call('create_invoice', { customer: 'cus_ada', amount: 4_200 }, { key: 'resume-1' });
+    const sentBefore = proxy.requests.length;
+
+    // Act: a new tool call (new id) that names the earlier key; then a tool call with broken JSON
+    const resumed = await runOpenAiChatToolCall(client, {
+      id: 'call_new_turn',
+      function: {
+        name: 'create_invoice',
+        arguments: '{"customer":"cus_ada","amount":4200,"idempotency_key":"resume-1"}',
+      },
+    });
+    const sentForResume = proxy.requests.length - sentBefore;
+    const broken = await runOpenAiChatToolCall(client, {
+      id: 'call_broken',
+      function: { name: 'create_invoice', arguments: '{"customer":' },
+    });
+
+    // Assess
+    expect(resumed.answer).toEqual({ ...earlier, idempotent: true });
+    expect(sentForResume).toBe(1);
+    expect(broken.answer).toEqual({
+      ok: false,
+      key: 'call_broken',
+      error: { code: 'invalid_args', message: 'arguments: not valid JSON' },
+    });
+    expect(proxy.requests.length - sentBefore).toBe(1);
+    expect(await api.services.invoices.list(tenant)).toHaveLength(1);
+  });
+});
+
+describe('Vercel AI SDK tools', () => {
+  it('runs a tool call that generateText executes twice with the same toolCallId once', async () => {
+    // Prepare: a mock model that asks for the same refund twice under one toolCallId (a replayed
+    // step), then answers in text
+    const tenant = newTenant();
+    const invoice = await seedInvoice(tenant);
+    const client = await clientFor(tenant);
+    const tools = aiSdkTools(client, listing, { jsonSchema });
+    const refundCall = {
+      type: 'tool-call' as const,
+      toolCallId: 'call-ai-1',
+      toolName: 'refund',
+      input: JSON.stringify({ invoice_id: invoice.invoice_id, amount: 4_200 }),
+    };
+    const usage = {
+      inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+      outputTokens: { total: 1, text: 1, reasoning: 0 },
+    };
+    const toolStep = {
+      content: [refundCall],
+      finishReason: { unified: 'tool-calls' as const, raw: undefined },
+      usage,
+      warnings: [],
+    };
+    const model = new MockLanguageModelV3({
+      doGenerate: [
+        toolStep,
+        toolStep,
+        {
+          content: [{ type: 'text', text: 'Refunded.' }],
+          finishReason: { unified: 'stop', raw: undefined },
+          usage,
+          warnings: [],
+        },
+      ],
+    });
+
+    // Act
+    const result = await generateText({ model, tools, prompt: 'Refund the invoice.', stopWhen: stepCountIs(5) });
+
+    // Assess: two tool results with the same receipt, one movement of money
+    const outputs = result.steps.flatMap((step) =>
+      step.toolResults.map((toolResult) => toolResult.output as AgentAnswer),
+    );
+    const movements = await api.services.provider.movements(tenant);
+    expect(result.text).toBe('Refunded.');
+    expect(outputs).toHaveLength(2);
+    expect(outputs[0]).toMatchObject({ ok: true, key: 'call-ai-1', receipt: { refund_id: movements[0]!.movement_id } });
+    expect(outputs[1]).toEqual({ ...outputs[0], idempotent: true });
+    expect(movements).toHaveLength(1);
+    expect(requestsWithKey('call-ai-1').map((request) => request.lost)).toEqual(['close', false, false]);
+  });
+});

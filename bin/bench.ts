@@ -4,14 +4,15 @@
  *   npm run bench
  *
  * Prints, for each kind of call, the requests it sends (by command), the write units it consumed on the
- * idempotency table (its `by-tenant` index included) and on the domain tables, and its median latency;
+ * idempotency table and on the domain tables, and its median latency;
  * and the ratio of a replay's latency to a first execution's. Request counts and capacity units are
  * exact (`ReturnConsumedCapacity` works on DynamoDB Local); absolute latencies are not AWS latencies.
  * A refused conditional write consumes a write unit on AWS too, but its error carries no capacity: such
  * writes are counted as requests only.
  */
 import { randomUUID } from 'node:crypto';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { eraseTenant } from '../lib/admin/erase-tenant';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
 import { applyLocalDefaults } from '../lib/local/local-env';
 import { createServices } from '../lib/services';
@@ -53,6 +54,20 @@ function meter(client: DynamoDBClient): Meter {
     { step: 'initialize', name: 'benchMeter' },
   );
   return counts;
+}
+
+/** How many items the idempotency table holds (a consistent count, for the erase figure). */
+async function countRecords(client: DynamoDBClient): Promise<number> {
+  let count = 0;
+  let startKey: Record<string, AttributeValue> | undefined;
+  do {
+    const page = await client.send(
+      new ScanCommand({ TableName: tableName('idempotency'), Select: 'COUNT', ExclusiveStartKey: startKey }),
+    );
+    count += page.Count ?? 0;
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
+  return count;
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
@@ -131,6 +146,15 @@ async function main(): Promise<void> {
     }
     const first = median(samples.get(kinds[0]!)!.ms);
     console.log(`  replay / first execution latency: ${(median(samples.get(kinds[1]!)!.ms) / first).toFixed(2)}`);
+
+    // What a tenant erase costs instead of a tenant index: one Scan of the idempotency table.
+    const records = await countRecords(services.client);
+    const erase = await eraseTenant(services.client, { tenant: 'bench-nobody', dryRun: true });
+    const readUnits = erase.tables.idempotency?.readUnits ?? 0;
+    console.log(
+      `tenant erase: a Scan of ${records} idempotency records read ${readUnits.toFixed(1)} read units ` +
+        `(${((readUnits / Math.max(1, records)) * 1000).toFixed(1)} per 1,000 records); a tenant index would cost 1 write unit on every claim`,
+    );
   } finally {
     services.client.destroy();
     await local?.stop();

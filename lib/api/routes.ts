@@ -20,8 +20,11 @@ export interface RouteDefinition<E extends string = string> {
 
 /** What one entry point's code sends to DynamoDB: its idempotency-table access and its domain tables' actions. */
 export interface FunctionAccess {
-  /** `claims`: what the idempotency runtime needs to claim, read, complete and release; `read`: GetItem. */
-  readonly idempotencyTable?: 'claims' | 'read';
+  /**
+   * `claims`: what the idempotency runtime needs to claim, read, complete and release; `read`: GetItem;
+   * `erase`: Scan and DeleteItem (tenant erase).
+   */
+  readonly idempotencyTable?: 'claims' | 'read' | 'erase';
   readonly tables?: TableAccess;
 }
 
@@ -95,7 +98,20 @@ export function entriesFor<T extends AnyToolModule>(
  * The entry points no route reaches: scheduled jobs. The completer finishes abandoned calls of every
  * tool, so it needs their access, and the idempotency table's stream.
  */
-export const JOB_ENTRIES = ['complete'] as const;
+export const JOB_ENTRIES = ['complete', 'erase'] as const;
+
+/**
+ * Tenant erase (an operator invokes it directly): it scans the idempotency table for the tenant's
+ * records and deletes them, and queries and deletes the tenant's items in the erasable domain tables.
+ */
+export const ERASE_ACCESS = {
+  idempotencyTable: 'erase',
+  tables: {
+    invoices: ['dynamodb:DeleteItem', 'dynamodb:Query'],
+    tickets: ['dynamodb:DeleteItem', 'dynamodb:Query'],
+    outbox: ['dynamodb:DeleteItem', 'dynamodb:Query'],
+  },
+} as const satisfies FunctionAccess;
 
 /** The completer's access: the idempotency table (claims and its stream) and every tool's tables. */
 export function completerAccess(tools: readonly AnyToolModule[]): FunctionAccess {

@@ -48,6 +48,9 @@ export function bundleBudgetOf(entry: string): number {
 /** The completer: how often it sweeps, and how long one sweep may take. */
 export const COMPLETER_DEFAULTS = { everyMinutes: 1, timeoutSeconds: 60 } as const;
 
+/** Tenant erase: one invocation scans the idempotency table; a timed-out run is resumed by running it again. */
+export const ERASE_DEFAULTS = { timeoutSeconds: 300 } as const;
+
 /** API Gateway stage throttling: a steady rate and a burst, per account-region for this stage. */
 export const STAGE_THROTTLE = { rateLimit: 100, burstLimit: 200 } as const;
 

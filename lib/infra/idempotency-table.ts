@@ -18,7 +18,7 @@ export const CLAIM_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:
 
 /**
  * The idempotency table: the table from the shared definition (`id` partition key, TTL on
- * `expiration`, `by-tenant` index), on demand, with point-in-time recovery and encryption at rest,
+ * `expiration`, a stream for the completer), on demand, with point-in-time recovery and encryption at rest,
  * retained by default. Usable on its own by anyone wrapping their own tools.
  */
 export class IdempotencyTable extends Construct {
@@ -46,6 +46,15 @@ export class IdempotencyTable extends Construct {
       grantee,
       actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'],
       resourceArns: [this.table.tableStreamArn!],
+    });
+  }
+
+  /** Lets `grantee` find records by scanning and delete them (tenant erase). */
+  grantErase(grantee: iam.IGrantable): iam.Grant {
+    return iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['dynamodb:DeleteItem', 'dynamodb:Scan'],
+      resourceArns: [this.table.tableArn],
     });
   }
 

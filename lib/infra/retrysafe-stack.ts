@@ -17,6 +17,7 @@ import {
   completerAccess,
   DEFAULT_ROUTE_ENTRY,
   type EntryName,
+  ERASE_ACCESS,
   entriesFor,
   type FunctionAccess,
   INVOCATION_TIMEOUT_SECONDS,
@@ -29,6 +30,7 @@ import {
   ACCESS_LOG_RETENTION_DAYS,
   BUNDLING,
   COMPLETER_DEFAULTS,
+  ERASE_DEFAULTS,
   FUNCTION_DEFAULTS,
   JWT_DEFAULTS,
   STAGE_THROTTLE,
@@ -92,6 +94,8 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
   public readonly api: apigw.HttpApi;
   /** The scheduled completer (not routed). */
   public readonly completer: NodejsFunction;
+  /** Tenant erase, invoked directly by operators (not routed). */
+  public readonly eraser: NodejsFunction;
 
   constructor(scope: Construct, id: string, props: RetrysafeStackProps<T> = {}) {
     super(scope, id, props);
@@ -149,6 +153,13 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     );
     this.#grant(this.completer, completerAccess(tools));
     this.idempotencyTable.grantStreamRead(this.completer);
+    // Tenant erase: invoked directly by an operator (no route, no schedule), on the same library function
+    // as `npm run erase`.
+    this.eraser = this.#function('erase', entryFile('erase' as EntryName<T>), environment, {
+      timeoutSeconds: ERASE_DEFAULTS.timeoutSeconds,
+    });
+    this.#grant(this.eraser, ERASE_ACCESS);
+
     new events.Rule(this, 'CompleterSchedule', {
       description: 'retrysafe: finish abandoned calls',
       schedule: events.Schedule.rate(Duration.minutes(COMPLETER_DEFAULTS.everyMinutes)),
@@ -176,6 +187,7 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
   #grant(fn: NodejsFunction, access: FunctionAccess): void {
     if (access.idempotencyTable === 'claims') this.idempotencyTable.grantClaims(fn);
     if (access.idempotencyTable === 'read') this.idempotencyTable.grantRead(fn);
+    if (access.idempotencyTable === 'erase') this.idempotencyTable.grantErase(fn);
     for (const [table, actions] of Object.entries(access.tables ?? {}) as Array<[DomainTableId, string[]]>) {
       this.tables[table].grant(fn, ...actions);
     }

@@ -51,7 +51,7 @@ export const IDEMPOTENCY_ATTRIBUTES = {
   data: 'data',
   /** Hash of the argument fingerprint: same key + other fingerprint is a conflict. */
   validation: 'validation',
-  /** Tenant of the caller: lets one tenant's records be found (index below) and erased. */
+  /** Tenant of the caller: lets one tenant's records be found and erased (a filtered Scan, no index). */
   tenant: 'tenant',
   /** Tool name, also the record key's prefix. */
   tool: 'tool',
@@ -65,9 +65,6 @@ export const IDEMPOTENCY_ATTRIBUTES = {
   downstreamKey: 'downstream_key',
 } as const;
 
-/** The keys-only index that finds one tenant's idempotency records (tenant erase). */
-export const TENANT_INDEX_NAME = 'by-tenant';
-
 export const TABLES = {
   idempotency: {
     envVar: 'IDEMPOTENCY_TABLE',
@@ -76,14 +73,6 @@ export const TABLES = {
     ttlAttribute: IDEMPOTENCY_ATTRIBUTES.expiry,
     // The completer reads it to find claims that never got a result: no index write on any call.
     stream: 'NEW_IMAGE',
-    globalSecondaryIndexes: [
-      {
-        indexName: TENANT_INDEX_NAME,
-        partitionKey: { name: IDEMPOTENCY_ATTRIBUTES.tenant, type: 'S' },
-        sortKey: { name: IDEMPOTENCY_ATTRIBUTES.tool, type: 'S' },
-        projection: 'KEYS_ONLY',
-      },
-    ],
   },
   invoices: {
     envVar: 'INVOICES_TABLE',

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import type { Invoice } from '../../lib/domain/invoices';
 import type { Identity, InvocationDeadline } from '../../lib/idempotency/types';
 import type { Movement } from '../../lib/payments/provider';
 import { createServices } from '../../lib/services';
-import { TENANT_INDEX_NAME, tableName } from '../../lib/store/tables';
+import { tableName } from '../../lib/store/tables';
 import { TOOLS } from '../../lib/tools/registry';
 import { createToolRuntime } from '../../lib/tools/tool-runtime';
 
@@ -51,17 +51,22 @@ export function createWorld() {
     return services.provider.movements(tenant);
   }
 
-  /** The tenant's idempotency records, through the `by-tenant` index (keys only). */
-  async function idempotencyRecordKeys(tenant: string): Promise<Array<{ id: string; tool: string }>> {
-    const page = await documents.send(
-      new QueryCommand({
+  /** The tenant's idempotency records (a consistent, filtered Scan: the table has no tenant index). */
+  async function idempotencyRecordKeys(tenant: string): Promise<Array<{ id: string; tenant: string; tool: string }>> {
+    const items: Array<{ id: string; tenant: string; tool: string }> = [];
+    const pages = paginateScan(
+      { client: documents },
+      {
         TableName: tableName('idempotency'),
-        IndexName: TENANT_INDEX_NAME,
-        KeyConditionExpression: 'tenant = :tenant',
+        FilterExpression: 'tenant = :tenant',
+        ProjectionExpression: 'id, tenant, tool',
         ExpressionAttributeValues: { ':tenant': tenant },
-      }),
+        ConsistentRead: true,
+      },
     );
-    return (page.Items ?? []) as Array<{ id: string; tool: string }>;
+    for await (const page of pages)
+      items.push(...((page.Items ?? []) as Array<{ id: string; tenant: string; tool: string }>));
+    return items;
   }
 
   return {

@@ -1,19 +1,22 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { App, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { type EntryName, entriesFor } from '../../lib/api/routes';
 import { bundleBudgetOf } from '../../lib/infra/defaults';
 import { CLAIM_ACTIONS } from '../../lib/infra/idempotency-table';
 import { RetrysafeStack } from '../../lib/infra/retrysafe-stack';
-import type { TableId } from '../../lib/store/tables';
+import { TABLES, type TableId, tableName } from '../../lib/store/tables';
 import { TOOLS } from '../../lib/tools/registry';
 import type { AnyToolModule } from '../../lib/tools/tool-module';
 import { FIXTURE_ENTRY_DIR, TOOLS_WITH_FIXTURE } from '../fixtures/registry';
 import { ACCESS_EXERCISES } from '../helpers/access-exercises';
 import { type ObservedAccess, observeAccess } from '../helpers/observed-access';
+import { createWorld, deadline, newTenant } from '../helpers/world';
 
 // biome-ignore lint/suspicious/noExplicitAny: CloudFormation properties are asserted structurally
 type Resources = Record<string, { Type: string; Properties: Record<string, any>; DeletionPolicy?: string }>;
@@ -54,7 +57,7 @@ function statementsOf(
   of: RetrysafeStack<AnyToolModule> = stack,
   ofResources: Resources = resources,
 ): Array<{ actions: string[]; resources: string[] }> {
-  const functions = { ...of.functions, complete: of.completer } as Record<string, { role?: unknown }>;
+  const functions = { ...of.functions, complete: of.completer, erase: of.eraser } as Record<string, { role?: unknown }>;
   const role = functions[functionName]!.role as {
     node: { defaultChild?: unknown };
   };
@@ -108,7 +111,7 @@ function expectGrantsMatchObserved(granted: Partial<Record<TableId, string[]>>, 
 }
 
 describe('the idempotency table', () => {
-  it('keys records by a hash-spread id, with TTL on expiration, PITR, encryption, on demand, retained', () => {
+  it('keys records by a hash-spread id, with TTL on expiration, PITR, encryption, on demand, retained, no index', () => {
     template.hasResource('AWS::DynamoDB::Table', {
       DeletionPolicy: 'Retain',
       Properties: Match.objectLike({
@@ -117,16 +120,8 @@ describe('the idempotency table', () => {
         PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
         BillingMode: 'PAY_PER_REQUEST',
         SSESpecification: { SSEEnabled: true },
-        GlobalSecondaryIndexes: [
-          Match.objectLike({
-            IndexName: 'by-tenant',
-            KeySchema: [
-              { AttributeName: 'tenant', KeyType: 'HASH' },
-              { AttributeName: 'tool', KeyType: 'RANGE' },
-            ],
-            Projection: { ProjectionType: 'KEYS_ONLY' },
-          }),
-        ],
+        // No index: a claim costs 2 write units, not 3 (tenant erase scans instead, a few times a year).
+        GlobalSecondaryIndexes: Match.absent(),
       }),
     });
   });
@@ -156,7 +151,7 @@ describe('the functions', () => {
   it('runs every function on Node.js 24 (the current LTS runtime), arm64, with the table names and the tenant claim', () => {
     const functions = Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::Function');
 
-    expect(functions).toHaveLength(Object.keys(entriesFor(TOOLS)).length + 1); // + the completer
+    expect(functions).toHaveLength(Object.keys(entriesFor(TOOLS)).length + 2); // + the completer and erase
     for (const fn of functions) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs24.x',
@@ -248,6 +243,56 @@ describe('the completer', () => {
     expect(JSON.stringify(integrations)).not.toContain(logicalId(stack.completer));
   });
 });
+
+describe('tenant erase', () => {
+  it('may send exactly what an erase sends on DynamoDB Local, and nothing reaches it over the API', async () => {
+    const world = createWorld();
+    const tenant = newTenant('erase-grants');
+    const invoice = await world.seedInvoice(tenant);
+    await world.runtime.invoke(
+      world.refund,
+      { tenant, user: 'ada' },
+      { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount },
+      deadline(),
+    );
+    await world.tickets.create({ tenant, ticket_key: 'tck_1', title: 't', status: 'open', created_at: 'now' });
+    await world.outbox.create({
+      tenant,
+      message_id: 'msg_1',
+      to: 'a@example.com',
+      subject: 's',
+      body: 'b',
+      status: 'queued',
+      queued_at: 'now',
+    });
+    const sent = recordAccess(world.client);
+
+    await eraseTenant(world.client, { tenant, includeDomain: true });
+    world.destroy();
+
+    expect(dynamoAccessOf('erase')).toEqual(sent);
+    const integrations = Object.values(resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Integration');
+    expect(JSON.stringify(integrations)).not.toContain(logicalId(stack.eraser));
+  });
+});
+
+/** The DynamoDB actions a client sends from now on, per table id, each list sorted. */
+function recordAccess(client: DynamoDBClient): Partial<Record<TableId, string[]>> {
+  const sent: Partial<Record<TableId, string[]>> = {};
+  const ids = new Map((Object.keys(TABLES) as TableId[]).map((id) => [tableName(id), id]));
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const table = ids.get((args.input as { TableName?: string }).TableName ?? '');
+      if (table && context.commandName) {
+        const action = `dynamodb:${context.commandName.replace(/Command$/, '')}`;
+        sent[table] = [...new Set([...(sent[table] ?? []), action])].sort();
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'recordAccess' },
+  );
+  return sent;
+}
 
 describe('the HTTP API', () => {
   it('puts the JWT authorizer (issuer, audience) on every route but GET /health and MCP, $default included', () => {

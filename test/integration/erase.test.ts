@@ -1,5 +1,6 @@
-import { eraseTenantRecords } from '../../lib/admin/erase-tenant';
-import { tableName } from '../../lib/store/tables';
+import { ScanCommand } from '@aws-sdk/client-dynamodb';
+import { eraseTenant } from '../../lib/admin/erase-tenant';
+import { type TableId, tableName } from '../../lib/store/tables';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, newTenant, type World } from '../helpers/world';
 
@@ -9,47 +10,121 @@ beforeAll(() => {
 });
 afterAll(() => world.destroy());
 
-describe('eraseTenantRecords', () => {
-  it("deletes every record of one tenant, across users and tools, and nobody else's", async () => {
-    const tenant = newTenant();
-    const other = identity();
-    const note = noteTool('send_note');
-    const reminder = noteTool('send_reminder');
-    for (let i = 0; i < 30; i++) {
-      await world.runtime.invoke(
-        note.tool,
-        identity(tenant, `user${i % 3}`),
-        { idempotency_key: `k${i}`, text: 'hi' },
-        deadline(),
-      );
-    }
-    await world.runtime.invoke(reminder.tool, identity(tenant), { idempotency_key: 'k1', text: 'hi' }, deadline());
-    await world.runtime.invoke(note.tool, other, { idempotency_key: 'k1', text: 'hi' }, deadline());
+/** Every item of one tenant in every table, as DynamoDB returns it (attribute values untouched). */
+async function itemsOf(tenant: string): Promise<Record<string, unknown[]>> {
+  const tables: TableId[] = ['idempotency', 'invoices', 'tickets', 'outbox', 'ledger'];
+  const found: Record<string, unknown[]> = {};
+  for (const id of tables) {
+    const { Items = [] } = await world.client.send(
+      new ScanCommand({
+        TableName: tableName(id),
+        FilterExpression: 'tenant = :tenant',
+        ExpressionAttributeValues: { ':tenant': { S: tenant } },
+        ConsistentRead: true,
+      }),
+    );
+    found[id] = Items.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+  }
+  return found;
+}
 
-    const report = await eraseTenantRecords(world.client, tableName('idempotency'), tenant);
+/** A tenant with records of every kind: idempotency records of two users, an invoice refunded, a ticket, an email. */
+async function populate(tenant: string): Promise<void> {
+  const caller = identity(tenant, 'ada');
+  const invoice = await world.runtime.invoke(
+    world.tools.create_invoice!,
+    caller,
+    { idempotency_key: 'i1', customer: 'c', amount: 300 },
+    deadline(),
+  );
+  const invoiceId = invoice.ok ? (invoice.receipt.invoice_id as string) : '';
+  await world.runtime.invoke(
+    world.refund,
+    identity(tenant, 'bob'),
+    { idempotency_key: 'r1', invoice_id: invoiceId, amount: 300 },
+    deadline(),
+  );
+  await world.runtime.invoke(
+    world.tools.create_ticket!,
+    caller,
+    { idempotency_key: 't1', title: 'broken' },
+    deadline(),
+  );
+  await world.runtime.invoke(
+    world.tools.send_email!,
+    caller,
+    { idempotency_key: 'e1', to: 'ada@example.com', subject: 's', body: 'personal words' },
+    deadline(),
+  );
+}
 
-    expect(report).toEqual({ deleted: 31, inFlight: 0 });
-    expect(await world.idempotencyRecordKeys(tenant)).toEqual([]);
-    expect(await world.idempotencyRecordKeys(other.tenant)).toHaveLength(1);
+describe('eraseTenant', () => {
+  it("erases one tenant's records and, with includeDomain, its invoices, tickets and emails — the other tenant's stay byte for byte", async () => {
+    const tenant = newTenant('erase');
+    const other = newTenant('keep');
+    await populate(tenant);
+    await populate(other);
+    const otherBefore = await itemsOf(other);
+
+    const report = await eraseTenant(world.client, { tenant, includeDomain: true });
+    const after = await itemsOf(tenant);
+
+    expect(report.tables).toMatchObject({
+      idempotency: { found: 6, deleted: 6, inFlight: 0 }, // 4 calls + the intents of create_ticket and send_email
+      invoices: { found: 1, deleted: 1 },
+      tickets: { found: 1, deleted: 1 },
+      outbox: { found: 1, deleted: 1 },
+    });
+    expect(report.kept).toEqual({ ledger: expect.stringMatching(/money movements are kept/) });
+    expect(after).toMatchObject({ idempotency: [], invoices: [], tickets: [], outbox: [] });
+    expect(after.ledger).toHaveLength(1); // the money movement is kept, and said so
+    expect(await itemsOf(other)).toEqual(otherBefore);
   });
 
-  it('leaves a record whose call is still running, and that call cannot re-create what was erased', async () => {
+  it('only counts on a dry run, and a second run erases nothing and says so', async () => {
+    const tenant = newTenant('erase');
+    await populate(tenant);
+    const before = await itemsOf(tenant);
+
+    const dry = await eraseTenant(world.client, { tenant, includeDomain: true, dryRun: true });
+    const unchanged = await itemsOf(tenant);
+    const first = await eraseTenant(world.client, { tenant, includeDomain: true });
+    const second = await eraseTenant(world.client, { tenant, includeDomain: true });
+
+    expect(dry).toMatchObject({
+      dryRun: true,
+      tables: { idempotency: { found: 6, deleted: 0 }, outbox: { found: 1, deleted: 0 } },
+    });
+    expect(unchanged).toEqual(before);
+    expect(first.tables.idempotency).toMatchObject({ found: 6, deleted: 6 });
+    expect(second.tables).toMatchObject({
+      idempotency: { found: 0, deleted: 0 },
+      invoices: { found: 0, deleted: 0 },
+      tickets: { found: 0, deleted: 0 },
+      outbox: { found: 0, deleted: 0 },
+    });
+    expect(second.tables.idempotency!.readUnits).toBeGreaterThan(0); // the Scan is what an erase costs
+  });
+
+  it('skips a record whose call is still running and reports it; that call cannot re-create what was erased', async () => {
     const caller = identity();
     const hold = gate();
+    const started = gate();
     const { tool } = noteTool('send_note', async (args) => {
+      started.open();
       await hold.opened;
       return { receipt: { text: args.text }, replayed: false };
     });
     const running = world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'secret' }, deadline());
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await started.opened;
 
-    const whileRunning = await eraseTenantRecords(world.client, tableName('idempotency'), caller.tenant);
+    const whileRunning = await eraseTenant(world.client, { tenant: caller.tenant });
     hold.open();
     await running;
-    const afterwards = await eraseTenantRecords(world.client, tableName('idempotency'), caller.tenant);
+    const afterwards = await eraseTenant(world.client, { tenant: caller.tenant });
 
-    expect(whileRunning).toEqual({ deleted: 0, inFlight: 1 });
-    expect(afterwards).toEqual({ deleted: 1, inFlight: 0 });
+    expect(whileRunning.tables.idempotency).toMatchObject({ found: 1, deleted: 0, inFlight: 1 });
+    expect(afterwards.tables.idempotency).toMatchObject({ found: 1, deleted: 1, inFlight: 0 });
     expect(await world.idempotencyRecordKeys(caller.tenant)).toEqual([]);
   });
 });

@@ -16,5 +16,6 @@ new RetrysafeStack(app, 'Retrysafe', {
   audience: context('audience'),
   tenantClaim: context('tenantClaim'),
   destroyTablesOnRemoval: context('destroyTables') === 'true',
+  alarmTopicArn: context('alarmTopicArn'),
 });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));

@@ -8,6 +8,7 @@ import { startLocalApi } from '../lib/local/api-server';
 import { DevSigningKey } from '../lib/local/dev-auth';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
 import { applyLocalDefaults } from '../lib/local/local-env';
+import { createSweepMetrics } from '../lib/observability/metrics';
 import { createServices } from '../lib/services';
 import { createStreamsClient } from '../lib/store/client';
 import { createTables } from '../lib/store/create-tables';
@@ -37,6 +38,7 @@ async function main(): Promise<void> {
   // The completer, as the stack runs it every minute: here every COMPLETER_INTERVAL_SECONDS (default 15).
   const streams = createStreamsClient(process.env);
   const completer = createCompleter({ services, runtime, tools: TOOLS, streams });
+  const recordSweep = createSweepMetrics(process.env.POWERTOOLS_SERVICE_NAME || 'retrysafe');
   let sweepInFlight = false;
   const sweeping = setInterval(
     function sweep() {
@@ -46,7 +48,10 @@ async function main(): Promise<void> {
       completer
         .sweep({ getRemainingTimeInMillis: () => end - Date.now() })
         .then((report) => {
-          if (report.abandonedFound > 0) services.logger.info('completer sweep', { ...report });
+          // Locally only sweeps that found something are printed (the stack records every sweep).
+          if (report.abandonedFound === 0) return;
+          recordSweep(report);
+          services.logger.info('completer sweep', { ...report });
         })
         .catch((error: unknown) => services.logger.error('completer sweep failed', { error: error as Error }))
         .finally(() => {

@@ -1,10 +1,12 @@
 import type { Context } from 'aws-lambda';
 import { createCompleter } from '../lib/admin/completer';
+import { createSweepMetrics } from '../lib/observability/metrics';
 import { createStreamsClient } from '../lib/store/client';
 import { TOOLS } from '../lib/tools/registry';
 import { createToolRuntime } from '../lib/tools/tool-runtime';
 import { services } from './shared/process';
 
+const recordSweep = createSweepMetrics(process.env.POWERTOOLS_SERVICE_NAME || 'retrysafe');
 const completer = createCompleter({
   services,
   runtime: createToolRuntime(services),
@@ -16,5 +18,6 @@ const completer = createCompleter({
 export async function handler(_event: unknown, context: Context) {
   const report = await completer.sweep(context);
   services.logger.info('completer sweep', { ...report });
+  recordSweep(report);
   return report;
 }

@@ -1,7 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { ToolResult } from '../idempotency';
-import { IDEMPOTENCY_KEY_FIELD, type InvocationDeadline, type ToolDefinition, type ToolRuntime } from '../idempotency';
+import {
+  IDEMPOTENCY_KEY_FIELD,
+  type InvocationDeadline,
+  outcomeOf,
+  type ToolDefinition,
+  type ToolRuntime,
+} from '../idempotency';
 import type { ToolServices } from '../services';
 import type { ToolHandler, ToolModule } from '../tools/tool-module';
 import { withErrorBoundary } from './boundary';
@@ -11,12 +16,6 @@ import { errorResponse, type HttpResponse, toHttpResponse } from './status';
 /** A client key as it may be logged: a short hash, never the key itself. */
 export function keyHash(key: string): string {
   return createHash('sha256').update(key).digest('hex').slice(0, 16);
-}
-
-/** The outcome of a call, as logs (and metrics) name it: a replay is `replayed`. */
-export function outcomeOf(result: ToolResult): string {
-  if (result.ok) return result.idempotent ? 'replayed' : 'executed';
-  return 'status' in result ? 'pending' : result.error.code;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { isServerError, isThrottlingError, isTransientError } from '@smithy/core/retry';
+import { isServerError, isThrottlingError, isTransientError } from '@smithy/service-error-classification';
 
 /**
  * The closed set of error codes a tool call can end with. The mapping to HTTP lives in one place
@@ -82,7 +82,8 @@ export const INTERNAL_MESSAGE = 'internal error';
 
 /**
  * Worth a retry, not a bug: throttling, timeouts, network failures and 5xx faults of an AWS SDK call,
- * classified by the SDK's own retry classification (`@smithy/core/retry`, what its retry strategy uses).
+ * classified by the SDK's own retry classification (`@smithy/service-error-classification`, what its
+ * retry strategy uses).
  * Everything else — a missing table, `AccessDeniedException`, a `ValidationException` — is a deployment
  * mistake or a bug: `internal`, never "retry later".
  */

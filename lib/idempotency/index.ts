@@ -6,9 +6,12 @@ export { Completer, type CompleterOptions, type SweepReport } from './completer'
 export * from './definition';
 export { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 export {
+  type CallOutcome,
   MAX_RETRY_AFTER_MS,
   MIN_RETRY_AFTER_MS,
   type Operation,
+  outcomeOf,
+  type ReplayKind,
   ToolRuntime,
   type ToolRuntimeOptions,
 } from './runtime';

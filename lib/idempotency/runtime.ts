@@ -17,6 +17,7 @@ import * as z from 'zod/mini';
 import { parseCall } from './arguments';
 import {
   ConflictError,
+  type ErrorCode,
   INTERNAL_MESSAGE,
   InFlightError,
   InternalError,
@@ -57,6 +58,34 @@ export interface ToolRuntimeOptions {
    * @default undefined (nothing is logged)
    */
   readonly logger?: Logger;
+  /**
+   * Told every call's outcome and latency, after the call (metrics).
+   * @default undefined
+   */
+  readonly onOutcome?: (outcome: CallOutcome) => void;
+}
+
+/** What answered a replay: the key's stored record, the tool's natural key, or a dedupe window's intent. */
+export type ReplayKind = 'client_key' | 'natural_key' | 'dedupe_window';
+
+/** One call's outcome, for metrics: never the arguments, the key or the identity. */
+export interface CallOutcome {
+  readonly tool: string;
+  readonly outcome: 'executed' | 'replayed' | 'pending' | ErrorCode;
+  /** On a replay: what answered it. */
+  readonly replay?: ReplayKind;
+  readonly latencyMs: number;
+}
+
+/** What a call learns about itself on the way (per call, never shared). */
+interface CallTrace {
+  replay?: ReplayKind;
+}
+
+/** The outcome a result stands for. */
+export function outcomeOf(result: ToolResult): CallOutcome['outcome'] {
+  if (result.ok) return result.idempotent ? 'replayed' : 'executed';
+  return 'status' in result ? 'pending' : result.error.code;
 }
 
 /**
@@ -141,14 +170,24 @@ export class ToolRuntime {
     input: unknown,
     deadline: InvocationDeadline,
   ): Promise<ToolResult<R>> {
+    const started = Date.now();
+    const trace: CallTrace = {};
+    let result: ToolResult<R>;
     try {
       const scope = identitySchema.safeParse(identity);
       if (!scope.success) throw new InternalError(`incomplete identity: ${scope.error.issues[0]?.path.join('.')}`);
       const { clientKey, args } = parseCall(tool, input);
-      return await this.#run(tool, scope.data, clientKey, args, deadline);
+      result = await this.#run(tool, scope.data, clientKey, args, deadline, trace);
     } catch (error) {
-      return this.#failure(tool.name, error);
+      result = this.#failure(tool.name, error);
     }
+    this.#options.onOutcome?.({
+      tool: tool.name,
+      outcome: outcomeOf(result),
+      ...(result.ok && result.idempotent ? { replay: trace.replay ?? 'client_key' } : {}),
+      latencyMs: Date.now() - started,
+    });
+    return result;
   }
 
   async #run<S extends z.ZodMiniObject, R extends JsonObject>(
@@ -157,6 +196,7 @@ export class ToolRuntime {
     clientKey: string,
     args: z.output<S>,
     deadline: InvocationDeadline,
+    trace: CallTrace,
   ): Promise<ToolResult<R>> {
     const ttlSeconds = tool.ttlSeconds ?? DEFAULT_TTL_SECONDS;
     // The deadline is read once: the check and the lock must agree. Without a positive deadline
@@ -177,7 +217,10 @@ export class ToolRuntime {
       hashFunction: 'sha256',
       // Powertools reads only getRemainingTimeInMillis() from the context.
       lambdaContext: lock as Context,
-      responseHook: (response) => ({ ...(response as unknown as StoredResult), replayed: true }),
+      responseHook: (response) => {
+        trace.replay = 'client_key'; // the stored record of this key answered
+        return { ...(response as unknown as StoredResult), replayed: true };
+      },
     });
     if (!config.isEnabled()) {
       // POWERTOOLS_IDEMPOTENCY_DISABLED would make every call execute: refuse to run writes instead.
@@ -206,7 +249,10 @@ export class ToolRuntime {
         if (intents) {
           // A dedupe window: this call runs only if it owns the intent for these arguments.
           const claimed = await intents.claim(intent, recordKey, ownDownstreamKey, window!);
-          if (claimed.kind === 'done') return { receipt: claimed.result.receipt, replayed: true };
+          if (claimed.kind === 'done') {
+            trace.replay = 'dedupe_window';
+            return { receipt: claimed.result.receipt, replayed: true };
+          }
           if (claimed.kind === 'running') throw new IntentRunningError(claimed.lockEndsMs);
           runUnder = claimed.downstreamKey;
         }
@@ -219,6 +265,8 @@ export class ToolRuntime {
           throw error;
         }
         try {
+          // The tool found its effect already made: under the natural key, or its own (client) key.
+          if (execution.replayed) trace.replay = tool.naturalKey ? 'natural_key' : 'client_key';
           return { receipt: encodeReceipt(tool.name, execution.receipt), replayed: execution.replayed };
         } catch (error) {
           // The effect ran: releasing the claim would let a retry run it again. Store the failure.

@@ -36,6 +36,7 @@ import {
   STAGE_THROTTLE,
 } from './defaults';
 import { IdempotencyTable } from './idempotency-table';
+import { Observability } from './observability';
 import { tableFromDefinition } from './table';
 
 const PROJECT_ROOT = join(__dirname, '..', '..');
@@ -79,6 +80,11 @@ export interface RetrysafeStackProps<T extends AnyToolModule = RegisteredTool> e
    * @default false (tables are retained)
    */
   readonly destroyTablesOnRemoval?: boolean;
+  /**
+   * An existing SNS topic every alarm notifies.
+   * @default undefined (alarms without an action)
+   */
+  readonly alarmTopicArn?: string;
 }
 
 /**
@@ -96,6 +102,8 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
   public readonly completer: NodejsFunction;
   /** Tenant erase, invoked directly by operators (not routed). */
   public readonly eraser: NodejsFunction;
+  /** Alarms and the dashboard. */
+  public readonly observability: Observability;
 
   constructor(scope: Construct, id: string, props: RetrysafeStackProps<T> = {}) {
     super(scope, id, props);
@@ -160,6 +168,15 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     });
     this.#grant(this.eraser, ERASE_ACCESS);
 
+    this.observability = new Observability(this, 'Observability', {
+      toolNames: tools.map((tool) => tool.name),
+      functions: { ...functions, complete: this.completer, erase: this.eraser },
+      completer: this.completer,
+      tables: { idempotency: this.idempotencyTable.table, ...this.tables },
+      serviceName: FUNCTION_DEFAULTS.serviceName,
+      ...(props.alarmTopicArn ? { alarmTopicArn: props.alarmTopicArn } : {}),
+    });
+
     new events.Rule(this, 'CompleterSchedule', {
       description: 'retrysafe: finish abandoned calls',
       schedule: events.Schedule.rate(Duration.minutes(COMPLETER_DEFAULTS.everyMinutes)),
@@ -209,6 +226,11 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       description: `retrysafe ${name}: its log group and its tables, nothing else`,
     });
     logGroup.grantWrite(role);
+    Validations.of(role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level permissions; every other action names its resource.',
+    });
     const fn = new NodejsFunction(this, name, {
       entry,
       handler: 'handler',
@@ -224,6 +246,8 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       role,
       logGroup,
       environment,
+      // X-Ray traces each invocation (Lambda's own segments); see README for the Powertools Tracer.
+      tracing: lambda.Tracing.ACTIVE,
       bundling: {
         ...BUNDLING,
         externalModules: [...BUNDLING.externalModules],

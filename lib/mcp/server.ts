@@ -2,8 +2,14 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { type CallToolResult, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod/mini';
-import { keyHash, outcomeOf } from '../http/write';
-import { IDEMPOTENCY_KEY_FIELD, type Identity, type InvocationDeadline, type ToolResult } from '../idempotency';
+import { keyHash } from '../http/write';
+import {
+  IDEMPOTENCY_KEY_FIELD,
+  type Identity,
+  type InvocationDeadline,
+  outcomeOf,
+  type ToolResult,
+} from '../idempotency';
 import type { Answer, McpTool } from './tools';
 
 /**

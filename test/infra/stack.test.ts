@@ -184,13 +184,17 @@ describe('the functions', () => {
     },
   );
 
-  it('grants nothing but DynamoDB on those tables and writing to its own log group', () => {
+  it('grants nothing but DynamoDB on those tables, writing to its own log group, and sending its traces', () => {
     for (const [name, fn] of Object.entries(stack.functions)) {
       const logGroupId = resources[logicalId(fn)]!.Properties.LoggingConfig.LogGroup.Ref;
       for (const { actions, resources: arns } of statementsOf(name)) {
         if (actions.every((a) => a.startsWith('logs:'))) {
           expect(actions).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
           expect(arns).toEqual([JSON.stringify({ 'Fn::GetAtt': [logGroupId, 'Arn'] })]);
+        } else if (actions.every((a) => a.startsWith('xray:'))) {
+          // X-Ray has no resource-level permissions: the one wildcard, acknowledged in cdk-nag.
+          expect(actions).toEqual(['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
+          expect(arns).toEqual([JSON.stringify('*')]);
         } else {
           expect(actions.every((a) => a.startsWith('dynamodb:'))).toBe(true);
           expect(arns.every((arn) => arn.includes('"Arn"') && !arn.includes('*'))).toBe(true);
@@ -293,6 +297,43 @@ function recordAccess(client: DynamoDBClient): Partial<Record<TableId, string[]>
   );
   return sent;
 }
+
+describe('alarms and the dashboard', () => {
+  it('alarms on internal answers and the unavailable rate per tool, errors and throttles per function, DynamoDB throttles and system errors, failed sweeps — to the topic given', () => {
+    const { stack: alarmed, template: withTopic } = synthesize({
+      alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:oncall',
+    });
+    const alarms = Object.values(withTopic.toJSON().Resources as Resources).filter(
+      (r) => r.Type === 'AWS::CloudWatch::Alarm',
+    );
+    const functionCount = Object.keys(entriesFor(TOOLS)).length + 2;
+
+    expect(alarms).toHaveLength(TOOLS.length * 2 + functionCount * 2 + 1 + 5 * 2);
+    for (const alarm of alarms)
+      expect(alarm.Properties.AlarmActions).toEqual(['arn:aws:sns:eu-west-1:123456789012:oncall']);
+    const internalRefund = alarms.find((alarm) => {
+      const text = JSON.stringify(alarm.Properties);
+      return /"MetricName":"calls"/.test(text) && /"Value":"refund"/.test(text) && /"Value":"internal"/.test(text);
+    });
+    expect(internalRefund?.Properties).toMatchObject({
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    });
+    expect(JSON.stringify(internalRefund?.Properties)).toContain('"Namespace":"retrysafe"');
+    withTopic.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Metrics: Match.arrayWith([Match.objectLike({ Expression: '100 * FILL(unavailable, 0) / MAX([total, 1])' })]),
+      Threshold: 5,
+    });
+    expect(alarmed.observability.dashboard).toBeDefined();
+    withTopic.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+  }, 120_000);
+
+  it('turns active tracing on for every function', () => {
+    for (const fn of Object.values(stack.functions)) {
+      expect(resources[logicalId(fn)]!.Properties.TracingConfig).toEqual({ Mode: 'Active' });
+    }
+  });
+});
 
 describe('the HTTP API', () => {
   it('puts the JWT authorizer (issuer, audience) on every route but GET /health and MCP, $default included', () => {

@@ -17,5 +17,6 @@ new RetrysafeStack(app, 'Retrysafe', {
   tenantClaim: context('tenantClaim'),
   destroyTablesOnRemoval: context('destroyTables') === 'true',
   alarmTopicArn: context('alarmTopicArn'),
+  stripeSecretArn: context('stripeSecretArn'),
 });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));

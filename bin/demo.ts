@@ -135,7 +135,7 @@ async function main(): Promise<void> {
     const { invoice: stored } = (await read.json()) as { invoice: { refunded: boolean; refund: unknown } };
     console.log(`\ninvoice ${invoiceId}: refunded=${stored.refunded} refund=${JSON.stringify(stored.refund)}`);
     if (services) {
-      const ledger = await services.provider.movements(tenant);
+      const ledger = await services.ledger.movements(tenant);
       for (const invoiceOf of [invoiceId, second.body.receipt?.invoice_id]) {
         const movements = ledger.filter((m) => m.invoice_id === invoiceOf);
         console.log(

@@ -4,6 +4,7 @@ import { Outbox } from './domain/outbox';
 import { TicketStore } from './domain/tickets';
 import { LedgerPaymentProvider } from './payments/ledger';
 import type { PaymentProvider } from './payments/provider';
+import { createPaymentProvider } from './payments/select';
 import { createDocumentClient, createDynamoDBClient } from './store/client';
 import { tableName } from './store/tables';
 
@@ -20,7 +21,10 @@ export function createServices(env: NodeJS.ProcessEnv = process.env) {
   const invoices = new InvoiceStore(documents, tableName('invoices', env));
   const tickets = new TicketStore(documents, tableName('tickets', env));
   const outbox = new Outbox(documents, tableName('outbox', env));
-  const provider = new LedgerPaymentProvider(documents, tableName('ledger', env));
+  // The ledger is always there (the demo and the tests read it); the provider that moves money is the
+  // one PAYMENT_PROVIDER names — the ledger itself by default, or Stripe.
+  const ledger = new LedgerPaymentProvider(documents, tableName('ledger', env));
+  const provider = createPaymentProvider(env, documents);
   return {
     client,
     documents,
@@ -28,6 +32,7 @@ export function createServices(env: NodeJS.ProcessEnv = process.env) {
     invoices,
     tickets,
     outbox,
+    ledger,
     provider,
   };
 }

@@ -42,6 +42,7 @@ export const API_ENTRIES = {
   ...READ_ACCESS,
   not_found: {},
   mcp: {},
+  openapi: {},
 } as const satisfies Record<string, FunctionAccess>;
 
 export type ApiEntryName = keyof typeof API_ENTRIES;
@@ -77,6 +78,8 @@ export function routesFor<T extends AnyToolModule>(tools: readonly T[]): readonl
     { method: 'DELETE', path: '/mcp', entry: 'mcp', auth: 'function' },
     { method: 'GET', path: '/.well-known/oauth-protected-resource', entry: 'mcp', auth: 'public' },
     { method: 'GET', path: '/.well-known/oauth-protected-resource/mcp', entry: 'mcp', auth: 'public' },
+    // The OpenAPI document: public, as importers fetch it without a token; it names no tenant's data.
+    { method: 'GET', path: '/openapi.json', entry: 'openapi', auth: 'public' },
   ];
 }
 

@@ -7,6 +7,7 @@ import type { Services } from '../services';
 import type { AnyToolModule } from '../tools/tool-module';
 import type { LambdaHandler } from './boundary';
 import { listToolsHandler } from './list-tools';
+import { openApiHandler } from './openapi';
 import { getInvoiceHandler, getOperationHandler, getTicketHandler } from './reads';
 import { healthHandler, notFoundHandler } from './store-free';
 import { toolHandler } from './write';
@@ -40,6 +41,7 @@ export function createHandlers<T extends AnyToolModule>({
     get_invoice: getInvoiceHandler(services),
     get_ticket: getTicketHandler(services),
     not_found: notFoundHandler(),
+    openapi: openApiHandler(tools),
     mcp: mcpHandler({ tools: mcpTools(tools, services, runtime), verifyToken, issuer, logger: services.logger }),
   };
   const writes = Object.fromEntries(

@@ -18,17 +18,20 @@ export const BUNDLING = {
   target: 'node24',
   // The SDK and its error classification are the Lambda runtime's (it ships the SDK with its @smithy
   // dependencies): not bundled.
-  externalModules: ['@aws-sdk/*', '@smithy/service-error-classification'],
+  // Stripe's SDK is bundled only into the functions that move money, and only when Stripe is configured.
+  externalModules: ['@aws-sdk/*', '@smithy/service-error-classification', 'stripe'],
 } as const;
 
 /**
  * The largest bundle an entry point may have, minified, without the SDK. The floor is set by what every
  * write needs: Powertools idempotency + JMESPath + commons and Powertools Logger weigh ~65 KB minified,
- * zod/mini ~21 KB, Powertools Metrics ~10 KB; retrysafe's own code adds ~25 KB. The brief's 70 KB target is
- * below that floor. The SDK's error classification (`@smithy/service-error-classification`, ~14 KB when
+ * zod/mini ~21 KB, Powertools Metrics ~12 KB (the per-call outcome counts), the payment-provider choice
+ * with its Stripe adapter ~6 KB (Stripe's SDK itself is bundled only where Stripe is configured); retrysafe's
+ * own code adds ~25 KB. The brief's 70 KB target is below that floor; the budget was 112 KB before metrics
+ * and the provider adapter, 128 KB between. The SDK's error classification (`@smithy/service-error-classification`, ~14 KB when
  * bundled) is left to the runtime like the SDK itself.
  */
-export const BUNDLE_BUDGET_BYTES = 128 * 1024;
+export const BUNDLE_BUDGET_BYTES = 136 * 1024;
 
 /**
  * The MCP endpoint's budget: the official SDK brings the full zod (~103 KB, it does not use zod/mini),

@@ -12,6 +12,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import {
   completerAccess,
@@ -81,6 +82,13 @@ export interface RetrysafeStackProps<T extends AnyToolModule = RegisteredTool> e
    */
   readonly destroyTablesOnRemoval?: boolean;
   /**
+   * Refund through Stripe: the complete ARN of a Secrets Manager secret whose value is the (restricted)
+   * API key. The functions that move money — those with access to the ledger — get
+   * `PAYMENT_PROVIDER=stripe`, the ARN, read access to that secret alone, and Stripe's SDK in their bundle.
+   * @default undefined (the DynamoDB ledger provider)
+   */
+  readonly stripeSecretArn?: string;
+  /**
    * An existing SNS topic every alarm notifies.
    * @default undefined (alarms without an action)
    */
@@ -104,6 +112,7 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
   public readonly eraser: NodejsFunction;
   /** Alarms and the dashboard. */
   public readonly observability: Observability;
+  readonly #stripeKey: secretsmanager.ISecret | undefined;
 
   constructor(scope: Construct, id: string, props: RetrysafeStackProps<T> = {}) {
     super(scope, id, props);
@@ -140,9 +149,13 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       NODE_OPTIONS: '--enable-source-maps',
     };
 
+    const stripeKey = props.stripeSecretArn
+      ? secretsmanager.Secret.fromSecretCompleteArn(this, 'StripeKey', props.stripeSecretArn)
+      : undefined;
+    this.#stripeKey = stripeKey;
     const functions = {} as Record<EntryName<T>, NodejsFunction>;
     for (const [entry, access] of Object.entries(entriesFor(tools)) as Array<[EntryName<T>, FunctionAccess]>) {
-      const fn = this.#function(entry, entryFile(entry), environment);
+      const fn = this.#function(entry, entryFile(entry), environment, { movesMoney: movesMoney(access) });
       this.#grant(fn, access);
       functions[entry] = fn;
     }
@@ -157,6 +170,7 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       {
         timeoutSeconds: COMPLETER_DEFAULTS.timeoutSeconds,
         reservedConcurrentExecutions: 1,
+        movesMoney: movesMoney(completerAccess(tools)),
       },
     );
     this.#grant(this.completer, completerAccess(tools));
@@ -215,8 +229,9 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     name: string,
     entry: string,
     environment: Record<string, string>,
-    overrides: { timeoutSeconds?: number; reservedConcurrentExecutions?: number } = {},
+    overrides: { timeoutSeconds?: number; reservedConcurrentExecutions?: number; movesMoney?: boolean } = {},
   ): NodejsFunction {
+    const stripe = overrides.movesMoney ? this.#stripeKey : undefined;
     const logGroup = new logs.LogGroup(this, `${name}Logs`, {
       retention: FUNCTION_DEFAULTS.logRetentionDays as logs.RetentionDays,
       removalPolicy: RemovalPolicy.DESTROY,
@@ -245,12 +260,14 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
         : { reservedConcurrentExecutions: overrides.reservedConcurrentExecutions }),
       role,
       logGroup,
-      environment,
+      environment: stripe
+        ? { ...environment, PAYMENT_PROVIDER: 'stripe', STRIPE_SECRET_ARN: stripe.secretArn }
+        : environment,
       // X-Ray traces each invocation (Lambda's own segments); see README for the Powertools Tracer.
       tracing: lambda.Tracing.ACTIVE,
       bundling: {
         ...BUNDLING,
-        externalModules: [...BUNDLING.externalModules],
+        externalModules: BUNDLING.externalModules.filter((module) => !(stripe && module === 'stripe')),
         sourceMap: true,
         format: OutputFormat.CJS,
       },
@@ -260,6 +277,7 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       reason:
         'nodejs24.x, the current Node.js LTS runtime Lambda offers, is the deploy target (cdk-nag may not know it yet).',
     });
+    stripe?.grantRead(fn);
     return fn;
   }
 
@@ -330,4 +348,9 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     }
     return api;
   }
+}
+
+/** A function moves money when it may write the ledger: it is where a payment provider is called. */
+function movesMoney(access: FunctionAccess): boolean {
+  return access.tables?.ledger !== undefined;
 }

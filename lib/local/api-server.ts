@@ -160,9 +160,10 @@ function fromThisMachine(request: IncomingMessage, port: number): boolean {
 }
 
 /**
- * The handler's answer, or — when the invocation's time is up — a JSON 504, as API Gateway answers a
- * function Lambda cut off. The handler is not frozen as on Lambda, but it can write nothing more: its
- * DynamoDB calls carry the deadline (`withInvocationDeadline`) and are aborted at it.
+ * The handler's answer, or — when the invocation's time is up — a JSON 504 (on AWS, Lambda would have cut
+ * the function off and API Gateway answered for it; the deployed handlers answer their own 503 before
+ * that). The handler is not frozen as on Lambda, but it can write nothing more: its DynamoDB calls carry
+ * the deadline (`withInvocationDeadline`) and are aborted at it.
  */
 async function answerByDeadline(answer: Promise<HttpResponse>, timeoutMs: number): Promise<HttpResponse> {
   let timer: NodeJS.Timeout | undefined;

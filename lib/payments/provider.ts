@@ -1,7 +1,8 @@
 /**
  * A payment provider that honours idempotency keys, as Stripe does: the same key always yields the
- * same movement, and money moves at most once per key. An HTTP adapter for Stripe would send
- * `idempotencyKey` as the `Idempotency-Key` header.
+ * same movement, and money moves at most once per key. `LedgerPaymentProvider` (ledger.ts) is the
+ * DynamoDB stand-in; `StripePaymentProvider` (stripe.ts) sends `idempotencyKey` as Stripe's
+ * `Idempotency-Key` header. `createPaymentProvider` (select.ts) picks one from the environment.
  */
 export interface PaymentProvider {
   refund(request: RefundRequest): Promise<ProviderRefund>;
@@ -43,9 +44,11 @@ export interface Movement {
 export class ProviderKeyReuseError extends Error {
   constructor(
     message: string,
-    readonly existing: Movement,
+    /** The movement the key already holds, when the provider says (the ledger does; Stripe's 400 does not). */
+    readonly existing?: Movement,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
     this.name = 'ProviderKeyReuseError';
   }
 }

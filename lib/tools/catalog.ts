@@ -37,7 +37,7 @@ export type ToolListing = Pick<
 >;
 
 /** A JSON Schema generated from a zod schema, without the `$schema` line (it is embedded). */
-function jsonSchemaOf(schema: z.ZodMiniType, io: 'input' | 'output' = 'output'): JsonObject {
+export function jsonSchemaOf(schema: z.ZodMiniType, io: 'input' | 'output' = 'output'): JsonObject {
   const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io }) as JsonObject;
   return rest;
 }
@@ -53,24 +53,36 @@ const ERROR_CODES = [
   'internal',
 ] as const satisfies readonly ErrorCode[];
 
+/** A receipt of any shape: what a tool that declares none returns. */
+const ANY_RECEIPT = z.record(z.string(), z.unknown());
+
+/** A first execution's or a replay's answer (`idempotent` says which), carrying the tool's receipt. */
+export function receiptAnswer(receipt: z.ZodMiniType = ANY_RECEIPT) {
+  return z.strictObject({ ok: z.literal(true), idempotent: z.boolean(), key: z.string(), receipt });
+}
+
+/** The answer of a call still in flight: ask again with the same key after `retry_after_ms`. */
+export const pendingAnswer = z.strictObject({
+  ok: z.literal(false),
+  status: z.literal('pending'),
+  key: z.string(),
+  retry_after_ms: z.int(),
+});
+
+/** An error answer whose code is one of `codes` (the HTTP edge narrows them per status). */
+export function errorAnswer(codes: readonly [string, ...string[]]) {
+  return z.strictObject({
+    ok: z.literal(false),
+    error: z.strictObject({ code: z.enum(codes), message: z.string() }),
+  });
+}
+
 /**
  * The answer of every call (`ToolResult`) as a schema: a receipt, a call still in flight, or an error.
  * MCP wants an object at the root of an output schema, so the union sits under `type: "object"`.
  */
-export function answerSchema(receipt: z.ZodMiniType = z.record(z.string(), z.unknown())): JsonObject {
-  const answer = z.union([
-    z.strictObject({ ok: z.literal(true), idempotent: z.boolean(), key: z.string(), receipt }),
-    z.strictObject({
-      ok: z.literal(false),
-      status: z.literal('pending'),
-      key: z.string(),
-      retry_after_ms: z.int(),
-    }),
-    z.strictObject({
-      ok: z.literal(false),
-      error: z.strictObject({ code: z.enum(ERROR_CODES), message: z.string() }),
-    }),
-  ]);
+export function answerSchema(receipt: z.ZodMiniType = ANY_RECEIPT): JsonObject {
+  const answer = z.union([receiptAnswer(receipt), pendingAnswer, errorAnswer(ERROR_CODES)]);
   return { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', ...jsonSchemaOf(answer) };
 }
 

@@ -102,6 +102,10 @@ export const ACCESS_EXERCISES: Readonly<Record<Entry, (exercise: Exercise) => Pr
     await call('get_ticket', { ticket_key: 'tck_1' });
     await call('get_operation', { tool: 'refund', idempotency_key: 'k1' });
   },
+  async openapi(e) {
+    e.record();
+    await e.call('GET', '/openapi.json');
+  },
   async not_found(e) {
     e.record();
     await e.call('GET', '/nowhere');

@@ -48,7 +48,7 @@ export function createWorld() {
   }
 
   function ledgerRows(tenant: string): Promise<Movement[]> {
-    return services.provider.movements(tenant);
+    return services.ledger.movements(tenant);
   }
 
   /** The tenant's idempotency records (a consistent, filtered Scan: the table has no tenant index). */

@@ -10,8 +10,8 @@ import {
   runOpenAiFunctionCall,
 } from '../../lib/client/openai';
 import type { Invoice } from '../../lib/domain/invoices';
+import { type LossyProxy, loseFirstAnswersPerKey, startLossyProxy } from '../../lib/local/lossy-proxy';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { type LossyProxy, loseFirstAnswersPerKey, startLossyProxy } from '../helpers/lossy-proxy';
 import { newTenant } from '../helpers/world';
 
 let api: TestApi;
@@ -152,7 +152,7 @@ describe('running a model tool call through the client', () => {
     });
 
     // Assess
-    const movements = await api.services.provider.movements(tenant);
+    const movements = await api.services.ledger.movements(tenant);
     expect(movements).toHaveLength(1);
     expect(first.block).toEqual({
       type: 'tool_result',
@@ -250,7 +250,7 @@ describe('Vercel AI SDK tools', () => {
     const outputs = result.steps.flatMap((step) =>
       step.toolResults.map((toolResult) => toolResult.output as AgentAnswer),
     );
-    const movements = await api.services.provider.movements(tenant);
+    const movements = await api.services.ledger.movements(tenant);
     expect(result.text).toBe('Refunded.');
     expect(outputs).toHaveLength(2);
     expect(outputs[0]).toMatchObject({ ok: true, key: 'call-ai-1', receipt: { refund_id: movements[0]!.movement_id } });

@@ -9,8 +9,6 @@ import {
 } from '../../lib/client';
 import type { Invoice } from '../../lib/domain/invoices';
 import { defineTool } from '../../lib/idempotency/definition';
-import { sendEmailArgs } from '../../lib/tools/send-email';
-import { startTestApi, type TestApi } from '../helpers/api';
 import {
   type LossPolicy,
   type LossyProxy,
@@ -18,7 +16,9 @@ import {
   loseFirstAnswersPerKey,
   type ProxiedRequest,
   startLossyProxy,
-} from '../helpers/lossy-proxy';
+} from '../../lib/local/lossy-proxy';
+import { sendEmailArgs } from '../../lib/tools/send-email';
+import { startTestApi, type TestApi } from '../helpers/api';
 import { gate } from '../helpers/tools';
 import { deadline, newTenant } from '../helpers/world';
 
@@ -86,7 +86,7 @@ describe('RetrysafeClient through a network that loses answers', () => {
     );
 
     // Assess: the world holds one movement per invoice, and each answer is what the invoice holds
-    const movements = await api.services.provider.movements(tenant);
+    const movements = await api.services.ledger.movements(tenant);
     expect(movements.map((movement) => movement.invoice_id).sort()).toEqual(
       invoices.map((invoice) => invoice.invoice_id).sort(),
     );

@@ -41,8 +41,11 @@ let template: Template;
 let resources: Resources;
 /** What each entry point's code really sends, per table, recorded on DynamoDB Local (fixture tool included). */
 let observed: Record<string, ObservedAccess>;
+/** Where the default synthesis wrote its assets (later syntheses with other props write elsewhere). */
+let defaultOutdir: string;
 beforeAll(async () => {
   ({ stack, template } = synthesize());
+  defaultOutdir = outdir;
   resources = template.toJSON().Resources as Resources;
   observed = await observeAccess(TOOLS_WITH_FIXTURE, ACCESS_EXERCISES);
 }, 120_000);
@@ -335,6 +338,44 @@ describe('alarms and the dashboard', () => {
   });
 });
 
+describe('a real payment provider', () => {
+  it('gives only the functions that move money Stripe: the provider setting, the secret ARN and read access to that secret alone', () => {
+    const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:retrysafe/stripe-AbCdEf';
+    const { stack: withStripe, template: stripeTemplate } = synthesize({ stripeSecretArn: arn });
+    const stripeResources = stripeTemplate.toJSON().Resources as Resources;
+    const all = { ...withStripe.functions, complete: withStripe.completer, erase: withStripe.eraser } as Record<
+      string,
+      { node: { defaultChild?: unknown } }
+    >;
+
+    const withSecret = Object.entries(all)
+      .filter(([name]) =>
+        statementsOf(name, withStripe, stripeResources).some((statement) =>
+          statement.actions.includes('secretsmanager:GetSecretValue'),
+        ),
+      )
+      .map(([name]) => name)
+      .sort();
+    const configured = Object.entries(all)
+      .filter(([, fn]) => stripeResources[logicalId(fn, withStripe)]!.Properties.Environment.Variables.PAYMENT_PROVIDER)
+      .map(([name]) => name)
+      .sort();
+
+    expect(withSecret).toEqual(['complete', 'mcp', 'refund']);
+    expect(configured).toEqual(['complete', 'mcp', 'refund']);
+    const refund = stripeResources[logicalId(withStripe.functions.refund, withStripe)]!;
+    expect(refund.Properties.Environment.Variables).toMatchObject({
+      PAYMENT_PROVIDER: 'stripe',
+      STRIPE_SECRET_ARN: arn,
+    });
+    for (const statement of statementsOf('refund', withStripe, stripeResources)) {
+      if (statement.actions.some((action) => action.startsWith('secretsmanager:'))) {
+        expect(statement.resources).toEqual([JSON.stringify(arn)]);
+      }
+    }
+  }, 120_000);
+});
+
 describe('the HTTP API', () => {
   it('puts the JWT authorizer (issuer, audience) on every route but GET /health and MCP, $default included', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', {
@@ -368,6 +409,7 @@ describe('the HTTP API', () => {
       'DELETE /mcp': 'NONE',
       'GET /.well-known/oauth-protected-resource': 'NONE',
       'GET /.well-known/oauth-protected-resource/mcp': 'NONE',
+      'GET /openapi.json': 'NONE',
     });
   });
 
@@ -405,7 +447,10 @@ describe('the deployed bundles', () => {
     'bundles %s minified, with a source map, the AWS SDK left out, within budget',
     (name) => {
       const code = resources[logicalId(stack.functions[name])]!.Properties.Code;
-      const assetDir = join(outdir, `asset.${String(code.S3Key['Fn::Sub'] ?? code.S3Key).replace(/\.zip$/, '')}`);
+      const assetDir = join(
+        defaultOutdir,
+        `asset.${String(code.S3Key['Fn::Sub'] ?? code.S3Key).replace(/\.zip$/, '')}`,
+      );
       const js = readFileSync(join(assetDir, 'index.js'), 'utf8');
       const sources: string[] = JSON.parse(readFileSync(join(assetDir, 'index.js.map'), 'utf8')).sources;
 

@@ -1,0 +1,113 @@
+import * as z from 'zod/mini';
+import type { JsonObject } from '../idempotency/definition';
+import { jsonSchemaOf } from '../tools/catalog';
+
+// The answers that are not a tool's: the reads, the listing, the MCP endpoint's and the edge's. The
+// tools' own schemas (input, receipt, pending, errors) come from `lib/tools/catalog.ts`.
+
+/** `GET /health`. */
+const health = z.strictObject({ ok: z.literal(true) });
+
+/** One entry of `GET /tools` (`ToolDescription`): a tool as agents see it. */
+const toolDescription = z.strictObject({
+  name: z.string(),
+  description: z.string(),
+  input_schema: z.looseObject({}).check(z.describe('JSON Schema 2020-12 of the body, `idempotency_key` included.')),
+  output_schema: z.looseObject({}).check(z.describe('JSON Schema 2020-12 of the answer, with the receipt.')),
+  annotations: z.strictObject({
+    readOnlyHint: z.literal(false),
+    destructiveHint: z.boolean(),
+    idempotentHint: z.literal(true),
+    openWorldHint: z.boolean(),
+  }),
+  idempotency: z.strictObject({
+    client_key: z.literal(true),
+    client_key_ttl_seconds: z.int(),
+    natural_key: z.nullable(z.array(z.string())),
+    dedupe_window_seconds: z.nullable(z.int()),
+  }),
+});
+
+/** `GET /tools`. */
+const toolListing = z.strictObject({ tools: z.array(toolDescription) });
+
+/** `GET /tools/{tool}/operations/{key}`: the caller's own record of a client key. */
+const operationAnswer = z.union([
+  z.strictObject({
+    ok: z.literal(true),
+    status: z.literal('completed'),
+    key: z.string(),
+    receipt: z.record(z.string(), z.unknown()),
+  }),
+  z.strictObject({ ok: z.literal(true), status: z.literal('pending'), key: z.string() }),
+  z.strictObject({
+    ok: z.literal(true),
+    status: z.literal('abandoned'),
+    key: z.string(),
+    hint: z.string().check(z.describe('What happens next: the completer finishes it, or resend with the same key.')),
+  }),
+]);
+
+/** `GET /invoices/{invoice_id}`: the stored invoice, less its tenant (stored attributes may be added). */
+const invoiceAnswer = z.strictObject({
+  ok: z.literal(true),
+  invoice: z.looseObject({
+    invoice_id: z.string(),
+    customer: z.string(),
+    amount: z.int().check(z.describe('Integer minor units (cents).')),
+    currency: z.string(),
+    created_at: z.string(),
+    refunded: z.boolean(),
+    refund: z.nullable(z.looseObject({}).check(z.describe('The receipt `refund` returned.'))),
+  }),
+});
+
+/** `GET /tickets/{ticket_key}`: the stored ticket, less its tenant. */
+const ticketAnswer = z.strictObject({
+  ok: z.literal(true),
+  ticket: z.looseObject({
+    ticket_key: z.string(),
+    title: z.string(),
+    body: z.optional(z.string()),
+    status: z.enum(['open', 'closed']),
+    resolution: z.optional(z.string()),
+    created_at: z.string(),
+    closed_at: z.optional(z.string()),
+  }),
+});
+
+/** RFC 9728 protected resource metadata (its other members may be added). */
+const protectedResourceMetadata = z.looseObject({
+  resource: z.string(),
+  authorization_servers: z.array(z.string()),
+  bearer_methods_supported: z.optional(z.array(z.string())),
+  resource_name: z.optional(z.string()),
+});
+
+/** A JSON-RPC 2.0 message, as MCP's Streamable HTTP transport carries it; MCP defines the rest. */
+const jsonRpcMessage = z.looseObject({
+  jsonrpc: z.literal('2.0'),
+  id: z.optional(z.nullable(z.union([z.string(), z.int()]))),
+  method: z.optional(z.string()),
+  params: z.optional(z.looseObject({})),
+  result: z.optional(z.looseObject({})),
+  error: z.optional(z.looseObject({ code: z.int(), message: z.string() })),
+});
+
+/** What API Gateway answers by itself (its authorizer's 401, a crashed or throttled function): not the API's shape. */
+const gatewayMessage = z.strictObject({ message: z.string() });
+
+/** The shared schemas that are not a tool's, by their name under `components/schemas`. */
+export const API_SCHEMAS = {
+  Health: jsonSchemaOf(health),
+  ToolListing: jsonSchemaOf(toolListing),
+  OperationAnswer: jsonSchemaOf(operationAnswer),
+  InvoiceAnswer: jsonSchemaOf(invoiceAnswer),
+  TicketAnswer: jsonSchemaOf(ticketAnswer),
+  ProtectedResourceMetadata: jsonSchemaOf(protectedResourceMetadata),
+  JsonRpcMessage: jsonSchemaOf(jsonRpcMessage),
+  GatewayMessage: jsonSchemaOf(gatewayMessage),
+  OpenApiDocument: jsonSchemaOf(z.looseObject({ openapi: z.string() })),
+} as const satisfies Record<string, JsonObject>;
+
+export type ApiSchemaName = keyof typeof API_SCHEMAS;

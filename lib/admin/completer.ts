@@ -24,6 +24,7 @@ export function createCompleter(
     tools: tools.map((tool) => tool.bind(services)),
     tableName: tableName('idempotency', env),
     attributes: IDEMPOTENCY_ATTRIBUTES,
+    logger: services.logger,
     // The stack names the stream; locally it is listed by table name.
     ...(env.IDEMPOTENCY_STREAM_ARN ? { streamArn: env.IDEMPOTENCY_STREAM_ARN } : {}),
   });

@@ -35,7 +35,10 @@ export interface TableErasure {
   readonly found: number;
   /** Deleted now (0 on a dry run, and on a second run). */
   readonly deleted: number;
-  /** Idempotency records left because their call still runs (a live lock): erase again later. */
+  /**
+   * Idempotency records left because their call still runs (a live lock), or a dedupe window's intent
+   * is still open (at most its window): erase again later.
+   */
   readonly inFlight: number;
   /** Read capacity units the search consumed (a Scan of the idempotency table, a Query of the others). */
   readonly readUnits: number;
@@ -98,12 +101,14 @@ async function eraseIdempotencyRecords(
           Segment: segment,
           TotalSegments: segments,
           FilterExpression: '#tenant = :tenant',
-          ProjectionExpression: '#id, #status, #lock',
+          ProjectionExpression: '#id, #status, #lock, #owner, #expiry',
           ExpressionAttributeNames: {
             '#tenant': ATTR.tenant,
             '#id': ATTR.key,
             '#status': ATTR.status,
             '#lock': ATTR.inProgressExpiry,
+            '#owner': ATTR.intentOwner,
+            '#expiry': ATTR.expiry,
           },
           ExpressionAttributeValues: { ':tenant': { S: tenant } },
           ExclusiveStartKey: startKey,
@@ -114,8 +119,9 @@ async function eraseIdempotencyRecords(
       for (const item of page.Items ?? []) {
         totals.found += 1;
         const running =
-          item[ATTR.status]?.S === IdempotencyRecordStatus.INPROGRESS &&
-          Number(item[ATTR.inProgressExpiry]?.N ?? 0) >= Date.now();
+          (item[ATTR.status]?.S === IdempotencyRecordStatus.INPROGRESS &&
+            Number(item[ATTR.inProgressExpiry]?.N ?? 0) >= Date.now()) ||
+          (item[ATTR.intentOwner] !== undefined && Number(item[ATTR.expiry]?.N ?? 0) >= Date.now() / 1000);
         if (dryRun) {
           if (running) totals.inFlight += 1;
           continue;
@@ -127,7 +133,10 @@ async function eraseIdempotencyRecords(
       startKey = page.LastEvaluatedKey;
     } while (startKey);
   }
-  await Promise.all(Array.from({ length: segments }, (_, segment) => scanSegment(segment)));
+  // Every segment runs to its end; the first failure is reported after (a rerun resumes).
+  const settled = await Promise.allSettled(Array.from({ length: segments }, (_, segment) => scanSegment(segment)));
+  const failed = settled.find((result) => result.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
   return totals;
 }
 
@@ -142,12 +151,22 @@ async function deleteUnlessRunning(
       new DeleteItemCommand({
         TableName: table,
         Key: { [ATTR.key]: { S: key } },
+        // Not a claim whose call still runs, nor a dedupe window's intent still open (a fresh key inside
+        // the window would otherwise run beside the call that owns it).
         ConditionExpression:
-          'attribute_exists(#id) AND (#status <> :inprogress OR attribute_not_exists(#lock) OR #lock < :now)',
-        ExpressionAttributeNames: { '#id': ATTR.key, '#status': ATTR.status, '#lock': ATTR.inProgressExpiry },
+          'attribute_exists(#id) AND (#status <> :inprogress OR attribute_not_exists(#lock) OR #lock < :now)' +
+          ' AND (attribute_not_exists(#owner) OR #expiry < :nowSeconds)',
+        ExpressionAttributeNames: {
+          '#id': ATTR.key,
+          '#status': ATTR.status,
+          '#lock': ATTR.inProgressExpiry,
+          '#owner': ATTR.intentOwner,
+          '#expiry': ATTR.expiry,
+        },
         ExpressionAttributeValues: {
           ':inprogress': { S: IdempotencyRecordStatus.INPROGRESS },
           ':now': { N: String(Date.now()) },
+          ':nowSeconds': { N: String(Math.floor(Date.now() / 1000)) },
         },
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),

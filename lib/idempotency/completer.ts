@@ -1,4 +1,5 @@
 import { IdempotencyRecordStatus } from '@aws-lambda-powertools/idempotency';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import {
   DescribeStreamCommand,
@@ -7,6 +8,7 @@ import {
   GetShardIteratorCommand,
   ListStreamsCommand,
   type _Record as StreamRecord,
+  TrimmedDataAccessException,
 } from '@aws-sdk/client-dynamodb-streams';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
@@ -36,6 +38,11 @@ export interface CompleterOptions {
    * @default 100
    */
   readonly maxReadsPerShard?: number;
+  /**
+   * Where a call it cannot finish (an unknown tool, no stored call) is reported.
+   * @default undefined
+   */
+  readonly logger?: Logger;
 }
 
 /** What one sweep did. */
@@ -48,6 +55,25 @@ export interface SweepReport {
   readonly completedBySweep: number;
   /** Claims still running under a live lock: checked again next sweep. */
   readonly stillRunning: number;
+}
+
+/** Time kept back at the end of a sweep to write the checkpoint. */
+const SWEEP_RESERVE_MS = 2_000;
+
+/** Empty stream pages in a row after which a shard counts as read up to now. */
+const EMPTY_PAGES_BEFORE_CAUGHT_UP = 3;
+
+/** A stored call, or undefined when it is not one (never throws: one bad record must not stop sweeps). */
+function parseCall(text: unknown): { user: string; key: string; args: JsonObject } | undefined {
+  if (typeof text !== 'string') return undefined;
+  try {
+    const call = JSON.parse(text) as { user?: unknown; key?: unknown; args?: unknown };
+    if (typeof call.user !== 'string' || typeof call.key !== 'string') return undefined;
+    if (call.args === null || typeof call.args !== 'object') return undefined;
+    return call as { user: string; key: string; args: JsonObject };
+  } catch {
+    return undefined;
+  }
 }
 
 /** The item that remembers, between sweeps, how far the stream was read and which claims still run. */
@@ -89,15 +115,21 @@ export class Completer {
     const checkpoint = await this.#readCheckpoint();
     const { lastImages, shards, recordsRead } = await this.#readStream(checkpoint);
     const candidates = new Set(checkpoint.running);
-    for (const [key, image] of lastImages) {
+    for (const [key, { image }] of lastImages) {
       if (image[this.#attr.status] === IdempotencyRecordStatus.INPROGRESS) candidates.add(key);
       else candidates.delete(key);
     }
 
     let abandonedFound = 0;
     let completedBySweep = 0;
+    // A candidate leaves the list only once its record is no longer in flight; anything not settled
+    // now — still running, a finish that failed, no time left — is checked again next sweep.
     const running: string[] = [];
     for (const key of candidates) {
+      if (deadline.getRemainingTimeInMillis() < SWEEP_RESERVE_MS) {
+        running.push(key);
+        continue;
+      }
       const record = await this.#record(key);
       if (!record || record[this.#attr.status] !== IdempotencyRecordStatus.INPROGRESS) continue;
       const lockEnds = record[this.#attr.inProgressExpiry] as number | undefined;
@@ -106,23 +138,28 @@ export class Completer {
         continue;
       }
       abandonedFound += 1;
-      const outcome = await this.#finish(record, deadline);
-      if (outcome === 'finished') completedBySweep += 1;
-      if (outcome === 'running') running.push(key);
+      if (await this.#finish(record, deadline)) completedBySweep += 1;
+      else running.push(key);
     }
     await this.#writeCheckpoint({ shards, running });
     return { recordsRead, abandonedFound, completedBySweep, stillRunning: running.length };
   }
 
-  /** Re-runs an abandoned call as its caller would retry it: the same arguments under the same key. */
-  async #finish(
-    record: Record<string, unknown>,
-    deadline: InvocationDeadline,
-  ): Promise<'finished' | 'running' | 'skipped'> {
+  /**
+   * Re-runs an abandoned call as its caller would retry it: the same arguments under the same key.
+   * True when the record now holds its outcome; a business error (the claim released: nothing to
+   * finish) counts too. False — checked again next sweep — when it could not be settled now.
+   */
+  async #finish(record: Record<string, unknown>, deadline: InvocationDeadline): Promise<boolean> {
     const tool = this.#tools.get(record[this.#attr.tool] as string);
-    const callText = record[this.#attr.call];
-    if (!tool || typeof callText !== 'string') return 'skipped';
-    const call = JSON.parse(callText) as { user: string; key: string; args: JsonObject };
+    const call = parseCall(record[this.#attr.call]);
+    if (!tool || !call) {
+      this.#options.logger?.warn('abandoned call the completer cannot finish', {
+        tool: record[this.#attr.tool] as string,
+        reason: tool ? 'no stored call' : 'unknown tool',
+      });
+      return false;
+    }
     const identity = { tenant: record[this.#attr.tenant] as string, user: call.user };
     const result = await this.#options.runtime.invoke(
       tool,
@@ -130,9 +167,9 @@ export class Completer {
       { ...call.args, idempotency_key: call.key },
       deadline,
     );
-    // A business error released the claim: nothing is left to finish. Pending: another call holds it.
-    if (!result.ok && 'status' in result) return 'running';
-    return 'finished';
+    if (result.ok) return true;
+    if ('status' in result) return false; // another call holds it now
+    return ['invalid_args', 'not_found', 'conflict'].includes(result.error.code); // released: nothing left
   }
 
   async #readStream(checkpoint: Checkpoint) {
@@ -141,7 +178,7 @@ export class Completer {
     const Streams = this.#options.streamArn
       ? [{ StreamArn: this.#options.streamArn }]
       : ((await streams.send(new ListStreamsCommand({ TableName: this.#tableName }))).Streams ?? []);
-    const lastImages = new Map<string, Record<string, unknown>>();
+    const lastImages = new Map<string, { sequence: bigint; image: Record<string, unknown> }>();
     const shards: Record<string, string> = {};
     let recordsRead = 0;
     for (const stream of Streams) {
@@ -153,27 +190,45 @@ export class Completer {
         for (const shard of StreamDescription?.Shards ?? []) {
           const shardId = shard.ShardId!;
           const after = checkpoint.shards[shardId];
-          let iterator = (
-            await streams.send(
-              new GetShardIteratorCommand({
-                StreamArn: stream.StreamArn,
-                ShardId: shardId,
-                ...(after
-                  ? { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', SequenceNumber: after }
-                  : { ShardIteratorType: 'TRIM_HORIZON' }),
-              }),
-            )
-          ).ShardIterator;
+          let iterator: string | undefined;
+          try {
+            iterator = (
+              await streams.send(
+                new GetShardIteratorCommand({
+                  StreamArn: stream.StreamArn,
+                  ShardId: shardId,
+                  ...(after
+                    ? { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', SequenceNumber: after }
+                    : { ShardIteratorType: 'TRIM_HORIZON' }),
+                }),
+              )
+            ).ShardIterator;
+          } catch (error) {
+            // The checkpoint fell out of the stream's 24 h: read what is left (the running list
+            // carries the claims that matter).
+            if (!(error instanceof TrimmedDataAccessException)) throw error;
+            iterator = (
+              await streams.send(
+                new GetShardIteratorCommand({
+                  StreamArn: stream.StreamArn,
+                  ShardId: shardId,
+                  ShardIteratorType: 'TRIM_HORIZON',
+                }),
+              )
+            ).ShardIterator;
+          }
           if (after) shards[shardId] = after;
-          for (let reads = 0; iterator && reads < maxReads; reads++) {
+          // An empty page may come before more records: stop after a few in a row (or the budget).
+          let emptyPages = 0;
+          for (let reads = 0; iterator && reads < maxReads && emptyPages < EMPTY_PAGES_BEFORE_CAUGHT_UP; reads++) {
             const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
             const records = page.Records ?? [];
             for (const record of records) this.#fold(record, lastImages);
             recordsRead += records.length;
             const last = records.at(-1)?.dynamodb?.SequenceNumber;
             if (last) shards[shardId] = last;
-            // An empty page means the shard is read up to now (or it is closed and done).
-            iterator = records.length > 0 ? page.NextShardIterator : undefined;
+            emptyPages = records.length > 0 ? 0 : emptyPages + 1;
+            iterator = page.NextShardIterator; // undefined once a closed shard is read to its end
           }
         }
         startShard = StreamDescription?.LastEvaluatedShardId;
@@ -182,14 +237,20 @@ export class Completer {
     return { lastImages, shards, recordsRead };
   }
 
-  /** Keeps each record's last image; intents and the checkpoint are not calls. */
-  #fold(record: StreamRecord, lastImages: Map<string, Record<string, unknown>>): void {
+  /**
+   * Keeps each record's newest image (by sequence number: shards are not read in order); intents and
+   * the checkpoint are not calls.
+   */
+  #fold(record: StreamRecord, lastImages: Map<string, { sequence: bigint; image: Record<string, unknown> }>): void {
     const keys = record.dynamodb?.Keys;
+    const sequence = BigInt(record.dynamodb?.SequenceNumber ?? '0');
     if (!keys) return;
     const key = unmarshall(keys as never)[this.#attr.key] as string;
     if (key === CHECKPOINT_KEY || key.includes('#intent#')) return;
+    const seen = lastImages.get(key);
+    if (seen && seen.sequence > sequence) return;
     const image = record.dynamodb?.NewImage;
-    lastImages.set(key, image ? unmarshall(image as never) : {});
+    lastImages.set(key, { sequence, image: image ? unmarshall(image as never) : {} });
   }
 
   async #record(key: string): Promise<Record<string, unknown> | undefined> {

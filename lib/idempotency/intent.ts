@@ -26,6 +26,12 @@ export interface IntentScope {
   readonly fingerprint: string;
 }
 
+/** The call that owns (or wants) an intent: its record and the claim it holds on it. */
+export interface IntentOwner {
+  readonly recordKey: string;
+  readonly claimId: string;
+}
+
 /** What claiming an intent found. */
 export type IntentClaim =
   /** This call owns the intent (new, or taken over from an owner that died): run under `downstreamKey`. */
@@ -47,19 +53,24 @@ export class IntentStore {
   }
 
   /**
-   * Claims the intent for the call whose record is `ownerRecordKey`. One conditional PutItem when the
-   * intent is free; when it is held, the owner's record is read (one GetItem) and decides:
+   * Claims the intent for `owner`. One conditional PutItem when the intent is free; when it is held,
+   * the holder's record is read (one GetItem) and decides — the holder is the record *and* the claim
+   * the intent names, so a record released and re-created by another call is not mistaken for it:
    *
    *   no live intent ───────────────────────────────▶ owned (this call's downstream key)
-   *   held by this very record (a retry of it) ─────▶ owned (the stored downstream key)
-   *   owner COMPLETED ──────────────────────────────▶ done (the owner's receipt)
-   *   owner INPROGRESS, lock running ───────────────▶ running
-   *   owner gone or its lock expired (it died) ─────▶ owned by takeover, under the owner's
+   *   held by this record, an earlier claim of it ──▶ owned (the stored downstream key), swapped to
+   *                                                   this claim, unless someone swapped first
+   *   holder COMPLETED ─────────────────────────────▶ done (the holder's stored result)
+   *   holder INPROGRESS, lock running ──────────────▶ running
+   *   holder gone, re-claimed, or its lock expired ─▶ owned by takeover, under the holder's
    *                                                   downstream key: the effect is found, not repeated
+   *
+   * Every way to `owned` but the first is a conditional swap of the holder: two callers can never
+   * both take an intent over.
    */
   async claim(
     scope: IntentScope,
-    ownerRecordKey: string,
+    owner: IntentOwner,
     downstreamKey: string,
     windowSeconds: number,
   ): Promise<IntentClaim> {
@@ -74,7 +85,8 @@ export class IntentStore {
             [attr.key]: key,
             [attr.tenant]: scope.identity.tenant,
             [attr.tool]: scope.tool,
-            [attr.intentOwner]: ownerRecordKey,
+            [attr.intentOwner]: owner.recordKey,
+            [attr.claim]: owner.claimId,
             [attr.downstreamKey]: downstreamKey,
             [attr.expiry]: Math.floor(now / 1000) + windowSeconds,
           }),
@@ -88,34 +100,38 @@ export class IntentStore {
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException) || !error.Item) throw error;
       const held = unmarshall(error.Item);
-      const heldOwner = held[attr.intentOwner] as string;
+      const holder = { recordKey: held[attr.intentOwner] as string, claimId: held[attr.claim] as string };
       const heldKey = held[attr.downstreamKey] as string;
-      if (heldOwner === ownerRecordKey) return { kind: 'owned', downstreamKey: heldKey };
-      const owner = await this.#record(heldOwner);
-      const status = owner?.[attr.status];
-      if (status === IdempotencyRecordStatus.COMPLETED) {
-        return { kind: 'done', result: owner![attr.data] as { receipt: string; replayed: boolean } };
+      if (holder.recordKey !== owner.recordKey) {
+        const record = await this.#record(holder.recordKey);
+        // The holder's own claim, still there: its state decides. Otherwise it is gone.
+        if (record && record[attr.claim] === holder.claimId) {
+          const status = record[attr.status];
+          if (status === IdempotencyRecordStatus.COMPLETED) {
+            return { kind: 'done', result: record[attr.data] as { receipt: string; replayed: boolean } };
+          }
+          const lockEndsMs = record[attr.inProgressExpiry] as number | undefined;
+          if (status === IdempotencyRecordStatus.INPROGRESS && lockEndsMs !== undefined && lockEndsMs > now) {
+            return { kind: 'running', lockEndsMs };
+          }
+        }
       }
-      const lockEndsMs = owner?.[attr.inProgressExpiry] as number | undefined;
-      if (status === IdempotencyRecordStatus.INPROGRESS && lockEndsMs !== undefined && lockEndsMs > now) {
-        return { kind: 'running', lockEndsMs };
-      }
-      return (await this.#takeOver(key, heldOwner, ownerRecordKey))
+      return (await this.#takeOver(key, holder, owner))
         ? { kind: 'owned', downstreamKey: heldKey }
         : { kind: 'running', lockEndsMs: undefined };
     }
   }
 
   /** Frees the intent after its owner failed with a business error, so a corrected call can run. */
-  async release(scope: IntentScope, ownerRecordKey: string): Promise<void> {
+  async release(scope: IntentScope, owner: IntentOwner): Promise<void> {
     try {
       await this.#client.send(
         new DeleteItemCommand({
           TableName: this.#tableName,
           Key: marshall({ [this.#attr.key]: intentKey(scope) }),
-          ConditionExpression: '#owner = :owner',
-          ExpressionAttributeNames: { '#owner': this.#attr.intentOwner },
-          ExpressionAttributeValues: marshall({ ':owner': ownerRecordKey }),
+          ConditionExpression: '#owner = :owner AND #claim = :claim',
+          ExpressionAttributeNames: { '#owner': this.#attr.intentOwner, '#claim': this.#attr.claim },
+          ExpressionAttributeValues: marshall({ ':owner': owner.recordKey, ':claim': owner.claimId }),
         }),
       );
     } catch (error) {
@@ -123,17 +139,22 @@ export class IntentStore {
     }
   }
 
-  /** Moves the intent from an owner that died to this call, unless someone else moved it first. */
-  async #takeOver(key: string, from: string, to: string): Promise<boolean> {
+  /** Moves the intent from its holder to this call, unless someone else moved it first. */
+  async #takeOver(key: string, from: IntentOwner, to: IntentOwner): Promise<boolean> {
     try {
       await this.#client.send(
         new UpdateItemCommand({
           TableName: this.#tableName,
           Key: marshall({ [this.#attr.key]: key }),
-          UpdateExpression: 'SET #owner = :to',
-          ConditionExpression: '#owner = :from',
-          ExpressionAttributeNames: { '#owner': this.#attr.intentOwner },
-          ExpressionAttributeValues: marshall({ ':from': from, ':to': to }),
+          UpdateExpression: 'SET #owner = :to, #claim = :toClaim',
+          ConditionExpression: '#owner = :from AND #claim = :fromClaim',
+          ExpressionAttributeNames: { '#owner': this.#attr.intentOwner, '#claim': this.#attr.claim },
+          ExpressionAttributeValues: marshall({
+            ':from': from.recordKey,
+            ':fromClaim': from.claimId,
+            ':to': to.recordKey,
+            ':toClaim': to.claimId,
+          }),
         }),
       );
       return true;

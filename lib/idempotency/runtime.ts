@@ -181,12 +181,17 @@ export class ToolRuntime {
     } catch (error) {
       result = this.#failure(tool.name, error);
     }
-    this.#options.onOutcome?.({
-      tool: tool.name,
-      outcome: outcomeOf(result),
-      ...(result.ok && result.idempotent ? { replay: trace.replay ?? 'client_key' } : {}),
-      latencyMs: Date.now() - started,
-    });
+    try {
+      this.#options.onOutcome?.({
+        tool: tool.name,
+        outcome: outcomeOf(result),
+        ...(result.ok && result.idempotent ? { replay: trace.replay ?? 'client_key' } : {}),
+        latencyMs: Date.now() - started,
+      });
+    } catch (error) {
+      // A metric that fails must not change an answer whose effect is stored.
+      this.#options.logger?.error('recording a call outcome failed', { tool: tool.name, error: error as Error });
+    }
     return result;
   }
 
@@ -244,24 +249,31 @@ export class ToolRuntime {
     const execute = makeIdempotent(
       // The claim payload is read by Powertools (hashed); the tool works on the validated arguments.
       async function executeTool(_claim: ClaimPayload): Promise<StoredResult> {
-        let runUnder = ownDownstreamKey;
-        const recordKey = persistenceStore.claimedRecordKey!;
-        if (intents) {
+        // An earlier attempt of this very call may have run under another downstream key (it took a
+        // dedupe window's intent over): this one runs under it too, and finds that effect.
+        let runUnder = persistenceStore.inheritedDownstreamKey ?? ownDownstreamKey;
+        const owner = { recordKey: persistenceStore.claimedRecordKey!, claimId: persistenceStore.claimId! };
+        if (intents && persistenceStore.inheritedDownstreamKey === undefined) {
           // A dedupe window: this call runs only if it owns the intent for these arguments.
-          const claimed = await intents.claim(intent, recordKey, ownDownstreamKey, window!);
+          const claimed = await intents.claim(intent, owner, ownDownstreamKey, window!);
           if (claimed.kind === 'done') {
             trace.replay = 'dedupe_window';
-            return { receipt: claimed.result.receipt, replayed: true };
+            return { ...claimed.result, replayed: true }; // a stored failure stays a failure
           }
           if (claimed.kind === 'running') throw new IntentRunningError(claimed.lockEndsMs);
           runUnder = claimed.downstreamKey;
+          // Taken over: every later attempt of this call (a retry, the completer) must run under it too.
+          if (runUnder !== ownDownstreamKey) await persistenceStore.recordDownstreamKey(runUnder);
         }
         let execution: Awaited<ReturnType<typeof tool.execute>>;
         try {
           execution = await tool.execute(args, { identity, downstreamKey: runUnder });
         } catch (error) {
-          // A business error releases the claim (Powertools) and the intent, so a corrected call runs.
-          if (intents && error instanceof ToolError) await intents.release(intent, recordKey);
+          // A business error (nothing happened) releases the claim (Powertools) and the intent, so a
+          // corrected call runs. Not an outage or a bug: the effect may have been made.
+          if (intents && error instanceof ToolError && RELEASING_CODES.has(error.code)) {
+            await intents.release(intent, owner);
+          }
           throw error;
         }
         try {
@@ -367,6 +379,9 @@ class IntentRunningError extends Error {
     this.name = 'IntentRunningError';
   }
 }
+
+/** The business errors after which nothing happened, so a dedupe window's intent is freed. */
+const RELEASING_CODES: ReadonlySet<ErrorCode> = new Set(['invalid_args', 'not_found', 'conflict']);
 
 /** The natural key's fields and values, from the validated arguments. */
 function naturalKeyOf(args: JsonObject, fields: readonly string[]): JsonObject {

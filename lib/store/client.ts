@@ -22,7 +22,8 @@ export function createDynamoDBClient(
   const endpoint = env.DYNAMODB_ENDPOINT || undefined;
   const client = new DynamoDBClient({
     ...(endpoint ? { endpoint } : {}),
-    requestHandler: { connectionTimeout: 1_000, requestTimeout: REQUEST_TIMEOUT_MS },
+    // Without throwOnRequestTimeout the SDK's handler only warns when a request runs over.
+    requestHandler: { connectionTimeout: 1_000, requestTimeout: REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true },
     ...overrides,
   });
   boundByInvocationDeadline(client);
@@ -43,18 +44,21 @@ function boundByInvocationDeadline(client: DynamoDBClient): void {
     const timeLeft = timeLeftForStoreCall();
     if (timeLeft === undefined) return inner.handle(request, options);
     if (timeLeft <= 0) throw deadlineError();
-    const deadline = AbortSignal.timeout(timeLeft);
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), timeLeft);
     const callerSignal = (options as { abortSignal?: AbortSignal }).abortSignal;
     try {
       return await inner.handle(request, {
         ...options,
-        abortSignal: callerSignal ? AbortSignal.any([callerSignal, deadline]) : deadline,
+        abortSignal: callerSignal ? AbortSignal.any([callerSignal, deadline.signal]) : deadline.signal,
         requestTimeout: Math.min(REQUEST_TIMEOUT_MS, timeLeft),
       });
     } catch (error) {
       // Aborted by the deadline (not by the caller): a timeout, which is "retry with the same key".
-      if (deadline.aborted && !callerSignal?.aborted) throw deadlineError();
+      if (deadline.signal.aborted && !callerSignal?.aborted) throw deadlineError();
       throw error;
+    } finally {
+      clearTimeout(timer);
     }
   }
   // Delegates everything else to the SDK's own handler (its connection pool, its config).
@@ -72,7 +76,7 @@ export function createStreamsClient(env: NodeJS.ProcessEnv = process.env): Dynam
   const endpoint = env.DYNAMODB_ENDPOINT || undefined;
   return new DynamoDBStreamsClient({
     ...(endpoint ? { endpoint } : {}),
-    requestHandler: { connectionTimeout: 1_000, requestTimeout: REQUEST_TIMEOUT_MS },
+    requestHandler: { connectionTimeout: 1_000, requestTimeout: REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true },
   });
 }
 

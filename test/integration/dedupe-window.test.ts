@@ -137,4 +137,52 @@ describe('a dedupe window', () => {
     expect(keys[1]).toBe(keys[0]);
     never.open();
   });
+
+  it('keeps a taken-over call on the downstream key it took over, even when it is retried after the window', async () => {
+    const caller = identity();
+    const keys: string[] = [];
+    const never = gate();
+    const first = gate();
+    const second = gate();
+    const { tool } = windowedNote(async (args, { downstreamKey }) => {
+      keys.push(downstreamKey);
+      if (keys.length <= 2) {
+        (keys.length === 1 ? first : second).open();
+        await never.opened; // the first two workers die mid-effect
+      }
+      return { receipt: { note_id: `note_${downstreamKey.slice(-8)}`, text: args.text }, replayed: false };
+    });
+    void world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline(1_000));
+    await first.opened;
+    advanceClock(2_000); // k1's worker is dead: k2 takes its intent over, and dies too
+    void world.runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline(1_000));
+    await second.opened;
+    jest.restoreAllMocks();
+    advanceClock((WINDOW_SECONDS + 5) * 1000); // past the window: the intent is free again
+
+    const retry = await world.runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
+
+    expect(retry).toMatchObject({ ok: true, key: 'k2' });
+    expect(keys).toHaveLength(3);
+    expect(new Set(keys).size).toBe(1); // one downstream key: the effect is found, never made twice
+    never.open();
+  });
+
+  it("never answers a fresh key with the receipt of other arguments reusing the first call's key", async () => {
+    const caller = identity();
+    let crash = true;
+    const { tool } = windowedNote(async (args) => {
+      if (crash) {
+        crash = false;
+        throw new Error('connection reset by the mail server'); // not a business error: intent kept
+      }
+      return { receipt: { text: args.text }, replayed: false };
+    });
+    await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'A' }, deadline());
+    await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'B' }, deadline()); // k1 reused
+
+    const fresh = await world.runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'A' }, deadline());
+
+    expect(fresh).toMatchObject({ ok: true, key: 'k2', receipt: { text: 'A' } });
+  });
 });

@@ -72,6 +72,8 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
   readonly #call: string | undefined;
   /** The claim this call wrote, if any: the only claim it may release. */
   #claimId: string | undefined;
+  /** The downstream key an earlier attempt of this call recorded (see `inheritedDownstreamKey`). */
+  #inheritedDownstreamKey: string | undefined;
   /** The record key of that claim. */
   #claimedKey: string | undefined;
   /** The record found in the way of this call's claim, when the claim was refused. */
@@ -100,6 +102,43 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
   /** The key of the record this call claimed, once it holds the claim. */
   get claimedRecordKey(): string | undefined {
     return this.#claimId === undefined ? undefined : this.#claimedKey;
+  }
+
+  /** The id of the claim this call wrote, once it holds it. */
+  get claimId(): string | undefined {
+    return this.#claimId;
+  }
+
+  /**
+   * The downstream key an earlier attempt of this very call (same key, same arguments) ran its effect
+   * under, when that was not the call's own — it took a dedupe window's intent over. A retry runs under
+   * it too, so it finds that effect instead of making another.
+   */
+  get inheritedDownstreamKey(): string | undefined {
+    return this.#inheritedDownstreamKey;
+  }
+
+  /**
+   * Records on this call's claim the downstream key its effect runs under (when it is not the call's
+   * own), so every later attempt of the call — a retry, the completer — uses it. Conditional on the claim.
+   */
+  async recordDownstreamKey(downstreamKey: string): Promise<void> {
+    if (this.#claimId === undefined || this.#claimedKey === undefined) throw new ClaimLostError();
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#tableName,
+          Key: marshall({ [this.#attr.key]: this.#claimedKey }),
+          UpdateExpression: 'SET #downstream = :downstream',
+          ConditionExpression: '#claim = :claim',
+          ExpressionAttributeNames: { '#downstream': this.#attr.downstreamKey, '#claim': this.#attr.claim },
+          ExpressionAttributeValues: marshall({ ':downstream': downstreamKey, ':claim': this.#claimId }),
+        }),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) throw new ClaimLostError({ cause: error });
+      throw error;
+    }
   }
 
   /** The record that refused this call's claim (for a retry-after hint), if one did. */
@@ -146,7 +185,7 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
     }
 
     try {
-      await this.#client.send(
+      const response = await this.#client.send(
         new PutItemCommand({
           TableName: this.#tableName,
           Item: marshall(item),
@@ -168,10 +207,20 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
             ':validation': record.payloadHash ?? '',
           }),
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          // The item this claim replaced (an expired one): an earlier attempt may have recorded the
+          // downstream key its effect ran under. Free on a successful put.
+          ReturnValues: 'ALL_OLD',
         }),
       );
       this.#claimId = claimId;
       this.#claimedKey = record.idempotencyKey;
+      const earlier = response?.Attributes ? unmarshall(response.Attributes) : undefined;
+      const recorded = earlier?.[attr.downstreamKey];
+      if (typeof recorded === 'string' && earlier?.[attr.validation] === item[attr.validation]) {
+        this.#inheritedDownstreamKey = recorded;
+        // Kept on the new claim too, for the attempts after this one.
+        await this.recordDownstreamKey(recorded);
+      }
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
         const existing = error.Item ? this.#toRecord(unmarshall(error.Item)) : undefined;

@@ -33,6 +33,8 @@ async function main(): Promise<void> {
     verifyToken: (token) => key.verify(token),
     issuer: key.settings.issuer,
     port: Number(values.port ?? process.env.PORT ?? 3000),
+    // INVOCATION_TIMEOUT_MS shortens the per-request deadline (and so the lock) for fault runs.
+    ...(process.env.INVOCATION_TIMEOUT_MS ? { timeoutMs: Number(process.env.INVOCATION_TIMEOUT_MS) } : {}),
   });
 
   // The completer, as the stack runs it every minute: here every COMPLETER_INTERVAL_SECONDS (default 15).
@@ -74,7 +76,10 @@ async function main(): Promise<void> {
   }
   process.on('SIGINT', () => void stop(0));
   process.on('SIGTERM', () => void stop(0));
+  // A reader of our output that went away (a closed pipe) must not turn every log line into a crash.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
   process.on('uncaughtException', (error) => {
+    if (stopping) return;
     console.error(error);
     void stop(1);
   });

@@ -100,7 +100,10 @@ export class IntentStore {
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException) || !error.Item) throw error;
       const held = unmarshall(error.Item);
-      const holder = { recordKey: held[attr.intentOwner] as string, claimId: held[attr.claim] as string };
+      const holder = {
+        recordKey: held[attr.intentOwner] as string,
+        claimId: held[attr.claim] as string | undefined,
+      };
       const heldKey = held[attr.downstreamKey] as string;
       if (holder.recordKey !== owner.recordKey) {
         const record = await this.#record(holder.recordKey);
@@ -140,21 +143,32 @@ export class IntentStore {
   }
 
   /** Moves the intent from its holder to this call, unless someone else moved it first. */
-  async #takeOver(key: string, from: IntentOwner, to: IntentOwner): Promise<boolean> {
+  async #takeOver(
+    key: string,
+    from: { recordKey: string; claimId: string | undefined },
+    to: IntentOwner,
+  ): Promise<boolean> {
     try {
       await this.#client.send(
         new UpdateItemCommand({
           TableName: this.#tableName,
           Key: marshall({ [this.#attr.key]: key }),
           UpdateExpression: 'SET #owner = :to, #claim = :toClaim',
-          ConditionExpression: '#owner = :from AND #claim = :fromClaim',
+          // An intent written before intents named their holder's claim has none: it matches as it is.
+          ConditionExpression:
+            from.claimId === undefined
+              ? '#owner = :from AND attribute_not_exists(#claim)'
+              : '#owner = :from AND #claim = :fromClaim',
           ExpressionAttributeNames: { '#owner': this.#attr.intentOwner, '#claim': this.#attr.claim },
-          ExpressionAttributeValues: marshall({
-            ':from': from.recordKey,
-            ':fromClaim': from.claimId,
-            ':to': to.recordKey,
-            ':toClaim': to.claimId,
-          }),
+          ExpressionAttributeValues: marshall(
+            {
+              ':from': from.recordKey,
+              ':fromClaim': from.claimId,
+              ':to': to.recordKey,
+              ':toClaim': to.claimId,
+            },
+            { removeUndefinedValues: true },
+          ),
         }),
       );
       return true;

@@ -141,6 +141,15 @@ function toContext(name: string, timeoutMs: number): Context {
   };
 }
 
+/** The request target as a URL on this server, or undefined when it is none. */
+function requestUrl(target: string | undefined): URL | undefined {
+  try {
+    return new URL(target ?? '/', 'http://localhost');
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * DNS-rebinding protection, as the MCP transport asks of local servers: a page on another site that
  * rebinds its name to 127.0.0.1 still sends its own Host and Origin, so only loopback names on this
@@ -202,7 +211,12 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
       request.resume();
       return errorResponse('forbidden', 'host: requests must name this loopback server as Host and Origin');
     }
-    const url = new URL(request.url ?? '/', 'http://localhost');
+    const url = requestUrl(request.url);
+    if (!url) {
+      // A target that is no URL (`//`, `//%zz/x`) names no route: the same JSON 404 as every miss.
+      request.resume();
+      return errorResponse('not_found', 'route: not a request target');
+    }
     const { route, pathParameters } = match(routes, request.method ?? 'GET', url.pathname);
     // As API Gateway does: the authorizer first — every route but the public ones (GET /health) and
     // those whose function checks the token itself (/mcp) needs a token, and so does a request no

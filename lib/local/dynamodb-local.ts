@@ -1,8 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { freePort } from './free-port';
+import { spawnWatched } from './watched-process';
 
 /** A running DynamoDB Local: its endpoint and how to stop it. */
 export interface DynamoDBLocal {
@@ -49,26 +50,16 @@ export async function startDynamoDBLocal(options: DynamoDBLocalOptions = {}): Pr
     '-disableTelemetry',
     ...(options.dbPath ? ['-dbPath', options.dbPath] : ['-inMemory']),
   ];
-  // Java runs under a small shell watchdog that holds our end of a pipe: when this process goes away
-  // for any reason — stop(), a crash, even SIGKILL — the pipe closes, `read` returns and Java is
-  // killed. No orphan DynamoDB Local is left behind.
-  const child = spawn('sh', ['-c', WATCHDOG, 'dynamodb-local', ...args], {
-    stdio: ['pipe', 'ignore', 'pipe'],
-    detached: true,
-  });
+  // Java runs under a watchdog that stops it when this process goes away for any reason — stop(), a
+  // crash, even SIGKILL. No orphan DynamoDB Local is left behind.
+  const java = spawnWatched('java', args, { name: 'dynamodb-local', stdout: 'ignore' });
+  const { child } = java;
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4_000);
   });
   const endpoint = `http://127.0.0.1:${port}`;
-  const stop = () => stopProcess(child);
-  // A parent that exits without calling stop() kills the whole group at once.
-  const killOnExit = () => killGroup(child, 'SIGKILL');
-  process.once('exit', killOnExit);
-  child.once('exit', () => {
-    process.removeListener('exit', killOnExit);
-    killGroup(child, 'SIGKILL', true); // the stdin reader, if Java went first
-  });
+  const stop = () => java.stop();
 
   try {
     await waitUntilReady(endpoint, child, options.startTimeoutMs ?? 60_000);
@@ -101,38 +92,4 @@ async function waitUntilReady(endpoint: string, child: ChildProcess, timeoutMs: 
   } finally {
     client.destroy();
   }
-}
-
-/**
- * `sh -c` script: start Java and wait for it; beside it, a reader that kills Java when stdin closes.
- * The shell exits when Java does (so a failed start is seen at once), and Java dies with its parent.
- * stdin is kept as fd 3: a background job's own stdin would be /dev/null.
- */
-const WATCHDOG = [
-  'exec 3<&0',
-  'java "$@" 3<&- & pid=$!',
-  '(read _ <&3; kill "$pid" 2>/dev/null) & reader=$!',
-  'wait "$pid"; status=$?',
-  // Java is gone: stop the reader too, so it can never signal a pid the system has since reused.
-  'kill "$reader" 2>/dev/null',
-  'exit "$status"',
-].join('; ');
-
-function killGroup(child: ChildProcess, signal: NodeJS.Signals, evenIfExited = false): void {
-  if (child.pid === undefined) return;
-  if (!evenIfExited && (child.exitCode !== null || child.signalCode !== null)) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // already gone
-  }
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.stdin?.end();
-  const timer = setTimeout(() => killGroup(child, 'SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(timer);
 }

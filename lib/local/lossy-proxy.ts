@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createServer, type Socket, connect as tcpConnect } from 'node:net';
 
 /** How an answer is lost: the client's socket closed (FIN: "other side closed") or reset (RST: ECONNRESET). */
@@ -33,6 +34,20 @@ export function loseEveryOther(): LossPolicy {
   return function everyOther(request) {
     if (request.index % 2 !== 0) return false;
     return request.index % 4 === 0 ? 'close' : 'reset';
+  };
+}
+
+/**
+ * Loses a `share` (0–1) of all answers, chosen by a hash of the seed and the arrival index — the same
+ * requests on every run with the same seed and arrival order — alternating close and reset.
+ */
+export function loseShare(share: number, seed: string): LossPolicy {
+  if (!(share >= 0 && share <= 1)) throw new RangeError(`share: ${share} is not between 0 and 1`);
+  let lost = 0;
+  return function shareOfAnswers(request) {
+    const draw = createHash('sha256').update(`${seed}:${request.index}`).digest().readUInt32BE(0) / 2 ** 32;
+    if (draw >= share) return false;
+    return lost++ % 2 === 0 ? 'close' : 'reset';
   };
 }
 

@@ -8,6 +8,7 @@ import { createStreamsClient } from '../../lib/store/client';
 import { createTableInput } from '../../lib/store/create-tables';
 import { IDEMPOTENCY_ATTRIBUTES, TABLES } from '../../lib/store/tables';
 import { refund as refundTool } from '../../lib/tools/refund';
+import { advanceClock } from '../helpers/clock';
 import { gate } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -40,12 +41,6 @@ function completerFor(tools: Parameters<typeof refundTool.bind>[0]) {
     tableName: TABLE,
     attributes: IDEMPOTENCY_ATTRIBUTES,
   });
-}
-
-/** Moves the clock past a lock: the claim's conditions and the completer read Date.now(). */
-function advanceClock(ms: number): void {
-  const now = Date.now.bind(Date);
-  jest.spyOn(Date, 'now').mockImplementation(() => now() + ms);
 }
 
 describe('the completer', () => {

@@ -2,6 +2,7 @@ import type { RefundReceipt } from '../../lib/domain/invoices';
 import type { Movement, RefundRequest } from '../../lib/payments/provider';
 import type { Written } from '../../lib/store/put-if-absent';
 import { refund as refundTool } from '../../lib/tools/refund';
+import { advanceClock } from '../helpers/clock';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -11,15 +12,6 @@ beforeAll(() => {
 });
 afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());
-
-/**
- * Moves the clock past a lock instead of sleeping through it: the runtime's conditions read
- * Date.now(), so the expiry is an event the test makes happen, not a race with a timer.
- */
-function advanceClock(ms: number): void {
-  const now = Date.now.bind(Date);
-  jest.spyOn(Date, 'now').mockImplementation(() => now() + ms);
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

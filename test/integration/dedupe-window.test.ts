@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { NotFoundError } from '../../lib/idempotency';
+import { advanceClock } from '../helpers/clock';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -15,12 +16,6 @@ const WINDOW_SECONDS = 600;
 /** A client-key tool with a dedupe window, whose every real execution is a call of `execute`. */
 function windowedNote(behaviour?: Parameters<typeof noteTool>[1]) {
   return noteTool('send_note', behaviour, { dedupeWindowSeconds: WINDOW_SECONDS });
-}
-
-/** Moves the clock `ms` ahead for everything that reads Date.now() (the runtime's conditions included). */
-function advanceClock(ms: number): void {
-  const now = Date.now.bind(Date);
-  jest.spyOn(Date, 'now').mockImplementation(() => now() + ms);
 }
 
 describe('a dedupe window', () => {

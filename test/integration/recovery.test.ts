@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { tableName } from '../../lib/store/tables';
 import { sendEmail } from '../../lib/tools/send-email';
+import { advanceClock } from '../helpers/clock';
 import { gate } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -11,12 +12,6 @@ beforeAll(() => {
 });
 afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());
-
-/** Moves the clock `ms` ahead for everything that reads Date.now() (the claim's conditions included). */
-function advanceClock(ms: number): void {
-  const now = Date.now.bind(Date);
-  jest.spyOn(Date, 'now').mockImplementation(() => now() + ms);
-}
 
 /**
  * Fails the next UpdateItem on the idempotency table — the one that stores a result — with a

@@ -12,6 +12,7 @@ import {
   type StripePaymentProviderOptions,
 } from '../../lib/payments/stripe';
 import { refund as refundTool } from '../../lib/tools/refund';
+import { advanceClock } from '../helpers/clock';
 import { FakeStripe, type Fault, type Outcome } from '../helpers/fake-stripe';
 import { gate } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
@@ -29,15 +30,6 @@ afterEach(async () => {
   jest.restoreAllMocks();
   await fake.close();
 });
-
-/**
- * Moves the clock past a lock instead of sleeping through it: the runtime's conditions read
- * Date.now(), so the expiry is an event the test makes happen, not a race with a timer.
- */
-function advanceClock(ms: number): void {
-  const now = Date.now.bind(Date);
-  jest.spyOn(Date, 'now').mockImplementation(() => now() + ms);
-}
 
 interface StripeToolOptions extends StripePaymentProviderOptions {
   /** The key the SDK sends. @default the fake's own */

@@ -13,6 +13,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import * as ssm from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
 import {
   completerAccess,
@@ -34,6 +35,7 @@ import {
   ERASE_DEFAULTS,
   FUNCTION_DEFAULTS,
   JWT_DEFAULTS,
+  POWERTOOLS_LAYER,
   STAGE_THROTTLE,
 } from './defaults';
 import { IdempotencyTable } from './idempotency-table';
@@ -113,6 +115,7 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
   /** Alarms and the dashboard. */
   public readonly observability: Observability;
   readonly #stripeKey: secretsmanager.ISecret | undefined;
+  readonly #powertoolsLayer: lambda.ILayerVersion;
 
   constructor(scope: Construct, id: string, props: RetrysafeStackProps<T> = {}) {
     super(scope, id, props);
@@ -149,6 +152,11 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       NODE_OPTIONS: '--enable-source-maps',
     };
 
+    this.#powertoolsLayer = lambda.LayerVersion.fromLayerVersionArn(
+      this,
+      'PowertoolsLayer',
+      ssm.StringParameter.valueForStringParameter(this, POWERTOOLS_LAYER.ssmParameter(POWERTOOLS_LAYER.version)),
+    );
     const stripeKey = props.stripeSecretArn
       ? secretsmanager.Secret.fromSecretCompleteArn(this, 'StripeKey', props.stripeSecretArn)
       : undefined;
@@ -263,8 +271,9 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       environment: stripe
         ? { ...environment, PAYMENT_PROVIDER: 'stripe', STRIPE_SECRET_ARN: stripe.secretArn }
         : environment,
-      // X-Ray traces each invocation (Lambda's own segments); see README for the Powertools Tracer.
+      // X-Ray traces each invocation; the Powertools Tracer (from the layer) adds the DynamoDB calls.
       tracing: lambda.Tracing.ACTIVE,
+      layers: [this.#powertoolsLayer],
       bundling: {
         ...BUNDLING,
         externalModules: BUNDLING.externalModules.filter((module) => !(stripe && module === 'stripe')),

@@ -7,7 +7,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { type EntryName, entriesFor } from '../../lib/api/routes';
-import { bundleBudgetOf } from '../../lib/infra/defaults';
+import { bundleBudgetOf, POWERTOOLS_LAYER } from '../../lib/infra/defaults';
 import { CLAIM_ACTIONS } from '../../lib/infra/idempotency-table';
 import { RetrysafeStack } from '../../lib/infra/retrysafe-stack';
 import { TABLES, type TableId, tableName } from '../../lib/store/tables';
@@ -331,9 +331,20 @@ describe('alarms and the dashboard', () => {
     withTopic.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
   }, 120_000);
 
-  it('turns active tracing on for every function', () => {
-    for (const fn of Object.values(stack.functions)) {
-      expect(resources[logicalId(fn)]!.Properties.TracingConfig).toEqual({ Mode: 'Active' });
+  it('turns active tracing on for every function, with the Powertools layer that brings the Tracer', () => {
+    const parameters = template.toJSON().Parameters as Record<string, { Type: string; Default?: string }>;
+    const layerParameter = Object.entries(parameters).find(
+      ([, parameter]) => parameter.Default === POWERTOOLS_LAYER.ssmParameter(POWERTOOLS_LAYER.version),
+    );
+
+    expect(layerParameter?.[1].Type).toBe('AWS::SSM::Parameter::Value<String>');
+    // The layer's version is the Tracer the code is built and tested with.
+    const manifest = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8'));
+    expect(POWERTOOLS_LAYER.version).toBe(manifest.dependencies['@aws-lambda-powertools/tracer']);
+    for (const fn of [...Object.values(stack.functions), stack.completer, stack.eraser]) {
+      const properties = resources[logicalId(fn)]!.Properties;
+      expect(properties.TracingConfig).toEqual({ Mode: 'Active' });
+      expect(properties.Layers).toEqual([{ Ref: layerParameter![0] }]);
     }
   });
 });
@@ -458,7 +469,12 @@ describe('the deployed bundles', () => {
       expect(js).not.toMatch(/^\/\/ (lib|lambdas)\//m); // esbuild marks each module so only when not minifying
       // The SDK is the runtime's: no SDK source is bundled, and what touches DynamoDB requires it.
       expect(sources.filter((source) => source.includes('node_modules/@aws-sdk/'))).toEqual([]);
-      if (Object.keys(entriesFor(TOOLS)[name]).length > 0) expect(js).toContain('require("@aws-sdk/client-dynamodb")');
+      if (Object.keys(entriesFor(TOOLS)[name]).length > 0) {
+        expect(js).toContain('require("@aws-sdk/client-dynamodb")');
+        // The Tracer is the layer's: required, never bundled.
+        expect(js).toContain('require("@aws-lambda-powertools/tracer")');
+        expect(sources.filter((source) => source.includes('aws-xray-sdk'))).toEqual([]);
+      }
     },
   );
 });

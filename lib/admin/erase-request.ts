@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { fieldProblem } from '../idempotency/definition';
 import type { EraseRequest } from './erase-tenant';
 
 /** An erase request as an operator sends it (the admin Lambda's event, the CLI's flags). */
@@ -12,7 +13,5 @@ const eraseRequestSchema = z.strictObject({
 export function parseEraseRequest(input: unknown): EraseRequest {
   const parsed = eraseRequestSchema.safeParse(input);
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const field = issue?.code === 'unrecognized_keys' ? issue.keys.join(', ') : issue?.path.join('.') || 'request';
-  throw new TypeError(`${field}: ${issue?.message ?? 'invalid'}`);
+  throw new TypeError(fieldProblem(parsed.error, 'request'));
 }

@@ -15,8 +15,11 @@ export const clientKeySchema = z
     z.regex(/^[\x20-\x7E]+$/, 'must be printable ASCII (0x20-0x7E)'),
   );
 
-/** `field: problem` for the first problem zod found, naming the field a caller must fix. */
-function describe(error: z.core.$ZodError, fallbackField: string): string {
+/**
+ * `field: problem` for the first problem zod found, naming the field a caller must fix — the one way
+ * every input retrysafe validates (tool arguments, MCP reads, operator requests) explains a refusal.
+ */
+export function fieldProblem(error: z.core.$ZodError, fallbackField: string): string {
   const issue = error.issues[0];
   if (!issue) return `${fallbackField}: invalid`;
   if (issue.code === 'unrecognized_keys') return `${issue.keys.join(', ')}: unknown field`;
@@ -39,8 +42,8 @@ export function parseCall<S extends z.ZodMiniObject>(tool: ToolDefinition<S>, in
   }
   const { [IDEMPOTENCY_KEY_FIELD]: rawKey, ...rest } = input as Record<string, unknown>;
   const key = clientKeySchema.safeParse(rawKey);
-  if (!key.success) throw new InvalidArgsError(describe(key.error, IDEMPOTENCY_KEY_FIELD));
+  if (!key.success) throw new InvalidArgsError(fieldProblem(key.error, IDEMPOTENCY_KEY_FIELD));
   const args = tool.args.safeParse(rest);
-  if (!args.success) throw new InvalidArgsError(describe(args.error, 'arguments'));
+  if (!args.success) throw new InvalidArgsError(fieldProblem(args.error, 'arguments'));
   return { clientKey: key.data, args: args.data as z.output<S> };
 }

@@ -1,6 +1,6 @@
 // What a tool author needs — defining a tool, its errors and ids — without the runtime (Powertools,
 // the persistence layer): a listing or a schema export bundles only this. Re-exported by index.ts.
-export { clientKeySchema, IDEMPOTENCY_KEY_FIELD } from './arguments';
+export { clientKeySchema, fieldProblem, IDEMPOTENCY_KEY_FIELD } from './arguments';
 export {
   ConflictError,
   type ErrorCode,

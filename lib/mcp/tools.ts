@@ -3,6 +3,7 @@ import { type InvoiceStore, MAX_INVOICE_ID_LENGTH } from '../domain/invoices';
 import { type OperationSource, readInvoice, readOperation, readTicket } from '../domain/reads';
 import { MAX_TICKET_KEY_LENGTH, type TicketStore } from '../domain/tickets';
 import {
+  fieldProblem,
   IDEMPOTENCY_KEY_FIELD,
   type Identity,
   type InvocationDeadline,
@@ -102,12 +103,7 @@ const operationArgs = z.strictObject({
 function parsed<S extends z.ZodMiniObject>(schema: S, input: unknown): z.output<S> | Answer {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const field = issue?.code === 'unrecognized_keys' ? issue.keys.join(', ') : (issue?.path.join('.') ?? 'arguments');
-  return {
-    ok: false,
-    error: { code: 'invalid_args', message: `${field || 'arguments'}: ${issue?.message ?? 'invalid'}` },
-  };
+  return { ok: false, error: { code: 'invalid_args', message: fieldProblem(result.error, 'arguments') } };
 }
 
 function isAnswer(value: unknown): value is Answer {

@@ -5,6 +5,7 @@
  * or index changed here changes everywhere. Plain data only: no SDK or CDK import, so every consumer
  * can load it without pulling the other's dependencies.
  */
+import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES } from '../idempotency/record';
 
 /** A key attribute: DynamoDB only allows string, number or binary keys; retrysafe uses strings. */
 export interface KeyAttribute {
@@ -35,40 +36,16 @@ export interface TableDefinition {
 }
 
 /**
- * Attribute names of an idempotency record in this app's table, handed to the idempotency runtime as
- * its `attributes` option (they equal the core's defaults) and to tenant erase, so the table, the
- * claims and the erase always agree.
+ * Attribute names of an idempotency record in this app's table: the core's own layout, handed to the
+ * idempotency runtime as its `attributes` option and used by tenant erase, so the table, the claims and
+ * the erase always agree.
  */
-export const IDEMPOTENCY_ATTRIBUTES = {
-  /** Partition key: `<tool>#<sha256 of [tenant, user, client key]>`. Hash-spread, never static. */
-  key: 'id',
-  /** TTL attribute, epoch seconds. Expiry is decided by the claim's condition, not by deletion. */
-  expiry: 'expiration',
-  /** Epoch milliseconds after which an INPROGRESS claim may be taken over (the invocation deadline). */
-  inProgressExpiry: 'in_progress_expiration',
-  status: 'status',
-  /** The stored result (receipt as JSON text, plus whether it was a natural-key replay). */
-  data: 'data',
-  /** Hash of the argument fingerprint: same key + other fingerprint is a conflict. */
-  validation: 'validation',
-  /** Tenant of the caller: lets one tenant's records be found and erased (a filtered Scan, no index). */
-  tenant: 'tenant',
-  /** Tool name, also the record key's prefix. */
-  tool: 'tool',
-  /** Random id of the claim that wrote the record: a failing call releases only its own claim. */
-  claim: 'claim_id',
-  /** While a claim is in flight: the user, client key and arguments, so the completer can finish it. */
-  call: 'call',
-  /** On an intent item (a dedupe window): the record key of the call that owns it. */
-  intentOwner: 'intent_owner',
-  /** On an intent item: the downstream key its effect runs under. */
-  downstreamKey: 'downstream_key',
-} as const;
+export const IDEMPOTENCY_ATTRIBUTES = DEFAULT_RECORD_ATTRIBUTES;
 
 export const TABLES = {
   idempotency: {
     envVar: 'IDEMPOTENCY_TABLE',
-    defaultName: 'retrysafe-idempotency',
+    defaultName: DEFAULT_IDEMPOTENCY_TABLE_NAME,
     partitionKey: { name: IDEMPOTENCY_ATTRIBUTES.key, type: 'S' },
     ttlAttribute: IDEMPOTENCY_ATTRIBUTES.expiry,
     // The completer reads it to find claims that never got a result: no index write on any call.

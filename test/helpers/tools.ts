@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import * as z from 'zod/mini';
 import { defineTool, type Execution, type ToolContext } from '../../lib/idempotency/tool';
 import type { JsonObject } from '../../lib/idempotency/types';
+import { sendEmailArgs } from '../../lib/tools/send-email';
 
 export const noteArgs = z.strictObject({ text: z.string().check(z.minLength(1)) });
 export type NoteArgs = z.output<typeof noteArgs>;
@@ -37,4 +38,25 @@ export function gate(): { opened: Promise<void>; open: () => void } {
     open = resolve;
   });
   return { opened, open };
+}
+
+/**
+ * A `send_email` whose every execution waits for `release` (after opening `started`): run it through
+ * the runtime under a key, and the real send_email sees that key in flight — `pending` — until released.
+ */
+export function heldSendEmail() {
+  const release = gate();
+  const started = gate();
+  const tool = defineTool({
+    name: 'send_email',
+    description: 'held',
+    args: sendEmailArgs,
+    annotations: { destructiveHint: false, openWorldHint: true },
+    async execute(args) {
+      started.open();
+      await release.opened;
+      return { receipt: { message_id: 'msg_held', to: args.to, subject: args.subject }, replayed: false };
+    },
+  });
+  return { tool, started, release };
 }

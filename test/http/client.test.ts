@@ -8,7 +8,6 @@ import {
   ToolCallError,
 } from '../../lib/client';
 import type { Invoice } from '../../lib/domain/invoices';
-import { defineTool } from '../../lib/idempotency/definition';
 import {
   type LossPolicy,
   type LossyProxy,
@@ -17,9 +16,8 @@ import {
   type ProxiedRequest,
   startLossyProxy,
 } from '../../lib/local/lossy-proxy';
-import { sendEmailArgs } from '../../lib/tools/send-email';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { gate } from '../helpers/tools';
+import { gate, heldSendEmail } from '../helpers/tools';
 import { deadline, newTenant } from '../helpers/world';
 
 let api: TestApi;
@@ -272,19 +270,7 @@ describe('RetrysafeClient refusals', () => {
 describe('RetrysafeClient and a call still in flight', () => {
   /** Holds a send_email under `key` in the runtime (as a slow first attempt would) until `release`. */
   function holdSendEmail(tenant: string, key: string, args: { to: string; subject: string; body: string }) {
-    const release = gate();
-    const started = gate();
-    const held = defineTool({
-      name: 'send_email',
-      description: 'held',
-      args: sendEmailArgs,
-      annotations: { destructiveHint: false, openWorldHint: true },
-      async execute(input) {
-        started.open();
-        await release.opened;
-        return { receipt: { message_id: 'msg_held', to: input.to, subject: input.subject }, replayed: false };
-      },
-    });
+    const { tool: held, started, release } = heldSendEmail();
     const running = api.runtime.invoke(
       held,
       { tenant, user: 'ada' },

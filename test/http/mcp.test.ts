@@ -4,10 +4,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import Ajv2020 from 'ajv/dist/2020';
-import { defineTool } from '../../lib/idempotency/definition';
-import { sendEmailArgs } from '../../lib/tools/send-email';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { gate } from '../helpers/tools';
+import { heldSendEmail } from '../helpers/tools';
 import { deadline, newTenant } from '../helpers/world';
 
 let api: TestApi;
@@ -158,19 +156,7 @@ describe('MCP tools/call', () => {
   it('answers pending (not an error) while the first call with the key still runs, and says what to do', async () => {
     const tenant = newTenant();
     const token = await api.token(tenant, 'ada');
-    const hold = gate();
-    const started = gate();
-    const held = defineTool({
-      name: 'send_email',
-      description: 'held',
-      args: sendEmailArgs,
-      annotations: { destructiveHint: false, openWorldHint: true },
-      async execute(args) {
-        started.open();
-        await hold.opened;
-        return { receipt: { message_id: 'msg_held', to: args.to, subject: args.subject }, replayed: false };
-      },
-    });
+    const { tool: held, started, release: hold } = heldSendEmail();
     const args = { idempotency_key: 'k1', to: 'a@example.com', subject: 's', body: 'b' };
     const running = api.runtime.invoke(held, { tenant, user: 'ada' }, args, deadline(5_000));
     const client = await connect(token);

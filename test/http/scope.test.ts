@@ -1,7 +1,5 @@
-import { defineTool } from '../../lib/idempotency/tool';
-import { sendEmailArgs } from '../../lib/tools/send-email';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { gate } from '../helpers/tools';
+import { heldSendEmail } from '../helpers/tools';
 import { createWorld, deadline, newTenant } from '../helpers/world';
 
 let api: TestApi;
@@ -105,20 +103,10 @@ describe('in flight over HTTP', () => {
     // Prepare: hold a send_email in flight under Ada's k1, in this process.
     const tenant = newTenant();
     const token = await api.token(tenant, 'ada');
-    const hold = gate();
-    const held = defineTool({
-      name: 'send_email',
-      description: 'held',
-      args: sendEmailArgs,
-      annotations: { destructiveHint: false, openWorldHint: true },
-      async execute(args) {
-        await hold.opened;
-        return { receipt: { message_id: 'msg_held', to: args.to, subject: args.subject }, replayed: false };
-      },
-    });
+    const { tool: held, started, release: hold } = heldSendEmail();
     const body = { idempotency_key: 'k1', to: 'a@example.com', subject: 's', body: 'b' };
     const running = api.runtime.invoke(held, { tenant, user: 'ada' }, body, deadline(5_000));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await started.opened;
 
     // Act
     const pending = await api.post('/tools/send_email', token, body);

@@ -279,7 +279,7 @@ export class RetrysafeClient<Tools extends ToolMap = UntypedTools> {
       const verdict = await this.#attempt(target, request, settle, { deadlineAt, attempt, started }, options.signal);
       if ('settled' in verdict) return verdict.settled;
       const delay = backoffDelay(attempt - 1, this.#backoff, verdict.hintMs);
-      if (Date.now() + delay >= deadlineAt) {
+      if (Date.now() + delay + CLIENT_DEFAULTS.minAttemptMs >= deadlineAt) {
         throw new GaveUpError(target.tool, target.key, attempt, Date.now() - started, verdict.retry, {
           cause: verdict.cause,
         });

@@ -6,6 +6,11 @@
 export const CLIENT_DEFAULTS = {
   /** Total time for one call, all attempts and waits included. */
   deadlineMs: 30_000,
+  /**
+   * The least time a retry is started with: one with less would only be cut off by the deadline, and
+   * the caller would learn `timeout` instead of what the server last said.
+   */
+  minAttemptMs: 100,
   retry: {
     /** The first backoff's ceiling; each retry doubles it. */
     baseDelayMs: 100,

@@ -14,17 +14,17 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fuzz } from '../lib/chaos/fuzz';
-import { details, figuresTable } from '../lib/chaos/report';
-import type { ChaosContext, ScenarioResult } from '../lib/chaos/scenario';
-import { killAndRestart, lostResponses, newKeyBursts, sameKeyBursts, storeOutage } from '../lib/chaos/scenarios';
 import { DevSigningKey } from '../lib/local/dev-auth';
 import { type DynamoDBLocal, startDynamoDBLocal } from '../lib/local/dynamodb-local';
 import { freePort } from '../lib/local/free-port';
 import { applyLocalDefaults } from '../lib/local/local-env';
-import { type OutageProxy, startOutageProxy } from '../lib/local/outage-proxy';
-import { ServerProcess } from '../lib/local/server-process';
 import { createServices, type Services } from '../lib/services';
+import { fuzz } from '../test/chaos/fuzz';
+import { details, figuresTable } from '../test/chaos/report';
+import type { ChaosContext, ScenarioResult } from '../test/chaos/scenario';
+import { killAndRestart, lostResponses, newKeyBursts, sameKeyBursts, storeOutage } from '../test/chaos/scenarios';
+import { type OutageProxy, startOutageProxy } from '../test/faults/outage-proxy';
+import { ServerProcess } from '../test/faults/server-process';
 
 /** The server's completer sweeps every second here, so abandoned claims are finished within the run. */
 const COMPLETER_INTERVAL_SECONDS = '1';

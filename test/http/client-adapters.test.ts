@@ -10,7 +10,7 @@ import {
   runOpenAiFunctionCall,
 } from '../../lib/client/openai';
 import type { Invoice } from '../../lib/domain/invoices';
-import { type LossyProxy, loseFirstAnswersPerKey, startLossyProxy } from '../../lib/local/lossy-proxy';
+import { type LossyProxy, loseFirstAnswersPerKey, startLossyProxy } from '../faults/lossy-proxy';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { newTenant } from '../helpers/world';
 

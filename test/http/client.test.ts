@@ -15,7 +15,7 @@ import {
   loseFirstAnswersPerKey,
   type ProxiedRequest,
   startLossyProxy,
-} from '../../lib/local/lossy-proxy';
+} from '../faults/lossy-proxy';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { gate, heldSendEmail } from '../helpers/tools';
 import { deadline, newTenant } from '../helpers/world';

@@ -1,7 +1,7 @@
-import type { LossyProxy } from '../local/lossy-proxy';
-import type { OutageProxy } from '../local/outage-proxy';
-import type { ServerProcess } from '../local/server-process';
-import type { Services } from '../services';
+import type { Services } from '../../lib/services';
+import type { LossyProxy } from '../faults/lossy-proxy';
+import type { OutageProxy } from '../faults/outage-proxy';
+import type { ServerProcess } from '../faults/server-process';
 import { auditTenant } from './audit';
 import type { ChaosCaller } from './tally';
 

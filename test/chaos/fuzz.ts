@@ -1,7 +1,7 @@
 import { Agent, request as httpRequest } from 'node:http';
 import fc from 'fast-check';
 import type { JWTPayload } from 'jose';
-import type { DevSigningKey } from '../local/dev-auth';
+import type { DevSigningKey } from '../../lib/local/dev-auth';
 import { auditTenant } from './audit';
 import type { ChaosContext, ScenarioResult } from './scenario';
 import { ChaosCaller, inBatches } from './tally';

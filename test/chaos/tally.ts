@@ -5,7 +5,7 @@ import {
   RetrysafeClient,
   ToolCallError,
   UnexpectedAnswerError,
-} from '../client';
+} from '../../lib/client';
 
 /** How one intent's call ended, as its caller saw it. */
 export type CallOutcome = 'executed' | 'replayed' | 'refused' | 'gave_up' | 'unexpected';

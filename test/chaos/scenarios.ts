@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { JsonObject } from '../client';
-import { loseShare, startLossyProxy } from '../local/lossy-proxy';
+import type { JsonObject } from '../../lib/client';
+import { loseShare, startLossyProxy } from '../faults/lossy-proxy';
 import { claimsInFlight } from './audit';
 import { type ChaosContext, finishScenario, type ScenarioResult } from './scenario';
 import { ChaosCaller, inBatches } from './tally';

@@ -1,7 +1,7 @@
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { spawnWatched, type WatchedProcess } from './watched-process';
+import { spawnWatched, type WatchedProcess } from '../../lib/local/watched-process';
 
 export interface ServerProcessOptions {
   /** The port the server listens on, the same after every restart. */

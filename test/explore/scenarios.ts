@@ -1,0 +1,165 @@
+import type { JsonObject } from '../../lib/idempotency/types';
+
+/**
+ * Scenarios: who acts in one schedule, with which intents. An *intent* is one effect the caller wants
+ * (one refund of an invoice, one email with this body, one ticket with this title); agents may call it
+ * under several client keys — a retry with the same key, the model minting a new key for the same
+ * arguments, a key reused with other arguments.
+ */
+export type ExploredTool = 'refund' | 'send_email' | 'create_ticket';
+
+export interface IntentSpec {
+  readonly id: string;
+  readonly tool: ExploredTool;
+  readonly args: JsonObject;
+}
+
+/** One call an agent makes: an intent under a key. */
+export interface CallSpec {
+  readonly intent: string;
+  readonly key: string;
+  /** Tries while the answer is `pending` or `unavailable` (the model gives up after them). @default 3 */
+  readonly tries?: number;
+  /**
+   * The key was first used for another intent: the only right answers are `conflict` (or `pending`
+   * while the first runs) — never an effect of these arguments.
+   */
+  readonly reusesKeyOf?: string;
+}
+
+export interface AgentSpec {
+  readonly name: string;
+  readonly user: string;
+  readonly calls: readonly CallSpec[];
+}
+
+export interface ScenarioSpec {
+  readonly name: string;
+  readonly intents: readonly IntentSpec[];
+  readonly agents: readonly AgentSpec[];
+  /** Invoices to create before the schedule (refund intents need them). */
+  readonly invoices: readonly { readonly invoice_id: string; readonly amount: number }[];
+  /** Completer invocations during the schedule (more run in quiescence). */
+  readonly completerRuns: number;
+  /** An erase of the tenant during the schedule, with or without the domain tables. */
+  readonly erase?: { readonly includeDomain: boolean };
+}
+
+const email = (n: number) => ({ to: 'ada@example.com', subject: `Hello ${n}`, body: `Message body ${n}` });
+
+/**
+ * The scenarios, built for one seed's choices (`pick(n)` draws from the schedule's seed), each aimed at
+ * one part of the protocol; together they cover every actor and every record kind.
+ */
+export const SCENARIOS: Record<string, (pick: (n: number) => number) => ScenarioSpec> = {
+  /** Natural key: one refund per invoice, whatever keys the agents mint, crashes and the completer. */
+  refund_keys: (pick) => ({
+    name: 'refund_keys',
+    invoices: [{ invoice_id: 'inv_1', amount: 4200 }],
+    intents: [{ id: 'refund', tool: 'refund', args: { invoice_id: 'inv_1', amount: 4200 } }],
+    agents: Array.from({ length: 2 + pick(2) }, (_, i) => ({
+      name: `agent${i}`,
+      user: 'ada',
+      calls: [
+        { intent: 'refund', key: `k${i}` },
+        // The model lost the answer and minted a new key; sometimes it retried the same one.
+        { intent: 'refund', key: pick(2) === 0 ? `k${i}` : `k${i}b` },
+      ],
+    })),
+    completerRuns: 1 + pick(2),
+  }),
+
+  /** Dedupe window: identical emails under fresh keys, a key reused with another email, the completer. */
+  email_window: (pick) => ({
+    name: 'email_window',
+    invoices: [],
+    intents: [
+      { id: 'e1', tool: 'send_email', args: email(1) },
+      { id: 'e2', tool: 'send_email', args: email(2) },
+    ],
+    agents: [
+      {
+        name: 'agentA',
+        user: 'ada',
+        calls: [
+          { intent: 'e1', key: 'k1' },
+          { intent: 'e1', key: 'k1' },
+        ],
+      },
+      {
+        name: 'agentB',
+        user: 'ada',
+        calls:
+          pick(2) === 0
+            ? [{ intent: 'e1', key: 'k2' }]
+            : [
+                { intent: 'e1', key: 'k2' },
+                { intent: 'e1', key: 'k3' },
+              ],
+      },
+      {
+        name: 'agentC',
+        user: 'ada',
+        calls: [
+          { intent: 'e2', key: 'k1', reusesKeyOf: 'e1' },
+          { intent: 'e2', key: 'k4' },
+        ],
+      },
+    ],
+    completerRuns: 1 + pick(2),
+  }),
+
+  /**
+   * A model that gives up on a call after one failure and reuses its key for another email, then
+   * re-issues the first email under a fresh key: the key's other arguments must never meet the first
+   * email's effect, and the fresh key must never be refused.
+   */
+  key_reuse: (pick) => ({
+    name: 'key_reuse',
+    invoices: [],
+    intents: [
+      { id: 'e1', tool: 'send_email', args: email(1) },
+      { id: 'e2', tool: 'send_email', args: email(2) },
+    ],
+    agents: [
+      {
+        name: 'agentA',
+        user: 'ada',
+        calls: [
+          { intent: 'e1', key: 'k1', tries: 1 },
+          { intent: 'e2', key: 'k1', reusesKeyOf: 'e1', tries: 1 },
+          { intent: 'e1', key: 'k2' },
+        ],
+      },
+    ],
+    completerRuns: pick(2),
+  }),
+
+  /** Tickets under the window, with the completer: creates that must happen once. */
+  ticket_window: (pick) => ({
+    name: 'ticket_window',
+    invoices: [],
+    intents: [{ id: 't1', tool: 'create_ticket', args: { title: 'Printer on fire', body: 'Third floor.' } }],
+    agents: [
+      { name: 'agentA', user: 'ada', calls: [{ intent: 't1', key: 'k1' }] },
+      { name: 'agentB', user: 'ada', calls: [{ intent: 't1', key: pick(2) === 0 ? 'k1' : 'k2' }] },
+    ],
+    completerRuns: 1 + pick(2),
+  }),
+
+  /** Erase while calls run and the completer works: what it erased stays erased, nothing left half done. */
+  erase: (pick) => ({
+    name: 'erase',
+    invoices: [{ invoice_id: 'inv_1', amount: 4200 }],
+    intents: [
+      { id: 'refund', tool: 'refund', args: { invoice_id: 'inv_1', amount: 4200 } },
+      { id: 'e1', tool: 'send_email', args: email(1) },
+    ],
+    agents: [
+      { name: 'agentA', user: 'ada', calls: [{ intent: 'refund', key: 'k1' }] },
+      { name: 'agentB', user: 'ada', calls: [{ intent: 'e1', key: 'k2' }] },
+    ],
+    completerRuns: 1 + pick(2),
+    erase: { includeDomain: pick(2) === 0 },
+  }),
+};

@@ -1,0 +1,551 @@
+import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { eraseTenant } from '../../lib/admin/erase-tenant';
+import type { JsonObject, ToolResult } from '../../lib/idempotency/types';
+import type { Movement } from '../../lib/payments/provider';
+import { withInvocationDeadline } from '../../lib/store/deadline';
+import { IDEMPOTENCY_ATTRIBUTES as ATTR, tableName } from '../../lib/store/tables';
+import { CompleterDriver } from './completer-driver';
+import { type CallSpec, type IntentSpec, SCENARIOS, type ScenarioSpec } from './scenarios';
+import { FAULTS, type Fault, type FaultPlan, installClock, Scheduler, SimClock, type TraceLine } from './scheduler';
+import { asCall, type ExploreWorld } from './world';
+
+/** A call's lock: the invocation's time (a Lambda's remaining time). */
+export const CALL_TIME_MS = 30_000;
+/** Past every lock, and past the dedupe windows (10 min): what quiescence waits before it retries. */
+const QUIESCENCE_MS = 16 * 60_000;
+
+/** One answer the runtime gave, to an agent or to the completer. */
+interface Answer {
+  readonly actor: string;
+  readonly intent: string;
+  readonly key: string;
+  readonly reusesKeyOf: string | undefined;
+  readonly result: ToolResult;
+  readonly phase: 'schedule' | 'quiescence';
+  /** The call was made with no time left. */
+  readonly noTimeLeft: boolean;
+}
+
+export interface ScheduleResult {
+  readonly scenario: string;
+  readonly seed: number;
+  readonly at: ScheduleOptions['at'];
+  readonly violations: string[];
+  readonly trace: readonly TraceLine[];
+  readonly steps: number;
+  readonly faults: number;
+}
+
+export interface ScheduleOptions {
+  readonly scenario: string;
+  readonly seed: number;
+  /** A fault forced at one step (systematic crash points); otherwise random faults from the seed. */
+  readonly at?: { readonly step: number; readonly fault: Exclude<Fault, 'none'> };
+  /** No faults at all (a scenario's base schedule). @default false */
+  readonly faultFree?: boolean;
+}
+
+/** The fault plan a seed gives: some schedules have none, most a few, some many. */
+function planFor(scheduler: { pick(n: number): number }, at: ScheduleOptions['at']): FaultPlan {
+  const rates = [0, 0.03, 0.08, 0.15];
+  return {
+    rate: rates[scheduler.pick(rates.length)]!,
+    kinds: FAULTS,
+    maxCrashes: 1 + scheduler.pick(2),
+    ...(at ? { at } : {}),
+  };
+}
+
+/**
+ * Runs one schedule of one scenario: the actors under the seeded scheduler, then quiescence (locks
+ * expire, the completer runs until nothing is left, every agent retries its calls with their keys),
+ * then the invariants over the tables and the answers.
+ */
+export async function runSchedule(world: ExploreWorld, options: ScheduleOptions): Promise<ScheduleResult> {
+  const build = SCENARIOS[options.scenario];
+  if (!build) throw new Error(`no scenario ${options.scenario}`);
+  // The simulated clock starts at the real time: DynamoDB Local deletes items whose TTL passed in *its*
+  // clock, so a simulated past would lose records. Decisions never depend on the absolute time.
+  const clock = new SimClock(Date.now());
+  const uninstall = installClock(clock);
+  try {
+    // Choices about the scenario come from their own stream of the seed, the plan from another.
+    const choices = new Scheduler({ seed: options.seed, plan: noFaults, holdMs: 0 }, clock);
+    const scenario = build((n) => choices.pick(n));
+    const plan = options.faultFree
+      ? noFaults
+      : planFor(new Scheduler({ seed: options.seed ^ 0x5bd1e995, plan: noFaults, holdMs: 0 }, clock), options.at);
+    const scheduler = new Scheduler({ seed: options.seed, plan, holdMs: CALL_TIME_MS + 1_000 }, clock);
+    const tenant = `t${options.seed}${options.at ? `s${options.at.step}${options.at.fault}` : ''}`;
+    const run = new Run(world, scenario, tenant, scheduler);
+    await run.setup();
+    await run.schedule();
+    const violations = await run.quiesceAndCheck();
+    return {
+      scenario: scenario.name,
+      seed: options.seed,
+      at: options.at,
+      violations,
+      trace: scheduler.trace,
+      steps: scheduler.steps,
+      faults: scheduler.trace.filter((line) => line.fault !== 'none').length,
+    };
+  } finally {
+    uninstall();
+  }
+}
+
+const noFaults: FaultPlan = { rate: 0, kinds: [], maxCrashes: 0 };
+
+/** One completer (its stream position) per world, across schedules. */
+const drivers = new WeakMap<ExploreWorld, CompleterDriver>();
+
+class Run {
+  readonly answers: Answer[] = [];
+  readonly violations: string[] = [];
+  /** Record ids of every claim written for a call, by intent (from the observed writes). */
+  erasedIds = new Set<string>();
+  eraseStarted = false;
+  readonly #intents: ReadonlyMap<string, IntentSpec>;
+
+  constructor(
+    readonly world: ExploreWorld,
+    readonly scenario: ScenarioSpec,
+    readonly tenant: string,
+    readonly scheduler: Scheduler,
+  ) {
+    this.#intents = new Map(scenario.intents.map((intent) => [intent.id, intent]));
+  }
+
+  get completer(): CompleterDriver {
+    let driver = drivers.get(this.world);
+    if (!driver) {
+      driver = new CompleterDriver(this.world);
+      drivers.set(this.world, driver);
+    }
+    return driver;
+  }
+
+  async setup(): Promise<void> {
+    await this.completer.reset();
+    for (const invoice of this.scenario.invoices) {
+      await this.world.services.invoices.create({
+        tenant: this.tenant,
+        invoice_id: invoice.invoice_id,
+        customer: 'cus_ada',
+        amount: invoice.amount,
+        currency: 'usd',
+        created_at: new Date(Date.now()).toISOString(),
+      });
+    }
+  }
+
+  /** The random phase: every actor under the scheduler, with faults. */
+  async schedule(): Promise<void> {
+    const { scheduler } = this;
+    const actors: Promise<unknown>[] = [];
+    for (const agent of this.scenario.agents) {
+      actors.push(
+        scheduler.spawn(agent.name, async () => {
+          for (const call of agent.calls) await this.#callUntilAnswered(agent.name, agent.user, call, 'schedule');
+        }),
+      );
+    }
+    // A completer or erase invocation that fails (a fault reached it) is retried by its trigger: not a finding.
+    for (let i = 0; i < this.scenario.completerRuns; i++) {
+      scheduler.spawn(`completer${i}`, () => this.completer.once(callTime).catch(() => undefined));
+    }
+    if (this.scenario.erase) {
+      const { includeDomain } = this.scenario.erase;
+      scheduler.spawn('erase', async () => {
+        this.eraseStarted = true;
+        await eraseTenant(this.world.client, { tenant: this.tenant, includeDomain, segments: 1 }, this.world.env).catch(
+          () => undefined,
+        );
+      });
+    }
+    // An agent's call never throws (every failure is an answer); a crash never settles.
+    for (const actor of actors) {
+      actor.catch((error: unknown) => this.violations.push(`7 the runtime threw: ${(error as Error).stack ?? error}`));
+    }
+    await scheduler.run();
+  }
+
+  /** An agent's call: answered, or retried with the same key while pending/unavailable (3 tries). */
+  async #callUntilAnswered(actor: string, user: string, call: CallSpec, phase: Answer['phase']): Promise<void> {
+    for (let attempt = 0; attempt < (phase === 'schedule' ? (call.tries ?? 3) : 3); attempt++) {
+      const result = await this.#call(actor, user, call, phase);
+      const retry = !result.ok && ('status' in result || result.error.code === 'unavailable');
+      if (!retry) return;
+    }
+  }
+
+  async #call(actor: string, user: string, call: CallSpec, phase: Answer['phase']): Promise<ToolResult> {
+    const intent = this.#intents.get(call.intent)!;
+    const tool = this.world.tools[intent.tool]!;
+    // Now and then a call arrives with no time left (a Lambda invoked at the end of its budget).
+    const noTimeLeft = phase === 'schedule' && this.scheduler.chance(0.03);
+    const deadline = noTimeLeft ? { getRemainingTimeInMillis: () => 0 } : callTime();
+    const result = await asCall({ tool: intent.tool, key: call.key, intent: call.intent }, () =>
+      withInvocationDeadline(deadline, () =>
+        this.world.runtime.invoke(
+          tool,
+          { tenant: this.tenant, user },
+          { ...intent.args, idempotency_key: call.key },
+          deadline,
+        ),
+      ),
+    );
+    this.answers.push({
+      actor,
+      intent: call.intent,
+      key: call.key,
+      reusesKeyOf: call.reusesKeyOf,
+      result,
+      phase,
+      noTimeLeft,
+    });
+    if (!result.ok && 'status' in result) {
+      // Invariant 5: a pending answer is pollable at once — never `not_found`.
+      const operation = await Scheduler.observe(() =>
+        this.world.runtime.lookup(intent.tool, { tenant: this.tenant, user }, call.key).catch(() => 'error' as const),
+      );
+      if (operation === undefined) {
+        this.violations.push(
+          `5 pending not pollable: ${actor} ${intent.tool} key ${call.key} answered pending, get_operation says not_found`,
+        );
+      }
+    }
+    return result;
+  }
+
+  /** Quiescence, then every invariant. */
+  async quiesceAndCheck(): Promise<string[]> {
+    const { scheduler } = this;
+    const calm = new Scheduler({ seed: 1, plan: noFaults, holdMs: 0 }, scheduler.clock);
+    scheduler.clock.advance(QUIESCENCE_MS);
+    // The completer runs until nothing is left (no faults now).
+    const clock = scheduler.clock;
+    const drained = calm.spawn('completer-q', () =>
+      this.completer.drain(callTime, (ms) => clock.advance(Math.max(0, ms - clock.now()))),
+    );
+    drained.then(
+      (done) => {
+        if (!done) this.violations.push('liveness: the completer still had work after 40 invocations');
+      },
+      (error: unknown) =>
+        this.violations.push(`liveness: the completer failed in quiescence: ${(error as Error).stack ?? error}`),
+    );
+    await calm.run();
+    this.#collectErased();
+    // 2 (first half): the completer alone leaves nothing half done — no agent has retried yet.
+    await this.#checkEffects('after the completer');
+    // Every agent retries each of its calls with its key (those that had crashed too).
+    for (const agent of this.scenario.agents) {
+      calm.spawn(`${agent.name}-q`, async () => {
+        const seen = new Set<string>();
+        for (const call of agent.calls) {
+          if (seen.has(`${call.intent}/${call.key}`)) continue;
+          seen.add(`${call.intent}/${call.key}`);
+          await this.#callUntilAnswered(`${agent.name}-q`, agent.user, call, 'quiescence');
+        }
+      });
+    }
+    await calm.run();
+    await this.#checkEffects('at the end');
+
+    this.#checkAnswers();
+    await this.#checkErase();
+    return [...new Set(this.violations)];
+  }
+
+  /** Ids (record or domain) the erase actor deleted or overwrote. */
+  #collectErased(): void {
+    for (const write of this.world.writes) {
+      if (write.actor !== 'erase') continue;
+      const key = (write.input.Key ?? write.input.Item) as Record<string, { S?: string }>;
+      this.erasedIds.add(normaliseKey(`${write.table}:${JSON.stringify(key)}`));
+    }
+  }
+
+  /** 1 at most one effect per intent; 2 nothing half done; 4 exactly one `idempotent: false` per effect. */
+  async #checkEffects(when: string): Promise<void> {
+    const world = await this.#readWorld();
+    for (const intent of this.scenario.intents) {
+      const effects = effectsOf(intent, world);
+      const erased = this.#intentErased(intent);
+      if (effects.length > 1) {
+        this.violations.push(`1 double effect (${when}): intent ${intent.id} has ${effects.length} effects`);
+      }
+      const effect = effects[0];
+      if (!effect) continue;
+      // Only an erased domain item excuses an effect the domain does not show: an erased *record* of a
+      // call in flight would be erase's own violation.
+      if (!effect.domainShows && !this.#domainErased(intent)) {
+        this.violations.push(
+          `2 half done (${when}): intent ${intent.id}: ${effect.what} happened, the domain does not show it`,
+        );
+      }
+      if (when !== 'at the end' || erased) continue;
+      // The receipt is reachable under one of the intent's keys.
+      const keys = this.#keysOf(intent.id);
+      let reachable = false;
+      for (const { key, user } of keys) {
+        const operation = await this.world.runtime
+          .lookup(intent.tool, { tenant: this.tenant, user }, key)
+          .catch(() => undefined);
+        if (operation?.status === 'completed' && effect.matches(operation.receipt)) reachable = true;
+      }
+      if (!reachable)
+        this.violations.push(`2 no receipt: intent ${intent.id}: ${effect.what} has no receipt under any of its keys`);
+      // 4: the commits that said "executed" — durable records with replayed: false.
+      const executedRecords = world.records.filter(
+        (record) => this.#recordIntents.get(record.id as string) === intent.id && storedReplayed(record) === false,
+      );
+      if (executedRecords.length !== 1) {
+        this.violations.push(
+          `4 executed ${executedRecords.length}× : intent ${intent.id} has one effect and ${executedRecords.length} receipts committed as executed (idempotent: false)`,
+        );
+      }
+    }
+    if (when === 'at the end') {
+      for (const intent of this.scenario.intents) {
+        const effects = effectsOf(intent, world);
+        const falseAnswers = this.answers.filter((a) => a.intent === intent.id && a.result.ok && !a.result.idempotent);
+        if (falseAnswers.length > effects.length) {
+          this.violations.push(
+            `4 executed ${falseAnswers.length}× : intent ${intent.id} has ${effects.length} effect(s), ${falseAnswers.length} answers said idempotent: false`,
+          );
+        }
+      }
+    }
+  }
+
+  /** 3 one receipt per key, other arguments never run; 7 only documented answers; liveness at the end. */
+  #checkAnswers(): void {
+    const byKey = new Map<string, Answer[]>();
+    for (const answer of this.answers) {
+      const tool = this.#intents.get(answer.intent)!.tool;
+      const list = byKey.get(`${tool}/${answer.key}`) ?? [];
+      list.push(answer);
+      byKey.set(`${tool}/${answer.key}`, list);
+    }
+    for (const [key, answers] of byKey) {
+      const ok = answers.filter((a) => a.result.ok) as Array<Answer & { result: { ok: true; receipt: JsonObject } }>;
+      const intents = new Set(ok.map((a) => a.intent));
+      if (intents.size > 1) this.violations.push(`3 other arguments ran under key ${key}: ${[...intents].join(', ')}`);
+      const receipts = new Set(
+        ok.filter((a) => a.intent === ok[0]?.intent).map((a) => JSON.stringify(a.result.receipt)),
+      );
+      if (receipts.size > 1) this.violations.push(`3 two receipts for key ${key}: ${[...receipts].join(' / ')}`);
+    }
+    for (const answer of this.answers) {
+      const { result } = answer;
+      const label = `${answer.actor} ${answer.intent} key ${answer.key}`;
+      if (result.ok) {
+        if (answer.reusesKeyOf && !this.#releasedBefore(answer)) {
+          this.violations.push(
+            `3 other arguments ran: ${label} reused the key of ${answer.reusesKeyOf} and was answered ok`,
+          );
+        }
+        continue;
+      }
+      if ('status' in result) {
+        if (answer.phase === 'quiescence') this.violations.push(`liveness: ${label} still pending after quiescence`);
+        continue;
+      }
+      const code = result.error.code;
+      // `conflict` is right only for a key that more than one intent uses (whichever came first).
+      if (code === 'conflict' && this.#sharedKey(answer.key)) continue;
+      if (code === 'unavailable' && answer.phase === 'schedule') continue;
+      if (code === 'not_found' && this.eraseStarted) continue;
+      this.violations.push(
+        `7 undocumented answer: ${label} → ${code} (${result.error.message})${answer.noTimeLeft ? ' [no time left]' : ''}`,
+      );
+    }
+  }
+
+  /** Whether agents use `key` for more than one intent. */
+  #sharedKey(key: string): boolean {
+    const intents = new Set<string>();
+    for (const agent of this.scenario.agents)
+      for (const call of agent.calls) if (call.key === key) intents.add(call.intent);
+    return intents.size > 1;
+  }
+
+  /** A key reused for another intent may run only if the first intent never got past its claim. */
+  #releasedBefore(answer: Answer): boolean {
+    return !this.answers.some((a) => a.key === answer.key && a.intent === answer.reusesKeyOf && a.result.ok);
+  }
+
+  /** 6 erase is final: nothing it erased reappears, no erased message is delivered. */
+  async #checkErase(): Promise<void> {
+    if (!this.scenario.erase) return;
+    const world = await this.#readWorld();
+    const present = new Map<string, Record<string, unknown>>();
+    for (const record of world.records)
+      present.set(normaliseKey(`idempotency:${JSON.stringify({ id: record.id })}`), record);
+    for (const message of world.outbox) {
+      const key = { tenant: message.tenant, message_id: message.message_id };
+      present.set(normaliseKey(`outbox:${JSON.stringify(key)}`), message);
+    }
+    for (const invoice of world.invoices) {
+      const key = { tenant: invoice.tenant, invoice_id: invoice.invoice_id };
+      present.set(normaliseKey(`invoices:${JSON.stringify(key)}`), invoice);
+    }
+    for (const id of this.erasedIds) {
+      const item = present.get(id);
+      if (item && item[ATTR.status] !== 'ERASED') this.violations.push(`6 erased item reappeared: ${id.slice(0, 80)}`);
+    }
+  }
+
+  /** The intent's domain item (the invoice it refunds, the message it queued) was erased. */
+  #domainErased(intent: IntentSpec): boolean {
+    const domain = intent.tool === 'refund' ? 'invoices:' : intent.tool === 'send_email' ? 'outbox:' : 'tickets:';
+    return [...this.erasedIds].some((id) => id.startsWith(domain));
+  }
+
+  /** The intent's records or domain items were erased: its receipts are gone by design. */
+  #intentErased(intent: IntentSpec): boolean {
+    if (!this.scenario.erase || this.erasedIds.size === 0) return false;
+    if (this.#domainErased(intent)) return true;
+    const records = [...this.#recordIntents].filter(([, id]) => id === intent.id).map(([record]) => record);
+    return records.some((record) => this.erasedIds.has(normaliseKey(`idempotency:${JSON.stringify({ id: record })}`)));
+  }
+
+  /** Call record id → intent, from the claims the runtime wrote for each call. */
+  get #recordIntents(): Map<string, string> {
+    const map = new Map<string, string>();
+    for (const write of this.world.writes) {
+      if (write.table !== 'idempotency' || !write.call) continue;
+      if (!/^(Put|Update)Item$/.test(write.command)) continue;
+      const key = (write.input.Key ?? write.input.Item) as Record<string, { S?: string } | string>;
+      const id = key[ATTR.key];
+      const text = typeof id === 'string' ? id : id?.S;
+      if (text && !text.includes('#intent#')) map.set(text, write.call.intent);
+    }
+    return map;
+  }
+
+  #keysOf(intent: string): Array<{ key: string; user: string }> {
+    const keys = new Map<string, string>();
+    for (const agent of this.scenario.agents) {
+      for (const call of agent.calls) if (call.intent === intent) keys.set(call.key, agent.user);
+    }
+    return [...keys].map(([key, user]) => ({ key, user }));
+  }
+
+  async #readWorld(): Promise<WorldState> {
+    const { documents } = this.world;
+    const env = this.world.env;
+    const query = async (table: 'invoices' | 'outbox' | 'tickets') =>
+      (
+        await documents.send(
+          new QueryCommand({
+            TableName: tableName(table, env),
+            KeyConditionExpression: 'tenant = :t',
+            ExpressionAttributeValues: { ':t': this.tenant },
+            ConsistentRead: true,
+          }),
+        )
+      ).Items ?? [];
+    const scan = async (table: 'ledger' | 'idempotency') => {
+      const items: Record<string, unknown>[] = [];
+      let start: Record<string, unknown> | undefined;
+      do {
+        const page = await documents.send(
+          new ScanCommand({
+            TableName: tableName(table, env),
+            FilterExpression: 'tenant = :t',
+            ExpressionAttributeValues: { ':t': this.tenant },
+            ConsistentRead: true,
+            ExclusiveStartKey: start,
+          }),
+        );
+        items.push(...(page.Items ?? []));
+        start = page.LastEvaluatedKey;
+      } while (start);
+      return items;
+    };
+    return {
+      invoices: await query('invoices'),
+      outbox: await query('outbox'),
+      tickets: await query('tickets'),
+      ledger: (await scan('ledger')) as unknown as Movement[],
+      records: (await scan('idempotency')).filter((item) => !String(item.id).includes('#intent#')),
+    };
+  }
+}
+
+interface WorldState {
+  readonly invoices: Record<string, unknown>[];
+  readonly outbox: Record<string, unknown>[];
+  readonly tickets: Record<string, unknown>[];
+  readonly ledger: Movement[];
+  readonly records: Record<string, unknown>[];
+}
+
+interface Effect {
+  readonly what: string;
+  readonly domainShows: boolean;
+  matches(receipt: JsonObject): boolean;
+}
+
+/** The effects of an intent in the world, as the provider and the domain tables hold them. */
+function effectsOf(intent: IntentSpec, world: WorldState): Effect[] {
+  const args = intent.args as Record<string, unknown>;
+  switch (intent.tool) {
+    case 'refund': {
+      const invoice = world.invoices.find((item) => item.invoice_id === args.invoice_id);
+      return world.ledger
+        .filter((movement) => movement.invoice_id === args.invoice_id)
+        .map((movement) => ({
+          what: `refund ${movement.movement_id}`,
+          domainShows: (invoice?.refund as { refund_id?: string } | undefined)?.refund_id === movement.movement_id,
+          matches: (receipt) => receipt.refund_id === movement.movement_id,
+        }));
+    }
+    case 'send_email':
+      return world.outbox
+        .filter((message) => message.body === args.body)
+        .map((message) => ({
+          what: `message ${message.message_id} (${message.status})`,
+          domainShows: message.status === 'delivered',
+          matches: (receipt) => receipt.message_id === message.message_id,
+        }));
+    case 'create_ticket':
+      return world.tickets
+        .filter((ticket) => ticket.title === args.title)
+        .map((ticket) => ({
+          what: `ticket ${ticket.ticket_key}`,
+          domainShows: true,
+          matches: (receipt) => receipt.ticket_key === ticket.ticket_key,
+        }));
+  }
+}
+
+/** Whether a stored call record says its result was itself a replay (undefined: no result stored). */
+function storedReplayed(record: Record<string, unknown>): boolean | undefined {
+  if (record[ATTR.status] !== 'COMPLETED') return undefined;
+  const data = record[ATTR.data] as { replayed?: boolean } | undefined;
+  return data?.replayed;
+}
+
+/** `table:{attr:{S:value}}` with the key's attributes in one order, whichever order a writer used. */
+function normaliseKey(id: string): string {
+  const colon = id.indexOf(':');
+  const key = JSON.parse(id.slice(colon + 1)) as Record<string, { S?: string } | string>;
+  const values = Object.keys(key)
+    .sort()
+    .map((name) => {
+      const value = key[name];
+      return `${name}=${typeof value === 'string' ? value : value?.S}`;
+    });
+  return `${id.slice(0, colon)}:${values.join('&')}`;
+}
+
+/** A Lambda-like deadline: the call's time, counted on the simulated clock. */
+function callTime() {
+  const end = Date.now() + CALL_TIME_MS;
+  return { getRemainingTimeInMillis: () => end - Date.now() };
+}

@@ -1,0 +1,319 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
+import { unsafeUniformIntDistribution, xoroshiro128plus } from 'pure-rand';
+
+/**
+ * A deterministic scheduler in the manner of FoundationDB's simulator and TigerBeetle's VOPR: actors
+ * (agents, the completer, erase) run real code, and every DynamoDB request they make is a *scheduling
+ * point*. Exactly one actor moves at a time; the seeded scheduler chooses which one, and may inject a
+ * fault at that exact point. Time is the simulation's clock (`Date.now()` is the scheduler's), so a seed
+ * reproduces a run step for step.
+ *
+ * Interleavings follow PCT (Burckhardt et al., ASPLOS 2010): each actor gets a random priority, the
+ * highest-priority ready actor moves, and at `depth - 1` random steps the running actor's priority drops
+ * below every other — which finds bugs of small depth with a probability bounded from below.
+ */
+
+/** What the scheduler may do to one request. */
+export type Fault =
+  /** Sent, answered: nothing injected. */
+  | 'none'
+  /** The actor dies here: the request is never sent and the actor never continues. */
+  | 'crash'
+  /** The request is applied, then its answer is lost (a timeout): the actor sees a transient error. */
+  | 'lose_answer'
+  /** The request is applied twice (the SDK retried a lost answer); the actor sees the second answer. */
+  | 'duplicate'
+  /** A transient failure before the request is applied (a 5xx, a reset connection). */
+  | 'fail_before'
+  /** Throttled before it is applied. */
+  | 'throttle'
+  /** The actor stalls here past every lock (a GC pause, a frozen container), then sends the request. */
+  | 'hold';
+
+export const FAULTS: readonly Exclude<Fault, 'none'>[] = [
+  'crash',
+  'lose_answer',
+  'duplicate',
+  'fail_before',
+  'throttle',
+  'hold',
+];
+
+/** One line of a schedule's trace: what moved, and what was done to it. */
+export interface TraceLine {
+  readonly step: number;
+  readonly actor: string;
+  readonly request: string;
+  readonly fault: Fault;
+  /** Simulated time, ms since the schedule's start. */
+  readonly at: number;
+}
+
+interface Actor {
+  readonly name: string;
+  priority: number;
+  crashed: boolean;
+  done: boolean;
+}
+
+interface Point {
+  readonly actor: Actor;
+  readonly request: string;
+  release(fault: Fault): void;
+}
+
+/** What a schedule injects, chosen once from its seed. */
+export interface FaultPlan {
+  /** Probability of a fault at each step. */
+  readonly rate: number;
+  /** Faults allowed in this schedule. */
+  readonly kinds: readonly Exclude<Fault, 'none'>[];
+  /** A fault forced at exactly this step (systematic exploration), whatever the rate. */
+  readonly at?: { readonly step: number; readonly fault: Exclude<Fault, 'none'> };
+  /** Whether actors crash (a crash ends an actor; scenarios without a completer may forbid it). */
+  readonly maxCrashes: number;
+}
+
+export interface SchedulerOptions {
+  readonly seed: number;
+  readonly plan: FaultPlan;
+  /** PCT depth: priority change points. @default 3 */
+  readonly depth?: number;
+  /** Steps after which the run is declared stuck. @default 2_000 */
+  readonly maxSteps?: number;
+  /** How far a `hold` moves the clock, ms (past every lock). */
+  readonly holdMs: number;
+}
+
+/** The actor a piece of async code runs as (requests outside any actor are not scheduled). */
+const running = new AsyncLocalStorage<{ actor: Actor; scheduler: Scheduler }>();
+
+/** The simulation's clock: `Date.now()` reads it while a simulation is installed. */
+export class SimClock {
+  #now: number;
+  readonly start: number;
+  constructor(start: number) {
+    this.#now = start;
+    this.start = start;
+  }
+  now(): number {
+    return this.#now;
+  }
+  advance(ms: number): void {
+    this.#now += ms;
+  }
+}
+
+const realNow = Date.now.bind(Date);
+
+/** Makes `Date.now()` read `clock` until the returned function is called. */
+export function installClock(clock: SimClock): () => void {
+  Date.now = () => clock.now();
+  return () => {
+    Date.now = realNow;
+  };
+}
+
+export class Scheduler {
+  readonly trace: TraceLine[] = [];
+  readonly clock: SimClock;
+  readonly #options: SchedulerOptions;
+  readonly #rng: { next(max: number): number; chance(p: number): boolean };
+  readonly #actors: Actor[] = [];
+  readonly #ready: Point[] = [];
+  readonly #changePoints: Set<number>;
+  #step = 0;
+  #crashes = 0;
+  /** The explorer's own reads under way: the schedule waits for them. */
+  readonly #observations = new Set<Promise<void>>();
+  /** Set while one released request is being sent: nothing else moves. */
+  #inFlight: Promise<void> | undefined;
+
+  constructor(options: SchedulerOptions, clock: SimClock) {
+    this.#options = options;
+    this.clock = clock;
+    this.#rng = random(options.seed);
+    const depth = options.depth ?? 3;
+    this.#changePoints = new Set(Array.from({ length: depth - 1 }, () => this.#rng.next(60)));
+  }
+
+  get steps(): number {
+    return this.#step;
+  }
+
+  /** A random whole number in [0, max), from the schedule's seed (for scenario choices). */
+  pick(max: number): number {
+    return this.#rng.next(max);
+  }
+
+  chance(p: number): boolean {
+    return this.#rng.chance(p);
+  }
+
+  /** Starts `work` as an actor. Its promise settles when it finishes; it never settles if it crashed. */
+  spawn<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const actor: Actor = { name, priority: this.#rng.next(1_000_000) + 10, crashed: false, done: false };
+    this.#actors.push(actor);
+    return running.run({ actor, scheduler: this }, async () => {
+      try {
+        return await work();
+      } finally {
+        actor.done = true;
+      }
+    });
+  }
+
+  /** Whether the named actor crashed. */
+  crashed(name: string): boolean {
+    return this.#actors.some((actor) => actor.name === name && actor.crashed);
+  }
+
+  /**
+   * Runs until every actor has finished or crashed: waits for quiet (every live actor parked at a
+   * point), picks one point, injects its fault, lets it go, repeats.
+   */
+  async run(): Promise<void> {
+    for (;;) {
+      await quiet();
+      if (this.#inFlight) {
+        await this.#inFlight;
+        continue;
+      }
+      if (this.#observations.size > 0) {
+        const pending = [...this.#observations];
+        this.#observations.clear();
+        await Promise.all(pending);
+        continue;
+      }
+      const ready = this.#ready.filter((point) => !point.actor.crashed);
+      this.#ready.length = 0;
+      if (ready.length === 0) return;
+      if (this.#step >= (this.#options.maxSteps ?? 2_000)) {
+        throw new Error(`no quiescence after ${this.#step} steps`);
+      }
+      const chosen = this.#choose(ready);
+      // The others stay parked for a later step.
+      for (const point of ready) if (point !== chosen) this.#ready.push(point);
+      const fault = this.#fault();
+      this.trace.push({
+        step: this.#step,
+        actor: chosen.actor.name,
+        request: chosen.request,
+        fault,
+        at: this.clock.now() - this.clock.start,
+      });
+      if (this.#changePoints.has(this.#step)) chosen.actor.priority = this.#step - 1_000_000;
+      this.#step += 1;
+      if (fault === 'crash') {
+        chosen.actor.crashed = true;
+        this.#crashes += 1;
+      }
+      if (fault === 'hold') {
+        this.clock.advance(this.#options.holdMs);
+        chosen.actor.priority = -1_000_000 - this.#step; // the stalled actor moves last for a while
+      }
+      chosen.release(fault);
+    }
+  }
+
+  /** The highest-priority actor's oldest point. */
+  #choose(ready: Point[]): Point {
+    let best = ready[0]!;
+    for (const point of ready) if (point.actor.priority > best.actor.priority) best = point;
+    return best;
+  }
+
+  #fault(): Fault {
+    const { plan } = this.#options;
+    let fault: Fault = 'none';
+    if (plan.at) {
+      if (plan.at.step === this.#step) fault = plan.at.fault;
+    } else if (plan.kinds.length > 0 && this.#rng.chance(plan.rate)) {
+      fault = plan.kinds[this.#rng.next(plan.kinds.length)]!;
+    }
+    if (fault === 'crash' && this.#crashes >= plan.maxCrashes) return 'none';
+    return fault;
+  }
+
+  /**
+   * A scheduling point: parks the current actor until the scheduler releases it, then sends `send`
+   * (or not) as the chosen fault says. Called by the DynamoDB middleware for every request.
+   */
+  async point<T>(actor: Actor, request: string, send: () => Promise<T>): Promise<T> {
+    const fault = await new Promise<Fault>((release) => {
+      this.#ready.push({ actor, request, release });
+    });
+    if (fault === 'crash') return new Promise<never>(() => {}); // never continues
+    let finished!: () => void;
+    this.#inFlight = new Promise<void>((resolve) => {
+      finished = resolve;
+    });
+    try {
+      switch (fault) {
+        case 'fail_before':
+          throw networkError('ECONNRESET');
+        case 'throttle':
+          throw new ProvisionedThroughputExceededException({ message: 'throttled (simulated)', $metadata: {} });
+        case 'lose_answer':
+          await send().catch(() => undefined);
+          throw networkError('TimeoutError');
+        case 'duplicate':
+          await send().catch(() => undefined);
+          return await send();
+        default:
+          return await send();
+      }
+    } finally {
+      this.#inFlight = undefined;
+      finished();
+    }
+  }
+
+  /**
+   * Runs `work` outside every actor — its requests are not scheduling points (the explorer's own reads,
+   * an atomic observation) — and holds the schedule until it is done, so its I/O never races a step.
+   */
+  static observe<T>(work: () => Promise<T>): Promise<T> {
+    const scheduler = running.getStore()?.scheduler;
+    const observation = running.exit(work);
+    if (scheduler)
+      scheduler.#observations.add(
+        observation.then(
+          () => undefined,
+          () => undefined,
+        ),
+      );
+    return observation;
+  }
+
+  /** The current actor, if the caller runs inside one of this scheduler's actors. */
+  static current(): { actor: Actor; scheduler: Scheduler } | undefined {
+    return running.getStore();
+  }
+}
+
+/** Lets every microtask and pending callback run, so each live actor reaches its next point. */
+async function quiet(): Promise<void> {
+  for (let i = 0; i < 3; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+/** An error as Node's HTTP stack raises it: transient for the SDK's classification. */
+function networkError(kind: 'ECONNRESET' | 'TimeoutError'): Error {
+  if (kind === 'TimeoutError') {
+    return Object.assign(new Error('the answer was lost (simulated)'), { name: 'TimeoutError' });
+  }
+  return Object.assign(new Error('socket hang up (simulated)'), { code: 'ECONNRESET' });
+}
+
+function random(seed: number) {
+  const generator = xoroshiro128plus(seed);
+  return {
+    next(max: number): number {
+      return max <= 1 ? 0 : unsafeUniformIntDistribution(0, max - 1, generator);
+    },
+    chance(p: number): boolean {
+      return p > 0 && unsafeUniformIntDistribution(0, 999_999, generator) < p * 1_000_000;
+    },
+  };
+}

@@ -1,0 +1,142 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes } from 'node:crypto';
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { InvoiceStore } from '../../lib/domain/invoices';
+import { Outbox } from '../../lib/domain/outbox';
+import { TicketStore } from '../../lib/domain/tickets';
+import { type CallOutcome, ToolRuntime } from '../../lib/idempotency';
+import { LedgerPaymentProvider } from '../../lib/payments/ledger';
+import { createDocumentClient, createDynamoDBClient } from '../../lib/store/client';
+import { createTables } from '../../lib/store/create-tables';
+import { IDEMPOTENCY_ATTRIBUTES, TABLES, type TableId, tableName } from '../../lib/store/tables';
+import { TOOLS } from '../../lib/tools/registry';
+import { Scheduler } from './scheduler';
+
+/** A write the explorer saw succeed, with the actor and the call it was made for. */
+export interface ObservedWrite {
+  readonly actor: string;
+  readonly call: CallTag | undefined;
+  readonly table: TableId;
+  readonly command: string;
+  readonly input: Record<string, unknown>;
+  /** Simulated time of the write. */
+  readonly at: number;
+}
+
+/** What a piece of work is for: set around each call an actor makes, so writes can be attributed. */
+export interface CallTag {
+  readonly tool: string;
+  readonly key: string;
+  readonly intent: string;
+}
+
+const callTag = new AsyncLocalStorage<CallTag>();
+
+/** Runs `work` as the call `tag` (its writes are attributed to it). */
+export function asCall<T>(tag: CallTag, work: () => Promise<T>): Promise<T> {
+  return callTag.run(tag, work);
+}
+
+/**
+ * The real services — runtime, tools, completer, domain stores, the ledger provider — on DynamoDB
+ * Local, in a namespace of their own (DynamoDB Local keeps each access key's tables apart), with every
+ * DynamoDB request made by an actor turned into a scheduling point.
+ *
+ * The SDK's own retries are off (`maxAttempts: 1`): what the scheduler injects is what the code sees
+ * after the SDK gave up — and a `duplicate` fault is what an SDK retry of a lost answer does.
+ */
+export async function createExploreWorld(endpoint: string) {
+  const namespace = `explore${randomBytes(6).toString('hex')}`;
+  const credentials = { accessKeyId: namespace, secretAccessKey: 'explore' };
+  const env: NodeJS.ProcessEnv = { DYNAMODB_ENDPOINT: endpoint };
+  const client = createDynamoDBClient(env, { maxAttempts: 1, region: 'us-east-1', credentials });
+  const names = new Map<string, TableId>((Object.keys(TABLES) as TableId[]).map((id) => [tableName(id, env), id]));
+  const writes: ObservedWrite[] = [];
+  interpose(client, names, writes);
+  await createTables(client, env);
+
+  const documents = createDocumentClient(client);
+  const logger = new Logger({ serviceName: 'explore', logLevel: 'SILENT' });
+  const invoices = new InvoiceStore(documents, tableName('invoices', env));
+  const tickets = new TicketStore(documents, tableName('tickets', env));
+  const outbox = new Outbox(documents, tableName('outbox', env));
+  const ledger = new LedgerPaymentProvider(documents, tableName('ledger', env));
+  const services = { client, documents, logger, invoices, tickets, outbox, ledger, provider: ledger };
+  const outcomes: CallOutcome[] = [];
+  const runtime = new ToolRuntime({
+    client,
+    tableName: tableName('idempotency', env),
+    attributes: IDEMPOTENCY_ATTRIBUTES,
+    logger,
+    onOutcome: (outcome) => outcomes.push(outcome),
+  });
+  const tools = Object.fromEntries(TOOLS.map((tool) => [tool.name, tool.bind(services)]));
+  const streams = new DynamoDBStreamsClient({ endpoint, region: 'us-east-1', credentials, maxAttempts: 1 });
+  interpose(streams, names, writes);
+  return {
+    env,
+    client,
+    documents,
+    services,
+    runtime,
+    tools,
+    streams,
+    writes,
+    outcomes,
+    destroy() {
+      client.destroy();
+      streams.destroy();
+    },
+  };
+}
+
+export type ExploreWorld = Awaited<ReturnType<typeof createExploreWorld>>;
+
+/**
+ * Every request an actor sends becomes a scheduling point (the `initialize` step: before the SDK
+ * serialises anything, so a crash here sends nothing). Requests outside an actor — the explorer's own
+ * reads of the tables — pass straight through.
+ */
+function interpose(
+  client: DynamoDBClient | DynamoDBStreamsClient,
+  names: ReadonlyMap<string, TableId>,
+  writes: ObservedWrite[],
+): void {
+  (client.middlewareStack as DynamoDBClient['middlewareStack']).add(
+    (next, context) =>
+      async function schedulingPoint(args) {
+        const running = Scheduler.current();
+        if (!running) return next(args);
+        const input = args.input as Record<string, unknown>;
+        const table = names.get(String(input.TableName ?? '')) ?? ('idempotency' as TableId);
+        const command = String(context.commandName ?? 'Command').replace(/Command$/, '');
+        const request =
+          input.TableName === undefined ? `${command} stream` : `${command} ${table}${describeKey(input)}`;
+        const call = callTag.getStore();
+        const send = async () => {
+          const output = await next(args);
+          if (/^(Put|Update|Delete)Item$/.test(command)) {
+            writes.push({ actor: running.actor.name, call, table, command, input, at: Date.now() });
+          }
+          return output;
+        };
+        return running.scheduler.point(running.actor, request, send);
+      },
+    { step: 'initialize', name: 'exploreSchedulingPoint', priority: 'high' },
+  );
+}
+
+/** A short, readable key for the trace. */
+function describeKey(input: Record<string, unknown>): string {
+  const key = (input.Key ?? input.Item) as Record<string, unknown> | undefined;
+  if (!key) return '';
+  const first = Object.entries(key).find(([name]) =>
+    ['id', 'invoice_id', 'message_id', 'provider_key', 'ticket_key'].includes(name),
+  );
+  if (!first) return '';
+  const value = first[1] as { S?: string } | string;
+  const text = typeof value === 'string' ? value : (value?.S ?? '');
+  return ` ${text.length > 28 ? `${text.slice(0, 12)}…${text.slice(-10)}` : text}`;
+}

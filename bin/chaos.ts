@@ -26,7 +26,7 @@ import { killAndRestart, lostResponses, newKeyBursts, sameKeyBursts, storeOutage
 import { type OutageProxy, startOutageProxy } from '../test/faults/outage-proxy';
 import { ServerProcess } from '../test/faults/server-process';
 
-/** The server's completer sweeps every second here, so abandoned claims are finished within the run. */
+/** The server's completer runs a pass every second here, so abandoned claims are finished within the run. */
 const COMPLETER_INTERVAL_SECONDS = '1';
 
 async function main(): Promise<number> {
@@ -69,7 +69,7 @@ async function main(): Promise<number> {
         DYNAMODB_ENDPOINT: store.url,
         DEV_KEY_DIR: join(work, 'dev-key'),
         COMPLETER_INTERVAL_SECONDS,
-        // INFO: the completer's sweeps are logged at INFO, and the kill scenario counts them.
+        // INFO: the completer's passes are logged at INFO, and the kill scenario counts them.
         POWERTOOLS_LOG_LEVEL: 'INFO',
       };
       // The key the server verifies with (the one `npm run -s token` would use with this DEV_KEY_DIR),

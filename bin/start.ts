@@ -5,15 +5,22 @@
 import { parseArgs } from 'node:util';
 import { createCompleter } from '../lib/admin/completer';
 import { startLocalApi } from '../lib/local/api-server';
+import { completerPass } from '../lib/local/completer-pass';
 import { DevSigningKey } from '../lib/local/dev-auth';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
 import { applyLocalDefaults } from '../lib/local/local-env';
-import { createSweepMetrics } from '../lib/observability/metrics';
+import { LocalRecheckQueue } from '../lib/local/recheck-queue';
+import { LocalStreamFeed } from '../lib/local/stream-feed';
+import { createCompleterMetrics } from '../lib/observability/metrics';
 import { createServices } from '../lib/services';
 import { createStreamsClient } from '../lib/store/client';
 import { createTables } from '../lib/store/create-tables';
+import { tableName } from '../lib/store/tables';
 import { TOOLS } from '../lib/tools/registry';
 import { createToolRuntime } from '../lib/tools/tool-runtime';
+
+/** How long one local completer pass may take (its deadline, as a Lambda invocation's). */
+const COMPLETER_PASS_MS = 10_000;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { data: { type: 'string' }, port: { type: 'string' } } });
@@ -37,37 +44,51 @@ async function main(): Promise<void> {
     ...(process.env.INVOCATION_TIMEOUT_MS ? { timeoutMs: Number(process.env.INVOCATION_TIMEOUT_MS) } : {}),
   });
 
-  // The completer, as the stack runs it every minute: here every COMPLETER_INTERVAL_SECONDS (default 15).
-  const streams = createStreamsClient(process.env);
-  const completer = createCompleter({ services, runtime, tools: TOOLS, streams });
-  const recordSweep = createSweepMetrics(process.env.POWERTOOLS_SERVICE_NAME || 'retrysafe');
-  let sweepInFlight = false;
-  const sweeping = setInterval(
-    function sweep() {
-      if (sweepInFlight) return; // one sweep at a time, as the stack's reserved concurrency of 1 ensures
-      sweepInFlight = true;
-      const end = Date.now() + 10_000;
-      completer
-        .sweep({ getRemainingTimeInMillis: () => end - Date.now() })
-        .then((report) => {
-          // Locally only sweeps that found something are printed (the stack records every sweep).
-          if (report.abandonedFound === 0) return;
-          recordSweep(report);
-          services.logger.info('completer sweep', { ...report });
-        })
-        .catch((error: unknown) => services.logger.error('completer sweep failed', { error: error as Error }))
-        .finally(() => {
-          sweepInFlight = false;
-        });
-    },
-    Number(process.env.COMPLETER_INTERVAL_SECONDS || 15) * 1000,
-  );
-
   let stopping = false;
+  // The completer, fed as the stack feeds it — the table's stream, then the rechecks that are due — one
+  // pass every COMPLETER_INTERVAL_SECONDS (default 5; the stack batches the stream for 10 s).
+  const streams = createStreamsClient(process.env);
+  const feed = new LocalStreamFeed(streams, tableName('idempotency', process.env));
+  const queue = new LocalRecheckQueue();
+  const completer = createCompleter({ services, runtime, tools: TOOLS, queue });
+  const recordCompleter = createCompleterMetrics(process.env.POWERTOOLS_SERVICE_NAME || 'retrysafe');
+  const intervalMs = Number(process.env.COMPLETER_INTERVAL_SECONDS || 5) * 1000;
+  let nextPass: NodeJS.Timeout | undefined;
+  async function runPass(): Promise<void> {
+    try {
+      const end = Date.now() + COMPLETER_PASS_MS;
+      const report = await completerPass(
+        completer,
+        feed,
+        queue,
+        { getRemainingTimeInMillis: () => end - Date.now() },
+        { logger: services.logger },
+      );
+      const { figures, rechecks } = report;
+      const delivered = Object.values(rechecks.outcomes).reduce((sum, n) => sum + n, rechecks.failedMessageIds.length);
+      // Locally only passes that scheduled, delivered or gave up on something are printed (the stack logs
+      // every invocation).
+      if (figures.rechecksScheduled + figures.gaveUp + delivered === 0) return;
+      recordCompleter(figures);
+      services.logger.info('completer pass', {
+        recordsRead: report.recordsRead,
+        ...rechecks.outcomes,
+        ...figures,
+        waiting: queue.size,
+      });
+    } catch (error) {
+      services.logger.error('completer pass failed', { error: error as Error });
+    } finally {
+      // One pass at a time: the next is scheduled once this one ended.
+      if (!stopping) nextPass = setTimeout(runPass, intervalMs);
+    }
+  }
+  nextPass = setTimeout(runPass, intervalMs);
+
   async function stop(code: number): Promise<void> {
     if (stopping) return;
     stopping = true;
-    clearInterval(sweeping);
+    clearTimeout(nextPass);
     streams.destroy();
     await api.close().catch(() => undefined);
     services.client.destroy();

@@ -98,8 +98,8 @@ export function entriesFor<T extends AnyToolModule>(
 }
 
 /**
- * The entry points no route reaches: scheduled jobs. The completer finishes abandoned calls of every
- * tool, so it needs their access, and the idempotency table's stream.
+ * The entry points no route reaches: the completer (fed by the idempotency table's stream and its
+ * recheck queue; it finishes abandoned calls of every tool, so it needs their access) and tenant erase.
  */
 export const JOB_ENTRIES = ['complete', 'erase'] as const;
 
@@ -116,7 +116,11 @@ export const ERASE_ACCESS = {
   },
 } as const satisfies FunctionAccess;
 
-/** The completer's access: the idempotency table (claims and its stream) and every tool's tables. */
+/**
+ * The completer's DynamoDB access: the idempotency table's claims (a recheck reads the record, a re-run
+ * takes over its claim) and every tool's tables. Its triggers' grants (the stream, the queues) come with
+ * `CompleterTriggers`.
+ */
 export function completerAccess(tools: readonly AnyToolModule[]): FunctionAccess {
   return { idempotencyTable: 'claims', tables: unionOf(tools.map((tool) => tool.access)) };
 }

@@ -41,7 +41,7 @@ export const BUNDLE_BUDGET_BYTES = 136 * 1024;
  */
 export const MCP_BUNDLE_BUDGET_BYTES = 448 * 1024;
 
-/** The completer's budget: it carries every tool (to finish any call) and the stream client's commands. */
+/** The completer's budget: it carries every tool (to finish any call) and the recheck queue's SQS commands. */
 export const COMPLETER_BUNDLE_BUDGET_BYTES = 160 * 1024;
 
 /** The bundle budget of one entry point. */
@@ -51,8 +51,35 @@ export function bundleBudgetOf(entry: string): number {
   return BUNDLE_BUDGET_BYTES;
 }
 
-/** The completer: how often it sweeps, and how long one sweep may take. */
-export const COMPLETER_DEFAULTS = { everyMinutes: 1, timeoutSeconds: 60 } as const;
+/**
+ * The completer and its two triggers (`CompleterTriggers`): the idempotency table's stream and the
+ * recheck queue.
+ */
+export const COMPLETER_DEFAULTS = {
+  /** How long one invocation (a stream batch, or a batch of rechecks) may take. */
+  timeoutSeconds: 60,
+  /**
+   * How long the stream mapping gathers changes before it invokes the completer. A call that starts and
+   * completes within the window is folded away in the batch: it costs the completer nothing — no
+   * recheck, no read. Longer saves invocations; it also delays finishing an abandoned call by as much.
+   */
+  streamBatchingWindowSeconds: 10,
+  /** Stream records per invocation, at most. */
+  streamBatchSize: 100,
+  /**
+   * Retries of a failed stream batch (bisected on each failure, so one bad record is isolated) before its
+   * metadata goes to the stream-failures queue and the mapping moves on.
+   */
+  streamRetryAttempts: 10,
+  /** Rechecks per invocation: each may re-run a call, so few, run side by side. */
+  recheckBatchSize: 5,
+  /** The recheck queue's visibility timeout, as a multiple of `timeoutSeconds` (AWS advises at least 6). */
+  recheckVisibilityTimeoutFactor: 6,
+  /** Deliveries of a recheck before it goes to the recheck DLQ. */
+  recheckMaxReceiveCount: 5,
+  /** How long the failure queues keep a message (SQS's longest). */
+  failedRetentionDays: 14,
+} as const;
 
 /** Tenant erase: one invocation scans the idempotency table; a timed-out run is resumed by running it again. */
 export const ERASE_DEFAULTS = { timeoutSeconds: 300 } as const;

@@ -37,18 +37,6 @@ export class IdempotencyTable extends Construct {
     return iam.Grant.addToPrincipal({ grantee, actions: CLAIM_ACTIONS, resourceArns: [this.table.tableArn] });
   }
 
-  /**
-   * Lets `grantee` read the table's stream (the completer): on the stream only. Not the table's own
-   * `grantStreamRead`, which adds `ListStreams` on `*`; the completer is given the stream's ARN instead.
-   */
-  grantStreamRead(grantee: iam.IGrantable): iam.Grant {
-    return iam.Grant.addToPrincipal({
-      grantee,
-      actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'],
-      resourceArns: [this.table.tableStreamArn!],
-    });
-  }
-
   /** Lets `grantee` find records by scanning and delete them (tenant erase). */
   grantErase(grantee: iam.IGrantable): iam.Grant {
     return iam.Grant.addToPrincipal({

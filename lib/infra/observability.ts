@@ -4,8 +4,9 @@ import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { METRICS_NAMESPACE, OUTCOME_LABELS, type OutcomeLabel } from '../observability/names';
+import { COMPLETER_METRICS, METRICS_NAMESPACE, OUTCOME_LABELS, type OutcomeLabel } from '../observability/names';
 import { ALARM_DEFAULTS } from './defaults';
 
 export interface ObservabilityProps {
@@ -13,8 +14,15 @@ export interface ObservabilityProps {
   readonly toolNames: readonly string[];
   /** Every function of the stack: errors and throttles alarm. */
   readonly functions: Readonly<Record<string, lambda.IFunction>>;
-  /** The completer: a failed sweep alarms on its own. */
+  /** The completer: a failed invocation alarms on its own. */
   readonly completer: lambda.IFunction;
+  /** The completer's failure queues: a message in either alarms. */
+  readonly completerQueues: {
+    /** The stream mapping's on-failure destination. */
+    readonly streamFailures: sqs.IQueue;
+    /** The recheck queue's DLQ. */
+    readonly recheckDeadLetters: sqs.IQueue;
+  };
   /** Every table: throttled requests and system errors alarm. */
   readonly tables: Readonly<Record<string, dynamodb.Table>>;
   /** The `service` dimension the functions write their metrics under. */
@@ -28,8 +36,9 @@ export interface ObservabilityProps {
 
 /**
  * What a team running retrysafe watches: alarms on `internal` answers, the `unavailable` rate, Lambda
- * errors and throttles, DynamoDB throttles and system errors, and failed completer sweeps — all to one
- * SNS topic — and a dashboard of the outcome mix per tool, latency p50/p99, replays and pending.
+ * errors and throttles, DynamoDB throttles and system errors, and the completer — failed invocations, a
+ * message in its stream-failures queue or its recheck DLQ, a call it gave up on — all to one SNS topic —
+ * and a dashboard of the outcome mix per tool, latency p50/p99, replays and pending.
  */
 export class Observability extends Construct {
   public readonly alarms: cloudwatch.Alarm[] = [];
@@ -87,8 +96,55 @@ export class Observability extends Construct {
     }
     alarm(
       'CompleterFailures',
-      { alarmDescription: 'a completer sweep failed: abandoned calls wait', threshold: 1, evaluationPeriods: 2 },
+      {
+        alarmDescription:
+          'completer invocations failed over 10 minutes: stream batches are being retried, abandoned calls wait',
+        threshold: 1,
+        evaluationPeriods: 2,
+      },
       props.completer.metricErrors({ period: Duration.minutes(5) }),
+    );
+    const visible = { threshold: 1, evaluationPeriods: 1 } as const;
+    alarm(
+      'CompleterStreamFailures',
+      {
+        ...visible,
+        alarmDescription:
+          "a stream batch failed every retry: its calls in flight got no recheck (a retry with their key still finishes them); the message names the batch's shard and sequence numbers",
+      },
+      props.completerQueues.streamFailures.metricApproximateNumberOfMessagesVisible({
+        period: Duration.minutes(5),
+        statistic: 'Maximum',
+      }),
+    );
+    alarm(
+      'CompleterRecheckDeadLetters',
+      {
+        ...visible,
+        alarmDescription:
+          'a recheck failed on every delivery (malformed, or its call could not be finished): see the message and the completer log',
+      },
+      props.completerQueues.recheckDeadLetters.metricApproximateNumberOfMessagesVisible({
+        period: Duration.minutes(5),
+        statistic: 'Maximum',
+      }),
+    );
+    alarm(
+      'CompleterGaveUp',
+      {
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        alarmDescription:
+          'the completer gave up on a call after its attempts: it stays abandoned until a retry with its key (see the completer log)',
+      },
+      new cloudwatch.Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName: COMPLETER_METRICS.gaveUp,
+        dimensionsMap: { service: props.serviceName },
+        statistic: 'Sum',
+        period: Duration.minutes(5),
+      }),
     );
     for (const [name, table] of Object.entries(props.tables)) {
       const operations = ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query', 'Scan'] as dynamodb.Operation[];

@@ -6,8 +6,6 @@ import { HttpNoneAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
-import * as events from 'aws-cdk-lib/aws-events';
-import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -28,6 +26,7 @@ import {
 import { type DomainTableId, TABLES } from '../store/tables';
 import { type RegisteredTool, TOOLS } from '../tools/registry';
 import type { AnyToolModule } from '../tools/tool-module';
+import { CompleterTriggers } from './completer-triggers';
 import {
   ACCESS_LOG_RETENTION_DAYS,
   BUNDLING,
@@ -108,8 +107,10 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
   public readonly tables: Readonly<Record<DomainTableId, dynamodb.Table>>;
   public readonly functions: Readonly<Record<EntryName<T>, NodejsFunction>>;
   public readonly api: apigw.HttpApi;
-  /** The scheduled completer (not routed). */
+  /** The completer (not routed): fed by the idempotency table's stream and its recheck queue. */
   public readonly completer: NodejsFunction;
+  /** The completer's stream mapping, its recheck queue and their failure queues. */
+  public readonly completerTriggers: CompleterTriggers;
   /** Tenant erase, invoked directly by operators (not routed). */
   public readonly eraser: NodejsFunction;
   /** Alarms and the dashboard. */
@@ -169,20 +170,20 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     }
     this.functions = functions;
 
-    // The completer: every minute, one at a time, it reads the idempotency table's stream and finishes
-    // the calls whose worker died. Not routed: nobody can call it over the API.
-    this.completer = this.#function(
-      'complete',
-      entryFile('complete' as EntryName<T>),
-      { ...environment, IDEMPOTENCY_STREAM_ARN: this.idempotencyTable.table.tableStreamArn! },
-      {
-        timeoutSeconds: COMPLETER_DEFAULTS.timeoutSeconds,
-        reservedConcurrentExecutions: 1,
-        movesMoney: movesMoney(completerAccess(tools)),
-      },
-    );
+    // The completer finishes the calls whose worker died. Not routed: nobody can call it over the API.
+    // Its triggers — the idempotency table's stream, its recheck queue — and their grants come with
+    // CompleterTriggers; it runs as many at a time as its batches need (no checkpoint to share).
+    this.completer = this.#function('complete', entryFile('complete' as EntryName<T>), environment, {
+      timeoutSeconds: COMPLETER_DEFAULTS.timeoutSeconds,
+      movesMoney: movesMoney(completerAccess(tools)),
+      wildcardReason:
+        "The stream's event source mapping needs dynamodb:ListStreams, which has no resource-level permissions either.",
+    });
     this.#grant(this.completer, completerAccess(tools));
-    this.idempotencyTable.grantStreamRead(this.completer);
+    this.completerTriggers = new CompleterTriggers(this, 'CompleterTriggers', {
+      completer: this.completer,
+      table: this.idempotencyTable.table,
+    });
     // Tenant erase: invoked directly by an operator (no route, no schedule), on the same library function
     // as `npm run erase`.
     this.eraser = this.#function('erase', entryFile('erase' as EntryName<T>), environment, {
@@ -194,16 +195,12 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       toolNames: tools.map((tool) => tool.name),
       functions: { ...functions, complete: this.completer, erase: this.eraser },
       completer: this.completer,
+      completerQueues: this.completerTriggers,
       tables: { idempotency: this.idempotencyTable.table, ...this.tables },
       serviceName: FUNCTION_DEFAULTS.serviceName,
       ...(props.alarmTopicArn ? { alarmTopicArn: props.alarmTopicArn } : {}),
     });
 
-    new events.Rule(this, 'CompleterSchedule', {
-      description: 'retrysafe: finish abandoned calls',
-      schedule: events.Schedule.rate(Duration.minutes(COMPLETER_DEFAULTS.everyMinutes)),
-      targets: [new targets.LambdaFunction(this.completer, { retryAttempts: 0 })],
-    });
     if (!props.issuer) {
       Annotations.of(this).addWarningV2(
         'retrysafe:issuer',
@@ -237,7 +234,12 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     name: string,
     entry: string,
     environment: Record<string, string>,
-    overrides: { timeoutSeconds?: number; reservedConcurrentExecutions?: number; movesMoney?: boolean } = {},
+    overrides: {
+      timeoutSeconds?: number;
+      movesMoney?: boolean;
+      /** Why the role needs another action on `*` besides X-Ray's, for cdk-nag. */
+      wildcardReason?: string;
+    } = {},
   ): NodejsFunction {
     const stripe = overrides.movesMoney ? this.#stripeKey : undefined;
     const logGroup = new logs.LogGroup(this, `${name}Logs`, {
@@ -251,8 +253,13 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     logGroup.grantWrite(role);
     Validations.of(role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
-      reason:
-        'Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level permissions; every other action names its resource.',
+      reason: [
+        'Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level permissions.',
+        overrides.wildcardReason,
+        'Every other action names its resource.',
+      ]
+        .filter(Boolean)
+        .join(' '),
     });
     const fn = new NodejsFunction(this, name, {
       entry,
@@ -263,9 +270,6 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       architecture: lambda.Architecture.ARM_64,
       memorySize: FUNCTION_DEFAULTS.memorySize,
       timeout: Duration.seconds(overrides.timeoutSeconds ?? INVOCATION_TIMEOUT_SECONDS),
-      ...(overrides.reservedConcurrentExecutions === undefined
-        ? {}
-        : { reservedConcurrentExecutions: overrides.reservedConcurrentExecutions }),
       role,
       logGroup,
       environment: stripe

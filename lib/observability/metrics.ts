@@ -1,6 +1,6 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { CallOutcome, SweepReport } from '../idempotency';
-import { METRICS_NAMESPACE, type OutcomeLabel } from './names';
+import type { CallOutcome } from '../idempotency';
+import { COMPLETER_METRICS, type CompleterFigures, METRICS_NAMESPACE, type OutcomeLabel } from './names';
 
 /** The outcome a call is counted under: a replay is split by what answered it. */
 export function outcomeLabel({ outcome, replay }: Pick<CallOutcome, 'outcome' | 'replay'>): OutcomeLabel {
@@ -22,12 +22,17 @@ export function createCallMetrics(serviceName: string): (outcome: CallOutcome) =
   };
 }
 
-/** A completer sweep's figures: work it found abandoned and finished. */
-export function createSweepMetrics(serviceName: string): (report: SweepReport) => void {
+/**
+ * One invocation of the completer, counted: rechecks scheduled, calls finished, rechecks failed, calls
+ * given up on ({@link COMPLETER_METRICS}). Every figure is written, zeros included, so an alarm reads a
+ * quiet period as zero rather than as missing data.
+ */
+export function createCompleterMetrics(serviceName: string): (figures: CompleterFigures) => void {
   const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName });
-  return function recordSweep(report) {
-    metrics.addMetric('abandoned_found', MetricUnit.Count, report.abandonedFound);
-    metrics.addMetric('completed_by_sweep', MetricUnit.Count, report.completedBySweep);
+  return function recordCompleter(figures) {
+    for (const figure of Object.keys(COMPLETER_METRICS) as Array<keyof typeof COMPLETER_METRICS>) {
+      metrics.addMetric(COMPLETER_METRICS[figure], MetricUnit.Count, figures[figure]);
+    }
     metrics.publishStoredMetrics();
   };
 }

@@ -18,3 +18,17 @@ export const OUTCOME_LABELS = [
 ] as const;
 
 export type OutcomeLabel = (typeof OUTCOME_LABELS)[number];
+
+/**
+ * The completer's counts (dimension `service` only): rechecks it scheduled (an SQS message each),
+ * abandoned calls it finished, rechecks that failed (SQS delivers them again, then its DLQ), and calls it
+ * gave up on after too many attempts (alarmed: they wait for a retry with their key).
+ */
+export const COMPLETER_METRICS = {
+  rechecksScheduled: 'rechecks_scheduled',
+  callsFinished: 'calls_finished_by_completer',
+  rechecksFailed: 'rechecks_failed',
+  gaveUp: 'calls_given_up',
+} as const;
+
+export type CompleterFigures = Readonly<Record<keyof typeof COMPLETER_METRICS, number>>;

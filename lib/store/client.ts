@@ -71,7 +71,11 @@ function boundByInvocationDeadline(client: DynamoDBClient): void {
   } as RequestHandler;
 }
 
-/** The idempotency table's stream reader (the completer's), configured like the table client. */
+/**
+ * A DynamoDB Streams client configured like the table client, for the local stream feed
+ * (`lib/local/stream-feed.ts`, run by `npm start` and `npm run complete`). On AWS nothing reads the
+ * stream itself: Lambda's event source mapping feeds the completer.
+ */
 export function createStreamsClient(env: NodeJS.ProcessEnv = process.env): DynamoDBStreamsClient {
   const endpoint = env.DYNAMODB_ENDPOINT || undefined;
   return new DynamoDBStreamsClient({

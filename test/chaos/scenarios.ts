@@ -264,16 +264,16 @@ export async function storeOutage(
   });
 }
 
-/** What the server's completer logged since `since`: its sweeps that found abandoned claims, added up. */
-function completerSweeps(log: string, since: number): { abandonedFound: number; completedBySweep: number } {
-  const total = { abandonedFound: 0, completedBySweep: 0 };
+/** What the server's completer logged since `since`: its passes that scheduled or delivered rechecks, added up. */
+function completerPasses(log: string, since: number): { rechecksScheduled: number; callsFinished: number } {
+  const total = { rechecksScheduled: 0, callsFinished: 0 };
   for (const line of log.split('\n')) {
-    if (!line.includes('"completer sweep"')) continue;
+    if (!line.includes('"completer pass"')) continue;
     try {
-      const entry = JSON.parse(line) as { timestamp?: string; abandonedFound?: number; completedBySweep?: number };
+      const entry = JSON.parse(line) as { timestamp?: string; rechecksScheduled?: number; callsFinished?: number };
       if (Date.parse(entry.timestamp ?? '') < since) continue;
-      total.abandonedFound += entry.abandonedFound ?? 0;
-      total.completedBySweep += entry.completedBySweep ?? 0;
+      total.rechecksScheduled += entry.rechecksScheduled ?? 0;
+      total.callsFinished += entry.callsFinished ?? 0;
     } catch {
       // a line cut by the kill
     }
@@ -332,7 +332,7 @@ export async function killAndRestart(
   const restartedAt = Date.now();
   await running;
   const settledAt = Date.now();
-  const sweeps = completerSweeps(context.server.output(), killedAt);
+  const passes = completerPasses(context.server.output(), killedAt);
   return finishScenario(context, {
     name,
     tenant,
@@ -345,7 +345,7 @@ export async function killAndRestart(
         `money with no receipt stored`,
       `down ${restartAt - killedAt} ms, restart took ${restartedAt - restartAt} ms, ` +
         `every call settled ${settledAt - restartedAt} ms after the restart; ` +
-        `the completer found ${sweeps.abandonedFound} abandoned claims and finished ${sweeps.completedBySweep}, the clients' retries the rest`,
+        `the completer scheduled ${passes.rechecksScheduled} rechecks and finished ${passes.callsFinished} calls, the clients' retries the rest`,
     ],
   });
 }

@@ -10,11 +10,13 @@ import { type EntryName, entriesFor } from '../../lib/api/routes';
 import { bundleBudgetOf, POWERTOOLS_LAYER } from '../../lib/infra/defaults';
 import { CLAIM_ACTIONS } from '../../lib/infra/idempotency-table';
 import { RetrysafeStack } from '../../lib/infra/retrysafe-stack';
+import { createCompleterMetrics } from '../../lib/observability/metrics';
 import { TABLES, type TableId, tableName } from '../../lib/store/tables';
 import { TOOLS } from '../../lib/tools/registry';
 import type { AnyToolModule } from '../../lib/tools/tool-module';
 import { FIXTURE_ENTRY_DIR, TOOLS_WITH_FIXTURE } from '../fixtures/registry';
 import { ACCESS_EXERCISES } from '../helpers/access-exercises';
+import { type CompleterAccess, observeCompleterAccess } from '../helpers/completer-access';
 import { type ObservedAccess, observeAccess } from '../helpers/observed-access';
 import { createWorld, deadline, newTenant } from '../helpers/world';
 
@@ -41,6 +43,8 @@ let template: Template;
 let resources: Resources;
 /** What each entry point's code really sends, per table, recorded on DynamoDB Local (fixture tool included). */
 let observed: Record<string, ObservedAccess>;
+/** What the deployed completer sent while finishing an abandoned call of every tool on DynamoDB Local. */
+let completerObserved: CompleterAccess;
 /** Where the default synthesis wrote its assets (later syntheses with other props write elsewhere). */
 let defaultOutdir: string;
 beforeAll(async () => {
@@ -48,6 +52,7 @@ beforeAll(async () => {
   defaultOutdir = outdir;
   resources = template.toJSON().Resources as Resources;
   observed = await observeAccess(TOOLS_WITH_FIXTURE, ACCESS_EXERCISES);
+  completerObserved = await observeCompleterAccess();
 }, 120_000);
 
 function logicalId(construct: { node: { defaultChild?: unknown } }, of: RetrysafeStack<AnyToolModule> = stack): string {
@@ -216,7 +221,87 @@ describe('the functions', () => {
 });
 
 describe('the completer', () => {
-  it('runs every minute, one at a time, with the union of what the tools send and the stream, nothing more', () => {
+  it('is fed by the idempotency table’s stream: from the trim horizon, batched 10 s, bisected, retried 10 times, then to its on-failure queue', () => {
+    const mappings = Object.values(resources).filter(
+      (r) =>
+        r.Type === 'AWS::Lambda::EventSourceMapping' &&
+        JSON.stringify(r.Properties.EventSourceArn).includes('"StreamArn"'),
+    );
+
+    expect(mappings).toHaveLength(1);
+    expect(mappings[0]!.Properties).toEqual({
+      EventSourceArn: { 'Fn::GetAtt': [logicalId(stack.idempotencyTable.table), 'StreamArn'] },
+      FunctionName: { Ref: logicalId(stack.completer) },
+      StartingPosition: 'TRIM_HORIZON',
+      BatchSize: 100,
+      MaximumBatchingWindowInSeconds: 10,
+      BisectBatchOnFunctionError: true,
+      MaximumRetryAttempts: 10,
+      // The handler fails a stream batch as a whole: no partial batch response is asked for.
+      DestinationConfig: {
+        OnFailure: { Destination: { 'Fn::GetAtt': [logicalId(stack.completerTriggers.streamFailures), 'Arn'] } },
+      },
+    });
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+      StreamSpecification: { StreamViewType: 'NEW_IMAGE' },
+    });
+  });
+
+  it('is fed by its recheck queue: 5 at a time, with partial batch responses; a recheck failing 5 times goes to a DLQ', () => {
+    const rechecks = resources[logicalId(stack.completerTriggers.rechecks)]!;
+    const completer = resources[logicalId(stack.completer)]!;
+
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [logicalId(stack.completerTriggers.rechecks), 'Arn'] },
+      FunctionName: { Ref: logicalId(stack.completer) },
+      BatchSize: 5,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    expect(rechecks.Properties.RedrivePolicy).toEqual({
+      deadLetterTargetArn: { 'Fn::GetAtt': [logicalId(stack.completerTriggers.recheckDeadLetters), 'Arn'] },
+      maxReceiveCount: 5,
+    });
+    // AWS's advice for a queue a function consumes: a visibility timeout of at least six function timeouts.
+    expect(rechecks.Properties.VisibilityTimeout).toBeGreaterThanOrEqual(6 * completer.Properties.Timeout);
+    expect(completer.Properties.Environment.Variables.RECHECK_QUEUE_URL).toEqual({
+      Ref: logicalId(stack.completerTriggers.rechecks),
+    });
+  });
+
+  it('runs on no schedule and with no reserved concurrency: its triggers start it, as many at a time as they need', () => {
+    const completer = resources[logicalId(stack.completer)]!;
+
+    expect(completer.Properties.ReservedConcurrentExecutions).toBeUndefined();
+    template.resourceCountIs('AWS::Events::Rule', 0);
+    // No route reaches it.
+    const integrations = Object.values(resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Integration');
+    expect(JSON.stringify(integrations)).not.toContain(logicalId(stack.completer));
+  });
+
+  it('encrypts every queue and refuses requests to it without TLS', () => {
+    const queues = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::SQS::Queue');
+    const policies = Object.values(resources).filter((r) => r.Type === 'AWS::SQS::QueuePolicy');
+
+    expect(queues).toHaveLength(3);
+    for (const [id, queue] of queues) {
+      expect(queue.Properties.SqsManagedSseEnabled).toBe(true);
+      const policy = policies.find((p) => p.Properties.Queues.some((ref: { Ref: string }) => ref.Ref === id));
+      expect(policy?.Properties.PolicyDocument.Statement).toContainEqual(
+        expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+      );
+    }
+  });
+
+  it('finishes an abandoned call of every tool end to end on DynamoDB Local: stream batch, rechecks, re-runs', () => {
+    expect(completerObserved.rechecksSent).toBe(TOOLS.length);
+    expect(completerObserved.recheckResponse).toEqual({ batchItemFailures: [] });
+    for (const tool of TOOLS) {
+      expect([tool.name, completerObserved.operations[tool.name]?.status]).toEqual([tool.name, 'completed']);
+    }
+  });
+
+  it('may send on each table exactly what the tools send, and sends nothing there it may not', () => {
     const granted = dynamoAccessOf('complete');
     const toolsSent: Partial<Record<TableId, string[]>> = {};
     for (const tool of TOOLS) {
@@ -224,30 +309,50 @@ describe('the completer', () => {
         toolsSent[table] = [...new Set([...(toolsSent[table] ?? []), ...actions])].sort();
       }
     }
-    const streamStatements = statementsOf('complete').filter((statement) =>
-      statement.actions.some((action) => /^dynamodb:(.*Stream.*|GetRecords)$/.test(action)),
-    );
-    const completer = resources[logicalId(stack.completer)]!;
 
     expectGrantsMatchObserved(granted, toolsSent);
-    expect(streamStatements).toEqual([
-      {
-        actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'],
-        resources: [JSON.stringify({ 'Fn::GetAtt': [logicalId(stack.idempotencyTable.table), 'StreamArn'] })],
-      },
-    ]);
-    expect(completer.Properties.ReservedConcurrentExecutions).toBe(1);
-    template.hasResourceProperties('AWS::Events::Rule', {
-      ScheduleExpression: 'rate(1 minute)',
-      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [logicalId(stack.completer), 'Arn'] } })],
+    // What the deployed completer sent while finishing a call of every tool: a GetItem per recheck, then
+    // what the tools send — on every table it may use, and only what it may.
+    expect(Object.keys(completerObserved.dynamodb).sort()).toEqual(Object.keys(granted).sort());
+    expect(completerObserved.dynamodb.idempotency).toContain('dynamodb:GetItem');
+    for (const [table, actions] of Object.entries(completerObserved.dynamodb) as Array<[TableId, string[]]>) {
+      expect(granted[table]).toEqual(expect.arrayContaining(actions));
+    }
+  });
+
+  it('may read the stream and use its queues exactly as its triggers and its code need, nothing more', () => {
+    const byResource: Record<string, string[]> = {};
+    for (const { actions, resources: arns } of statementsOf('complete')) {
+      for (const arn of arns) byResource[arn] = [...new Set([...(byResource[arn] ?? []), ...actions])].sort();
+    }
+    const arnOf = (id: string, attribute = 'Arn') => JSON.stringify({ 'Fn::GetAtt': [id, attribute] });
+    const table = logicalId(stack.idempotencyTable.table);
+    const { rechecks, streamFailures } = stack.completerTriggers;
+    // The log group and the tables are checked above; everything else the role holds is listed here.
+    const checkedAbove = [
+      resources[logicalId(stack.completer)]!.Properties.LoggingConfig.LogGroup.Ref,
+      table,
+      ...Object.values(stack.tables).map((t) => logicalId(t)),
+    ].map((id) => arnOf(id));
+
+    expect(Object.fromEntries(Object.entries(byResource).filter(([arn]) => !checkedAbove.includes(arn)))).toEqual({
+      // ListStreams (the stream mapping's) has no resource-level permissions; neither has X-Ray.
+      [JSON.stringify('*')]: ['dynamodb:ListStreams', 'xray:PutTelemetryRecords', 'xray:PutTraceSegments'],
+      [arnOf(table, 'StreamArn')]: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'],
+      // Its code sends rechecks; the SQS mapping receives and deletes them with the function's role.
+      [arnOf(logicalId(rechecks))]: [
+        'sqs:ChangeMessageVisibility',
+        'sqs:DeleteMessage',
+        'sqs:GetQueueAttributes',
+        'sqs:GetQueueUrl',
+        'sqs:ReceiveMessage',
+        'sqs:SendMessage',
+      ],
+      // The stream mapping sends what it gave up on to the on-failure queue with the function's role.
+      [arnOf(logicalId(streamFailures))]: ['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage'],
     });
-    template.hasResourceProperties('AWS::DynamoDB::Table', {
-      KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
-      StreamSpecification: { StreamViewType: 'NEW_IMAGE' },
-    });
-    // No route reaches it.
-    const integrations = Object.values(resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Integration');
-    expect(JSON.stringify(integrations)).not.toContain(logicalId(stack.completer));
+    // What its code sent to SQS: SendMessageBatch, which IAM authorizes as sqs:SendMessage.
+    expect(completerObserved.sqs).toEqual(['sqs:SendMessageBatch']);
   });
 });
 
@@ -302,7 +407,7 @@ function recordAccess(client: DynamoDBClient): Partial<Record<TableId, string[]>
 }
 
 describe('alarms and the dashboard', () => {
-  it('alarms on internal answers and the unavailable rate per tool, errors and throttles per function, DynamoDB throttles and system errors, failed sweeps — to the topic given', () => {
+  it('alarms on internal answers and the unavailable rate per tool, errors and throttles per function, DynamoDB throttles and system errors, the completer — to the topic given', () => {
     const { stack: alarmed, template: withTopic } = synthesize({
       alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:oncall',
     });
@@ -311,7 +416,8 @@ describe('alarms and the dashboard', () => {
     );
     const functionCount = Object.keys(entriesFor(TOOLS)).length + 2;
 
-    expect(alarms).toHaveLength(TOOLS.length * 2 + functionCount * 2 + 1 + 5 * 2);
+    // Per tool 2, per function 2, per table 2; the completer's failures, its two failure queues, its give-ups.
+    expect(alarms).toHaveLength(TOOLS.length * 2 + functionCount * 2 + 5 * 2 + 4);
     for (const alarm of alarms)
       expect(alarm.Properties.AlarmActions).toEqual(['arn:aws:sns:eu-west-1:123456789012:oncall']);
     const internalRefund = alarms.find((alarm) => {
@@ -327,9 +433,50 @@ describe('alarms and the dashboard', () => {
       Metrics: Match.arrayWith([Match.objectLike({ Expression: '100 * FILL(unavailable, 0) / MAX([total, 1])' })]),
       Threshold: 5,
     });
+    for (const queue of [alarmed.completerTriggers.streamFailures, alarmed.completerTriggers.recheckDeadLetters]) {
+      withTopic.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(queue, alarmed), 'QueueName'] } }],
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      });
+    }
     expect(alarmed.observability.dashboard).toBeDefined();
     withTopic.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
   }, 120_000);
+
+  it('alarms on a call the completer gave up on, reading the metric its invocations write', () => {
+    const disabled = process.env.POWERTOOLS_METRICS_DISABLED;
+    delete process.env.POWERTOOLS_METRICS_DISABLED;
+    const lines: Array<Record<string, unknown>> = [];
+    const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      return true;
+    });
+    try {
+      createCompleterMetrics('retrysafe')({ rechecksScheduled: 3, callsFinished: 2, rechecksFailed: 0, gaveUp: 1 });
+    } finally {
+      write.mockRestore();
+      process.env.POWERTOOLS_METRICS_DISABLED = disabled;
+    }
+    const [line] = lines as Array<{
+      _aws: { CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][] }> };
+      [field: string]: unknown;
+    }>;
+    const gaveUp = Object.keys(line!).find((field) => line![field] === 1);
+
+    expect(gaveUp).toBeDefined();
+    expect(line!._aws.CloudWatchMetrics[0]!.Dimensions).toEqual([['service']]);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: line!._aws.CloudWatchMetrics[0]!.Namespace,
+      MetricName: gaveUp,
+      Dimensions: [{ Name: 'service', Value: line!.service }],
+      Statistic: 'Sum',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    });
+  });
 
   it('turns active tracing on for every function, with the Powertools layer that brings the Tracer', () => {
     const parameters = template.toJSON().Parameters as Record<string, { Type: string; Default?: string }>;

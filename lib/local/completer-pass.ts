@@ -1,0 +1,69 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { type RecheckBatchReport, recheckBatch, recheckFigures } from '../admin/completer';
+import { recheckMessageBody } from '../admin/recheck-queue';
+import type { Completer, InvocationDeadline } from '../idempotency';
+import type { CompleterFigures } from '../observability/names';
+import { withInvocationDeadline } from '../store/deadline';
+import type { LocalRecheckQueue } from './recheck-queue';
+import type { LocalStreamFeed } from './stream-feed';
+
+/** What one local pass did: the stream batches it fed, then the rechecks that were due. */
+export interface CompleterPassReport {
+  /** Stream records handed to `onStream`. */
+  readonly recordsRead: number;
+  /** Rechecks the stream batches scheduled. */
+  readonly rechecksScheduled: number;
+  /** Calls in flight past the completer's attempts: left for a retry with their key. */
+  readonly gaveUp: number;
+  /** The due rechecks delivered, by outcome, and those that failed (delivered again later). */
+  readonly rechecks: RecheckBatchReport;
+  /** The pass's counts, as the Lambda's invocations record them. */
+  readonly figures: CompleterFigures;
+}
+
+export interface CompleterPassOptions {
+  /**
+   * How long a failed recheck waits before it is delivered again (SQS: the visibility timeout).
+   * @default 30
+   */
+  readonly redeliverySeconds?: number;
+  /** @default undefined (failed rechecks are not logged) */
+  readonly logger?: Logger;
+}
+
+/**
+ * One pass of the completer as the stack triggers it, for `npm start` and `npm run complete`: the
+ * stream's new records into `onStream` (what the event source mapping does), then every recheck that
+ * is due through the same batch function the Lambda runs on an SQS batch — message bodies included —
+ * with a failed one sent back to the queue to come again, as SQS does. The whole pass is bounded by
+ * `deadline`, like one invocation.
+ */
+export function completerPass(
+  completer: Completer,
+  feed: LocalStreamFeed,
+  queue: LocalRecheckQueue,
+  deadline: InvocationDeadline,
+  options: CompleterPassOptions = {},
+): Promise<CompleterPassReport> {
+  return withInvocationDeadline(deadline, async function pass() {
+    let rechecksScheduled = 0;
+    let gaveUp = 0;
+    const recordsRead = await feed.poll(async function toCompleter(records) {
+      const report = await completer.onStream(records);
+      rechecksScheduled += report.rechecksScheduled;
+      gaveUp += report.gaveUp;
+    });
+    const due = queue.due();
+    const rechecks = await recheckBatch(
+      completer,
+      due.map((recheck, index) => ({ messageId: String(index), body: recheckMessageBody(recheck) })),
+      deadline,
+      options.logger,
+    );
+    const redeliverySeconds = options.redeliverySeconds ?? 30;
+    await queue.send(rechecks.failedMessageIds.map((id) => ({ ...due[Number(id)]!, delaySeconds: redeliverySeconds })));
+    const delivered = recheckFigures(rechecks);
+    const figures = { ...delivered, rechecksScheduled: rechecksScheduled + delivered.rechecksScheduled, gaveUp };
+    return { recordsRead, rechecksScheduled, gaveUp, rechecks, figures };
+  });
+}

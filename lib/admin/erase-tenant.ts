@@ -1,11 +1,14 @@
-import { IdempotencyRecordStatus } from '@aws-lambda-powertools/idempotency';
 import {
+  type AttributeValue,
   ConditionalCheckFailedException,
   DeleteItemCommand,
   type DynamoDBClient,
   QueryCommand,
   ScanCommand,
+  UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { type CallRecord, CallRecords, type CallState, classify, recordKeyOfCallId, STATUS } from '../idempotency';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR, type DomainTableId, TABLES, type TableId, tableName } from '../store/tables';
 
 /** What an erase asks for. */
@@ -77,9 +80,10 @@ export async function eraseTenant(
       segments: request.segments ?? 4,
     }),
   };
+  const records = new CallRecords(client, tableName('idempotency', env), ATTR);
   if (request.includeDomain) {
     for (const id of ERASABLE_DOMAIN_TABLES) {
-      tables[id] = await eraseDomainItems(client, id, tableName(id, env), request.tenant, dryRun);
+      tables[id] = await eraseDomainItems(client, id, tableName(id, env), request.tenant, dryRun, records);
     }
   }
   return { tenant: request.tenant, dryRun, tables, kept: { ledger: 'money movements are kept: the provider record' } };
@@ -92,6 +96,7 @@ async function eraseIdempotencyRecords(
   { dryRun, segments }: { dryRun: boolean; segments: number },
 ): Promise<TableErasure> {
   const totals = { found: 0, deleted: 0, inFlight: 0, readUnits: 0 };
+  const records = new CallRecords(client, table, ATTR);
   async function scanSegment(segment: number): Promise<void> {
     let startKey: ScanCommand['input']['ExclusiveStartKey'];
     do {
@@ -101,34 +106,23 @@ async function eraseIdempotencyRecords(
           Segment: segment,
           TotalSegments: segments,
           FilterExpression: '#tenant = :tenant',
-          ProjectionExpression: '#id, #status, #lock, #owner, #expiry',
-          ExpressionAttributeNames: {
-            '#tenant': ATTR.tenant,
-            '#id': ATTR.key,
-            '#status': ATTR.status,
-            '#lock': ATTR.inProgressExpiry,
-            '#owner': ATTR.intentOwner,
-            '#expiry': ATTR.expiry,
-          },
+          ExpressionAttributeNames: { '#tenant': ATTR.tenant },
           ExpressionAttributeValues: { ':tenant': { S: tenant } },
           ExclusiveStartKey: startKey,
+          ConsistentRead: true,
           ReturnConsumedCapacity: 'TOTAL',
         }),
       );
       totals.readUnits += page.ConsumedCapacity?.CapacityUnits ?? 0;
-      for (const item of page.Items ?? []) {
+      for (const raw of page.Items ?? []) {
         totals.found += 1;
-        const running =
-          (item[ATTR.status]?.S === IdempotencyRecordStatus.INPROGRESS &&
-            Number(item[ATTR.inProgressExpiry]?.N ?? 0) >= Date.now()) ||
-          (item[ATTR.intentOwner] !== undefined && Number(item[ATTR.expiry]?.N ?? 0) >= Date.now() / 1000);
-        if (dryRun) {
-          if (running) totals.inFlight += 1;
-          continue;
-        }
-        const outcome = await deleteUnlessRunning(client, table, item[ATTR.key]!.S!);
-        if (outcome === 'deleted') totals.deleted += 1;
-        if (outcome === 'running') totals.inFlight += 1;
+        const item = unmarshall(raw);
+        const outcome =
+          item[ATTR.intentOwner] === undefined
+            ? await eraseCallRecord(client, table, records.fromItem(item), dryRun)
+            : await eraseIntent(client, table, records, item, dryRun);
+        if (outcome === 'erased') totals.deleted += 1;
+        if (outcome === 'in_flight') totals.inFlight += 1;
       }
       startKey = page.LastEvaluatedKey;
     } while (startKey);
@@ -140,74 +134,186 @@ async function eraseIdempotencyRecords(
   return totals;
 }
 
-/** Deletes a record unless a call still holds it; a record already gone counts as neither. */
-async function deleteUnlessRunning(
+type Erasure = 'erased' | 'in_flight' | 'nothing';
+
+/**
+ * A call record, by its state (`call-state`): a completed one becomes a tombstone — its outcome, its
+ * arguments and its hashes gone, and no claim, takeover or completer can pass it until its TTL; a call
+ * in flight (live, or abandoned: its effect may have happened) is kept and reported, to be finished
+ * and erased by a later run; an expired one is deleted.
+ */
+async function eraseCallRecord(
   client: DynamoDBClient,
   table: string,
-  key: string,
-): Promise<'deleted' | 'running' | 'gone'> {
+  record: CallRecord,
+  dryRun: boolean,
+): Promise<Erasure> {
+  const state = classify(record, Date.now());
+  if (state === 'live' || state === 'abandoned') return 'in_flight';
+  if (state === 'erased' || state === 'absent' || dryRun) return 'nothing';
+  try {
+    if (state === 'expired') {
+      await client.send(
+        new DeleteItemCommand({
+          TableName: table,
+          Key: { [ATTR.key]: { S: record.key } },
+          ConditionExpression: '#expiry < :now',
+          ExpressionAttributeNames: { '#expiry': ATTR.expiry },
+          ExpressionAttributeValues: { ':now': { N: String(Date.now() / 1000) } },
+        }),
+      );
+      return 'erased';
+    }
+    await client.send(
+      new UpdateItemCommand({
+        TableName: table,
+        Key: { [ATTR.key]: { S: record.key } },
+        UpdateExpression: 'SET #status = :erased REMOVE #data, #call, #validation, #downstream',
+        ConditionExpression: '#status = :completed',
+        ExpressionAttributeNames: {
+          '#status': ATTR.status,
+          '#data': ATTR.data,
+          '#call': ATTR.call,
+          '#validation': ATTR.validation,
+          '#downstream': ATTR.downstreamKey,
+        },
+        ExpressionAttributeValues: { ':erased': { S: STATUS.erased }, ':completed': { S: STATUS.completed } },
+      }),
+    );
+    return 'erased';
+  } catch (error) {
+    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    return 'nothing'; // changed meanwhile (deleted by its TTL, or claimed again after it): a rerun decides
+  }
+}
+
+/**
+ * A dedupe window's intent: kept while the call that holds it is in flight (a fresh key inside the
+ * window would otherwise run beside it); deleted otherwise — on the holder it read, so an intent taken
+ * over meanwhile stays.
+ */
+async function eraseIntent(
+  client: DynamoDBClient,
+  table: string,
+  records: CallRecords,
+  item: Record<string, unknown>,
+  dryRun: boolean,
+): Promise<Erasure> {
+  const owner = item[ATTR.intentOwner] as string;
+  const claim = item[ATTR.claim] as string | undefined;
+  const holder = await records.read(owner);
+  const state = classify(holder, Date.now());
+  if ((state === 'live' || state === 'abandoned') && holder?.claim === claim) return 'in_flight';
+  if (dryRun) return 'nothing';
   try {
     await client.send(
       new DeleteItemCommand({
         TableName: table,
-        Key: { [ATTR.key]: { S: key } },
-        // Not a claim whose call still runs, nor a dedupe window's intent still open (a fresh key inside
-        // the window would otherwise run beside the call that owns it).
+        Key: { [ATTR.key]: { S: item[ATTR.key] as string } },
         ConditionExpression:
-          'attribute_exists(#id) AND (#status <> :inprogress OR attribute_not_exists(#lock) OR #lock < :now)' +
-          ' AND (attribute_not_exists(#owner) OR #expiry < :nowSeconds)',
-        ExpressionAttributeNames: {
-          '#id': ATTR.key,
-          '#status': ATTR.status,
-          '#lock': ATTR.inProgressExpiry,
-          '#owner': ATTR.intentOwner,
-          '#expiry': ATTR.expiry,
-        },
+          claim === undefined
+            ? '#owner = :owner AND attribute_not_exists(#claim)'
+            : '#owner = :owner AND #claim = :claim',
+        ExpressionAttributeNames: { '#owner': ATTR.intentOwner, '#claim': ATTR.claim },
         ExpressionAttributeValues: {
-          ':inprogress': { S: IdempotencyRecordStatus.INPROGRESS },
-          ':now': { N: String(Date.now()) },
-          ':nowSeconds': { N: String(Math.floor(Date.now() / 1000)) },
+          ':owner': { S: owner },
+          ...(claim === undefined ? {} : { ':claim': { S: claim } }),
         },
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
     );
-    return 'deleted';
+    return 'erased';
   } catch (error) {
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    return error.Item ? 'running' : 'gone';
+    return 'nothing';
   }
 }
 
-/** A domain table is keyed by (tenant, id): one Query finds the tenant's items. */
+/** The attributes of a domain item that name the calls (their `callId`) that wrote it. */
+const WRITTEN_BY = ['created_by', 'refunded_by', 'delivered_by', 'closed_by'] as const;
+
+/**
+ * A domain table is keyed by (tenant, id): one Query finds the tenant's items. An item a call still in
+ * flight wrote is kept and reported (that call would write it again, or deliver it); every other item is
+ * deleted — on the writers it read, so a commit that lands meanwhile keeps it.
+ */
 async function eraseDomainItems(
   client: DynamoDBClient,
   id: DomainTableId,
   table: string,
   tenant: string,
   dryRun: boolean,
+  records: CallRecords,
 ): Promise<TableErasure> {
   const definition = TABLES[id] as { partitionKey: { name: string }; sortKey?: { name: string } };
+  const partitionKey = definition.partitionKey.name;
   const sortKey = definition.sortKey!.name;
   const totals = { found: 0, deleted: 0, inFlight: 0, readUnits: 0 };
+  const states = new Map<string, CallState>();
+  async function stateOf(callId: string): Promise<CallState> {
+    let state = states.get(callId);
+    if (state === undefined) {
+      const record = await records.read(recordKeyOfCallId(callId));
+      // A record of another call under the same key (claimed again after its TTL): that writer is gone.
+      state = record?.callId === callId ? classify(record, Date.now()) : 'absent';
+      states.set(callId, state);
+    }
+    return state;
+  }
   let startKey: QueryCommand['input']['ExclusiveStartKey'];
   do {
     const page = await client.send(
       new QueryCommand({
         TableName: table,
         KeyConditionExpression: '#tenant = :tenant',
-        ProjectionExpression: '#tenant, #sort',
-        ExpressionAttributeNames: { '#tenant': definition.partitionKey.name, '#sort': sortKey },
+        ProjectionExpression: ['#tenant', '#sort', ...WRITTEN_BY.map((_, i) => `#by${i}`)].join(', '),
+        ExpressionAttributeNames: {
+          '#tenant': partitionKey,
+          '#sort': sortKey,
+          ...Object.fromEntries(WRITTEN_BY.map((name, i) => [`#by${i}`, name])),
+        },
         ExpressionAttributeValues: { ':tenant': { S: tenant } },
         ExclusiveStartKey: startKey,
+        ConsistentRead: true,
         ReturnConsumedCapacity: 'TOTAL',
       }),
     );
     totals.readUnits += page.ConsumedCapacity?.CapacityUnits ?? 0;
     for (const item of page.Items ?? []) {
       totals.found += 1;
+      const writers = WRITTEN_BY.map((name) => item[name]?.S);
+      let inFlight = false;
+      for (const writer of writers) {
+        const state = writer === undefined ? 'absent' : await stateOf(writer);
+        if (state === 'live' || state === 'abandoned') inFlight = true;
+      }
+      if (inFlight) {
+        totals.inFlight += 1;
+        continue;
+      }
       if (dryRun) continue;
-      await client.send(new DeleteItemCommand({ TableName: table, Key: item }));
-      totals.deleted += 1;
+      const names: Record<string, string> = {};
+      const values: Record<string, AttributeValue> = {};
+      const conditions = WRITTEN_BY.map((name, i) => {
+        names[`#by${i}`] = name;
+        if (writers[i] === undefined) return `attribute_not_exists(#by${i})`;
+        values[`:by${i}`] = { S: writers[i]! };
+        return `#by${i} = :by${i}`;
+      });
+      try {
+        await client.send(
+          new DeleteItemCommand({
+            TableName: table,
+            Key: { [partitionKey]: item[partitionKey]!, [sortKey]: item[sortKey]! },
+            ConditionExpression: conditions.join(' AND '),
+            ExpressionAttributeNames: names,
+            ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
+          }),
+        );
+        totals.deleted += 1;
+      } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+        totals.inFlight += 1; // written meanwhile: a rerun decides
+      }
     }
     startKey = page.LastEvaluatedKey;
   } while (startKey);

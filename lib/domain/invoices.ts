@@ -24,7 +24,17 @@ export interface Invoice {
   readonly amount: number;
   readonly currency: string;
   readonly created_at: string;
+  /** The call (its `callId`) that created the invoice. */
+  readonly created_by?: string;
   readonly refund?: RefundReceipt;
+  /** The call that committed the refund: the one told `idempotent: false`. */
+  readonly refunded_by?: string;
+}
+
+/** A refund as its invoice holds it: the receipt and the call that committed it. */
+export interface RecordedRefund {
+  readonly receipt: RefundReceipt;
+  readonly by: string | undefined;
 }
 
 /** Invoices, keyed by (tenant, invoice_id): one tenant never sees another's invoice ids. */
@@ -38,25 +48,25 @@ export class InvoiceStore extends TenantItems<Invoice> {
    * the natural-key guard, whatever client key, TTL or race led here. When another call won, its
    * receipt comes back on the same round trip.
    */
-  async recordRefund(tenant: string, receipt: RefundReceipt): Promise<Written<RefundReceipt>> {
+  async recordRefund(tenant: string, receipt: RefundReceipt, by: string): Promise<Written<RecordedRefund>> {
     try {
       await this.documents.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { tenant, invoice_id: receipt.invoice_id },
-          UpdateExpression: 'SET refund = :refund',
+          UpdateExpression: 'SET refund = :refund, refunded_by = :by',
           ConditionExpression: 'attribute_exists(invoice_id) AND attribute_not_exists(refund)',
-          ExpressionAttributeValues: { ':refund': receipt },
+          ExpressionAttributeValues: { ':refund': receipt, ':by': by },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return { written: true, item: receipt };
+      return { written: true, item: { receipt, by } };
     } catch (error) {
       // The document client does not unmarshall the item returned with a failed condition.
       const current =
         error instanceof ConditionalCheckFailedException && error.Item ? unmarshall(error.Item) : undefined;
       if (!current?.refund) throw error;
-      return { written: false, existing: current.refund as RefundReceipt };
+      return { written: false, existing: { receipt: current.refund as RefundReceipt, by: current.refunded_by } };
     }
   }
 }

@@ -1,5 +1,6 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { TenantItems } from '../store/tenant-items';
 
 export interface OutboxMessage {
@@ -10,7 +11,11 @@ export interface OutboxMessage {
   readonly body: string;
   readonly status: 'queued' | 'delivered';
   readonly queued_at: string;
+  /** The call (its `callId`) that queued the message. */
+  readonly created_by?: string;
   readonly delivered_at?: string;
+  /** The call that delivered it: the one told `idempotent: false`. */
+  readonly delivered_by?: string;
 }
 
 /**
@@ -23,25 +28,28 @@ export class Outbox extends TenantItems<OutboxMessage> {
   }
 
   /**
-   * Marks a queued message delivered; true when this call delivered it, false when it already was.
-   * A real mailer (SES) would send here, with the message id as its deduplication key.
+   * Marks a queued message delivered by call `by`, once. Returns the call that delivered it: `by`
+   * now, or whoever did before. A real mailer (SES) would send here, with the message id as its
+   * deduplication key. A message that is gone (never queued, erased) is an error, never "delivered".
    */
-  async deliver(tenant: string, messageId: string, deliveredAt: string): Promise<boolean> {
+  async deliver(tenant: string, messageId: string, deliveredAt: string, by: string): Promise<string | undefined> {
     try {
       await this.documents.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { tenant, message_id: messageId },
-          UpdateExpression: 'SET #status = :delivered, delivered_at = :at',
+          UpdateExpression: 'SET #status = :delivered, delivered_at = :at, delivered_by = :by',
           ConditionExpression: '#status = :queued',
           ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':delivered': 'delivered', ':queued': 'queued', ':at': deliveredAt },
+          ExpressionAttributeValues: { ':delivered': 'delivered', ':queued': 'queued', ':at': deliveredAt, ':by': by },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return true;
+      return by;
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      if (!error.Item) throw new Error(`message ${messageId} is not in the outbox`, { cause: error });
+      return unmarshall(error.Item).delivered_by as string | undefined;
     }
   }
 }

@@ -72,7 +72,8 @@ export async function readInvoice(
     return failure('not_found', `invoice_id: no invoice ${clip(invoiceId)}`);
   const invoice = await invoices.get(caller.tenant, invoiceId);
   if (!invoice) return failure('not_found', `invoice_id: no invoice ${invoiceId}`);
-  const { tenant: _tenant, refund, ...fields } = invoice;
+  // The calls that wrote it (`created_by`, `refunded_by`) are the protocol's, not the caller's.
+  const { tenant: _tenant, refund, created_by: _created, refunded_by: _refunded, ...fields } = invoice;
   return { ok: true, invoice: { ...fields, refunded: refund !== undefined, refund: refund ?? null } };
 }
 
@@ -85,6 +86,6 @@ export async function readTicket(
   if (ticketKey.length > MAX_TICKET_KEY_LENGTH) return failure('not_found', `ticket_key: no ticket ${clip(ticketKey)}`);
   const ticket = await tickets.get(caller.tenant, ticketKey);
   if (!ticket) return failure('not_found', `ticket_key: no ticket ${ticketKey}`);
-  const { tenant: _tenant, ...fields } = ticket;
+  const { tenant: _tenant, created_by: _created, closed_by: _closed, ...fields } = ticket;
   return { ok: true, ticket: fields as unknown as JsonObject };
 }

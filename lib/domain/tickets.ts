@@ -15,7 +15,11 @@ export interface Ticket {
   readonly status: 'open' | 'closed';
   readonly resolution?: string;
   readonly created_at: string;
+  /** The call (its `callId`) that created the ticket. */
+  readonly created_by?: string;
   readonly closed_at?: string;
+  /** The call that closed it. */
+  readonly closed_by?: string;
 }
 
 /** Tickets, keyed by (tenant, ticket_key). */
@@ -33,13 +37,14 @@ export class TicketStore extends TenantItems<Ticket> {
     ticketKey: string,
     resolution: string,
     closedAt: string,
+    by: string,
   ): Promise<Written<Ticket> | undefined> {
     try {
       const { Attributes } = await this.documents.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { tenant, ticket_key: ticketKey },
-          UpdateExpression: 'SET #status = :closed, resolution = :resolution, closed_at = :closed_at',
+          UpdateExpression: 'SET #status = :closed, resolution = :resolution, closed_at = :closed_at, closed_by = :by',
           ConditionExpression: 'attribute_exists(ticket_key) AND #status = :open',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
@@ -47,6 +52,7 @@ export class TicketStore extends TenantItems<Ticket> {
             ':open': 'open',
             ':resolution': resolution,
             ':closed_at': closedAt,
+            ':by': by,
           },
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',

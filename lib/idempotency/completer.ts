@@ -1,281 +1,190 @@
-import { IdempotencyRecordStatus } from '@aws-lambda-powertools/idempotency';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import {
-  DescribeStreamCommand,
-  type DynamoDBStreamsClient,
-  GetRecordsCommand,
-  GetShardIteratorCommand,
-  ListStreamsCommand,
-  type _Record as StreamRecord,
-  TrimmedDataAccessException,
-} from '@aws-sdk/client-dynamodb-streams';
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { type CallRecord, classify, isCallRecordKey, STATUS } from './call-state';
+import { CallRecords } from './persistence/call-records';
 import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 import type { ToolRuntime } from './runtime';
 import type { ToolDefinition } from './tool';
-import type { InvocationDeadline, JsonObject } from './types';
+import type { InvocationDeadline } from './types';
+
+/**
+ * One change of the idempotency table as its stream delivers it (the shape of Lambda's
+ * `DynamoDBRecord` and of the Streams API's record): the item's keys, its new image, its order.
+ */
+export interface StreamChange {
+  readonly eventName?: string;
+  readonly dynamodb?: {
+    readonly Keys?: Record<string, AttributeValue | unknown>;
+    readonly NewImage?: Record<string, AttributeValue | unknown>;
+    readonly SequenceNumber?: string;
+  };
+}
+
+/** "Look at this claim again, later": what the completer asks its queue to deliver back. */
+export interface Recheck {
+  /** The call record's key. */
+  readonly key: string;
+  /** The claim that was in flight: only that exact claim may be taken over. */
+  readonly claim: string;
+  /** When to deliver it, in seconds from now (SQS `DelaySeconds`: 0–900). */
+  readonly delaySeconds: number;
+}
+
+/** Where rechecks wait (SQS with `DelaySeconds` on AWS; a timer queue locally and in the explorer). */
+export interface RecheckQueue {
+  send(rechecks: readonly Recheck[]): Promise<void>;
+}
 
 export interface CompleterOptions {
   readonly client: DynamoDBClient;
-  /** Reads the idempotency table's stream (NEW_IMAGE). */
-  readonly streams: DynamoDBStreamsClient;
-  /** The runtime that finishes a call: the same claim, fingerprint and downstream key as the first try. */
+  /** The runtime that finishes a call: the same key, fingerprint and downstream key as the first try. */
   readonly runtime: ToolRuntime;
   /** The tools whose calls can be finished, by name. */
   readonly tools: readonly ToolDefinition[];
+  /** Delivers rechecks back to {@link Completer.onRecheck} after their delay. */
+  readonly queue: RecheckQueue;
   /** @default DEFAULT_IDEMPOTENCY_TABLE_NAME */
   readonly tableName?: string;
-  /**
-   * The table's stream. Given, no `ListStreams` is needed (it takes `*` in IAM).
-   * @default the table's streams, listed by table name
-   */
-  readonly streamArn?: string;
   /** @default DEFAULT_RECORD_ATTRIBUTES */
   readonly attributes?: Partial<RecordAttributes>;
   /**
-   * Stream reads per shard per sweep, at most (each returns up to 1 MB).
-   * @default 100
+   * Attempts of one call after which the completer stops re-running it (it stays `abandoned`: a retry
+   * with its key still finishes it), logged as an error.
+   * @default 8
    */
-  readonly maxReadsPerShard?: number;
-  /**
-   * Where a call it cannot finish (an unknown tool, no stored call) is reported.
-   * @default undefined
-   */
+  readonly maxAttempts?: number;
+  /** @default undefined (nothing is logged) */
   readonly logger?: Logger;
 }
 
-/** What one sweep did. */
-export interface SweepReport {
-  /** Stream records read since the last sweep. */
+/** What one stream batch led to. */
+export interface StreamReport {
+  /** Stream records in the batch. */
   readonly recordsRead: number;
-  /** Claims whose lock had expired without a result: abandoned work found. */
-  readonly abandonedFound: number;
-  /** Of those, finished by this sweep (the record now holds a receipt or the call's outcome). */
-  readonly completedBySweep: number;
-  /** Claims still running under a live lock: checked again next sweep. */
-  readonly stillRunning: number;
+  /** Call records whose last image in the batch was in flight: a recheck each. */
+  readonly rechecksScheduled: number;
+  /** In flight past `maxAttempts`: left for a retry with their key, and logged. */
+  readonly gaveUp: number;
 }
 
-/** Time kept back at the end of a sweep to write the checkpoint. */
-const SWEEP_RESERVE_MS = 2_000;
+/** What one recheck found and did. */
+export type RecheckOutcome =
+  /** The call was abandoned; the completer finished it (a receipt, or the call's stored outcome). */
+  | 'finished'
+  /** Nothing to do: completed, erased, gone, or another claim holds it now (its own changes follow). */
+  | 'settled'
+  /** Its lock is still live: looked at again when it ends. */
+  | 'later'
+  /** The re-run did not settle it (a transient failure): the record's change comes back on the stream. */
+  | 'unsettled';
 
-/** Empty stream pages in a row after which a shard counts as read up to now. */
-const EMPTY_PAGES_BEFORE_CAUGHT_UP = 3;
-
-/** A stored call, or undefined when it is not one (never throws: one bad record must not stop sweeps). */
-function parseCall(text: unknown): { user: string; key: string; args: JsonObject } | undefined {
-  if (typeof text !== 'string') return undefined;
-  try {
-    const call = JSON.parse(text) as { user?: unknown; key?: unknown; args?: unknown };
-    if (typeof call.user !== 'string' || typeof call.key !== 'string') return undefined;
-    if (call.args === null || typeof call.args !== 'object') return undefined;
-    return call as { user: string; key: string; args: JsonObject };
-  } catch {
-    return undefined;
-  }
-}
-
-/** The item that remembers, between sweeps, how far the stream was read and which claims still run. */
-const CHECKPOINT_KEY = 'completer#checkpoint';
-
-interface Checkpoint {
-  /** Last sequence number read, per shard. */
-  readonly shards: Record<string, string>;
-  /** Record keys of claims that were still running at the last sweep. */
-  readonly running: readonly string[];
+/** Backoff between re-runs of one call, by attempt: 30 s, 60 s, … at most 15 min (SQS's longest delay). */
+function backoffSeconds(attempt: number): number {
+  return Math.min(900, 30 * 2 ** Math.max(0, attempt - 1));
 }
 
 /**
- * Finishes abandoned work: a call whose worker died (Lambda killed, a crash) after its claim leaves an
- * INPROGRESS record; without anyone retrying it, the completer re-runs it through the same runtime —
- * same claim (taken over once the lock expired), same fingerprint, same downstream key — so the provider
- * replays instead of moving money again, and the record ends completed.
+ * Finishes abandoned work: a call whose worker died, or whose attempt failed after its claim, leaves
+ * an in-flight record; without anyone retrying it, the completer re-runs it through the same runtime —
+ * taking over exactly the claim it saw, so an erased or finished record is never brought back — and
+ * the provider replays instead of moving money again.
  *
- * How it finds them, by cost: it reads the idempotency table's **stream** since its last sweep (no
- * index write on any call, no table scan), folds the images per record, and looks only at records whose
- * last image is still INPROGRESS — almost every call completes within its own batch of records and costs
- * the sweep nothing. One GetItem per remaining candidate, one checkpoint PutItem per sweep.
+ * How it finds them, by cost: Lambda's event source mapping feeds it the idempotency table's stream
+ * ({@link onStream}); a batch is folded to each record's last image, so a call that completed within
+ * the batch costs nothing. A call still in flight at the end of a batch becomes one delayed recheck
+ * (an SQS message, due when its lock ends); the recheck ({@link onRecheck}) reads the record once and
+ * finishes it if it was abandoned. No checkpoint, no scan, nothing written on a call's hot path.
  */
 export class Completer {
   readonly #options: CompleterOptions;
-  readonly #tableName: string;
   readonly #attr: RecordAttributes;
+  readonly #records: CallRecords;
   readonly #tools: ReadonlyMap<string, ToolDefinition>;
 
   constructor(options: CompleterOptions) {
     this.#options = options;
-    this.#tableName = options.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME;
     this.#attr = { ...DEFAULT_RECORD_ATTRIBUTES, ...options.attributes };
+    this.#records = new CallRecords(options.client, options.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME, this.#attr);
     this.#tools = new Map(options.tools.map((tool) => [tool.name, tool]));
   }
 
-  /** One sweep: read the stream since the checkpoint, finish what was abandoned, save the checkpoint. */
-  async sweep(deadline: InvocationDeadline): Promise<SweepReport> {
-    const checkpoint = await this.#readCheckpoint();
-    const { lastImages, shards, recordsRead } = await this.#readStream(checkpoint);
-    const candidates = new Set(checkpoint.running);
-    for (const [key, { image }] of lastImages) {
-      if (image[this.#attr.status] === IdempotencyRecordStatus.INPROGRESS) candidates.add(key);
-      else candidates.delete(key);
+  /**
+   * A batch of the stream: every call record whose last image in the batch is in flight gets a
+   * recheck when its lock ends (later still after failed attempts). Throws if the queue does: the
+   * event source mapping retries the batch (and bisects it), then hands it to its on-failure queue.
+   */
+  async onStream(changes: readonly StreamChange[]): Promise<StreamReport> {
+    const last = new Map<string, { sequence: bigint; image: Record<string, unknown> | undefined }>();
+    for (const change of changes) {
+      const keys = change.dynamodb?.Keys;
+      if (!keys) continue;
+      const key = unmarshall(keys as Record<string, AttributeValue>)[this.#attr.key];
+      if (typeof key !== 'string' || !isCallRecordKey(key)) continue;
+      const sequence = BigInt(change.dynamodb?.SequenceNumber ?? '0');
+      const seen = last.get(key);
+      if (seen && seen.sequence > sequence) continue;
+      const image = change.dynamodb?.NewImage;
+      last.set(key, { sequence, image: image ? unmarshall(image as Record<string, AttributeValue>) : undefined });
     }
-
-    let abandonedFound = 0;
-    let completedBySweep = 0;
-    // A candidate leaves the list only once its record is no longer in flight; anything not settled
-    // now — still running, a finish that failed, no time left — is checked again next sweep.
-    const running: string[] = [];
-    for (const key of candidates) {
-      if (deadline.getRemainingTimeInMillis() < SWEEP_RESERVE_MS) {
-        running.push(key);
+    const rechecks: Recheck[] = [];
+    let gaveUp = 0;
+    const maxAttempts = this.#options.maxAttempts ?? 8;
+    for (const [key, { image }] of last) {
+      const record = image ? this.#records.fromItem(image) : undefined;
+      if (record?.status !== STATUS.inProgress || !record.claim) continue;
+      if (record.attempt > maxAttempts) {
+        gaveUp += 1;
+        this.#options.logger?.error('completer gave up on a call: it stays abandoned until a retry with its key', {
+          tool: record.tool,
+          attempts: record.attempt,
+        });
         continue;
       }
-      const record = await this.#record(key);
-      if (!record || record[this.#attr.status] !== IdempotencyRecordStatus.INPROGRESS) continue;
-      const lockEnds = record[this.#attr.inProgressExpiry] as number | undefined;
-      if (lockEnds !== undefined && lockEnds >= Date.now()) {
-        running.push(key);
-        continue;
-      }
-      abandonedFound += 1;
-      if (await this.#finish(record, deadline)) completedBySweep += 1;
-      else running.push(key);
+      const untilLockEnds = Math.max(0, Math.ceil(((record.lockEndsMs ?? 0) - Date.now()) / 1000));
+      const delay = untilLockEnds + (record.attempt > 1 ? backoffSeconds(record.attempt - 1) : 1);
+      rechecks.push({ key, claim: record.claim, delaySeconds: Math.min(900, delay) });
     }
-    await this.#writeCheckpoint({ shards, running });
-    return { recordsRead, abandonedFound, completedBySweep, stillRunning: running.length };
+    if (rechecks.length > 0) await this.#options.queue.send(rechecks);
+    return { recordsRead: changes.length, rechecksScheduled: rechecks.length, gaveUp };
   }
 
   /**
-   * Re-runs an abandoned call as its caller would retry it: the same arguments under the same key.
-   * True when the record now holds its outcome; a business error (the claim released: nothing to
-   * finish) counts too. False — checked again next sweep — when it could not be settled now.
+   * One recheck: the record is read (one consistent GetItem); if the claim it names is still the
+   * record's and its lock has ended, the call is re-run as its caller would retry it — the same
+   * arguments under the same key — taking over only that claim.
    */
-  async #finish(record: Record<string, unknown>, deadline: InvocationDeadline): Promise<boolean> {
-    const tool = this.#tools.get(record[this.#attr.tool] as string);
-    const call = parseCall(record[this.#attr.call]);
-    if (!tool || !call) {
+  async onRecheck(recheck: Pick<Recheck, 'key' | 'claim'>, deadline: InvocationDeadline): Promise<RecheckOutcome> {
+    const record = await this.#records.read(recheck.key);
+    const state = classify(record, Date.now());
+    if (!record || record.claim !== recheck.claim || (state !== 'live' && state !== 'abandoned')) return 'settled';
+    if (state === 'live') {
+      const delaySeconds = Math.min(900, Math.max(1, Math.ceil(((record.lockEndsMs ?? 0) - Date.now()) / 1000)));
+      await this.#options.queue.send([{ key: recheck.key, claim: recheck.claim, delaySeconds }]);
+      return 'later';
+    }
+    return this.#finish(record, deadline);
+  }
+
+  async #finish(record: CallRecord, deadline: InvocationDeadline): Promise<RecheckOutcome> {
+    const tool = record.tool === undefined ? undefined : this.#tools.get(record.tool);
+    const call = record.call;
+    if (!tool || !call || record.tenant === undefined) {
       this.#options.logger?.warn('abandoned call the completer cannot finish', {
-        tool: record[this.#attr.tool] as string,
+        tool: record.tool,
         reason: tool ? 'no stored call' : 'unknown tool',
       });
-      return false;
+      return 'settled';
     }
-    const identity = { tenant: record[this.#attr.tenant] as string, user: call.user };
     const result = await this.#options.runtime.invoke(
       tool,
-      identity,
+      { tenant: record.tenant, user: call.user },
       { ...call.args, idempotency_key: call.key },
       deadline,
+      { resume: { claim: record.claim! } },
     );
-    if (result.ok) return true;
-    if ('status' in result) return false; // another call holds it now
-    return ['invalid_args', 'not_found', 'conflict'].includes(result.error.code); // released: nothing left
-  }
-
-  async #readStream(checkpoint: Checkpoint) {
-    const streams = this.#options.streams;
-    const maxReads = this.#options.maxReadsPerShard ?? 100;
-    const Streams = this.#options.streamArn
-      ? [{ StreamArn: this.#options.streamArn }]
-      : ((await streams.send(new ListStreamsCommand({ TableName: this.#tableName }))).Streams ?? []);
-    const lastImages = new Map<string, { sequence: bigint; image: Record<string, unknown> }>();
-    const shards: Record<string, string> = {};
-    let recordsRead = 0;
-    for (const stream of Streams) {
-      let startShard: string | undefined;
-      do {
-        const { StreamDescription } = await streams.send(
-          new DescribeStreamCommand({ StreamArn: stream.StreamArn, ExclusiveStartShardId: startShard }),
-        );
-        for (const shard of StreamDescription?.Shards ?? []) {
-          const shardId = shard.ShardId!;
-          const after = checkpoint.shards[shardId];
-          let iterator: string | undefined;
-          try {
-            iterator = (
-              await streams.send(
-                new GetShardIteratorCommand({
-                  StreamArn: stream.StreamArn,
-                  ShardId: shardId,
-                  ...(after
-                    ? { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', SequenceNumber: after }
-                    : { ShardIteratorType: 'TRIM_HORIZON' }),
-                }),
-              )
-            ).ShardIterator;
-          } catch (error) {
-            // The checkpoint fell out of the stream's 24 h: read what is left (the running list
-            // carries the claims that matter).
-            if (!(error instanceof TrimmedDataAccessException)) throw error;
-            iterator = (
-              await streams.send(
-                new GetShardIteratorCommand({
-                  StreamArn: stream.StreamArn,
-                  ShardId: shardId,
-                  ShardIteratorType: 'TRIM_HORIZON',
-                }),
-              )
-            ).ShardIterator;
-          }
-          if (after) shards[shardId] = after;
-          // An empty page may come before more records: stop after a few in a row (or the budget).
-          let emptyPages = 0;
-          for (let reads = 0; iterator && reads < maxReads && emptyPages < EMPTY_PAGES_BEFORE_CAUGHT_UP; reads++) {
-            const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
-            const records = page.Records ?? [];
-            for (const record of records) this.#fold(record, lastImages);
-            recordsRead += records.length;
-            const last = records.at(-1)?.dynamodb?.SequenceNumber;
-            if (last) shards[shardId] = last;
-            emptyPages = records.length > 0 ? 0 : emptyPages + 1;
-            iterator = page.NextShardIterator; // undefined once a closed shard is read to its end
-          }
-        }
-        startShard = StreamDescription?.LastEvaluatedShardId;
-      } while (startShard);
-    }
-    return { lastImages, shards, recordsRead };
-  }
-
-  /**
-   * Keeps each record's newest image (by sequence number: shards are not read in order); intents and
-   * the checkpoint are not calls.
-   */
-  #fold(record: StreamRecord, lastImages: Map<string, { sequence: bigint; image: Record<string, unknown> }>): void {
-    const keys = record.dynamodb?.Keys;
-    const sequence = BigInt(record.dynamodb?.SequenceNumber ?? '0');
-    if (!keys) return;
-    const key = unmarshall(keys as never)[this.#attr.key] as string;
-    if (key === CHECKPOINT_KEY || key.includes('#intent#')) return;
-    const seen = lastImages.get(key);
-    if (seen && seen.sequence > sequence) return;
-    const image = record.dynamodb?.NewImage;
-    lastImages.set(key, { sequence, image: image ? unmarshall(image as never) : {} });
-  }
-
-  async #record(key: string): Promise<Record<string, unknown> | undefined> {
-    const { Item } = await this.#options.client.send(
-      new GetItemCommand({
-        TableName: this.#tableName,
-        Key: marshall({ [this.#attr.key]: key }),
-        ConsistentRead: true,
-      }),
-    );
-    return Item ? unmarshall(Item) : undefined;
-  }
-
-  async #readCheckpoint(): Promise<Checkpoint> {
-    const item = await this.#record(CHECKPOINT_KEY);
-    const text = item?.[this.#attr.data];
-    return typeof text === 'string' ? (JSON.parse(text) as Checkpoint) : { shards: {}, running: [] };
-  }
-
-  async #writeCheckpoint(checkpoint: Checkpoint): Promise<void> {
-    await this.#options.client.send(
-      new PutItemCommand({
-        TableName: this.#tableName,
-        Item: marshall({ [this.#attr.key]: CHECKPOINT_KEY, [this.#attr.data]: JSON.stringify(checkpoint) }),
-      }),
-    );
+    if (result.ok) return 'finished';
+    if ('status' in result) return 'unsettled';
+    return result.error.code === 'unavailable' ? 'unsettled' : 'finished';
   }
 }

@@ -20,18 +20,19 @@ export function fingerprint(args: JsonObject): string {
 /** What a downstream key is derived from: the natural key when the tool has one, else the client key. */
 export type DownstreamKeySource =
   | { readonly kind: 'natural'; readonly naturalKey: JsonObject }
-  | { readonly kind: 'client'; readonly user: string; readonly clientKey: string };
+  | { readonly kind: 'client'; readonly user: string; readonly clientKey: string; readonly fingerprint: string };
 
 /**
  * The idempotency key sent to an external provider (Stripe's `Idempotency-Key`, the ledger's guard).
  * Deterministic: the same scope gives the same string on every retry, on every worker, after a crash.
- * A natural key is per tenant whoever calls; a client key is per tenant, user and tool.
+ * A natural key is per tenant whoever calls; a client key is per tenant, user, tool *and arguments*
+ * (v2), so other arguments under a reused key never meet this call's effect.
  */
 export function downstreamKey(tool: string, identity: Pick<Identity, 'tenant'>, source: DownstreamKeySource): string {
   const material =
     source.kind === 'natural'
       ? { v: 1, tenant: identity.tenant, tool, natural: source.naturalKey }
-      : { v: 1, tenant: identity.tenant, tool, user: source.user, key: source.clientKey };
+      : { v: 2, tenant: identity.tenant, tool, user: source.user, key: source.clientKey, args: source.fingerprint };
   return `rs1_${sha256Hex(canonicalize(material) as string)}`;
 }
 

@@ -2,11 +2,28 @@
 // rest of retrysafe imports it through (besides two light subpaths: `definition`, for tool authors, and
 // `errors`). Internals (argument parsing, receipt encoding, the Powertools persistence subclass, intents)
 // stay inside; tests reach them by path.
-export { Completer, type CompleterOptions, type SweepReport } from './completer';
+export {
+  type CallRecord,
+  type CallState,
+  classify,
+  recordKeyOfCallId,
+  STATUS,
+} from './call-state';
+export {
+  Completer,
+  type CompleterOptions,
+  type Recheck,
+  type RecheckOutcome,
+  type RecheckQueue,
+  type StreamChange,
+  type StreamReport,
+} from './completer';
 export * from './definition';
+export { CallRecords } from './persistence/call-records';
 export { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 export {
   type CallOutcome,
+  type InvokeOptions,
   MAX_RETRY_AFTER_MS,
   MIN_RETRY_AFTER_MS,
   type Operation,

@@ -28,8 +28,18 @@ export interface RecordAttributes {
   readonly call: string;
   /** On an intent (dedupe window) item: the record key of the call that owns the intent. */
   readonly intentOwner: string;
-  /** On an intent item: the downstream key its effect runs under, whoever finishes it. */
+  /**
+   * The downstream key an effect runs under: on an intent item, fixed when the intent is created; on a
+   * call record, only when it differs from the one derived from the call (it took an intent over).
+   */
   readonly downstreamKey: string;
+  /** On a call record: how many attempts claimed it (1, then +1 per takeover). */
+  readonly attempt: string;
+  /**
+   * On a call record: this call's instance, set by its first claim and kept by every takeover (a claim
+   * after the TTL starts a new one). With the record key it makes the `callId` tools stamp their commits with.
+   */
+  readonly callInstance: string;
 }
 
 /** The attribute names retrysafe uses unless told otherwise. */
@@ -46,6 +56,8 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   call: 'call',
   intentOwner: 'intent_owner',
   downstreamKey: 'downstream_key',
+  attempt: 'attempt',
+  callInstance: 'call_id',
 };
 
 /** The idempotency table's name unless told otherwise. */

@@ -5,7 +5,6 @@ import {
   IdempotencyItemNotFoundError,
   IdempotencyKeyError,
   IdempotencyPersistenceLayerError,
-  IdempotencyRecordStatus,
   IdempotencyValidationError,
   makeIdempotent,
 } from '@aws-lambda-powertools/idempotency';
@@ -15,6 +14,7 @@ import type { Context } from 'aws-lambda';
 import canonicalize from 'canonicalize';
 import * as z from 'zod/mini';
 import { parseCall } from './arguments';
+import { classify, type StoredOutcome } from './call-state';
 import {
   ConflictError,
   type ErrorCode,
@@ -23,12 +23,21 @@ import {
   InternalError,
   InvalidArgsError,
   isTransientAwsError,
+  NotFoundError,
   ToolError,
   UnavailableError,
 } from './errors';
 import { downstreamKey, fingerprint } from './fingerprint';
-import { IntentStore } from './intent';
-import { ClaimLostError, ResultNotStoredError, ScopedDynamoDBPersistenceLayer } from './persistence/scoped-dynamodb';
+import { CallRecords } from './persistence/call-records';
+import { IntentStore } from './persistence/intents';
+import {
+  Attempt,
+  ClaimLostError,
+  NothingToResumeError,
+  RecordErasedError,
+  ResultNotStoredError,
+  ScopedDynamoDBPersistenceLayer,
+} from './persistence/scoped-dynamodb';
 import { decodeReceipt, encodeReceipt } from './receipt';
 import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
@@ -98,26 +107,42 @@ export type Operation<R extends JsonObject> =
   | { status: 'pending' }
   | { status: 'abandoned' };
 
-/** What the wrapped function returns, and so what Powertools stores: strings and a boolean only. */
-interface StoredResult {
-  /** The receipt as JSON text (see `encodeReceipt`); absent when the call's outcome is a failure. */
-  readonly receipt?: string;
-  /** True when this result is itself a replay: of a stored record, or of a natural key's receipt. */
-  readonly replayed: boolean;
-  /**
-   * The side effect ran but the tool returned a receipt that cannot be stored (not plain JSON, too
-   * large): a bug in the tool. Stored as the call's outcome, so a retry gets the same `internal`
-   * answer instead of running the effect again.
-   */
-  readonly failure?: 'internal';
+/** The answer a stored outcome gives, first time or replayed. */
+function answerOf<R extends JsonObject>(stored: StoredOutcome, clientKey: string): ToolResult<R> {
+  if (stored.receipt === undefined) return { ok: false, error: failureOf(stored) };
+  return { ok: true, idempotent: stored.replayed, key: clientKey, receipt: decodeReceipt<R>(stored.receipt) };
 }
 
-/** The answer a stored result gives, first time or replayed. */
-function answerOf<R extends JsonObject>(stored: StoredResult, clientKey: string): ToolResult<R> {
-  if (stored.receipt === undefined) {
-    return { ok: false, error: { code: 'internal', message: INTERNAL_MESSAGE } };
+/** A stored failure as the caller may see it: `internal` never shows its message. */
+function failureOf(stored: StoredOutcome): { code: ErrorCode; message: string } {
+  const code = stored.failure ?? 'internal';
+  return { code, message: code === 'internal' ? INTERNAL_MESSAGE : (stored.message ?? code) };
+}
+
+/** A stored failure as the error it was. */
+function toolErrorOf({ code, message }: { code: ErrorCode; message: string }): ToolError {
+  switch (code) {
+    case 'invalid_args':
+      return new InvalidArgsError(message);
+    case 'not_found':
+      return new NotFoundError(message);
+    case 'conflict':
+      return new ConflictError(message);
+    case 'unavailable':
+      return new UnavailableError(message);
+    default:
+      return new InternalError('the stored outcome is an internal error');
   }
-  return { ok: true, idempotent: stored.replayed, key: clientKey, receipt: decodeReceipt<R>(stored.receipt) };
+}
+
+/** How an invocation is run. */
+export interface InvokeOptions {
+  /**
+   * Finish an abandoned call: take over exactly this claim, or do nothing (never a fresh claim). The
+   * completer's way in — an erased, finished or re-claimed record is never brought back.
+   * @default undefined (a caller's call: claim, or take over an abandoned attempt of the same arguments)
+   */
+  readonly resume?: { readonly claim: string };
 }
 
 /** What Powertools hashes: the scope into the record key, the fingerprint into the validation hash. */
@@ -144,24 +169,14 @@ export class ToolRuntime {
   readonly #tableName: string;
   readonly #attributes: RecordAttributes;
   readonly #intents: IntentStore;
+  readonly #records: CallRecords;
 
   constructor(options: ToolRuntimeOptions) {
     this.#options = options;
     this.#tableName = options.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME;
     this.#attributes = { ...DEFAULT_RECORD_ATTRIBUTES, ...options.attributes };
     this.#intents = new IntentStore(options.client, this.#tableName, this.#attributes);
-  }
-
-  /** A persistence layer for one call: Powertools keeps per-call state on it, so it is never shared. */
-  #persistenceFor(tool: string, identity: Identity, call?: string): ScopedDynamoDBPersistenceLayer {
-    return new ScopedDynamoDBPersistenceLayer({
-      client: this.#options.client,
-      tableName: this.#tableName,
-      attributes: this.#attributes,
-      tool,
-      tenant: identity.tenant,
-      ...(call === undefined ? {} : { call }),
-    });
+    this.#records = new CallRecords(options.client, this.#tableName, this.#attributes);
   }
 
   async invoke<S extends z.ZodMiniObject, R extends JsonObject>(
@@ -169,6 +184,7 @@ export class ToolRuntime {
     identity: Identity,
     input: unknown,
     deadline: InvocationDeadline,
+    options: InvokeOptions = {},
   ): Promise<ToolResult<R>> {
     const started = Date.now();
     const trace: CallTrace = {};
@@ -177,7 +193,7 @@ export class ToolRuntime {
       const scope = identitySchema.safeParse(identity);
       if (!scope.success) throw new InternalError(`incomplete identity: ${scope.error.issues[0]?.path.join('.')}`);
       const { clientKey, args } = parseCall(tool, input);
-      result = await this.#run(tool, scope.data, clientKey, args, deadline, trace);
+      result = await this.#run(tool, scope.data, clientKey, args, deadline, trace, options);
     } catch (error) {
       result = this.#failure(tool.name, error);
     }
@@ -195,6 +211,11 @@ export class ToolRuntime {
     return result;
   }
 
+  /**
+   * One attempt of a call, in named phases: check the time → claim (Powertools: claim, or replay /
+   * pending / conflict) → choose the downstream key (a dedupe window's intent) → execute → store the
+   * outcome, or settle the claim (release on a first attempt's business error, otherwise keep it).
+   */
   async #run<S extends z.ZodMiniObject, R extends JsonObject>(
     tool: ToolDefinition<S, R>,
     identity: Identity,
@@ -202,14 +223,18 @@ export class ToolRuntime {
     args: z.output<S>,
     deadline: InvocationDeadline,
     trace: CallTrace,
+    options: InvokeOptions,
   ): Promise<ToolResult<R>> {
     const ttlSeconds = tool.ttlSeconds ?? DEFAULT_TTL_SECONDS;
-    // The deadline is read once: the check and the lock must agree. Without a positive deadline
-    // Powertools writes no lock expiry, and a crashed call would hold the key until the TTL; a
-    // deadline past the TTL could let the record expire mid-execution.
+    // The deadline is read once: the check and the lock must agree.
     const remainingMs = deadline.getRemainingTimeInMillis();
-    if (!(remainingMs > 0 && remainingMs < ttlSeconds * 1000)) {
-      throw new InternalError(`invocation deadline ${remainingMs} ms is not within (0, ${ttlSeconds} s)`);
+    if (!(remainingMs > 0)) {
+      // No time left to claim, let alone run: the caller retries with the same key.
+      throw new UnavailableError('no time was left for this call; retry with the same key');
+    }
+    if (remainingMs >= ttlSeconds * 1000) {
+      // A lock past the TTL could let the record expire mid-execution: a deployment mistake.
+      throw new InternalError(`invocation deadline ${remainingMs} ms is not within the ${ttlSeconds} s TTL`);
     }
     const lockEnds = Date.now() + remainingMs;
     const lock = { getRemainingTimeInMillis: () => Math.max(1, lockEnds - Date.now()) };
@@ -224,67 +249,102 @@ export class ToolRuntime {
       lambdaContext: lock as Context,
       responseHook: (response) => {
         trace.replay = 'client_key'; // the stored record of this key answered
-        return { ...(response as unknown as StoredResult), replayed: true };
+        return { ...(response as unknown as StoredOutcome), replayed: true };
       },
     });
     if (!config.isEnabled()) {
       // POWERTOOLS_IDEMPOTENCY_DISABLED would make every call execute: refuse to run writes instead.
       throw new InternalError('idempotency is disabled by POWERTOOLS_IDEMPOTENCY_DISABLED');
     }
-    // The claim carries what it takes to finish the call if this worker dies (the completer).
-    const call = canonicalize({ user: identity.user, key: clientKey, args }) as string;
-    const persistenceStore = this.#persistenceFor(tool.name, identity, call);
-
+    const argsFingerprint = fingerprint(args as JsonObject);
+    const attempt = new Attempt(options.resume?.claim);
+    const persistenceStore = new ScopedDynamoDBPersistenceLayer({
+      client: this.#options.client,
+      tableName: this.#tableName,
+      attributes: this.#attributes,
+      tool: tool.name,
+      tenant: identity.tenant,
+      attempt,
+      // The claim carries what it takes to finish the call if this worker dies (the completer).
+      call: canonicalize({ user: identity.user, key: clientKey, args }) as string,
+    });
     const natural = tool.naturalKey ? naturalKeyOf(args as JsonObject, tool.naturalKey) : undefined;
+    // Other arguments under a reused client key get another downstream key: they can never meet
+    // this call's effect (nor be refused as its conflict).
     const ownDownstreamKey = downstreamKey(
       tool.name,
       identity,
-      natural ? { kind: 'natural', naturalKey: natural } : { kind: 'client', user: identity.user, clientKey },
+      natural
+        ? { kind: 'natural', naturalKey: natural }
+        : { kind: 'client', user: identity.user, clientKey, fingerprint: argsFingerprint },
     );
-    const argsFingerprint = fingerprint(args as JsonObject);
     const window = tool.dedupeWindowSeconds;
     const intents = window === undefined ? undefined : this.#intents;
     const intent = { tool: tool.name, identity, fingerprint: argsFingerprint };
     const logger = this.#options.logger;
+
+    /** Phase: the downstream key — the record's fixed one, the call's own, or a dedupe window's. */
+    async function chooseDownstreamKey(): Promise<{ downstreamKey: string } | { done: StoredOutcome }> {
+      const claim = attempt.claim!;
+      if (claim.downstreamKey !== undefined || !intents)
+        return { downstreamKey: claim.downstreamKey ?? ownDownstreamKey };
+      const owner = { recordKey: claim.key, claimId: claim.id };
+      const claimed = await intents.claim(intent, owner, ownDownstreamKey, window!, claim.askedAtMs, (key) =>
+        persistenceStore.fixDownstreamKey(key),
+      );
+      if (claimed.kind === 'running') {
+        // Pending, and pollable: this call's record stays in flight until it is told to retry; then a
+        // retry (or the completer) takes it over and finds the owner's outcome.
+        attempt.settlement = { kind: 'park', untilMs: Date.now() + retryAfterMs(claimed.lockEndsMs) };
+        throw new IntentRunningError(claimed.lockEndsMs);
+      }
+      // The owner's outcome answers, unless it was itself a replay: then the effect's commit may be
+      // this call's own (an earlier attempt of it), and only the tool, under the intent's key, can tell.
+      if (claimed.kind === 'done' && !(claimed.outcome.replayed && claimed.outcome.receipt !== undefined)) {
+        return { done: claimed.outcome };
+      }
+      return { downstreamKey: claimed.downstreamKey };
+    }
+
+    /** Phase: the effect. A failure decides what becomes of the claim (see `Attempt.settlement`). */
+    async function executeOnce(runUnder: string): Promise<StoredOutcome> {
+      const claim = attempt.claim!;
+      let execution: Awaited<ReturnType<typeof tool.execute>>;
+      try {
+        execution = await tool.execute(args, { identity, downstreamKey: runUnder, callId: claim.callId });
+      } catch (error) {
+        if (error instanceof ToolError && RELEASING_CODES.has(error.code)) {
+          if (claim.attempt > 1) {
+            // An earlier attempt may have made the effect: the failure becomes the call's outcome.
+            return { replayed: false, failure: error.code, message: error.message };
+          }
+          // A first attempt's business error: nothing happened, the key and the intent are free again.
+          attempt.settlement = { kind: 'release' };
+          await intents?.release(intent, { recordKey: claim.key, claimId: claim.id });
+        } else if (error instanceof InFlightError) {
+          attempt.settlement = { kind: 'park', untilMs: Date.now() + error.retryAfterMs };
+        }
+        throw error;
+      }
+      if (execution.replayed) trace.replay = tool.naturalKey ? 'natural_key' : 'client_key';
+      try {
+        return { receipt: encodeReceipt(tool.name, execution.receipt), replayed: execution.replayed };
+      } catch (error) {
+        // The effect ran: releasing the claim would let a retry run it again. Store the failure.
+        logger?.error('tool call failed', { tool: tool.name, code: 'internal', error: error as Error });
+        return { failure: 'internal', replayed: execution.replayed };
+      }
+    }
+
     const execute = makeIdempotent(
       // The claim payload is read by Powertools (hashed); the tool works on the validated arguments.
-      async function executeTool(_claim: ClaimPayload): Promise<StoredResult> {
-        // An earlier attempt of this very call may have run under another downstream key (it took a
-        // dedupe window's intent over): this one runs under it too, and finds that effect.
-        let runUnder = persistenceStore.inheritedDownstreamKey ?? ownDownstreamKey;
-        const owner = { recordKey: persistenceStore.claimedRecordKey!, claimId: persistenceStore.claimId! };
-        if (intents && persistenceStore.inheritedDownstreamKey === undefined) {
-          // A dedupe window: this call runs only if it owns the intent for these arguments.
-          const claimed = await intents.claim(intent, owner, ownDownstreamKey, window!);
-          if (claimed.kind === 'done') {
-            trace.replay = 'dedupe_window';
-            return { ...claimed.result, replayed: true }; // a stored failure stays a failure
-          }
-          if (claimed.kind === 'running') throw new IntentRunningError(claimed.lockEndsMs);
-          runUnder = claimed.downstreamKey;
-          // Taken over: every later attempt of this call (a retry, the completer) must run under it too.
-          if (runUnder !== ownDownstreamKey) await persistenceStore.recordDownstreamKey(runUnder);
+      async function executeTool(_claim: ClaimPayload): Promise<StoredOutcome> {
+        const chosen = await chooseDownstreamKey();
+        if ('done' in chosen) {
+          trace.replay = 'dedupe_window';
+          return { ...chosen.done, replayed: true }; // a stored failure stays a failure
         }
-        let execution: Awaited<ReturnType<typeof tool.execute>>;
-        try {
-          execution = await tool.execute(args, { identity, downstreamKey: runUnder });
-        } catch (error) {
-          // A business error (nothing happened) releases the claim (Powertools) and the intent, so a
-          // corrected call runs. Not an outage or a bug: the effect may have been made.
-          if (intents && error instanceof ToolError && RELEASING_CODES.has(error.code)) {
-            await intents.release(intent, owner);
-          }
-          throw error;
-        }
-        try {
-          // The tool found its effect already made: under the natural key, or its own (client) key.
-          if (execution.replayed) trace.replay = tool.naturalKey ? 'natural_key' : 'client_key';
-          return { receipt: encodeReceipt(tool.name, execution.receipt), replayed: execution.replayed };
-        } catch (error) {
-          // The effect ran: releasing the claim would let a retry run it again. Store the failure.
-          logger?.error('tool call failed', { tool: tool.name, code: 'internal', error: error as Error });
-          return { failure: 'internal', replayed: execution.replayed };
-        }
+        return executeOnce(chosen.downstreamKey);
       },
       { persistenceStore, config, keyPrefix: tool.name },
     );
@@ -294,37 +354,37 @@ export class ToolRuntime {
       const stored = (await execute({
         scope: [identity.tenant, identity.user, clientKey],
         fingerprint: argsFingerprint,
-      })) as unknown as StoredResult;
+      })) as unknown as StoredOutcome;
       return answerOf<R>(stored, clientKey);
     } catch (error) {
-      if (error instanceof IdempotencyAlreadyInProgressError) {
-        const lockEnds = persistenceStore.existingRecord?.inProgressExpiryTimestamp;
-        return { ok: false, status: 'pending', key: clientKey, retry_after_ms: retryAfterMs(lockEnds) };
-      }
-      if (error instanceof IntentRunningError) {
-        return { ok: false, status: 'pending', key: clientKey, retry_after_ms: retryAfterMs(error.lockEndsMs) };
-      }
-      if (error instanceof InFlightError) {
-        return {
-          ok: false,
-          status: 'pending',
-          key: clientKey,
-          retry_after_ms: retryAfterMs(Date.now() + error.retryAfterMs),
-        };
-      }
-      throw error;
+      const pendingUntil =
+        error instanceof IdempotencyAlreadyInProgressError
+          ? attempt.refusedBy?.lockEndsMs
+          : error instanceof IntentRunningError
+            ? error.lockEndsMs
+            : error instanceof InFlightError
+              ? Date.now() + error.retryAfterMs
+              : null;
+      if (pendingUntil === null) throw error;
+      return { ok: false, status: 'pending', key: clientKey, retry_after_ms: retryAfterMs(pendingUntil) };
     }
   }
 
   /**
-   * The caller's own record for a client key ("the idempotency table is the poll"): the stored receipt, a
-   * call still in flight, or undefined when there is none (never called, expired, released, or
-   * someone else's — the key is hashed with the caller's tenant and user, so another's is unreachable).
+   * The caller's own record for a client key ("the idempotency table is the poll"): the stored outcome,
+   * a call in flight or abandoned, or undefined when there is none (never called, expired, released,
+   * erased, or someone else's — the key is hashed with the caller's tenant and user, so another's is
+   * unreachable).
    */
   async lookup(toolName: string, identity: Identity, clientKey: string): Promise<Operation<JsonObject> | undefined> {
-    const persistenceStore = this.#persistenceFor(toolName, identity);
-    // The same key derivation as `invoke` (Powertools hashes the `scope` selection), without payload
-    // validation: a poll has no arguments to compare.
+    const persistenceStore = new ScopedDynamoDBPersistenceLayer({
+      client: this.#options.client,
+      tableName: this.#tableName,
+      attributes: this.#attributes,
+      tool: toolName,
+      tenant: identity.tenant,
+    });
+    // The same key derivation as `invoke` (Powertools hashes the `scope` selection).
     persistenceStore.configure({
       config: new IdempotencyConfig({
         eventKeyJmesPath: 'scope',
@@ -333,11 +393,11 @@ export class ToolRuntime {
       }),
       keyPrefix: toolName,
     });
-    let record: Awaited<ReturnType<typeof persistenceStore.getRecord>>;
+    const key = persistenceStore.recordKeyOf({ scope: [identity.tenant, identity.user, clientKey] });
+    let record: Awaited<ReturnType<CallRecords['read']>>;
     try {
-      record = await persistenceStore.getRecord({ scope: [identity.tenant, identity.user, clientKey] });
+      record = await this.#records.read(key);
     } catch (error) {
-      if (error instanceof IdempotencyItemNotFoundError) return undefined;
       // Classified like a write: an outage is `unavailable`, a deployment mistake `internal`; logged.
       const failure = toToolError(error);
       this.#options.logger?.error('operation lookup failed', {
@@ -347,14 +407,20 @@ export class ToolRuntime {
       });
       throw failure;
     }
-    if (record.isExpired()) return undefined;
-    if (record.getStatus() !== IdempotencyRecordStatus.COMPLETED) {
-      const lockEnds = record.inProgressExpiryTimestamp;
-      return lockEnds !== undefined && lockEnds < Date.now() ? { status: 'abandoned' } : { status: 'pending' };
+    switch (classify(record, Date.now())) {
+      case 'live':
+        return { status: 'pending' };
+      case 'abandoned':
+        return { status: 'abandoned' };
+      case 'completed': {
+        const outcome = record!.outcome;
+        // A stored failure answers the poll as it answered the call.
+        if (outcome?.receipt === undefined) throw toolErrorOf(failureOf(outcome ?? { replayed: false }));
+        return { status: 'completed', receipt: decodeReceipt(outcome.receipt) };
+      }
+      default:
+        return undefined;
     }
-    const stored = record.getResponse() as unknown as StoredResult;
-    if (stored.receipt === undefined) throw new InternalError(`the stored outcome of ${toolName} is a failure`);
-    return { status: 'completed', receipt: decodeReceipt(stored.receipt) };
   }
 
   #failure(tool: string, error: unknown): ToolResult<never> {
@@ -371,7 +437,8 @@ export class ToolRuntime {
 
 /**
  * Another call (with another client key) is running the same intent inside its dedupe window: this
- * call's claim is released and it is answered `pending`; its retry gets that call's receipt.
+ * call's record stays in flight until that call's lock ends, and it is answered `pending`; its retry
+ * (or the completer) then gets that call's outcome.
  */
 class IntentRunningError extends Error {
   constructor(readonly lockEndsMs: number | undefined) {
@@ -406,6 +473,12 @@ function toToolError(error: unknown): ToolError {
   }
   if (error instanceof IdempotencyPersistenceLayerError) {
     const cause = error.cause;
+    if (cause instanceof RecordErasedError) {
+      return new NotFoundError('idempotency_key: the call under this key was erased', { cause: error });
+    }
+    if (cause instanceof NothingToResumeError) {
+      return new NotFoundError('idempotency_key: nothing to resume under this key', { cause: error });
+    }
     if (cause instanceof ClaimLostError) {
       // The side effect ran; another call holds the key now, under the same downstream key.
       return new UnavailableError('the write may have been applied; retry with the same key to read its result', {

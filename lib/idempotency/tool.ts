@@ -20,6 +20,12 @@ export interface ToolContext {
    * has one, else from tenant/user/tool/client key. The same string on every retry and after a crash.
    */
   readonly downstreamKey: string;
+  /**
+   * This call's id: the same on every attempt of one client key (a retry, a takeover, the completer),
+   * different for every other key. A tool stores it with the write that commits its effect, and says
+   * `replayed` when the commit it finds carries another call's id: exactly one call is told it executed.
+   */
+  readonly callId: string;
 }
 
 /** What a tool's domain logic returns. */
@@ -27,8 +33,9 @@ export interface Execution<R extends JsonObject> {
   /** Plain JSON, at most 32 KB: the same receipt is returned to every replay. */
   readonly receipt: R;
   /**
-   * True when the world had already changed for this natural key (say, the invoice was already
-   * refunded) and `receipt` is the stored receipt of that earlier change: the call is a replay.
+   * True when the effect was committed by *another* call (the commit found carries another `callId`:
+   * say, the invoice was already refunded under another key); false when this call committed it —
+   * now, or in an earlier attempt of the same call that died before answering.
    */
   readonly replayed: boolean;
 }

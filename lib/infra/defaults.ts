@@ -28,11 +28,12 @@ export const BUNDLING = {
  * write needs: Powertools idempotency + JMESPath + commons and Powertools Logger weigh ~65 KB minified,
  * zod/mini ~21 KB, Powertools Metrics ~12 KB (the per-call outcome counts), the payment-provider choice
  * with its Stripe adapter ~6 KB (Stripe's SDK itself is bundled only where Stripe is configured); retrysafe's
- * own code adds ~25 KB. The brief's 70 KB target is below that floor; the budget was 112 KB before metrics
- * and the provider adapter, 128 KB between. The SDK's error classification (`@smithy/service-error-classification`, ~14 KB when
+ * own code adds ~29 KB. The brief's 70 KB target is below that floor; the budget was 112 KB before metrics
+ * and the provider adapter, 128 KB between, 136 KB before the call's state machine was written down
+ * (call states, typed call records, takeovers and parks: ~4 KB). The SDK's error classification (`@smithy/service-error-classification`, ~14 KB when
  * bundled) is left to the runtime like the SDK itself.
  */
-export const BUNDLE_BUDGET_BYTES = 136 * 1024;
+export const BUNDLE_BUDGET_BYTES = 140 * 1024;
 
 /**
  * The MCP endpoint's budget: the official SDK brings the full zod (~103 KB, it does not use zod/mini),

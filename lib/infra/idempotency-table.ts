@@ -41,7 +41,9 @@ export class IdempotencyTable extends Construct {
   grantErase(grantee: iam.IGrantable): iam.Grant {
     return iam.Grant.addToPrincipal({
       grantee,
-      actions: ['dynamodb:DeleteItem', 'dynamodb:Scan'],
+      // Scan finds the tenant's records; GetItem reads the call behind an intent or a domain item;
+      // UpdateItem turns a completed record into a tombstone; DeleteItem removes intents and expired records.
+      actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:Scan', 'dynamodb:UpdateItem'],
       resourceArns: [this.table.tableArn],
     });
   }

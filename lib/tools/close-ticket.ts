@@ -23,14 +23,20 @@ export const closeTicket = defineToolModule({
   naturalKey: ['ticket_key'],
   receipt: z.strictObject({ ticket_key: z.string(), status: z.literal('closed'), resolution: z.string() }),
   access: { tickets: ['dynamodb:UpdateItem'] },
-  async execute(args, { identity }, { tickets }) {
-    const closed = await tickets.close(identity.tenant, args.ticket_key, args.resolution, new Date().toISOString());
+  async execute(args, { identity, callId }, { tickets }) {
+    const closed = await tickets.close(
+      identity.tenant,
+      args.ticket_key,
+      args.resolution,
+      new Date().toISOString(),
+      callId,
+    );
     if (!closed) throw new NotFoundError(`ticket_key: no ticket ${args.ticket_key}`);
     if (closed.written) return { receipt: receiptOf(closed.item), replayed: false };
     if (closed.existing.resolution !== args.resolution) {
       throw new InvalidArgsError(`resolution: ticket ${args.ticket_key} was already closed with another resolution`);
     }
-    return { receipt: receiptOf(closed.existing), replayed: true };
+    return { receipt: receiptOf(closed.existing), replayed: closed.existing.closed_by !== callId };
   },
 });
 

@@ -26,7 +26,7 @@ export const createInvoice = defineToolModule({
   annotations: { destructiveHint: false, openWorldHint: false },
   receipt: z.strictObject({ invoice_id: z.string(), customer: z.string(), amount: z.int(), currency: z.string() }),
   access: { invoices: ['dynamodb:PutItem'] },
-  async execute(args, { identity, downstreamKey }, { invoices }) {
+  async execute(args, { identity, downstreamKey, callId }, { invoices }) {
     const invoice = {
       tenant: identity.tenant,
       invoice_id: derivedId('inv', downstreamKey),
@@ -34,6 +34,7 @@ export const createInvoice = defineToolModule({
       amount: args.amount,
       currency: args.currency,
       created_at: new Date().toISOString(),
+      created_by: callId,
     };
     const written = await invoices.create(invoice);
     const stored = written.written ? written.item : written.existing;
@@ -50,7 +51,7 @@ export const createInvoice = defineToolModule({
         amount: stored.amount,
         currency: stored.currency,
       },
-      replayed: !written.written,
+      replayed: !written.written && stored.created_by !== callId,
     };
   },
 });

@@ -17,7 +17,7 @@ export const createTicket = defineToolModule({
   receipt: z.strictObject({ ticket_key: z.string(), title: z.string(), status: z.literal('open') }),
   dedupeWindowSeconds: 10 * 60,
   access: { tickets: ['dynamodb:PutItem'] },
-  async execute(args, { identity, downstreamKey }, { tickets }) {
+  async execute(args, { identity, downstreamKey, callId }, { tickets }) {
     const ticketKey = derivedId('tck', downstreamKey);
     const written = await tickets.create({
       tenant: identity.tenant,
@@ -26,6 +26,7 @@ export const createTicket = defineToolModule({
       ...(args.body === undefined ? {} : { body: args.body }),
       status: 'open',
       created_at: new Date().toISOString(),
+      created_by: callId,
     });
     const stored = written.written ? written.item : written.existing;
     if (!written.written && (stored.title !== args.title || stored.body !== args.body)) {
@@ -34,7 +35,7 @@ export const createTicket = defineToolModule({
     // The receipt says what the create did ("open"), not what the ticket became later.
     return {
       receipt: { ticket_key: stored.ticket_key, title: stored.title, status: 'open' },
-      replayed: !written.written,
+      replayed: !written.written && stored.created_by !== callId,
     };
   },
 });

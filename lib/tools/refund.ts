@@ -1,6 +1,7 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod/mini';
-import { MAX_INVOICE_ID_LENGTH, type RefundReceipt } from '../domain/invoices';
-import { ConflictError, InvalidArgsError, NotFoundError } from '../idempotency/definition';
+import { MAX_INVOICE_ID_LENGTH, type RecordedRefund, type RefundReceipt } from '../domain/invoices';
+import { ConflictError, InvalidArgsError, NotFoundError, UnavailableError } from '../idempotency/definition';
 import { ProviderKeyReuseError } from '../payments/provider';
 import { defineToolModule } from './tool-module';
 
@@ -33,17 +34,17 @@ export const refund = defineToolModule({
   naturalKey: ['invoice_id'],
   receipt: z.strictObject({ refund_id: z.string(), invoice_id: z.string(), amount: z.int(), currency: z.string() }),
   access: { invoices: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], ledger: ['dynamodb:PutItem'] },
-  async execute(args, { identity, downstreamKey }, { invoices, provider }) {
+  async execute(args, { identity, downstreamKey, callId }, { invoices, provider }) {
     const invoice = await invoices.get(identity.tenant, args.invoice_id);
     if (!invoice) throw new NotFoundError(`invoice_id: no invoice ${args.invoice_id}`);
-    if (invoice.refund) return replayOf(invoice.refund, args.amount);
+    if (invoice.refund) return replayOf({ receipt: invoice.refund, by: invoice.refunded_by }, args.amount, callId);
     if (args.amount !== invoice.amount) {
       throw new InvalidArgsError(`amount: a refund is a full refund of ${invoice.amount} ${invoice.currency}`);
     }
 
     // The provider guards the money with the derived key; the invoice guards the receipt. A crash
     // between the two leaves the claim to expire, and the retry gets the same movement back.
-    const { movement, replayed: providerReplayed } = await provider
+    const { movement } = await provider
       .refund({
         idempotencyKey: downstreamKey,
         tenant: identity.tenant,
@@ -63,18 +64,30 @@ export const refund = defineToolModule({
       amount: movement.amount,
       currency: movement.currency,
     };
-    const recorded = await invoices.recordRefund(identity.tenant, receipt);
-    // A provider replay means a crashed call is being finished: no money moved now, so it is a replay too.
-    return recorded.written ? { receipt, replayed: providerReplayed } : replayOf(recorded.existing, args.amount);
+    // The invoice is the commit: the call that records the refund on it executed it — even when the
+    // provider replayed (an earlier attempt of this call, or a racing call, moved the money under the
+    // same natural key) — and every other call is a replay.
+    const recorded = await invoices.recordRefund(identity.tenant, receipt, callId).catch((error: unknown) => {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      // The invoice is gone (erased) after the money moved: not a business error that frees the claim
+      // (the effect happened); the retry finds no invoice and that answer is stored.
+      throw new UnavailableError(`invoice_id: invoice ${invoice.invoice_id} changed during the refund; retry`, {
+        cause: error,
+      });
+    });
+    return recorded.written ? { receipt, replayed: false } : replayOf(recorded.existing, args.amount, callId);
   },
 });
 
-/** The invoice was already refunded: the same request gets the stored receipt, another amount is refused. */
-function replayOf(existing: RefundReceipt, amount: number) {
-  if (existing.amount !== amount) {
+/**
+ * The invoice was already refunded: the same request gets the stored receipt (a replay, unless this
+ * very call committed it in an earlier attempt), another amount is refused.
+ */
+function replayOf(existing: RecordedRefund, amount: number, callId: string) {
+  if (existing.receipt.amount !== amount) {
     throw new InvalidArgsError(
-      `amount: invoice ${existing.invoice_id} was already refunded with amount ${existing.amount}`,
+      `amount: invoice ${existing.receipt.invoice_id} was already refunded with amount ${existing.receipt.amount}`,
     );
   }
-  return { receipt: existing, replayed: true };
+  return { receipt: existing.receipt, replayed: existing.by !== callId };
 }

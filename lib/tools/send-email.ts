@@ -22,7 +22,7 @@ export const sendEmail = defineToolModule({
   receipt: z.strictObject({ message_id: z.string(), to: z.string(), subject: z.string() }),
   dedupeWindowSeconds: 10 * 60,
   access: { outbox: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
-  async execute(args, { identity, downstreamKey }, { outbox }) {
+  async execute(args, { identity, downstreamKey, callId }, { outbox }) {
     const queued = await outbox.create({
       tenant: identity.tenant,
       message_id: derivedId('msg', downstreamKey),
@@ -31,15 +31,17 @@ export const sendEmail = defineToolModule({
       body: args.body,
       status: 'queued',
       queued_at: new Date().toISOString(),
+      created_by: callId,
     });
     const message = queued.written ? queued.item : queued.existing;
     if (message.to !== args.to || message.subject !== args.subject || message.body !== args.body) {
       throw new ConflictError('idempotency_key: already used with different arguments');
     }
-    const deliveredNow = await outbox.deliver(identity.tenant, message.message_id, new Date().toISOString());
+    // The delivery is the commit: the call that delivered the message executed it.
+    const deliveredBy = await outbox.deliver(identity.tenant, message.message_id, new Date().toISOString(), callId);
     return {
       receipt: { message_id: message.message_id, to: message.to, subject: message.subject },
-      replayed: !deliveredNow,
+      replayed: deliveredBy !== callId,
     };
   },
 });

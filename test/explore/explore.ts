@@ -68,7 +68,7 @@ export async function explore(argv: string[]): Promise<number> {
 }
 
 /** Schedules run in one namespace before the next gets fresh tables. */
-const WORLD_SCHEDULES = 100;
+const WORLD_SCHEDULES = Number(process.env.EXPLORE_WORLD_SCHEDULES ?? 100);
 
 /**
  * A scenario's schedules: its base schedule (seeded, no faults), then a crash, a lost answer and a

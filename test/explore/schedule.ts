@@ -126,7 +126,16 @@ class Run {
     return driver;
   }
 
+  /** Where this schedule's writes start in the world's log (earlier schedules' are not this one's). */
+  #writesFrom = 0;
+
+  /** The writes this schedule made. */
+  get writes() {
+    return this.world.writes.slice(this.#writesFrom);
+  }
+
   async setup(): Promise<void> {
+    this.#writesFrom = this.world.writes.length;
     await this.completer.reset();
     for (const invoice of this.scenario.invoices) {
       await this.world.services.invoices.create({
@@ -240,13 +249,21 @@ class Run {
     this.#collectErased();
     // 2 (first half): the completer alone leaves nothing half done — no agent has retried yet.
     await this.#checkEffects('after the completer');
-    // Every agent retries each of its calls with its key (those that had crashed too).
+    // Every agent retries each of its calls with its key (those that had crashed too). A dedupe-window
+    // call that never reached the store is not retried: asked now, past its window, it is a new intent.
+    const asked = new Set(
+      this.writes
+        .filter((write) => write.call && write.table === 'idempotency')
+        .map((write) => `${write.call!.intent}/${write.call!.key}`),
+    );
     for (const agent of this.scenario.agents) {
       calm.spawn(`${agent.name}-q`, async () => {
         const seen = new Set<string>();
         for (const call of agent.calls) {
           if (seen.has(`${call.intent}/${call.key}`)) continue;
           seen.add(`${call.intent}/${call.key}`);
+          const windowed = this.#intents.get(call.intent)!.tool !== 'refund';
+          if (windowed && !asked.has(`${call.intent}/${call.key}`)) continue;
           await this.#callUntilAnswered(`${agent.name}-q`, agent.user, call, 'quiescence');
         }
       });
@@ -261,7 +278,7 @@ class Run {
 
   /** Ids (record or domain) the erase actor deleted or overwrote. */
   #collectErased(): void {
-    for (const write of this.world.writes) {
+    for (const write of this.writes) {
       if (write.actor !== 'erase') continue;
       const key = (write.input.Key ?? write.input.Item) as Record<string, { S?: string }>;
       this.erasedIds.add(normaliseKey(`${write.table}:${JSON.stringify(key)}`));
@@ -310,6 +327,7 @@ class Run {
     }
     if (when === 'at the end') {
       for (const intent of this.scenario.intents) {
+        if (this.#intentErased(intent)) continue; // its effect's trace erased by design
         const effects = effectsOf(intent, world);
         const falseAnswers = this.answers.filter((a) => a.intent === intent.id && a.result.ok && !a.result.idempotent);
         if (falseAnswers.length > effects.length) {
@@ -416,7 +434,7 @@ class Run {
   /** Call record id → intent, from the claims the runtime wrote for each call. */
   get #recordIntents(): Map<string, string> {
     const map = new Map<string, string>();
-    for (const write of this.world.writes) {
+    for (const write of this.writes) {
       if (write.table !== 'idempotency' || !write.call) continue;
       if (!/^(Put|Update)Item$/.test(write.command)) continue;
       const key = (write.input.Key ?? write.input.Item) as Record<string, { S?: string } | string>;

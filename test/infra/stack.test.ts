@@ -367,6 +367,13 @@ describe('tenant erase', () => {
       { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount },
       deadline(),
     );
+    // A send inside its window: erase deletes its intent (its holder settled) and tombstones its record.
+    await world.runtime.invoke(
+      world.tools.send_email!,
+      { tenant, user: 'ada' },
+      { idempotency_key: 'k2', to: 'a@example.com', subject: 's', body: 'sent' },
+      deadline(),
+    );
     await world.tickets.create({ tenant, ticket_key: 'tck_1', title: 't', status: 'open', created_at: 'now' });
     await world.outbox.create({
       tenant,

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { CreateTableCommand, DeleteTableCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DeleteItemCommand, DeleteTableCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { Completer } from '../../lib/idempotency/completer';
 import { ToolRuntime } from '../../lib/idempotency/runtime';
+import { LocalRecheckQueue } from '../../lib/local/recheck-queue';
+import { LocalStreamFeed } from '../../lib/local/stream-feed';
 import type { RefundRequest } from '../../lib/payments/provider';
 import { createStreamsClient } from '../../lib/store/client';
 import { createTableInput } from '../../lib/store/create-tables';
@@ -12,8 +14,8 @@ import { advanceClock } from '../helpers/clock';
 import { gate } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
-// This suite sweeps a key store of its own: the shared one holds other suites' dead workers, which a
-// sweep here would finish under their feet.
+// This suite feeds the completer a key store of its own: the shared one holds other suites' dead
+// workers, which a completer here would finish under their feet.
 const TABLE = `completer-keys-${randomUUID().slice(0, 8)}`;
 
 let world: World;
@@ -32,19 +34,33 @@ afterAll(async () => {
 });
 afterEach(() => jest.restoreAllMocks());
 
+/** The completer as the stack runs it: the stream (locally, DynamoDB Local's) and the recheck queue. */
 function completerFor(tools: Parameters<typeof refundTool.bind>[0]) {
-  return new Completer({
+  const queue = new LocalRecheckQueue();
+  const feed = new LocalStreamFeed(streams, TABLE);
+  const completer = new Completer({
     client: world.client,
-    streams,
     runtime,
     tools: [refundTool.bind(tools)],
+    queue,
     tableName: TABLE,
     attributes: IDEMPOTENCY_ATTRIBUTES,
   });
+  return {
+    queue,
+    /** The event source mapping's part: the stream's new records into `onStream`. */
+    stream: () => feed.poll(async (records) => void (await completer.onStream(records))),
+    /** The recheck queue's part: every due message into `onRecheck`. */
+    async rechecks() {
+      const outcomes: string[] = [];
+      for (const recheck of queue.due()) outcomes.push(await completer.onRecheck(recheck, deadline()));
+      return outcomes;
+    },
+  };
 }
 
 describe('the completer', () => {
-  it('finishes a refund whose worker died after the provider moved money, with no client retry, in one sweep', async () => {
+  it('finishes a refund whose worker died after the provider moved money, with no client retry', async () => {
     // Prepare: the provider moves the money, then the worker dies before the receipt is stored.
     const caller = identity();
     const invoice = await world.seedInvoice(caller.tenant);
@@ -62,18 +78,25 @@ describe('the completer', () => {
       },
     };
     const tool = refundTool.bind({ ...world, provider });
+    const completer = completerFor({ ...world, provider });
+    await completer.stream(); // earlier tests' records
+    completer.queue.due();
     const call = { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount };
     void runtime.invoke(tool, caller, call, deadline(1_000));
     await moved.opened;
-    advanceClock(2_000); // the dead worker's lock has expired
-    const before = await runtime.lookup('refund', caller, 'k1');
 
-    // Act: one sweep, nobody retries.
-    const report = await completerFor({ ...world, provider }).sweep(deadline());
+    // Act: the stream brings the claim (in flight: a recheck at its lock's end); the lock expires; the
+    // recheck finds it abandoned and finishes it. Nobody retries.
+    await completer.stream();
+    const notYet = await completer.rechecks();
+    advanceClock(3_000);
+    const before = await runtime.lookup('refund', caller, 'k1');
+    const outcomes = await completer.rechecks();
 
     // Assess
+    expect(notYet).toEqual([]);
     expect(before).toEqual({ status: 'abandoned' });
-    expect(report).toMatchObject({ abandonedFound: 1, completedBySweep: 1, stillRunning: 0 });
+    expect(outcomes).toEqual(['finished']);
     expect(await world.ledgerRows(caller.tenant)).toHaveLength(1);
     expect(new Set(requests.map((request) => request.idempotencyKey)).size).toBe(1); // one downstream key
     const stored = await world.invoices.get(caller.tenant, invoice.invoice_id);
@@ -82,13 +105,50 @@ describe('the completer', () => {
     const items = await world.client.send(new ScanCommand({ TableName: TABLE, ConsistentRead: true }));
     const records = (items.Items ?? []).filter((item) => item.tenant?.S === caller.tenant);
     expect(records.map((item) => [item.status?.S, item.call])).toEqual([['COMPLETED', undefined]]); // no arguments kept
-    // The client's own retry now reads the receipt: no second movement, and it says so.
+    // The client's own retry now reads the receipt: no second movement, and it is a replay — the
+    // completer's run was the one that executed it.
     const retry = await runtime.invoke(tool, caller, call, deadline());
     expect(retry).toEqual({ ok: true, idempotent: true, key: 'k1', receipt: stored?.refund });
     expect(await world.ledgerRows(caller.tenant)).toHaveLength(1);
   });
 
-  it('leaves finished calls alone and carries running ones to the next sweep', async () => {
+  it('keeps an abandoned call whose re-run fails transiently, and finishes it on a later recheck', async () => {
+    const caller = identity();
+    const invoice = await world.seedInvoice(caller.tenant);
+    let calls = 0;
+    const provider = {
+      async refund(request: RefundRequest) {
+        calls += 1;
+        if (calls === 1) return new Promise<never>(() => {}); // the worker dies before the provider answers
+        if (calls === 2) throw Object.assign(new Error('provider blip'), { name: 'TimeoutError' });
+        return world.provider.refund(request);
+      },
+    };
+    const tool = refundTool.bind({ ...world, provider });
+    const completer = completerFor({ ...world, provider });
+    await completer.stream();
+    completer.queue.due();
+    const call = { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount };
+    void runtime.invoke(tool, caller, call, deadline(1_000));
+    while (calls === 0) await new Promise((resolve) => setImmediate(resolve));
+
+    await completer.stream();
+    advanceClock(3_000);
+    const first = await completer.rechecks(); // the re-run meets the blip: kept, never deleted
+    const afterBlip = await runtime.lookup('refund', caller, 'k1');
+    await completer.stream(); // the kept record's change: a recheck after a backoff
+    jest.restoreAllMocks();
+    advanceClock(3_000 + 60_000);
+    const second = await completer.rechecks();
+
+    expect(first).toEqual(['unsettled']);
+    expect(afterBlip).toEqual({ status: 'abandoned' });
+    expect(second).toEqual(['finished']);
+    expect(await runtime.lookup('refund', caller, 'k1')).toMatchObject({ status: 'completed' });
+    expect(await world.ledgerRows(caller.tenant)).toHaveLength(1);
+  });
+
+  it('costs nothing for calls that completed within a batch, and rechecks one still running when its lock ends', async () => {
     const caller = identity();
     const invoice = await world.seedInvoice(caller.tenant);
     const other = await world.seedInvoice(caller.tenant);
@@ -105,7 +165,8 @@ describe('the completer', () => {
     };
     const tool = refundTool.bind({ ...world, provider: holding });
     const completer = completerFor({ ...world, provider: holding });
-    await completer.sweep(deadline()); // read up to now: earlier tests' records are behind the checkpoint
+    await completer.stream();
+    completer.queue.due();
 
     await runtime.invoke(
       tool,
@@ -117,17 +178,48 @@ describe('the completer', () => {
       tool,
       caller,
       { idempotency_key: 'k2', invoice_id: other.invoice_id, amount: 4_200 },
-      deadline(),
+      deadline(5_000),
     );
     await started.opened;
-    const whileRunning = await completer.sweep(deadline());
+    const read = await completer.stream();
+    const scheduled = completer.queue.size;
     hold.open();
     await running;
-    const afterwards = await completer.sweep(deadline());
+    advanceClock(7_000);
+    const outcomes = await completer.rechecks();
 
-    expect(whileRunning).toMatchObject({ abandonedFound: 0, completedBySweep: 0, stillRunning: 1 });
-    expect(whileRunning.recordsRead).toBeGreaterThanOrEqual(3); // k1's claim and result, k2's claim
-    expect(afterwards).toMatchObject({ abandonedFound: 0, stillRunning: 0 });
+    expect(read).toBeGreaterThanOrEqual(3); // k1's claim and result, k2's claim
+    expect(scheduled).toBe(1); // k1 completed inside the batch: nothing; k2 in flight: one recheck
+    expect(outcomes).toEqual(['settled']); // k2 finished by itself meanwhile
     expect(await world.ledgerRows(caller.tenant)).toHaveLength(2);
+  });
+
+  it('never brings back a record erased after it saw it: it takes over only the exact claim it read', async () => {
+    const caller = identity();
+    const invoice = await world.seedInvoice(caller.tenant);
+    const provider = { refund: () => new Promise<never>(() => {}) }; // the worker dies at the provider
+    const tool = refundTool.bind({ ...world, provider });
+    const completer = completerFor({ ...world, provider });
+    await completer.stream();
+    completer.queue.due();
+    void runtime.invoke(
+      tool,
+      caller,
+      { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount },
+      deadline(1_000),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await completer.stream();
+    advanceClock(3_000);
+    // Meanwhile the record is gone (deleted by hand, as an erase before these rules would have).
+    const items = await world.client.send(new ScanCommand({ TableName: TABLE, ConsistentRead: true }));
+    const record = (items.Items ?? []).find((item) => item.tenant?.S === caller.tenant)!;
+    await world.client.send(new DeleteItemCommand({ TableName: TABLE, Key: { id: record.id! } }));
+
+    const outcomes = await completer.rechecks();
+
+    expect(outcomes).toEqual(['settled']);
+    const after = await world.client.send(new ScanCommand({ TableName: TABLE, ConsistentRead: true }));
+    expect((after.Items ?? []).filter((item) => item.tenant?.S === caller.tenant)).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import type { RefundReceipt } from '../../lib/domain/invoices';
+import type { RecordedRefund, RefundReceipt } from '../../lib/domain/invoices';
 import type { Movement, RefundRequest } from '../../lib/payments/provider';
 import type { Written } from '../../lib/store/put-if-absent';
 import { refund as refundTool } from '../../lib/tools/refund';
@@ -56,9 +56,10 @@ describe('a worker that dies mid-call', () => {
 
     // Assess
     expect(whileLocked).toMatchObject({ ok: false, status: 'pending', key: 'k1' });
-    // No money moved on the retry: the provider replayed the first movement, so the answer is a replay.
-    expect(retry).toMatchObject({ ok: true, idempotent: true, key: 'k1' });
-    expect(replay).toEqual(retry);
+    // No money moved on the retry: the provider replayed the first movement. The retry is the call
+    // that recorded the refund on the invoice — the one that finished it — so it says it executed.
+    expect(retry).toMatchObject({ ok: true, idempotent: false, key: 'k1' });
+    expect(replay).toEqual({ ...retry, idempotent: true });
     const rows = await world.ledgerRows(caller.tenant);
     expect(rows).toHaveLength(1);
     if (!retry.ok) throw new Error('unreachable');
@@ -83,7 +84,9 @@ describe('a worker that dies mid-call', () => {
     advanceClock(1_000);
     const firstKeyAgain = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', ...args }, deadline());
 
-    expect(otherKey).toMatchObject({ ok: true, idempotent: true, key: 'k2' });
+    // k2 found the money moved (a provider replay) and recorded the refund on the invoice: it committed
+    // the effect and is the one call told so; k1, finished later, finds k2's commit.
+    expect(otherKey).toMatchObject({ ok: true, idempotent: false, key: 'k2' });
     if (!otherKey.ok) throw new Error('unreachable');
     expect(firstKeyAgain).toEqual({ ok: true, idempotent: true, key: 'k1', receipt: otherKey.receipt });
     expect(await world.ledgerRows(caller.tenant)).toHaveLength(1);
@@ -93,8 +96,8 @@ describe('a worker that dies mid-call', () => {
     const caller = identity();
     const invoice = await world.seedInvoice(caller.tenant);
     const recordRefund = dieAfterFirst(
-      (tenant: string, receipt: RefundReceipt): Promise<Written<RefundReceipt>> =>
-        world.invoices.recordRefund(tenant, receipt),
+      (tenant: string, receipt: RefundReceipt, by: string): Promise<Written<RecordedRefund>> =>
+        world.invoices.recordRefund(tenant, receipt, by),
     );
     const invoices = Object.assign(Object.create(world.invoices), { recordRefund });
     const tool = refundTool.bind({ ...world, invoices });
@@ -106,7 +109,8 @@ describe('a worker that dies mid-call', () => {
     const retry = await world.runtime.invoke(tool, caller, call, deadline());
 
     const stored = (await world.invoices.get(caller.tenant, invoice.invoice_id))?.refund;
-    expect(retry).toEqual({ ok: true, idempotent: true, key: 'k1', receipt: stored });
+    // The refund on the invoice is stamped with this call: its retry is the call that executed it.
+    expect(retry).toEqual({ ok: true, idempotent: false, key: 'k1', receipt: stored });
     const rows: Movement[] = await world.ledgerRows(caller.tenant);
     expect(rows).toHaveLength(1);
   });

@@ -69,7 +69,7 @@ describe('a dedupe window', () => {
     expect(execute).toHaveBeenCalledTimes(2);
   });
 
-  it('lets two fresh keys racing inside the window cause one effect: the other is pending, then the replay', async () => {
+  it('lets two fresh keys racing inside the window cause one effect: the other is pending (and pollable), then the replay', async () => {
     const caller = identity();
     const hold = gate();
     const started = gate();
@@ -82,11 +82,14 @@ describe('a dedupe window', () => {
     const running = world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
     await started.opened;
     const racing = await world.runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
+    const polled = await world.runtime.lookup(tool.name, caller, 'k2');
     hold.open();
     const first = await running;
+    advanceClock(racing.ok === false && 'status' in racing ? racing.retry_after_ms : 0);
     const retried = await world.runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
 
     expect(racing).toEqual({ ok: false, status: 'pending', key: 'k2', retry_after_ms: expect.any(Number) });
+    expect(polled).toEqual({ status: 'pending' });
     expect(retried).toEqual({ ...first, idempotent: true, key: 'k2' });
     expect(execute).toHaveBeenCalledTimes(1);
   });

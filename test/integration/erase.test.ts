@@ -70,16 +70,33 @@ describe('eraseTenant', () => {
     const after = await itemsOf(tenant);
 
     expect(report.tables).toMatchObject({
-      // 4 calls, and the intents of create_ticket and send_email — kept while their window is open
-      idempotency: { found: 6, deleted: 4, inFlight: 2 },
+      // 4 calls (now tombstones) and the intents of create_ticket and send_email (their holders settled)
+      idempotency: { found: 6, deleted: 6, inFlight: 0 },
       invoices: { found: 1, deleted: 1 },
       tickets: { found: 1, deleted: 1 },
       outbox: { found: 1, deleted: 1 },
     });
     expect(report.kept).toEqual({ ledger: expect.stringMatching(/money movements are kept/) });
     expect(after).toMatchObject({ invoices: [], tickets: [], outbox: [] });
-    // Left: the two open intents, which hold no arguments (only hashes and a downstream key).
-    expect(after.idempotency).toHaveLength(2);
+    // Left: the four tombstones — no outcome, no arguments, no hashes — that keep an erased key from
+    // running again until its TTL.
+    expect(after.idempotency).toHaveLength(4);
+    for (const tombstone of after.idempotency as Record<string, unknown>[]) {
+      expect(Object.keys(tombstone).sort()).toEqual(
+        [
+          'attempt',
+          'call_id',
+          'claim_id',
+          'expiration',
+          'id',
+          'in_progress_expiration',
+          'status',
+          'tenant',
+          'tool',
+        ].filter((name) => name in tombstone),
+      );
+      expect(tombstone.status).toEqual({ S: 'ERASED' });
+    }
     expect(JSON.stringify(after.idempotency)).not.toMatch(/personal words|broken|ada@example/);
     expect(after.ledger).toHaveLength(1); // the money movement is kept, and said so
     expect(await itemsOf(other)).toEqual(otherBefore);
@@ -100,10 +117,10 @@ describe('eraseTenant', () => {
       tables: { idempotency: { found: 6, deleted: 0 }, outbox: { found: 1, deleted: 0 } },
     });
     expect(unchanged).toEqual(before);
-    expect(dry.tables.idempotency).toMatchObject({ inFlight: 2 }); // the open intents
-    expect(first.tables.idempotency).toMatchObject({ found: 6, deleted: 4, inFlight: 2 });
+    expect(dry.tables.idempotency).toMatchObject({ inFlight: 0 });
+    expect(first.tables.idempotency).toMatchObject({ found: 6, deleted: 6, inFlight: 0 });
     expect(second.tables).toMatchObject({
-      idempotency: { found: 2, deleted: 0, inFlight: 2 }, // only the intents, until their window ends
+      idempotency: { found: 4, deleted: 0, inFlight: 0 }, // the tombstones, until their TTL
       invoices: { found: 0, deleted: 0 },
       tickets: { found: 0, deleted: 0 },
       outbox: { found: 0, deleted: 0 },
@@ -128,8 +145,12 @@ describe('eraseTenant', () => {
     await running;
     const afterwards = await eraseTenant(world.client, { tenant: caller.tenant });
 
+    const retried = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'secret' }, deadline());
+
     expect(whileRunning.tables.idempotency).toMatchObject({ found: 1, deleted: 0, inFlight: 1 });
     expect(afterwards.tables.idempotency).toMatchObject({ found: 1, deleted: 1, inFlight: 0 });
-    expect(await world.idempotencyRecordKeys(caller.tenant)).toEqual([]);
+    // The erased call's key answers not_found until its TTL: nothing it erased runs or reappears.
+    expect(retried).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(await world.runtime.lookup('send_note', caller, 'k1')).toBeUndefined();
   });
 });

@@ -5,6 +5,7 @@ import { freePort } from '../../lib/local/free-port';
 import { createDynamoDBClient } from '../../lib/store/client';
 import { tableName } from '../../lib/store/tables';
 import { refund as refundTool } from '../../lib/tools/refund';
+import { advanceClock } from '../helpers/clock';
 import { noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -127,10 +128,10 @@ describe('guards against a runtime that would not be idempotent', () => {
   });
 
   it.each([
-    ['no time left', 0],
-    ['a negative deadline', -5],
-    ['a deadline beyond the TTL', 25 * 60 * 60 * 1000],
-  ])('refuses a call with %s, so no lock can outlive its record or never expire', async (_label, remaining) => {
+    ['no time left', 0, 'unavailable'],
+    ['a negative deadline', -5, 'unavailable'],
+    ['a deadline beyond the TTL', 25 * 60 * 60 * 1000, 'internal'],
+  ])('refuses a call with %s, so no lock can outlive its record or never expire', async (_label, remaining, code) => {
     const { tool, execute } = noteTool();
 
     const result = await world.runtime.invoke(
@@ -140,13 +141,14 @@ describe('guards against a runtime that would not be idempotent', () => {
       { getRemainingTimeInMillis: () => remaining },
     );
 
-    expect(result).toMatchObject({ ok: false, error: { code: 'internal' } });
+    // No time left is the caller's to retry (`unavailable`); a deadline past the TTL is a deployment mistake.
+    expect(result).toMatchObject({ ok: false, error: { code } });
     expect(execute).not.toHaveBeenCalled();
   });
 });
 
 describe('a provider that says the same key is still in use', () => {
-  it('answers pending (not an error) and releases the claim, so the retry with the same key runs', async () => {
+  it('answers pending (not an error), keeps the claim pollable, and the retry after retry_after_ms runs', async () => {
     const caller = identity();
     let busy = true;
     const { tool, execute } = noteTool('send_note', async (args) => {
@@ -155,11 +157,16 @@ describe('a provider that says the same key is still in use', () => {
     });
 
     const first = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    const polled = await world.runtime.lookup('send_note', caller, 'k1');
+    const tooSoon = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
     busy = false;
+    advanceClock(500);
     const retry = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
 
     expect(first).toEqual({ ok: false, status: 'pending', key: 'k1', retry_after_ms: expect.any(Number) });
     expect(first.ok === false && 'status' in first && first.retry_after_ms).toBeGreaterThanOrEqual(100);
+    expect(polled).toEqual({ status: 'pending' });
+    expect(tooSoon).toMatchObject({ ok: false, status: 'pending' });
     expect(retry).toEqual({ ok: true, idempotent: true, key: 'k1', receipt: { text: 'hi' } });
     expect(execute).toHaveBeenCalledTimes(2);
   });

@@ -39,7 +39,7 @@ function failNextResultWrite(client: DynamoDBClient): { restore: () => void } {
 }
 
 describe('a result write that fails after the side effect ran', () => {
-  it('answers unavailable, then the retry finds the refund it made: idempotent, one movement', async () => {
+  it('answers unavailable, then the retry finds the refund it made and finishes it: one movement, one executed answer', async () => {
     const caller = identity();
     const invoice = await world.seedInvoice(caller.tenant);
     const call = { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount };
@@ -56,7 +56,8 @@ describe('a result write that fails after the side effect ran', () => {
       error: { code: 'unavailable', message: expect.stringMatching(/may have been applied; retry with the same key/) },
     });
     expect(whileLocked).toMatchObject({ ok: false, status: 'pending' });
-    expect(retry).toMatchObject({ ok: true, idempotent: true, key: 'k1' });
+    // The first answer never said it executed; the refund on the invoice is this call's: the retry says so.
+    expect(retry).toMatchObject({ ok: true, idempotent: false, key: 'k1' });
     const stored = await world.invoices.get(caller.tenant, invoice.invoice_id);
     expect(retry.ok && retry.receipt).toEqual(stored?.refund);
     expect(await world.ledgerRows(caller.tenant)).toHaveLength(1);
@@ -73,7 +74,7 @@ describe('a result write that fails after the side effect ran', () => {
     const retry = await world.runtime.invoke(world.tools.create_invoice!, caller, call, deadline());
 
     expect(first).toMatchObject({ ok: false, error: { code: 'unavailable' } });
-    expect(retry).toMatchObject({ ok: true, idempotent: true, receipt: { customer: 'cus_ada', amount: 700 } });
+    expect(retry).toMatchObject({ ok: true, idempotent: false, receipt: { customer: 'cus_ada', amount: 700 } });
     expect(await world.invoices.list(caller.tenant)).toHaveLength(1);
   });
 });
@@ -128,15 +129,17 @@ describe("the outbox's deliver-once guard", () => {
     const queued = gate();
     const deliveries: boolean[] = [];
     const outbox = Object.assign(Object.create(world.outbox), {
-      async deliver(tenant: string, messageId: string, at: string) {
+      async deliver(tenant: string, messageId: string, at: string, by: string) {
         if (deliveries.length === 0) {
           deliveries.push(false);
           queued.open();
           await never.opened; // the worker dies after queueing, before delivering
         }
-        const delivered = await world.outbox.deliver(tenant, messageId, at);
-        deliveries.push(delivered);
-        return delivered;
+        // Delivered by this deliver: the message was still queued before it.
+        const before = await world.outbox.get(tenant, messageId);
+        const deliveredBy = await world.outbox.deliver(tenant, messageId, at, by);
+        deliveries.push(before?.status === 'queued');
+        return deliveredBy;
       },
     });
     const tool = sendEmail.bind({ ...world, outbox });

@@ -115,7 +115,7 @@ describe('the refund tool on StripePaymentProvider (a fake Stripe on 127.0.0.1)'
     });
   });
 
-  it('a worker that dies after Stripe accepted: the retry sends the same key, Stripe replays, and the answer is idempotent', async () => {
+  it('a worker that dies after Stripe accepted: the retry sends the same key, Stripe replays, and the retry is the call that finished it', async () => {
     const caller = identity();
     const invoice = await paidInvoice(caller.tenant);
     const { tool, requests, accepted } = stripeTool({ dieAfterFirst: true });
@@ -126,7 +126,8 @@ describe('the refund tool on StripePaymentProvider (a fake Stripe on 127.0.0.1)'
     advanceClock(1_000);
     const retry = await world.runtime.invoke(tool, caller, callFor(invoice), deadline());
 
-    expect(retry).toMatchObject({ ok: true, idempotent: true, key: 'k1' });
+    // No money moved now; the retry recorded the refund the dead worker started: it says it executed.
+    expect(retry).toMatchObject({ ok: true, idempotent: false, key: 'k1' });
     expect(fake.refunds).toHaveLength(1);
     expect(receiptOf(retry).refund_id).toBe(fake.refunds[0]?.id);
     const key = requests[0]?.idempotencyKey;
@@ -196,6 +197,8 @@ describe('the refund tool on StripePaymentProvider (a fake Stripe on 127.0.0.1)'
     const second = await world.runtime.invoke(tool, caller, callFor(invoice, 'k2'), deadline());
     held.release();
     const firstDone = await first;
+    // The pending call's record stays in flight (pollable) until it is told to retry.
+    advanceClock(second.ok === false && 'status' in second ? second.retry_after_ms : 0);
     const secondAgain = await world.runtime.invoke(tool, caller, callFor(invoice, 'k2'), deadline());
 
     // Assess
@@ -250,7 +253,7 @@ describe('the refund tool on StripePaymentProvider (a fake Stripe on 127.0.0.1)'
     },
   );
 
-  it('a retry after Stripe forgot the key (24 h) finds its own refund by the key in its metadata: idempotent, no money moved', async () => {
+  it('a retry after Stripe forgot the key (24 h) finds its own refund by the key in its metadata: no money moved', async () => {
     const caller = identity();
     const invoice = await paidInvoice(caller.tenant);
     const { tool, requests, accepted } = stripeTool({ dieAfterFirst: true });
@@ -261,7 +264,8 @@ describe('the refund tool on StripePaymentProvider (a fake Stripe on 127.0.0.1)'
     advanceClock(1_000);
     const retry = await world.runtime.invoke(tool, caller, callFor(invoice), deadline());
 
-    expect(retry).toMatchObject({ ok: true, idempotent: true, key: 'k1' });
+    // The retry finishes what the dead worker started: the one answer that says it executed.
+    expect(retry).toMatchObject({ ok: true, idempotent: false, key: 'k1' });
     expect(fake.refunds).toHaveLength(1);
     expect(receiptOf(retry).refund_id).toBe(fake.refunds[0]?.id);
     const key = requests[0]?.idempotencyKey;

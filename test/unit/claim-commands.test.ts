@@ -1,5 +1,6 @@
 import { DeleteItemCommand, DynamoDBClient, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
+import { NotFoundError } from '../../lib/idempotency/errors';
 import { ToolRuntime } from '../../lib/idempotency/runtime';
 import { noteTool } from '../helpers/tools';
 import { deadline } from '../helpers/world';
@@ -26,22 +27,12 @@ describe('the commands a call sends', () => {
     const put = puts[0]!.args[0].input;
     expect(put).toMatchObject({
       TableName: 'keys',
-      ConditionExpression:
-        'attribute_not_exists(#id) OR #expiry < :now OR ' +
-        '(#status = :inprogress AND attribute_exists(#in_progress_expiry) AND #in_progress_expiry < :now_in_millis' +
-        ' AND #validation = :validation)',
-      ExpressionAttributeNames: {
-        '#id': 'id',
-        '#expiry': 'expiration',
-        '#status': 'status',
-        '#in_progress_expiry': 'in_progress_expiration',
-        '#validation': 'validation',
-      },
+      // A first claim only where no record is, or its TTL passed: an abandoned attempt is taken over by
+      // an UpdateItem on the claim it read (docs/state-machine.md), never replaced.
+      ConditionExpression: 'attribute_not_exists(#id) OR #expiry < :now',
+      ExpressionAttributeNames: { '#id': 'id', '#expiry': 'expiration' },
       ExpressionAttributeValues: {
         ':now': { N: expect.stringMatching(/^\d{10}(\.\d+)?$/) }, // epoch seconds, like the TTL attribute
-        ':now_in_millis': { N: expect.stringMatching(/^\d{13}$/) },
-        ':inprogress': { S: 'INPROGRESS' },
-        ':validation': { S: expect.any(String) },
       },
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       Item: {
@@ -50,6 +41,8 @@ describe('the commands a call sends', () => {
         tenant: { S: 'acme' },
         tool: { S: 'send_note' },
         claim_id: { S: expect.any(String) },
+        // The call's instance: kept by every takeover, it makes the call id tools stamp their commits with.
+        call_id: put.Item?.claim_id,
         expiration: { N: expect.any(String) },
         in_progress_expiration: { N: expect.any(String) },
         validation: { S: expect.any(String) },
@@ -60,15 +53,13 @@ describe('the commands a call sends', () => {
     // The key and the arguments are never part of the record's key or its validation hash.
     expect(put.Item?.id?.S).not.toContain('secret-k1');
     expect(JSON.stringify(put.Item?.validation)).not.toContain('hi');
-    expect(put.ExpressionAttributeValues?.[':validation']).toEqual(put.Item?.validation);
     const updates = dynamodb.commandCalls(UpdateItemCommand);
     expect(updates).toHaveLength(1);
     expect(updates[0]!.args[0].input).toMatchObject({
       TableName: 'keys',
       Key: { id: put.Item?.id },
       // The call's key and arguments go with the result: a completed record keeps only their hashes.
-      UpdateExpression:
-        'SET #expiry = :expiry, #status = :status, #data = :data, #validation = :validation REMOVE #call',
+      UpdateExpression: 'SET #expiry = :expiry, #status = :status, #data = :data REMOVE #call',
       // Only the claim that wrote the record may store its result.
       ConditionExpression: '#claim = :claim',
       ExpressionAttributeNames: { '#claim': 'claim_id', '#data': 'data', '#status': 'status', '#call': 'call' },
@@ -81,9 +72,9 @@ describe('the commands a call sends', () => {
     expect(dynamodb.commandCalls(DeleteItemCommand)).toHaveLength(0);
   });
 
-  it('releases a failed call with a DeleteItem conditioned on its own claim', async () => {
+  it("releases a first attempt's business error with a DeleteItem conditioned on its own claim", async () => {
     const { tool } = noteTool('send_note', async () => {
-      throw new Error('boom');
+      throw new NotFoundError('text: nothing to note');
     });
 
     await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
@@ -96,6 +87,30 @@ describe('the commands a call sends', () => {
       ConditionExpression: '#claim = :claim AND #status = :inprogress',
       ExpressionAttributeValues: { ':claim': { S: claimId }, ':inprogress': { S: 'INPROGRESS' } },
     });
+  });
+
+  it('keeps the record of any other failure — the effect may have happened — and sets its lock to now', async () => {
+    const { tool } = noteTool('send_note', async () => {
+      throw new Error('boom');
+    });
+
+    const before = Date.now();
+    await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+    const claimId = dynamodb.commandCalls(PutItemCommand)[0]!.args[0].input.Item?.claim_id?.S;
+    expect(dynamodb.commandCalls(DeleteItemCommand)).toHaveLength(0);
+    const parks = dynamodb.commandCalls(UpdateItemCommand);
+    expect(parks).toHaveLength(1);
+    const park = parks[0]!.args[0].input;
+    expect(park).toMatchObject({
+      TableName: 'keys',
+      UpdateExpression: 'SET #lock = :until',
+      ConditionExpression: '#claim = :claim AND #status = :inprogress',
+      ExpressionAttributeNames: { '#lock': 'in_progress_expiration' },
+      ExpressionAttributeValues: { ':claim': { S: claimId }, ':inprogress': { S: 'INPROGRESS' } },
+    });
+    expect(Number(park.ExpressionAttributeValues?.[':until']?.N)).toBeLessThanOrEqual(Date.now());
+    expect(Number(park.ExpressionAttributeValues?.[':until']?.N)).toBeGreaterThanOrEqual(before - 1);
   });
 
   it('sends nothing at all for bad input', async () => {

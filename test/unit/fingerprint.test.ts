@@ -31,11 +31,28 @@ describe('downstreamKey', () => {
   });
 
   it('scopes a client key per user, and cannot be confused by separators inside values', () => {
-    const a = downstreamKey('send_email', { tenant: 't1' }, { kind: 'client', user: 'ada', clientKey: 'k1' });
+    const client = (user: string, clientKey: string, fingerprint = 'f1') =>
+      downstreamKey('send_email', { tenant: 't1' }, { kind: 'client', user, clientKey, fingerprint });
+    const a = client('ada', 'k1');
 
-    expect(downstreamKey('send_email', { tenant: 't1' }, { kind: 'client', user: 'carol', clientKey: 'k1' })).not.toBe(
-      a,
+    expect(client('carol', 'k1')).not.toBe(a);
+    expect(client('ad', 'ak1')).not.toBe(a);
+    expect(client('ada', 'k1')).toBe(a);
+  });
+
+  it('gives other arguments under a reused client key another downstream key: they never meet its effect', () => {
+    const first = downstreamKey(
+      'send_email',
+      { tenant: 't1' },
+      { kind: 'client', user: 'ada', clientKey: 'k1', fingerprint: 'f1' },
     );
-    expect(downstreamKey('send_email', { tenant: 't1' }, { kind: 'client', user: 'ad', clientKey: 'ak1' })).not.toBe(a);
+
+    expect(
+      downstreamKey(
+        'send_email',
+        { tenant: 't1' },
+        { kind: 'client', user: 'ada', clientKey: 'k1', fingerprint: 'f2' },
+      ),
+    ).not.toBe(first);
   });
 });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { IdempotencyItemAlreadyExistsError, IdempotencyRecordStatus } from '@aws-lambda-powertools/idempotency';
+import { IdempotencyItemAlreadyExistsError } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { IdempotencyRecord } from '@aws-lambda-powertools/idempotency/persistence';
 import {
@@ -10,7 +10,9 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { type CallRecord, callIdOf, classify, STATUS } from '../call-state';
 import type { RecordAttributes } from '../record';
+import { callRecordOf } from './call-records';
 
 /**
  * This call's claim is gone (its lock expired and another call took the key over, or the record was
@@ -35,6 +37,75 @@ export class ResultNotStoredError extends Error {
   }
 }
 
+/** The key's record was erased: no claim passes its tombstone until its TTL. */
+export class RecordErasedError extends Error {
+  constructor() {
+    super('the call under this key was erased');
+    this.name = 'RecordErasedError';
+  }
+}
+
+/** A resume (the completer) found no longer the claim it came for: nothing to finish. */
+export class NothingToResumeError extends Error {
+  constructor() {
+    super('the claim to resume is no longer there');
+    this.name = 'NothingToResumeError';
+  }
+}
+
+/** The claim one attempt holds: written once, by the claim, and read by everything after it. */
+export interface Claim {
+  /** The record's key (also the call's id: the same on every attempt of this client key). */
+  readonly key: string;
+  /** This attempt's claim id: it alone may store, park or release the record. */
+  readonly id: string;
+  /** 1 for a first claim, +1 for each takeover of an abandoned attempt. */
+  readonly attempt: number;
+  /** The downstream key an earlier attempt fixed on the record (it took an intent over), if any. */
+  readonly downstreamKey: string | undefined;
+  /** The call's id, the same on every attempt of it: what its tool stamps its commit with. */
+  readonly callId: string;
+  /**
+   * When the call was first claimed (epoch ms): the moment the caller asked, which decides the dedupe
+   * window it falls in — however late an attempt (a retry, the completer) runs it.
+   */
+  readonly askedAtMs: number;
+}
+
+/** What happens to the claim when the attempt fails. */
+export type Settlement =
+  /** A business error on a first attempt: nothing happened, the key is free again. */
+  | { readonly kind: 'release' }
+  /**
+   * Anything else: the record is kept, its lock set to `untilMs` — later: pending until then; unset:
+   * now (abandoned at once, so a retry or the completer takes it over).
+   */
+  | { readonly kind: 'park'; readonly untilMs?: number };
+
+/** One attempt of a call, shared by the runtime and its persistence layer. */
+export class Attempt {
+  #claim: Claim | undefined;
+  /** Decided by the runtime when the attempt fails; by default the record is kept and abandoned. */
+  settlement: Settlement = { kind: 'park' };
+  /** The record that refused this attempt's claim, when one did. */
+  refusedBy: CallRecord | undefined;
+
+  constructor(
+    /** Take over only this claim, never claim afresh (the completer finishing what it saw). */
+    readonly resume?: string,
+  ) {}
+
+  get claim(): Claim | undefined {
+    return this.#claim;
+  }
+
+  /** Set once, by the claim. */
+  claimed(claim: Claim): void {
+    if (this.#claim) throw new Error('an attempt claims once');
+    this.#claim = claim;
+  }
+}
+
 export interface ScopedPersistenceOptions {
   readonly client: DynamoDBClient;
   readonly tableName: string;
@@ -44,24 +115,31 @@ export interface ScopedPersistenceOptions {
   readonly tenant: string;
   /** The record's attribute names. */
   readonly attributes: RecordAttributes;
+  /** The attempt this layer writes for. @default a fresh attempt (reads only: the poll) */
+  readonly attempt?: Attempt;
   /**
    * What it takes to finish this call if its worker dies (canonical JSON of user, client key and
    * arguments), stored with the claim and removed with the result.
-   * @default undefined (the claim cannot be finished by the completer)
+   * @default undefined
    */
   readonly call?: string;
 }
 
 /**
- * Powertools' DynamoDB persistence layer for *one call*: it adds the caller's `tenant` and `tool` to
- * the claim item (so one tenant's records can be found and erased) and a random `claim_id`, so that a
- * failing call only ever releases its own claim.
+ * Powertools' DynamoDB persistence layer for *one attempt of one call*. Reading, hashing, validating
+ * the payload and the replay are Powertools' own; every write follows `docs/state-machine.md`:
  *
- * One instance per call, never shared: Powertools keeps per-call state (key prefix, configuration) on
- * the persistence layer, and two concurrent calls sharing one instance could hash with each other's
- * prefix.
+ *   claim        absent | expired ─────────────▶ live (attempt 1)        PutItem, not exists or expired
+ *   takeover     abandoned, same arguments ────▶ live (attempt + 1)      UpdateItem, on the claim it read
+ *   store        live (own claim) ─────────────▶ completed               UpdateItem, on its own claim
+ *   park         live (own claim) ─────────────▶ abandoned | live later  UpdateItem, on its own claim
+ *   release      live (own claim, attempt 1) ──▶ absent                  DeleteItem, on its own claim
  *
- * Everything else — reading, validating the payload hash, storing the result — is Powertools' own.
+ * Anything else refuses the claim: live → `pending`, completed → replay, other arguments →
+ * `conflict`, erased → `not_found`. A takeover is an UpdateItem so that what the record holds
+ * besides the claim (the downstream key an earlier attempt fixed) survives it in the same write.
+ *
+ * One instance per attempt, never shared: Powertools keeps per-call state on the persistence layer.
  */
 export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
   readonly #client: DynamoDBClient;
@@ -70,14 +148,7 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
   readonly #tenant: string;
   readonly #attr: RecordAttributes;
   readonly #call: string | undefined;
-  /** The claim this call wrote, if any: the only claim it may release. */
-  #claimId: string | undefined;
-  /** The downstream key an earlier attempt of this call recorded (see `inheritedDownstreamKey`). */
-  #inheritedDownstreamKey: string | undefined;
-  /** The record key of that claim. */
-  #claimedKey: string | undefined;
-  /** The record found in the way of this call's claim, when the claim was refused. */
-  #existingRecord: IdempotencyRecord | undefined;
+  readonly #attempt: Attempt;
 
   constructor(options: ScopedPersistenceOptions) {
     const attr = options.attributes;
@@ -95,44 +166,33 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
     this.#tableName = options.tableName;
     this.#tool = options.tool;
     this.#tenant = options.tenant;
-    this.#attr = options.attributes;
+    this.#attr = attr;
     this.#call = options.call;
+    this.#attempt = options.attempt ?? new Attempt();
   }
 
-  /** The key of the record this call claimed, once it holds the claim. */
-  get claimedRecordKey(): string | undefined {
-    return this.#claimId === undefined ? undefined : this.#claimedKey;
-  }
-
-  /** The id of the claim this call wrote, once it holds it. */
-  get claimId(): string | undefined {
-    return this.#claimId;
+  /** The record key Powertools derives for `data` (the poll reads the record under it). */
+  recordKeyOf(data: Record<string, unknown>): string {
+    return this.getHashedIdempotencyKey(data as never);
   }
 
   /**
-   * The downstream key an earlier attempt of this very call (same key, same arguments) ran its effect
-   * under, when that was not the call's own — it took a dedupe window's intent over. A retry runs under
-   * it too, so it finds that effect instead of making another.
+   * Fixes on this attempt's record the downstream key its effect runs under, when it is not the one
+   * derived from the call (it takes an intent over), so that every later attempt — a retry, the
+   * completer — runs under it too. Conditional on this attempt's claim.
    */
-  get inheritedDownstreamKey(): string | undefined {
-    return this.#inheritedDownstreamKey;
-  }
-
-  /**
-   * Records on this call's claim the downstream key its effect runs under (when it is not the call's
-   * own), so every later attempt of the call — a retry, the completer — uses it. Conditional on the claim.
-   */
-  async recordDownstreamKey(downstreamKey: string): Promise<void> {
-    if (this.#claimId === undefined || this.#claimedKey === undefined) throw new ClaimLostError();
+  async fixDownstreamKey(downstreamKey: string): Promise<void> {
+    const claim = this.#attempt.claim;
+    if (claim === undefined) throw new ClaimLostError();
     try {
       await this.#client.send(
         new UpdateItemCommand({
           TableName: this.#tableName,
-          Key: marshall({ [this.#attr.key]: this.#claimedKey }),
+          Key: marshall({ [this.#attr.key]: claim.key }),
           UpdateExpression: 'SET #downstream = :downstream',
           ConditionExpression: '#claim = :claim',
           ExpressionAttributeNames: { '#downstream': this.#attr.downstreamKey, '#claim': this.#attr.claim },
-          ExpressionAttributeValues: marshall({ ':downstream': downstreamKey, ':claim': this.#claimId }),
+          ExpressionAttributeValues: marshall({ ':downstream': downstreamKey, ':claim': claim.id }),
         }),
       );
     } catch (error) {
@@ -141,113 +201,167 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
     }
   }
 
-  /** The record that refused this call's claim (for a retry-after hint), if one did. */
-  get existingRecord(): IdempotencyRecord | undefined {
-    return this.#existingRecord;
+  protected override async _putRecord(record: IdempotencyRecord): Promise<void> {
+    const now = Date.now();
+    if (record.inProgressExpiryTimestamp === undefined || record.inProgressExpiryTimestamp <= now) {
+      // A claim without a future lock deadline would hold the key until its TTL (or never hold it).
+      throw new Error('refusing a claim without a lock deadline in the future');
+    }
+    const resume = this.#attempt.resume;
+    if (resume !== undefined) {
+      await this.#takeOver(record, resume, now);
+      return;
+    }
+    const existing = await this.#claim(record, now);
+    if (!existing) return;
+    const state = classify(existing, now);
+    if (state === 'erased') throw new RecordErasedError();
+    if (state === 'abandoned' && existing.validation === record.payloadHash && existing.claim !== undefined) {
+      await this.#takeOver(record, existing.claim, now);
+      return;
+    }
+    this.#refuse(existing);
   }
 
-  /**
-   * The claim: a conditional PutItem, with Powertools' own condition plus one guard: an expired lock
-   * is taken over only by a call with the same fingerprint.
-   *
-   * The put succeeds when no live record holds the key:
-   *
-   *   no item ─────────────────────────────▶ claim      attribute_not_exists(id)
-   *   COMPLETED, expiration < now ─────────▶ claim      (TTL passed; DynamoDB may not have deleted it yet)
-   *   INPROGRESS, lock deadline < now,
-   *     same fingerprint ──────────────────▶ claim      (the first worker died or timed out)
-   *   INPROGRESS, lock deadline < now,
-   *     other fingerprint ─────────────────▶ refused → `conflict` (never run other arguments under the key)
-   *   INPROGRESS, lock still running ──────▶ refused → `pending`
-   *   COMPLETED, not expired ──────────────▶ refused → replay (or `conflict` if the fingerprint differs)
-   *
-   * Expiry is decided here, by the condition, and never by the item being gone: DynamoDB deletes
-   * expired items up to about 48 hours late.
-   */
-  protected override async _putRecord(record: IdempotencyRecord): Promise<void> {
+  /** A first claim; the item in the way when the key is taken. */
+  async #claim(record: IdempotencyRecord, now: number): Promise<CallRecord | undefined> {
     const attr = this.#attr;
-    const claimId = randomUUID();
+    const id = randomUUID();
     const item: Record<string, string | number> = {
       [attr.key]: record.idempotencyKey,
-      [attr.status]: record.getStatus(),
+      [attr.status]: STATUS.inProgress,
       [attr.tenant]: this.#tenant,
       [attr.tool]: this.#tool,
-      [attr.claim]: claimId,
+      [attr.claim]: id,
+      [attr.callInstance]: id,
+      [attr.inProgressExpiry]: record.inProgressExpiryTimestamp!,
     };
     if (this.#call !== undefined) item[attr.call] = this.#call;
     if (record.expiryTimestamp !== undefined) item[attr.expiry] = record.expiryTimestamp;
-    if (record.inProgressExpiryTimestamp !== undefined) item[attr.inProgressExpiry] = record.inProgressExpiryTimestamp;
     if (this.isPayloadValidationEnabled() && record.payloadHash) item[attr.validation] = record.payloadHash;
-    // A claim without a future lock deadline would hold the key until its TTL (or never hold it).
-    const now = Date.now();
-    if (record.inProgressExpiryTimestamp === undefined || record.inProgressExpiryTimestamp <= now) {
-      throw new Error('refusing a claim without a lock deadline in the future');
-    }
-
     try {
-      const response = await this.#client.send(
+      await this.#client.send(
         new PutItemCommand({
           TableName: this.#tableName,
           Item: marshall(item),
-          ConditionExpression:
-            'attribute_not_exists(#id) OR #expiry < :now OR ' +
-            '(#status = :inprogress AND attribute_exists(#in_progress_expiry) AND #in_progress_expiry < :now_in_millis' +
-            ' AND #validation = :validation)',
-          ExpressionAttributeNames: {
-            '#id': attr.key,
-            '#expiry': attr.expiry,
-            '#status': attr.status,
-            '#in_progress_expiry': attr.inProgressExpiry,
-            '#validation': attr.validation,
-          },
-          ExpressionAttributeValues: marshall({
-            ':now': now / 1000,
-            ':now_in_millis': now,
-            ':inprogress': IdempotencyRecordStatus.INPROGRESS,
-            ':validation': record.payloadHash ?? '',
-          }),
+          ConditionExpression: 'attribute_not_exists(#id) OR #expiry < :now',
+          ExpressionAttributeNames: { '#id': attr.key, '#expiry': attr.expiry },
+          ExpressionAttributeValues: marshall({ ':now': now / 1000 }),
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          // The item this claim replaced (an expired one): an earlier attempt may have recorded the
-          // downstream key its effect ran under. Free on a successful put.
-          ReturnValues: 'ALL_OLD',
         }),
       );
-      this.#claimId = claimId;
-      this.#claimedKey = record.idempotencyKey;
-      const earlier = response?.Attributes ? unmarshall(response.Attributes) : undefined;
-      const recorded = earlier?.[attr.downstreamKey];
-      if (typeof recorded === 'string' && earlier?.[attr.validation] === item[attr.validation]) {
-        this.#inheritedDownstreamKey = recorded;
-        // Kept on the new claim too, for the attempts after this one.
-        await this.recordDownstreamKey(recorded);
-      }
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) {
-        const existing = error.Item ? this.#toRecord(unmarshall(error.Item)) : undefined;
-        this.#existingRecord = existing;
-        throw new IdempotencyItemAlreadyExistsError(
-          `Failed to put record for already existing idempotency key: ${record.idempotencyKey}`,
-          existing,
-        );
-      }
-      throw error;
+      if (!(error instanceof ConditionalCheckFailedException) || !error.Item) throw error;
+      return callRecordOf(unmarshall(error.Item), attr);
     }
+    this.#attempt.claimed({
+      key: record.idempotencyKey,
+      id,
+      attempt: 1,
+      downstreamKey: undefined,
+      callId: callIdOf(record.idempotencyKey, id),
+      askedAtMs: now,
+    });
+    return undefined;
   }
 
   /**
-   * Stores the result — only while this call still holds its claim. Powertools updates
+   * Takes over the abandoned attempt `from` — that exact claim, nothing else: an erased, finished or
+   * re-claimed record is never taken. Everything else the record holds stays.
+   */
+  async #takeOver(record: IdempotencyRecord, from: string, now: number): Promise<void> {
+    const attr = this.#attr;
+    const id = randomUUID();
+    const values: Record<string, unknown> = {
+      ':from': from,
+      ':id': id,
+      ':inprogress': STATUS.inProgress,
+      ':now_ms': now,
+      ':now': now / 1000,
+      ':lock': record.inProgressExpiryTimestamp,
+      ':one': 1,
+    };
+    const names: Record<string, string> = {
+      '#claim': attr.claim,
+      '#status': attr.status,
+      '#lock': attr.inProgressExpiry,
+      '#expiry': attr.expiry,
+      '#attempt': attr.attempt,
+    };
+    let condition = '#claim = :from AND #status = :inprogress AND #lock < :now_ms AND #expiry >= :now';
+    if (this.isPayloadValidationEnabled()) {
+      condition += ' AND #validation = :validation';
+      names['#validation'] = attr.validation;
+      values[':validation'] = record.payloadHash;
+    }
+    try {
+      const { Attributes } = await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#tableName,
+          Key: marshall({ [attr.key]: record.idempotencyKey }),
+          UpdateExpression: 'SET #claim = :id, #lock = :lock ADD #attempt :one',
+          ConditionExpression: condition,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: marshall(values),
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      const taken = callRecordOf(unmarshall(Attributes!), attr);
+      this.#attempt.claimed({
+        key: record.idempotencyKey,
+        id,
+        // Records claimed before attempts were counted have none: ADD makes their first takeover 1.
+        attempt: Math.max(2, taken.attempt),
+        downstreamKey: taken.downstreamKey,
+        callId: taken.callId,
+        // The TTL was set by the first claim (a takeover keeps it): the first claim was TTL earlier.
+        askedAtMs: taken.expiresAt === undefined ? now : (taken.expiresAt - this.expiresAfterSeconds) * 1000,
+      });
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      if (!error.Item) throw this.#attempt.resume !== undefined ? new NothingToResumeError() : error;
+      const existing = callRecordOf(unmarshall(error.Item), attr);
+      if (classify(existing, now) === 'erased') throw new RecordErasedError();
+      if (this.#attempt.resume !== undefined && existing.claim !== this.#attempt.resume) {
+        // Someone else took it, finished it or it was erased and claimed again: not ours to finish.
+        if (classify(existing, now) !== 'completed') throw new NothingToResumeError();
+      }
+      this.#refuse(existing);
+    }
+  }
+
+  /** Hands the record in the way to Powertools: it answers with the replay, `pending` or `conflict`. */
+  #refuse(existing: CallRecord): never {
+    this.#attempt.refusedBy = existing;
+    throw new IdempotencyItemAlreadyExistsError(
+      `Failed to put record for already existing idempotency key: ${existing.key}`,
+      new IdempotencyRecord({
+        idempotencyKey: existing.key,
+        status: existing.status as ReturnType<IdempotencyRecord['getStatus']>,
+        expiryTimestamp: existing.expiresAt,
+        inProgressExpiryTimestamp: existing.lockEndsMs,
+        responseData: existing.outcome as never,
+        payloadHash: existing.validation,
+      }),
+    );
+  }
+
+  /**
+   * Stores the result — only while this attempt still holds its claim. Powertools updates
    * unconditionally: a worker whose lock expired, and whose key another call took over, would
    * overwrite that call's record (or re-create an erased one). Here it fails with
    * {@link ClaimLostError} instead, and the caller is told to read the result with a retry.
    */
   protected override async _updateRecord(record: IdempotencyRecord): Promise<void> {
     const attr = this.#attr;
-    if (this.#claimId === undefined) throw new ClaimLostError();
+    const claim = this.#attempt.claim;
+    if (claim === undefined) throw new ClaimLostError();
     const values: Record<string, unknown> = {
       ':expiry': record.expiryTimestamp,
       ':status': record.getStatus(),
       ':data': record.responseData,
-      ':claim': this.#claimId,
+      ':claim': claim.id,
     };
     const names: Record<string, string> = {
       '#expiry': attr.expiry,
@@ -256,19 +370,13 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
       '#claim': attr.claim,
       '#call': attr.call,
     };
-    const sets = ['#expiry = :expiry', '#status = :status', '#data = :data'];
-    if (this.isPayloadValidationEnabled()) {
-      sets.push('#validation = :validation');
-      names['#validation'] = attr.validation;
-      values[':validation'] = record.payloadHash;
-    }
     try {
       await this.#client.send(
         new UpdateItemCommand({
           TableName: this.#tableName,
           Key: marshall({ [attr.key]: record.idempotencyKey }),
           // The call's arguments are kept only while it is in flight: a stored receipt is enough after.
-          UpdateExpression: `SET ${sets.join(', ')} REMOVE #call`,
+          UpdateExpression: 'SET #expiry = :expiry, #status = :status, #data = :data REMOVE #call',
           ConditionExpression: '#claim = :claim',
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: marshall(values, { removeUndefinedValues: true }),
@@ -281,41 +389,48 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
   }
 
   /**
-   * Releases this call's claim after its function failed. Powertools deletes unconditionally; here
-   * the delete only removes the claim this call wrote: if its lock expired and another call took the
-   * key over, that call's claim (or its stored receipt) stays.
+   * Called by Powertools when the attempt failed. Powertools deletes the record; here the attempt's
+   * settlement decides: a release deletes it (its own claim, still in flight), anything else keeps it
+   * and sets its lock — to now (abandoned: a retry or the completer finishes it) or to when the call
+   * should be looked at again (pending: a provider still runs the key, an intent's owner still runs).
    */
   protected override async _deleteRecord(record: IdempotencyRecord): Promise<void> {
     const attr = this.#attr;
-    if (this.#claimId === undefined) return;
+    const claim = this.#attempt.claim;
+    if (claim === undefined) return;
+    const settlement = this.#attempt.settlement;
+    const names = { '#claim': attr.claim, '#status': attr.status };
     try {
+      if (settlement.kind === 'release') {
+        await this.#client.send(
+          new DeleteItemCommand({
+            TableName: this.#tableName,
+            Key: marshall({ [attr.key]: record.idempotencyKey }),
+            ConditionExpression: '#claim = :claim AND #status = :inprogress',
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: marshall({ ':claim': claim.id, ':inprogress': STATUS.inProgress }),
+          }),
+        );
+        return;
+      }
       await this.#client.send(
-        new DeleteItemCommand({
+        new UpdateItemCommand({
           TableName: this.#tableName,
           Key: marshall({ [attr.key]: record.idempotencyKey }),
+          UpdateExpression: 'SET #lock = :until',
           ConditionExpression: '#claim = :claim AND #status = :inprogress',
-          ExpressionAttributeNames: { '#claim': attr.claim, '#status': attr.status },
+          ExpressionAttributeNames: { ...names, '#lock': attr.inProgressExpiry },
           ExpressionAttributeValues: marshall({
-            ':claim': this.#claimId,
-            ':inprogress': IdempotencyRecordStatus.INPROGRESS,
+            ':claim': claim.id,
+            ':inprogress': STATUS.inProgress,
+            ':until': settlement.untilMs ?? Date.now(),
           }),
         }),
       );
     } catch (error) {
+      // Taken over or erased meanwhile: nothing of ours to settle.
       if (error instanceof ConditionalCheckFailedException) return;
       throw error;
     }
-  }
-
-  #toRecord(item: Record<string, unknown>): IdempotencyRecord {
-    const attr = this.#attr;
-    return new IdempotencyRecord({
-      idempotencyKey: item[attr.key] as string,
-      status: item[attr.status] as ReturnType<IdempotencyRecord['getStatus']>,
-      expiryTimestamp: item[attr.expiry] as number | undefined,
-      inProgressExpiryTimestamp: item[attr.inProgressExpiry] as number | undefined,
-      responseData: item[attr.data] as Record<string, string>,
-      payloadHash: item[attr.validation] as string | undefined,
-    });
   }
 }

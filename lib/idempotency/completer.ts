@@ -76,7 +76,11 @@ export type RecheckOutcome =
   | 'settled'
   /** Its lock is still live: looked at again when it ends. */
   | 'later'
-  /** The re-run did not settle it (a transient failure): the record's change comes back on the stream. */
+  /**
+   * The re-run did not settle it (a transient failure, perhaps before anything was written): it is
+   * rechecked again after a backoff — and if the attempt did change the record, the stream brings
+   * that change too (a recheck of a claim that is no longer the record's settles at once).
+   */
   | 'unsettled';
 
 /** Backoff between re-runs of one call, by attempt: 30 s, 60 s, … at most 15 min (SQS's longest delay). */
@@ -163,7 +167,13 @@ export class Completer {
       await this.#options.queue.send([{ key: recheck.key, claim: recheck.claim, delaySeconds }]);
       return 'later';
     }
-    return this.#finish(record, deadline);
+    const outcome = await this.#finish(record, deadline);
+    if (outcome === 'unsettled') {
+      // Never rely on a change that may not have happened (the takeover itself may have failed).
+      const delaySeconds = backoffSeconds(record.attempt);
+      await this.#options.queue.send([{ key: recheck.key, claim: recheck.claim, delaySeconds }]);
+    }
+    return outcome;
   }
 
   async #finish(record: CallRecord, deadline: InvocationDeadline): Promise<RecheckOutcome> {

@@ -89,7 +89,7 @@ function* schedulesFor(
       next(previous) {
         if (slot === 0) baseSteps = previous?.steps ?? 0;
         if (slot < baseSteps * systematic.length) {
-          const at = { step: Math.floor(slot / systematic.length), fault: systematic[slot % systematic.length]! };
+          const at = [{ step: Math.floor(slot / systematic.length), fault: systematic[slot % systematic.length]! }];
           return { scenario, seed: baseSeed, at };
         }
         return { scenario, seed: baseSeed + 1 + slot };
@@ -109,14 +109,18 @@ function kindOf(violation: string): string {
 }
 
 function replayCommand(result: ScheduleResult): string {
-  const at = result.at ? ` --at ${result.at.step}:${result.at.fault}` : '';
+  const at = result.at ? ` --at ${result.at.map(({ step, fault }) => `${step}:${fault}`).join(',')}` : '';
   return `npm run explore -- --scenario ${result.scenario} --seed ${result.seed}${at}`;
 }
 
 function parseAt(at: string | undefined): Pick<ScheduleOptions, 'at'> {
   if (!at) return {};
-  const [step, fault] = at.split(':');
-  return { at: { step: Number(step), fault: fault as Exclude<Fault, 'none'> } };
+  return {
+    at: at.split(',').map((forced) => {
+      const [step, fault] = forced.split(':');
+      return { step: Number(step), fault: fault as Exclude<Fault, 'none'> };
+    }),
+  };
 }
 
 function report(results: ScheduleResult[], elapsedMs: number, withTrace: boolean): void {

@@ -31,6 +31,8 @@ export interface AgentSpec {
   readonly name: string;
   readonly user: string;
   readonly calls: readonly CallSpec[];
+  /** The agent starts this long after the schedule (a scheduled clock step): earlier locks have expired. */
+  readonly afterMs?: number;
 }
 
 export interface ScenarioSpec {
@@ -41,9 +43,23 @@ export interface ScenarioSpec {
   readonly invoices: readonly { readonly invoice_id: string; readonly amount: number }[];
   /** Completer invocations during the schedule (more run in quiescence). */
   readonly completerRuns: number;
-  /** An erase of the tenant during the schedule, with or without the domain tables. */
-  readonly erase?: { readonly includeDomain: boolean };
+  /** Each completer invocation first waits this long (a scheduled clock step): locks have expired. */
+  readonly completerAfterMs?: number;
+  /**
+   * An erase of the tenant during the schedule, with or without the domain tables; `afterMs`: the
+   * operator starts it that long after the schedule began (a scheduled step moves the clock first).
+   */
+  readonly erase?: { readonly includeDomain: boolean; readonly afterMs?: number };
+  /**
+   * Clock jumps the schedule may make, ms. Past a lock everywhere; past a dedupe window or a record's
+   * TTL only where a call asked later is still the same intent (a natural key).
+   * @default [LOCK_JUMP_MS]
+   */
+  readonly clockJumps?: readonly number[];
 }
+
+/** Past every lock (a call's 30 s). */
+export const LOCK_JUMP_MS = 31_000;
 
 const email = (n: number) => ({ to: 'ada@example.com', subject: `Hello ${n}`, body: `Message body ${n}` });
 
@@ -67,6 +83,8 @@ export const SCENARIOS: Record<string, (pick: (n: number) => number) => Scenario
       ],
     })),
     completerRuns: 1 + pick(2),
+    // One refund per invoice holds past any window and past every record's 24 h TTL.
+    clockJumps: [LOCK_JUMP_MS, 11 * 60_000, 25 * 60 * 60_000],
   }),
 
   /** Dedupe window: identical emails under fresh keys, a key reused with another email, the completer. */
@@ -135,6 +153,22 @@ export const SCENARIOS: Record<string, (pick: (n: number) => number) => Scenario
     completerRuns: pick(2),
   }),
 
+  /**
+   * A dedupe window taken over: the first call dies inside its window, a fresh key for the same email
+   * takes the intent over after the first lock expired — and may fail in turn; every retry, the
+   * completer's included, must find the one email, never send a second under another downstream key.
+   */
+  window_takeover: (pick) => ({
+    name: 'window_takeover',
+    invoices: [],
+    intents: [{ id: 'e1', tool: 'send_email', args: email(1) }],
+    agents: [
+      { name: 'agentA', user: 'ada', calls: [{ intent: 'e1', key: 'k1', tries: 1 }] },
+      { name: 'agentB', user: 'ada', afterMs: LOCK_JUMP_MS, calls: [{ intent: 'e1', key: 'k2', tries: 1 }] },
+    ],
+    completerRuns: pick(2),
+  }),
+
   /** Tickets under the window, with the completer: creates that must happen once. */
   ticket_window: (pick) => ({
     name: 'ticket_window',
@@ -145,6 +179,46 @@ export const SCENARIOS: Record<string, (pick: (n: number) => number) => Scenario
       { name: 'agentB', user: 'ada', calls: [{ intent: 't1', key: pick(2) === 0 ? 'k1' : 'k2' }] },
     ],
     completerRuns: 1 + pick(2),
+  }),
+
+  /**
+   * The completer re-runs a refund whose worker died, and its re-runs meet faults of their own: work
+   * that may have moved money is never forgotten, whatever fails in between.
+   */
+  completer_faults: (pick) => ({
+    name: 'completer_faults',
+    invoices: [{ invoice_id: 'inv_1', amount: 4200 }],
+    intents: [{ id: 'refund', tool: 'refund', args: { invoice_id: 'inv_1', amount: 4200 } }],
+    agents: [{ name: 'agentA', user: 'ada', calls: [{ intent: 'refund', key: 'k1', tries: 1 }] }],
+    completerRuns: 2 + pick(2),
+    completerAfterMs: LOCK_JUMP_MS,
+  }),
+
+  /**
+   * Erase without the domain tables, run a while after a refund whose worker may have died: a call in
+   * flight (abandoned included) is kept for the completer, and the kept invoice ends up showing it.
+   */
+  erase_abandoned: (pick) => ({
+    name: 'erase_abandoned',
+    invoices: [{ invoice_id: 'inv_1', amount: 4200 }],
+    intents: [{ id: 'refund', tool: 'refund', args: { invoice_id: 'inv_1', amount: 4200 } }],
+    agents: [{ name: 'agentA', user: 'ada', calls: [{ intent: 'refund', key: 'k1', tries: 1 }] }],
+    completerRuns: pick(2),
+    erase: { includeDomain: false, afterMs: LOCK_JUMP_MS },
+  }),
+
+  /**
+   * An email whose worker may have died, the completer finishing it and an erase of everything (its
+   * body included) racing: nothing erased is delivered or comes back.
+   */
+  erase_email: (pick) => ({
+    name: 'erase_email',
+    invoices: [],
+    intents: [{ id: 'e1', tool: 'send_email', args: email(1) }],
+    agents: [{ name: 'agentA', user: 'ada', calls: [{ intent: 'e1', key: 'k1', tries: 1 }] }],
+    completerRuns: 1 + pick(2),
+    completerAfterMs: LOCK_JUMP_MS,
+    erase: { includeDomain: true, afterMs: LOCK_JUMP_MS },
   }),
 
   /** Erase while calls run and the completer works: what it erased stays erased, nothing left half done. */

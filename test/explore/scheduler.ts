@@ -69,8 +69,8 @@ export interface FaultPlan {
   readonly rate: number;
   /** Faults allowed in this schedule. */
   readonly kinds: readonly Exclude<Fault, 'none'>[];
-  /** A fault forced at exactly this step (systematic exploration), whatever the rate. */
-  readonly at?: { readonly step: number; readonly fault: Exclude<Fault, 'none'> };
+  /** Faults forced at exactly these steps (systematic exploration, a scripted regression), whatever the rate. */
+  readonly at?: readonly { readonly step: number; readonly fault: Exclude<Fault, 'none'> }[];
   /** Whether actors crash (a crash ends an actor; scenarios without a completer may forbid it). */
   readonly maxCrashes: number;
 }
@@ -84,6 +84,12 @@ export interface SchedulerOptions {
   readonly maxSteps?: number;
   /** How far a `hold` moves the clock, ms (past every lock). */
   readonly holdMs: number;
+  /**
+   * Clock jumps the scheduler may make between steps (past a lock, a dedupe window, a record's TTL),
+   * ms; each step has a small chance of one.
+   * @default [] (none)
+   */
+  readonly jumps?: readonly number[];
 }
 
 /** The actor a piece of async code runs as (requests outside any actor are not scheduled). */
@@ -195,6 +201,18 @@ export class Scheduler {
       const chosen = this.#choose(ready);
       // The others stay parked for a later step.
       for (const point of ready) if (point !== chosen) this.#ready.push(point);
+      const jumps = this.#options.jumps ?? [];
+      if (jumps.length > 0 && this.#options.plan.kinds.length > 0 && this.#rng.chance(0.02)) {
+        const jump = jumps[this.#rng.next(jumps.length)]!;
+        this.clock.advance(jump);
+        this.trace.push({
+          step: this.#step,
+          actor: 'clock',
+          request: `+${jump} ms`,
+          fault: 'none',
+          at: this.clock.now() - this.clock.start,
+        });
+      }
       const fault = this.#fault();
       this.trace.push({
         step: this.#step,
@@ -228,7 +246,7 @@ export class Scheduler {
     const { plan } = this.#options;
     let fault: Fault = 'none';
     if (plan.at) {
-      if (plan.at.step === this.#step) fault = plan.at.fault;
+      fault = plan.at.find((forced) => forced.step === this.#step)?.fault ?? 'none';
     } else if (plan.kinds.length > 0 && this.#rng.chance(plan.rate)) {
       fault = plan.kinds[this.#rng.next(plan.kinds.length)]!;
     }
@@ -285,6 +303,14 @@ export class Scheduler {
         ),
       );
     return observation;
+  }
+
+  /** A scheduled step of the current actor that only moves the clock `ms` ahead (it waited that long). */
+  async wait(ms: number): Promise<void> {
+    const running = Scheduler.current();
+    if (!running) throw new Error('wait() outside an actor');
+    // A fault injected here is only a delay (a crash still ends the actor).
+    await this.point(running.actor, `wait +${ms} ms`, async () => this.clock.advance(ms)).catch(() => undefined);
   }
 
   /** The current actor, if the caller runs inside one of this scheduler's actors. */

@@ -4,8 +4,8 @@ import { createExploreWorld, type ExploreWorld } from './world';
 /**
  * The defects reviews found in the claim / intent / takeover / completer / erase protocol, each as a
  * schedule (scenario, seed, forced faults) on which the explorer reached the state on the code before
- * the state machine was written down (checked out at "Deterministic explorer…", with these scenarios).
- * Each failed there; each must hold now. `npm run explore`, in CI, keeps looking around them.
+ * the state machine was written down (`lib/` as of the commit "Deterministic explorer…", run with these
+ * scenarios and that commit's completer driver): all eight failed there; each must hold now. `npm run explore`, in CI, keeps looking around them.
  */
 const DEFECTS: ReadonlyArray<readonly [defect: string, schedule: ScheduleOptions]> = [
   [

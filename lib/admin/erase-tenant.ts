@@ -8,7 +8,15 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { type CallRecord, CallRecords, type CallState, classify, recordKeyOfCallId, STATUS } from '../idempotency';
+import {
+  type CallRecord,
+  CallRecords,
+  type CallState,
+  classify,
+  IntentStore,
+  recordKeyOfCallId,
+  STATUS,
+} from '../idempotency';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR, type DomainTableId, TABLES, type TableId, tableName } from '../store/tables';
 
 /** What an erase asks for. */
@@ -81,12 +89,20 @@ export async function eraseTenant(
     }),
   };
   const records = new CallRecords(client, tableName('idempotency', env), ATTR);
-  if (request.includeDomain) {
+  const kept: Partial<Record<TableId, string>> = { ledger: 'money movements are kept: the provider record' };
+  const inFlight = tables.idempotency?.inFlight ?? 0;
+  if (request.includeDomain && inFlight > 0) {
+    // A call in flight may still commit to any of the tenant's items (the invoice it refunds, the
+    // ticket its retry creates under a taken-over key): the domain waits until every call settled.
+    for (const id of ERASABLE_DOMAIN_TABLES) {
+      kept[id] = `deferred: ${inFlight} call(s) in flight; erase again once they settled`;
+    }
+  } else if (request.includeDomain) {
     for (const id of ERASABLE_DOMAIN_TABLES) {
       tables[id] = await eraseDomainItems(client, id, tableName(id, env), request.tenant, dryRun, records);
     }
   }
-  return { tenant: request.tenant, dryRun, tables, kept: { ledger: 'money movements are kept: the provider record' } };
+  return { tenant: request.tenant, dryRun, tables, kept };
 }
 
 async function eraseIdempotencyRecords(
@@ -168,7 +184,8 @@ async function eraseCallRecord(
       new UpdateItemCommand({
         TableName: table,
         Key: { [ATTR.key]: { S: record.key } },
-        UpdateExpression: 'SET #status = :erased REMOVE #data, #call, #validation, #downstream',
+        // The claim goes too: no write conditioned on a claim (a late store, a park) can touch a tombstone.
+        UpdateExpression: 'SET #status = :erased REMOVE #data, #call, #validation, #downstream, #claim',
         ConditionExpression: '#status = :completed',
         ExpressionAttributeNames: {
           '#status': ATTR.status,
@@ -176,6 +193,7 @@ async function eraseCallRecord(
           '#call': ATTR.call,
           '#validation': ATTR.validation,
           '#downstream': ATTR.downstreamKey,
+          '#claim': ATTR.claim,
         },
         ExpressionAttributeValues: { ':erased': { S: STATUS.erased }, ':completed': { S: STATUS.completed } },
       }),
@@ -203,7 +221,7 @@ async function eraseIntent(
   const claim = item[ATTR.claim] as string | undefined;
   const holder = await records.read(owner);
   const state = classify(holder, Date.now());
-  if ((state === 'live' || state === 'abandoned') && holder?.claim === claim) return 'in_flight';
+  if ((state === 'live' || state === 'abandoned') && IntentStore.holds(holder, item, ATTR)) return 'in_flight';
   if (dryRun) return 'nothing';
   try {
     await client.send(

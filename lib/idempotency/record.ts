@@ -40,6 +40,11 @@ export interface RecordAttributes {
    * after the TTL starts a new one). With the record key it makes the `callId` tools stamp their commits with.
    */
   readonly callInstance: string;
+  /**
+   * On an intent item: the end of its dedupe window (epoch s). Its TTL (`expiry`) is later — the
+   * window's end plus the records' TTL — so the intent outlives every call asked inside the window.
+   */
+  readonly windowEnd: string;
 }
 
 /** The attribute names retrysafe uses unless told otherwise. */
@@ -58,6 +63,7 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   downstreamKey: 'downstream_key',
   attempt: 'attempt',
   callInstance: 'call_id',
+  windowEnd: 'window_end',
 };
 
 /** The idempotency table's name unless told otherwise. */

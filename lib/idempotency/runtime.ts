@@ -33,6 +33,7 @@ import { IntentStore } from './persistence/intents';
 import {
   Attempt,
   ClaimLostError,
+  NoTimeLeftError,
   NothingToResumeError,
   RecordErasedError,
   ResultNotStoredError,
@@ -284,13 +285,22 @@ export class ToolRuntime {
     const logger = this.#options.logger;
 
     /** Phase: the downstream key — the record's fixed one, the call's own, or a dedupe window's. */
-    async function chooseDownstreamKey(): Promise<{ downstreamKey: string } | { done: StoredOutcome }> {
+    async function chooseDownstreamKey(): Promise<
+      { downstreamKey: string; createdIntent: boolean } | { done: StoredOutcome }
+    > {
       const claim = attempt.claim!;
-      if (claim.downstreamKey !== undefined || !intents)
-        return { downstreamKey: claim.downstreamKey ?? ownDownstreamKey };
-      const owner = { recordKey: claim.key, claimId: claim.id };
-      const claimed = await intents.claim(intent, owner, ownDownstreamKey, window!, claim.askedAtMs, (key) =>
-        persistenceStore.fixDownstreamKey(key),
+      if (claim.downstreamKey !== undefined || !intents) {
+        return { downstreamKey: claim.downstreamKey ?? ownDownstreamKey, createdIntent: false };
+      }
+      const owner = { recordKey: claim.key, claimId: claim.id, callId: claim.callId };
+      const claimed = await intents.claim(
+        intent,
+        owner,
+        ownDownstreamKey,
+        window!,
+        ttlSeconds,
+        claim.askedAtMs,
+        (key) => persistenceStore.fixDownstreamKey(key),
       );
       if (claimed.kind === 'running') {
         // Pending, and pollable: this call's record stays in flight until it is told to retry; then a
@@ -303,11 +313,13 @@ export class ToolRuntime {
       if (claimed.kind === 'done' && !(claimed.outcome.replayed && claimed.outcome.receipt !== undefined)) {
         return { done: claimed.outcome };
       }
-      return { downstreamKey: claimed.downstreamKey };
+      // Only an intent this very call created may be freed by its business error: one taken over may
+      // hold a dead holder's effect.
+      return { downstreamKey: claimed.downstreamKey, createdIntent: claimed.kind === 'owned' && claimed.created };
     }
 
     /** Phase: the effect. A failure decides what becomes of the claim (see `Attempt.settlement`). */
-    async function executeOnce(runUnder: string): Promise<StoredOutcome> {
+    async function executeOnce(runUnder: string, createdIntent: boolean): Promise<StoredOutcome> {
       const claim = attempt.claim!;
       let execution: Awaited<ReturnType<typeof tool.execute>>;
       try {
@@ -318,9 +330,11 @@ export class ToolRuntime {
             // An earlier attempt may have made the effect: the failure becomes the call's outcome.
             return { replayed: false, failure: error.code, message: error.message };
           }
-          // A first attempt's business error: nothing happened, the key and the intent are free again.
+          // A first attempt's business error: nothing happened, the key (and an intent it created) are free.
           attempt.settlement = { kind: 'release' };
-          await intents?.release(intent, { recordKey: claim.key, claimId: claim.id });
+          if (createdIntent) {
+            await intents?.release(intent, { recordKey: claim.key, claimId: claim.id, callId: claim.callId });
+          }
         } else if (error instanceof InFlightError) {
           attempt.settlement = { kind: 'park', untilMs: Date.now() + error.retryAfterMs };
         }
@@ -344,7 +358,7 @@ export class ToolRuntime {
           trace.replay = 'dedupe_window';
           return { ...chosen.done, replayed: true }; // a stored failure stays a failure
         }
-        return executeOnce(chosen.downstreamKey);
+        return executeOnce(chosen.downstreamKey, chosen.createdIntent);
       },
       { persistenceStore, config, keyPrefix: tool.name },
     );
@@ -475,6 +489,9 @@ function toToolError(error: unknown): ToolError {
     const cause = error.cause;
     if (cause instanceof RecordErasedError) {
       return new NotFoundError('idempotency_key: the call under this key was erased', { cause: error });
+    }
+    if (cause instanceof NoTimeLeftError) {
+      return new UnavailableError('no time was left for this call; retry with the same key', { cause: error });
     }
     if (cause instanceof NothingToResumeError) {
       return new NotFoundError('idempotency_key: nothing to resume under this key', { cause: error });

@@ -7,7 +7,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { classify, type StoredOutcome } from '../call-state';
+import { type CallRecord, classify, type StoredOutcome } from '../call-state';
 import type { RecordAttributes } from '../record';
 import type { Identity } from '../types';
 import { CallRecords } from './call-records';
@@ -30,12 +30,17 @@ export interface IntentScope {
 export interface IntentOwner {
   readonly recordKey: string;
   readonly claimId: string;
+  /** The call (`<record key>@<instance>`): the holder is the call, whichever of its attempts runs. */
+  readonly callId: string;
 }
 
 /** What claiming an intent found. */
 export type IntentClaim =
-  /** This call owns the intent (new, or taken over from an owner that is gone): run under `downstreamKey`. */
-  | { readonly kind: 'owned'; readonly downstreamKey: string }
+  /**
+   * This call owns the intent — `created` by it now (or afresh after an erased holder), or taken over
+   * from an owner that is gone: run under `downstreamKey`.
+   */
+  | { readonly kind: 'owned'; readonly downstreamKey: string; readonly created: boolean }
   /** Another call finished it: its stored outcome, and the key its effect ran under. */
   | { readonly kind: 'done'; readonly outcome: StoredOutcome; readonly downstreamKey: string }
   /** Another call is doing it now; its lock ends at `lockEndsMs`. */
@@ -78,6 +83,7 @@ export class IntentStore {
     owner: IntentOwner,
     downstreamKey: string,
     windowSeconds: number,
+    ttlSeconds: number,
     askedAtMs: number,
     fix: (downstreamKey: string) => Promise<void>,
   ): Promise<IntentClaim> {
@@ -92,8 +98,12 @@ export class IntentStore {
       [attr.tool]: scope.tool,
       [attr.intentOwner]: owner.recordKey,
       [attr.claim]: owner.claimId,
+      [attr.callInstance]: owner.callId,
       [attr.downstreamKey]: downstreamKey,
-      [attr.expiry]: Math.floor(asked) + windowSeconds,
+      [attr.windowEnd]: Math.floor(asked) + windowSeconds,
+      // Kept past the window for as long as a call asked inside it may still run (the records' TTL):
+      // DynamoDB's TTL must not delete an intent a late retry or the completer still needs.
+      [attr.expiry]: Math.floor(asked) + windowSeconds + ttlSeconds,
     };
     let held: Record<string, unknown>;
     try {
@@ -101,13 +111,15 @@ export class IntentStore {
         new PutItemCommand({
           TableName: this.#tableName,
           Item: marshall(item),
-          ConditionExpression: 'attribute_not_exists(#id) OR #expiry < :asked',
-          ExpressionAttributeNames: { '#id': attr.key, '#expiry': attr.expiry },
+          // The window, not the TTL, decides (intents written before `window_end` ended at their TTL).
+          ConditionExpression:
+            'attribute_not_exists(#id) OR #window_end < :asked OR (attribute_not_exists(#window_end) AND #expiry < :asked)',
+          ExpressionAttributeNames: { '#id': attr.key, '#expiry': attr.expiry, '#window_end': attr.windowEnd },
           ExpressionAttributeValues: marshall({ ':asked': asked }),
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return { kind: 'owned', downstreamKey };
+      return { kind: 'owned', downstreamKey, created: true };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException) || !error.Item) throw error;
       held = unmarshall(error.Item);
@@ -115,6 +127,7 @@ export class IntentStore {
     const holder = {
       recordKey: held[attr.intentOwner] as string,
       claimId: held[attr.claim] as string | undefined,
+      callId: held[attr.callInstance] as string | undefined,
     };
     const heldKey = held[attr.downstreamKey] as string;
     if (holder.recordKey !== owner.recordKey) {
@@ -123,11 +136,12 @@ export class IntentStore {
       if (state === 'erased') {
         // The intent's owner was erased: what it did is gone, and so is the intent.
         return (await this.#swap(key, holder, owner, downstreamKey))
-          ? { kind: 'owned', downstreamKey }
+          ? { kind: 'owned', downstreamKey, created: true }
           : { kind: 'running', lockEndsMs: undefined };
       }
-      // The holder's own claim, still there: its state decides. Otherwise it is gone.
-      if (record && (holder.claimId === undefined || record.claim === holder.claimId)) {
+      // The holder call, still there (whichever of its attempts holds the record now): its state
+      // decides. Otherwise it is gone.
+      if (record && isHolder(record, holder)) {
         if (state === 'completed' && record.outcome) {
           return { kind: 'done', outcome: record.outcome, downstreamKey: heldKey };
         }
@@ -137,9 +151,22 @@ export class IntentStore {
       // of this call (a retry, the completer) runs under it even if this one dies right after.
       await fix(heldKey);
     }
+    // This call's own earlier attempt created it when it holds it already (same call).
+    const own = holder.recordKey === owner.recordKey && (holder.callId === undefined || holder.callId === owner.callId);
     return (await this.#swap(key, holder, owner))
-      ? { kind: 'owned', downstreamKey: heldKey }
+      ? { kind: 'owned', downstreamKey: heldKey, created: own && heldKey === downstreamKey }
       : { kind: 'running', lockEndsMs: undefined };
+  }
+
+  /** Whether `record` is still the call that holds an intent (intents from before call ids: its claim). */
+  static holds(record: CallRecord | undefined, intent: Record<string, unknown>, attr: RecordAttributes): boolean {
+    return (
+      record !== undefined &&
+      isHolder(record, {
+        claimId: intent[attr.claim] as string | undefined,
+        callId: intent[attr.callInstance] as string | undefined,
+      })
+    );
   }
 
   /** Frees the intent after its owner failed with a business error, so a corrected call can run. */
@@ -176,7 +203,9 @@ export class IntentStore {
       ':to': to.recordKey,
       ':toClaim': to.claimId,
     };
-    let update = 'SET #owner = :to, #claim = :toClaim';
+    let update = 'SET #owner = :to, #claim = :toClaim, #call = :toCall';
+    names['#call'] = this.#attr.callInstance;
+    values[':toCall'] = to.callId;
     if (downstreamKey !== undefined) {
       update += ', #downstream = :downstream';
       names['#downstream'] = this.#attr.downstreamKey;
@@ -203,6 +232,11 @@ export class IntentStore {
       throw error;
     }
   }
+}
+
+function isHolder(record: CallRecord, holder: { claimId: string | undefined; callId: string | undefined }): boolean {
+  if (holder.callId !== undefined) return record.callId === holder.callId;
+  return holder.claimId === undefined || record.claim === holder.claimId;
 }
 
 export function intentKey({ tool, identity, fingerprint }: IntentScope): string {

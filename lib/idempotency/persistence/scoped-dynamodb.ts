@@ -37,6 +37,17 @@ export class ResultNotStoredError extends Error {
   }
 }
 
+/**
+ * The attempt has no time left for a lock that ends in the future (its invocation is about to end):
+ * the caller retries with the same key. Raised before anything is written.
+ */
+export class NoTimeLeftError extends Error {
+  constructor() {
+    super('no time is left for a lock that ends in the future');
+    this.name = 'NoTimeLeftError';
+  }
+}
+
 /** The key's record was erased: no claim passes its tombstone until its TTL. */
 export class RecordErasedError extends Error {
   constructor() {
@@ -205,7 +216,7 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
     const now = Date.now();
     if (record.inProgressExpiryTimestamp === undefined || record.inProgressExpiryTimestamp <= now) {
       // A claim without a future lock deadline would hold the key until its TTL (or never hold it).
-      throw new Error('refusing a claim without a lock deadline in the future');
+      throw new NoTimeLeftError();
     }
     const resume = this.#attempt.resume;
     if (resume !== undefined) {

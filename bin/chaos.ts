@@ -64,8 +64,10 @@ async function main(): Promise<number> {
     const run = (async function runScenarios() {
       dynamodb = await startDynamoDBLocal();
       store = await startOutageProxy(dynamodb.endpoint);
+      const port = await freePort();
       const serverEnv: NodeJS.ProcessEnv = {
         ...process.env,
+        PORT: String(port), // the dev issuer is the server's URL on it
         DYNAMODB_ENDPOINT: store.url,
         DEV_KEY_DIR: join(work, 'dev-key'),
         COMPLETER_INTERVAL_SECONDS,
@@ -80,7 +82,7 @@ async function main(): Promise<number> {
         DevSigningKey.loadOrCreate({ ...serverEnv, JWT_ISSUER: 'https://issuer.invalid' }),
         DevSigningKey.loadOrCreate({ ...serverEnv, JWT_AUDIENCE: 'someone-else' }),
       ]);
-      server = new ServerProcess({ port: await freePort(), env: serverEnv, logFile });
+      server = new ServerProcess({ port, env: serverEnv, logFile });
       await server.start();
       services = createServices({ ...process.env, DYNAMODB_ENDPOINT: dynamodb.endpoint });
       console.log(`chaos: server ${server.url} (pid ${server.pid}), store ${dynamodb.endpoint} behind ${store.url}`);

@@ -16,6 +16,7 @@ import type { Outbox } from '../lib/domain/outbox';
 import { startLocalApi } from '../lib/local/api-server';
 import { DevSigningKey } from '../lib/local/dev-auth';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
+import { freePort } from '../lib/local/free-port';
 import { applyLocalDefaults } from '../lib/local/local-env';
 import { createServices } from '../lib/services';
 import { createTables } from '../lib/store/create-tables';
@@ -45,7 +46,9 @@ async function main(): Promise<void> {
   const { values } = parseArgs({ options: { url: { type: 'string' } } });
   applyLocalDefaults();
 
-  const key = await DevSigningKey.loadOrCreate();
+  // The dev issuer is the server's own URL: the one --url names, or the one started here.
+  const port = values.url ? new URL(values.url).port || '80' : String(await freePort());
+  const key = await DevSigningKey.loadOrCreate({ ...process.env, PORT: port });
   const dynamodb = values.url || process.env.DYNAMODB_ENDPOINT ? undefined : await startDynamoDBLocal();
   if (dynamodb) process.env.DYNAMODB_ENDPOINT = dynamodb.endpoint;
   const services = process.env.DYNAMODB_ENDPOINT ? createServices(process.env) : undefined;
@@ -59,7 +62,7 @@ async function main(): Promise<void> {
           runtime: createToolRuntime(services),
           verifyToken: (t) => key.verify(t),
           issuer: key.settings.issuer,
-          port: 0,
+          port: Number(port),
         });
   const url = values.url ?? api?.url;
 

@@ -4,10 +4,11 @@
  */
 import { parseArgs } from 'node:util';
 import { createCompleter } from '../lib/admin/completer';
-import { startLocalApi } from '../lib/local/api-server';
+import { allowedHostNames, startLocalApi } from '../lib/local/api-server';
 import { completerPass } from '../lib/local/completer-pass';
 import { DevSigningKey } from '../lib/local/dev-auth';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
+import { freePort } from '../lib/local/free-port';
 import { applyLocalDefaults } from '../lib/local/local-env';
 import { LocalRecheckQueue } from '../lib/local/recheck-queue';
 import { LocalStreamFeed } from '../lib/local/stream-feed';
@@ -27,11 +28,22 @@ async function main(): Promise<void> {
   applyLocalDefaults(process.env, 'INFO');
 
   const dynamodb = process.env.DYNAMODB_ENDPOINT ? undefined : await startDynamoDBLocal({ dbPath: values.data });
-  if (dynamodb) process.env.DYNAMODB_ENDPOINT = dynamodb.endpoint;
+  if (dynamodb) {
+    // Its data lives under this run's random access key (or the data folder's): a peer on the network
+    // reaching DynamoDB Local's port with any other key sees none of it.
+    process.env.DYNAMODB_ENDPOINT = dynamodb.endpoint;
+    process.env.AWS_ACCESS_KEY_ID = dynamodb.credentials.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY = dynamodb.credentials.secretAccessKey;
+    delete process.env.AWS_SESSION_TOKEN;
+  }
   const services = createServices(process.env);
   await createTables(services.client);
 
-  const key = await DevSigningKey.loadOrCreate();
+  // The port is fixed before the server listens (`--port 0`: a free one), as the dev issuer is the
+  // server's own URL on it — the URL `npm run token` with the same PORT mints for.
+  const requested = Number(values.port ?? process.env.PORT ?? 3000);
+  const port = requested === 0 ? await freePort() : requested;
+  const key = await DevSigningKey.loadOrCreate({ ...process.env, PORT: String(port) });
   const runtime = createToolRuntime(services);
   const api = await startLocalApi({
     tools: TOOLS,
@@ -39,7 +51,9 @@ async function main(): Promise<void> {
     runtime,
     verifyToken: (token) => key.verify(token),
     issuer: key.settings.issuer,
-    port: Number(values.port ?? process.env.PORT ?? 3000),
+    port,
+    // Names a tunnel or a proxy reaches the server by, besides the loopback ones.
+    allowedHosts: allowedHostNames(process.env),
     // INVOCATION_TIMEOUT_MS shortens the per-request deadline (and so the lock) for fault runs.
     ...(process.env.INVOCATION_TIMEOUT_MS ? { timeoutMs: Number(process.env.INVOCATION_TIMEOUT_MS) } : {}),
   });
@@ -109,7 +123,14 @@ async function main(): Promise<void> {
   console.log(
     `DynamoDB: ${process.env.DYNAMODB_ENDPOINT}${dynamodb ? (values.data ? ` (DynamoDB Local, data in ${values.data})` : ' (DynamoDB Local, in memory)') : ''}`,
   );
-  console.log('\nMint a token:\n  TOKEN=$(npm run -s token -- --tenant acme --user ada)');
+  if (dynamodb) {
+    console.log(
+      `  its data is under this access key; other tools reach it with\n  DYNAMODB_ENDPOINT=${dynamodb.endpoint} AWS_ACCESS_KEY_ID=${dynamodb.credentials.accessKeyId} npm run complete`,
+    );
+  }
+  console.log(
+    `\nMint a token (issuer ${key.settings.issuer}):\n  TOKEN=$(npm run -s token -- --tenant acme --user ada${port === 3000 ? '' : ` --port ${port}`})`,
+  );
   console.log(
     `\nTry it:\n  curl -s ${api.url}/tools/create_invoice -H "Authorization: Bearer $TOKEN" \\\n` +
       `    -H 'content-type: application/json' -d '{"idempotency_key":"k1","customer":"cus_ada","amount":4200}'`,

@@ -1,5 +1,13 @@
-import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { stringClaims, type TokenVerifier } from './token-claims';
+import {
+  createRemoteJWKSet,
+  errors,
+  type FlattenedJWSInput,
+  type CryptoKey as JoseCryptoKey,
+  type JWSHeaderParameters,
+  jwtVerify,
+  type KeyObject,
+} from 'jose';
+import { stringClaims, type TokenVerifier, VerifierUnavailableError } from './token-claims';
 
 export interface JwksVerifierOptions {
   /** The OIDC issuer tokens must name (`iss`). */
@@ -11,19 +19,64 @@ export interface JwksVerifierOptions {
    * @default `${issuer}/.well-known/jwks.json` (Amazon Cognito's location)
    */
   readonly jwksUrl?: string;
+  /**
+   * How long one JWKS fetch may take.
+   * @default 5_000 (jose's)
+   */
+  readonly fetchTimeoutMs?: number;
+  /**
+   * After a failed fetch, how long every token is answered "unavailable" without fetching again (a
+   * short negative cache: an identity-provider outage is not hammered by every request).
+   * @default 5_000
+   */
+  readonly unavailableForMs?: number;
+  /** The clock the negative cache reads. @default Date.now */
+  readonly now?: () => number;
 }
+
+/**
+ * What jose's key lookup throws when the token, not the key set, is at fault: no key for its `kid`,
+ * several, or an algorithm the key does not allow. Anything else thrown while looking up a key comes
+ * from fetching the set (a timeout, a refused connection, a non-200, a body that is no JWKS).
+ */
+const TOKEN_FAULTS = [errors.JWKSNoMatchingKey, errors.JWKSMultipleMatchingKeys, errors.JOSENotSupported];
 
 /**
  * Verifies tokens as API Gateway's JWT authorizer does — RS256 signature against the issuer's JWKS
  * (fetched once and cached by jose), issuer, audience, a required expiry — for a function that must
  * answer a missing or bad token itself (the MCP endpoint: its 401 names the resource metadata).
+ *
+ * A JWKS that cannot be fetched throws `VerifierUnavailableError` (a 503), not a token error (a 401),
+ * and is not asked again for `unavailableForMs`.
  */
 export function createJwksVerifier(options: JwksVerifierOptions): TokenVerifier {
-  const keys = createRemoteJWKSet(
+  const remoteKeys = createRemoteJWKSet(
     new URL(options.jwksUrl ?? `${options.issuer.replace(/\/$/, '')}/.well-known/jwks.json`),
+    options.fetchTimeoutMs === undefined ? {} : { timeoutDuration: options.fetchTimeoutMs },
   );
+  const now = options.now ?? Date.now;
+  const unavailableForMs = options.unavailableForMs ?? 5_000;
+  /** Until when the last failed fetch is answered from the negative cache. */
+  let unavailableUntil = Number.NEGATIVE_INFINITY;
+
+  function unavailable(cause?: unknown): VerifierUnavailableError {
+    const retryAfterSeconds = Math.max(1, Math.ceil((unavailableUntil - now()) / 1000));
+    return new VerifierUnavailableError('the issuer signing keys cannot be fetched', retryAfterSeconds, { cause });
+  }
+
+  async function signingKey(header: JWSHeaderParameters, token: FlattenedJWSInput): Promise<KeyObject | JoseCryptoKey> {
+    if (now() < unavailableUntil) throw unavailable();
+    try {
+      return await remoteKeys(header, token);
+    } catch (error) {
+      if (TOKEN_FAULTS.some((fault) => error instanceof fault)) throw error;
+      unavailableUntil = now() + unavailableForMs;
+      throw unavailable(error);
+    }
+  }
+
   return async function verifyToken(token) {
-    const { payload } = await jwtVerify(token, keys, {
+    const { payload } = await jwtVerify(token, signingKey, {
       issuer: options.issuer,
       audience: options.audience,
       algorithms: ['RS256'],

@@ -6,8 +6,27 @@ export function tenantClaimName(env: NodeJS.ProcessEnv = process.env): string {
   return env.TENANT_CLAIM || 'tenant_id';
 }
 
-/** Verifies a bearer token and returns its token claims, every value a string; throws when invalid. */
+/**
+ * Verifies a bearer token and returns its token claims, every value a string; throws when invalid, or
+ * `VerifierUnavailableError` when it cannot tell (its keys cannot be fetched).
+ */
 export type TokenVerifier = (token: string) => Promise<Record<string, string>>;
+
+/**
+ * The verifier cannot tell whether a token is valid: the issuer's signing keys could not be fetched.
+ * Not the token's fault — answered 503 with Retry-After, never 401, so clients keep their tokens.
+ */
+export class VerifierUnavailableError extends Error {
+  constructor(
+    message: string,
+    /** How long until the verifier tries again. */
+    readonly retryAfterSeconds: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'VerifierUnavailableError';
+  }
+}
 
 /** Token claims as API Gateway's JWT authorizer passes them on: every value a string. */
 export function stringClaims(payload: JWTPayload): Record<string, string> {

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
 import { DEFAULT_ROUTE_ENTRY, INVOCATION_TIMEOUT_SECONDS, type RouteDefinition, routesFor } from '../api/routes';
+import { identityFromTokenClaims } from '../auth/token-claims';
 import type { LambdaHandler } from '../http/boundary';
 import type { ApiEvent } from '../http/event';
 import { type ApiComposition, createHandlers } from '../http/handlers';
@@ -18,6 +19,12 @@ export interface LocalApiOptions<T extends AnyToolModule> extends ApiComposition
   readonly port?: number;
   /** @default '127.0.0.1' — loopback only */
   readonly host?: string;
+  /**
+   * Host names served besides the loopback ones (127.0.0.1, localhost, [::1]), on any port: a tunnel's
+   * or a reverse proxy's name (`npm start` reads them from `ALLOWED_HOSTS`, see `allowedHostNames`).
+   * @default [] (loopback names only)
+   */
+  readonly allowedHosts?: readonly string[];
   /**
    * The invocation timeout each request's Lambda-like context counts down from.
    * @default the deployed functions' timeout (INVOCATION_TIMEOUT_SECONDS)
@@ -150,19 +157,47 @@ function requestUrl(target: string | undefined): URL | undefined {
   }
 }
 
+/** The names a loopback server always answers to, as the URL parser spells them (IPv6 in brackets). */
+const LOOPBACK_HOST_NAMES: readonly string[] = ['127.0.0.1', 'localhost', '[::1]'];
+
+/** A Host header: a name (or bracketed IPv6 address) and an optional port, nothing else. */
+const HOST_HEADER = /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::\d{1,5})?$/i;
+
+/**
+ * `ALLOWED_HOSTS`: comma-separated host names (no port, no scheme) the local server answers to besides
+ * the loopback ones — a tunnel's, a reverse proxy's, a container's published name.
+ */
+export function allowedHostNames(env: NodeJS.ProcessEnv = process.env): string[] {
+  const names = (env.ALLOWED_HOSTS ?? '')
+    .split(',')
+    .map((name) => name.trim().toLowerCase())
+    .filter((name) => name !== '');
+  const invalid = names.filter((name) => !HOST_HEADER.test(name) || /:\d+$/.test(name.replace(/^\[.*\]$/, '')));
+  if (invalid.length > 0) throw new Error(`ALLOWED_HOSTS: not host names: ${invalid.join(', ')}`);
+  return names;
+}
+
+/** The name a Host header gives (lower case, port dropped), or undefined when it is not a host. */
+function hostNameOf(hostHeader: string | undefined): string | undefined {
+  const name = HOST_HEADER.exec(hostHeader ?? '')?.[1];
+  return name?.toLowerCase();
+}
+
 /**
  * DNS-rebinding protection, as the MCP transport asks of local servers: a page on another site that
- * rebinds its name to 127.0.0.1 still sends its own Host and Origin, so only loopback names on this
- * server's port are served; an Origin, when sent, must be one of them too.
+ * rebinds its name to 127.0.0.1 still sends its own name as Host and Origin, so only the names this
+ * server answers to are served — the loopback names and `allowedHosts`, on any port (a port-forward,
+ * `docker run -p 8080:3000` or a debugging proxy changes the port, not the name). An Origin, when sent,
+ * must name one of them too.
  */
-function fromThisMachine(request: IncomingMessage, port: number): boolean {
-  const allowed = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]);
-  if (!allowed.has(request.headers.host ?? '')) return false;
+function fromAllowedHost(request: IncomingMessage, names: ReadonlySet<string>): boolean {
+  const host = hostNameOf(request.headers.host);
+  if (host === undefined || !names.has(host)) return false;
   const origin = request.headers.origin;
   if (origin === undefined) return true;
   try {
-    const { protocol, host } = new URL(origin);
-    return protocol === 'http:' && allowed.has(host);
+    const url = new URL(origin);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === origin && names.has(url.hostname);
   } catch {
     return false;
   }
@@ -189,8 +224,18 @@ async function answerByDeadline(answer: Promise<HttpResponse>, timeoutMs: number
   }
 }
 
-function send(response: ServerResponse, result: HttpResponse): void {
-  response.writeHead(result.statusCode, { ...result.headers, 'content-length': Buffer.byteLength(result.body) });
+/**
+ * Writes the answer. `closeUnlessComplete`: the server answered without reading the body, so if the
+ * body has not all arrived, the answer says `connection: close` and Node ends the connection after it
+ * instead of reading the rest.
+ */
+function send(request: IncomingMessage, response: ServerResponse, result: HttpResponse, closeUnlessComplete = false) {
+  const close = closeUnlessComplete && !request.complete;
+  response.writeHead(result.statusCode, {
+    ...result.headers,
+    'content-length': Buffer.byteLength(result.body),
+    ...(close ? { connection: 'close' } : {}),
+  });
   response.end(result.body);
 }
 
@@ -201,15 +246,22 @@ function send(response: ServerResponse, result: HttpResponse): void {
  */
 export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOptions<T>): Promise<LocalApi> {
   const timeoutMs = options.timeoutMs ?? INVOCATION_TIMEOUT_SECONDS * 1000;
-  /** The port the server listens on, once it does. */
-  let port = 0;
+  /** Requests answered without reading their body (see `send`). */
+  const bodiesLeftUnread = new WeakSet<IncomingMessage>();
+  const hostNames: ReadonlySet<string> = new Set([
+    ...LOOPBACK_HOST_NAMES,
+    ...(options.allowedHosts ?? []).map((name) => name.toLowerCase()),
+  ]);
   const routes: readonly RouteDefinition[] = routesFor(options.tools);
   const handlers: Readonly<Record<string, LambdaHandler>> = createHandlers(options);
 
   async function handle(request: IncomingMessage): Promise<HttpResponse> {
-    if (!fromThisMachine(request, port)) {
+    if (!fromAllowedHost(request, hostNames)) {
       request.resume();
-      return errorResponse('forbidden', 'host: requests must name this loopback server as Host and Origin');
+      return errorResponse(
+        'forbidden',
+        'host: Host and Origin must name this server (a loopback name, or one ALLOWED_HOSTS lists)',
+      );
     }
     const url = requestUrl(request.url);
     if (!url) {
@@ -239,6 +291,13 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
       }
       tokenClaims = verified;
     }
+    // A function that checks the token itself answers a request without a valid one from its headers
+    // alone: its body is not read (a large tokenless POST costs no upload), and the connection closes
+    // after the answer rather than reading the rest (see `send`).
+    if (route?.auth === 'function' && !(await presentsValidToken(request))) {
+      bodiesLeftUnread.add(request);
+      return answer(request, url, route, pathParameters, '', undefined);
+    }
     let body: string;
     try {
       body = await readBody(request);
@@ -247,6 +306,29 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
         return errorResponse('payload_too_large', `body: larger than ${MAX_PAYLOAD_BYTES} bytes`);
       throw error;
     }
+    return answer(request, url, route, pathParameters, body, tokenClaims);
+  }
+
+  /** A bearer token that verifies and names a caller. */
+  async function presentsValidToken(request: IncomingMessage): Promise<boolean> {
+    const token = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1]?.trim();
+    if (!token) return false;
+    try {
+      return identityFromTokenClaims(await options.verifyToken(token)) !== undefined;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The route's handler answers the request as API Gateway would have handed it over. */
+  function answer(
+    request: IncomingMessage,
+    url: URL,
+    route: RouteDefinition | undefined,
+    pathParameters: Record<string, string>,
+    body: string,
+    tokenClaims: Record<string, string> | undefined,
+  ): Promise<HttpResponse> {
     const name = route?.entry ?? DEFAULT_ROUTE_ENTRY;
     const handler = handlers[name];
     if (!handler) throw new Error(`no handler for ${name}`);
@@ -258,16 +340,16 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
   }
 
   const server: Server = createServer((request, response) => {
+    const closeUnlessComplete = () => bodiesLeftUnread.has(request);
     handle(request)
-      .then((result) => send(response, result))
-      .catch(() => send(response, errorResponse('internal', 'internal error')));
+      .then((result) => send(request, response, result, closeUnlessComplete()))
+      .catch(() => send(request, response, errorResponse('internal', 'internal error'), closeUnlessComplete()));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 3000, options.host ?? '127.0.0.1', () => resolve());
   });
-  const { address, port: listening } = server.address() as AddressInfo;
-  port = listening;
+  const { address, port } = server.address() as AddressInfo;
   return {
     url: `http://${address}:${port}`,
     close: () =>

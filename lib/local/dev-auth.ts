@@ -10,13 +10,33 @@ export interface JwtSettings {
   readonly tenantClaim: string;
 }
 
-/** From the environment: `JWT_ISSUER`, `JWT_AUDIENCE`, `TENANT_CLAIM`. */
+/**
+ * The local server's own URL, `http://127.0.0.1:${PORT}` (`PORT` as `npm start` reads it, default 3000):
+ * the dev issuer, since the protected-resource metadata names the issuer as an authorization server, and
+ * clients (mcp-remote, the SDK's OAuth discovery) parse authorization servers as URLs (RFC 9728, RFC 8414).
+ */
+export function localIssuer(env: NodeJS.ProcessEnv = process.env): string {
+  return `http://127.0.0.1:${env.PORT || 3000}`;
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    return /^https?:$/.test(new URL(text).protocol);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * From the environment: `JWT_ISSUER` (an http(s) URL; default `localIssuer(env)`), `JWT_AUDIENCE`,
+ * `TENANT_CLAIM`.
+ */
 export function jwtSettings(env: NodeJS.ProcessEnv = process.env): JwtSettings {
-  return {
-    issuer: env.JWT_ISSUER || 'retrysafe-local',
-    audience: env.JWT_AUDIENCE || 'retrysafe',
-    tenantClaim: tenantClaimName(env),
-  };
+  const issuer = env.JWT_ISSUER || localIssuer(env);
+  if (!isHttpUrl(issuer)) {
+    throw new Error(`JWT_ISSUER: "${issuer}" is not an http(s) URL; an OAuth issuer is named by its URL`);
+  }
+  return { issuer, audience: env.JWT_AUDIENCE || 'retrysafe', tenantClaim: tenantClaimName(env) };
 }
 
 /** API Gateway's JWT authorizer verifies RSA signatures only: the local key is RSA too. */
@@ -79,13 +99,18 @@ export class DevSigningKey {
     return (ttl === null ? jwt : jwt.setExpirationTime(ttl)).sign(key);
   }
 
+  /** The public half of the key, as a JWKS lists it. */
+  publicJwk(): JWK {
+    const { d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...publicJwk } = this.privateJwk;
+    return { ...publicJwk, alg: ALGORITHM, use: 'sig' };
+  }
+
   /**
    * Verifies a token as API Gateway's JWT authorizer does — signature, issuer, audience, expiry — and
    * returns its token claims as the authorizer passes them on (every value a string).
    */
   async verify(token: string): Promise<Record<string, string>> {
-    const { d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...publicJwk } = this.privateJwk;
-    const { payload } = await jwtVerify(token, await importJWK(publicJwk, ALGORITHM), {
+    const { payload } = await jwtVerify(token, await importJWK(this.publicJwk(), ALGORITHM), {
       issuer: this.settings.issuer,
       audience: this.settings.audience,
       algorithms: [ALGORITHM],

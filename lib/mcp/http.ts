@@ -1,5 +1,5 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { identityFromTokenClaims, type TokenVerifier } from '../auth/token-claims';
+import { identityFromTokenClaims, type TokenVerifier, VerifierUnavailableError } from '../auth/token-claims';
 import { type LambdaHandler, withErrorBoundary } from '../http/boundary';
 import { type ApiEvent, bodyText, header, MAX_BODY_BYTES } from '../http/event';
 import { errorResponse, type HttpResponse, json } from '../http/status';
@@ -45,6 +45,17 @@ function unauthorized(event: ApiEvent, message: string, invalidToken: boolean): 
   return { ...response, headers: { ...response.headers, 'www-authenticate': challenge } };
 }
 
+/** A JSON-RPC error answered by the endpoint itself, before a server reads the message (so `id` is null). */
+function jsonRpcError(statusCode: number, code: number, message: string): HttpResponse {
+  return json(statusCode, { jsonrpc: '2.0', id: null, error: { code, message } });
+}
+
+/** The token could not be checked (the issuer's keys are out of reach): try again, keep the token. */
+function verifierUnavailable(error: VerifierUnavailableError): HttpResponse {
+  const response = errorResponse('unavailable', `authorization: ${error.message}; retry later with the same token`);
+  return { ...response, headers: { ...response.headers, 'retry-after': String(error.retryAfterSeconds) } };
+}
+
 /** The API Gateway event as the web-standard request the SDK's transport reads. */
 function toRequest(event: ApiEvent, body: string): Request {
   const headers = new Headers();
@@ -67,20 +78,33 @@ export async function handleMcp(
   }
   if (event.requestContext.http.method !== 'POST') {
     // Stateless: no server-sent event stream to GET, no session to DELETE.
-    return errorResponse('method_not_allowed', `method: ${MCP_PATH} answers POST only`);
+    const response = errorResponse('method_not_allowed', `method: ${MCP_PATH} answers POST only`);
+    return { ...response, headers: { ...response.headers, allow: 'POST' } };
   }
   const token = /^Bearer (.+)$/i.exec(header(event, 'authorization') ?? '')?.[1]?.trim();
   if (!token) return unauthorized(event, 'authorization: a bearer token is required', false);
   let caller: ReturnType<typeof identityFromTokenClaims>;
   try {
     caller = identityFromTokenClaims(await dependencies.verifyToken(token));
-  } catch {
+  } catch (error) {
+    if (error instanceof VerifierUnavailableError) return verifierUnavailable(error);
     caller = undefined;
   }
   if (!caller) return unauthorized(event, 'authorization: the token is not valid', true);
   const body = bodyText(event);
   if (Buffer.byteLength(body, 'utf8') > MAX_BODY_BYTES) {
     return errorResponse('payload_too_large', `body: larger than ${MAX_BODY_BYTES} bytes`);
+  }
+  let message: unknown;
+  try {
+    message = JSON.parse(body);
+  } catch {
+    return jsonRpcError(400, -32700, 'Parse error: Invalid JSON');
+  }
+  // JSON-RPC batches left MCP in 2025-06-18; served, one POST would run many tools past the per-request
+  // limits. Refused before any server exists, so none of its messages runs.
+  if (Array.isArray(message)) {
+    return jsonRpcError(400, -32600, 'Invalid Request: JSON-RPC batches are not supported; send one message per POST');
   }
 
   const server = createMcpServer(dependencies, caller, deadline);
@@ -90,7 +114,7 @@ export async function handleMcp(
   });
   try {
     await server.connect(transport);
-    const response = await transport.handleRequest(toRequest(event, body));
+    const response = await transport.handleRequest(toRequest(event, body), { parsedBody: message });
     const headers: Record<string, string> = {};
     response.headers.forEach((value, name) => {
       headers[name] = value;

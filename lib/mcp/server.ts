@@ -1,6 +1,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { type CallToolResult, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod/mini';
 import { keyHash } from '../http/write';
 import {
@@ -24,6 +24,21 @@ const CallToolRequest = z.object({
     idempotencyKey: z.optional(z.string()),
   }),
 });
+
+/**
+ * A JSON-RPC error a request handler throws: the SDK answers `{ code, message }` from it. Not the SDK's
+ * `McpError`, whose message already carries the "MCP error <code>: " prefix that the client adds again
+ * when it reads the answer.
+ */
+class JsonRpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'JsonRpcError';
+  }
+}
 
 const INSTRUCTIONS =
   'Every write tool takes an idempotency_key. Mint one per intent and send the same key on every retry of that intent (after a timeout, a lost answer or an error): the retry returns the first receipt instead of acting twice. A "pending" answer means the first attempt is still running; call again with the same key, or get_operation, after retry_after_ms.';
@@ -91,7 +106,7 @@ export function createMcpServer(
   server.setRequestHandler(CallToolRequest, async function callTool(request): Promise<CallToolResult> {
     const { name, arguments: args = {}, idempotencyKey } = request.params;
     const tool = byName.get(name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    if (!tool) throw new JsonRpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     const isWrite = !tool.listing.annotations.readOnlyHint;
     let input: Record<string, unknown> = args;
     if (isWrite && idempotencyKey !== undefined) {

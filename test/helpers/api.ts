@@ -1,8 +1,10 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { TokenVerifier } from '../../lib/auth/token-claims';
 import { startLocalApi } from '../../lib/local/api-server';
 import { DevSigningKey } from '../../lib/local/dev-auth';
+import { freePort } from '../../lib/local/free-port';
 import { createServices } from '../../lib/services';
 import { TOOLS } from '../../lib/tools/registry';
 import type { AnyToolModule } from '../../lib/tools/tool-module';
@@ -19,8 +21,19 @@ export interface Reply {
  * The local API on a free loopback port, composed as `npm start` composes it (the registry's tools, or
  * the ones a test gives), with a throwaway signing key — the system under test for HTTP-level suites.
  */
-export async function startTestApi(options: { tools?: readonly AnyToolModule[]; timeoutMs?: number } = {}) {
-  const env = { ...process.env, DEV_KEY_DIR: mkdtempSync(join(tmpdir(), 'retrysafe-key-')) };
+export async function startTestApi(
+  options: {
+    tools?: readonly AnyToolModule[];
+    timeoutMs?: number;
+    /** @default the signing key's own verification, as `npm start` does */
+    verifyToken?: TokenVerifier;
+    /** @default none (loopback names only) */
+    allowedHosts?: readonly string[];
+  } = {},
+) {
+  // The port is chosen first: the dev issuer is the server's own URL.
+  const port = await freePort();
+  const env = { ...process.env, PORT: String(port), DEV_KEY_DIR: mkdtempSync(join(tmpdir(), 'retrysafe-key-')) };
   const key = await DevSigningKey.loadOrCreate(env);
   const services = createServices(process.env);
   const runtime = createToolRuntime(services);
@@ -28,9 +41,10 @@ export async function startTestApi(options: { tools?: readonly AnyToolModule[]; 
     tools: options.tools ?? TOOLS,
     services,
     runtime,
-    verifyToken: (token) => key.verify(token),
+    verifyToken: options.verifyToken ?? ((token) => key.verify(token)),
     issuer: key.settings.issuer,
-    port: 0,
+    port,
+    ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
   });
 

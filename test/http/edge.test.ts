@@ -17,7 +17,7 @@ async function foreignToken(
   const { privateKey } = await generateKeyPair('ES256');
   return new SignJWT(claims)
     .setProtectedHeader({ alg: 'ES256' })
-    .setIssuer(options.issuer ?? 'retrysafe-local')
+    .setIssuer(options.issuer ?? api.key.settings.issuer)
     .setAudience(options.audience ?? 'retrysafe')
     .setExpirationTime(options.exp ?? '1h')
     .sign(privateKey);
@@ -56,7 +56,7 @@ describe('authorization, as the JWT authorizer does it', () => {
   });
 
   it.each([
-    ['another issuer', { JWT_ISSUER: 'someone-else' }],
+    ['another issuer', { JWT_ISSUER: 'https://someone-else.example' }],
     ['another audience', { JWT_AUDIENCE: 'another-api' }],
   ])('answers 401 for a token of %s, even signed by the right key', async (_label, settings) => {
     const reply = await api.get('/tools', await api.tokenWith(settings));

@@ -1,9 +1,16 @@
-import { request as httpRequest } from 'node:http';
+import { mkdtempSync } from 'node:fs';
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import Ajv2020 from 'ajv/dist/2020';
+import { createJwksVerifier } from '../../lib/auth/jwks-verifier';
+import type { TokenVerifier } from '../../lib/auth/token-claims';
+import { DevSigningKey } from '../../lib/local/dev-auth';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { heldSendEmail } from '../helpers/tools';
 import { deadline, newTenant } from '../helpers/world';
@@ -39,6 +46,37 @@ async function rawMcp(message: unknown, headers: Record<string, string> = {}) {
   // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC replies are asserted structurally
   const body: any = await response.json().catch(() => undefined);
   return { status: response.status, headers: response.headers, body };
+}
+
+/** `PORT` in a header value stands for the server's own port. */
+function withPort(headers: Record<string, string>, url: string): Record<string, string> {
+  const { port } = new URL(url);
+  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, value.replace('PORT', port)]));
+}
+
+/**
+ * `GET /health` (public: 200 once past the DNS-rebinding guard, 403 if refused there) with exactly these
+ * Host and Origin headers, which fetch would not send as given.
+ */
+async function loopbackRequest(url: string, headers: Record<string, string>): Promise<{ status: number }> {
+  const status = await new Promise<number>((resolve, reject) => {
+    const request = httpRequest(
+      {
+        host: '127.0.0.1',
+        port: new URL(url).port,
+        path: '/health',
+        method: 'GET',
+        headers,
+      },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      },
+    );
+    request.on('error', reject);
+    request.end();
+  });
+  return { status };
 }
 
 async function invoiceFor(token: string, amount = 4_200): Promise<string> {
@@ -250,11 +288,24 @@ describe('MCP tools/call', () => {
     expect(await api.services.outbox.get(tenant, receipt.message_id)).toMatchObject({ status: 'delivered' });
   });
 
-  it('answers an unknown tool with a JSON-RPC error', async () => {
-    const client = await connect(await api.token(newTenant()));
+  it('answers an unknown tool with a JSON-RPC error whose message carries its prefix once', async () => {
+    const token = await api.token(newTenant());
+    const client = await connect(token);
 
-    await expect(client.callTool({ name: 'launch_rockets', arguments: {} })).rejects.toBeInstanceOf(McpError);
+    const thrown = await client.callTool({ name: 'launch_rockets', arguments: {} }).catch((error) => error);
     await client.close();
+    const raw = await rawMcp(
+      { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'launch_rockets', arguments: {} } },
+      { authorization: `Bearer ${token}` },
+    );
+
+    expect(thrown).toBeInstanceOf(McpError);
+    expect(thrown.message).toBe('MCP error -32602: Unknown tool: launch_rockets');
+    expect(raw.body).toEqual({
+      jsonrpc: '2.0',
+      id: 7,
+      error: { code: -32602, message: 'Unknown tool: launch_rockets' },
+    });
   });
 });
 
@@ -273,10 +324,30 @@ describe('MCP authorization and transport', () => {
     expect(invalid.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);
     expect(metadata).toEqual({
       resource: `${api.url}/mcp`,
-      authorization_servers: [api.key.settings.issuer],
+      authorization_servers: [api.url],
       bearer_methods_supported: ['header'],
       resource_name: 'retrysafe',
     });
+  });
+
+  it('names its issuer as a URL, the server own, and accepts the tokens minted for it, not for another server', async () => {
+    const metadata = (await (await fetch(`${api.url}/.well-known/oauth-protected-resource/mcp`)).json()) as {
+      authorization_servers: string[];
+    };
+    const listTools = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+
+    const minted = await rawMcp(listTools, { authorization: `Bearer ${await api.token(newTenant())}` });
+    const otherServer = await rawMcp(listTools, {
+      authorization: `Bearer ${await api.tokenWith({ JWT_ISSUER: 'http://127.0.0.1:1' })}`,
+    });
+
+    for (const issuer of metadata.authorization_servers) {
+      expect(new URL(issuer).origin).toBe(issuer); // a URL, as clients parse it (mcp-remote, the SDK)
+    }
+    expect(metadata.authorization_servers).toEqual([api.url]);
+    expect(minted.status).toBe(200);
+    expect(minted.body.result.tools.length).toBeGreaterThan(0);
+    expect(otherServer.status).toBe(401);
   });
 
   it('answers GET and DELETE on /mcp with 405: stateless, no stream, no session', async () => {
@@ -286,31 +357,201 @@ describe('MCP authorization and transport', () => {
     const del = await fetch(`${api.url}/mcp`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
 
     expect([get.status, del.status]).toEqual([405, 405]);
+    expect([get.headers.get('allow'), del.headers.get('allow')]).toEqual(['POST', 'POST']);
+  });
+
+  it('refuses a JSON-RPC batch with a JSON-RPC error, and runs none of its calls', async () => {
+    const token = await api.token(newTenant());
+    const call = (id: number, key: string) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'create_invoice', arguments: { idempotency_key: key, customer: 'c', amount: 100 } },
+    });
+
+    const batch = await rawMcp([call(1, 'batch-1'), call(2, 'batch-2')], { authorization: `Bearer ${token}` });
+    const operations = await Promise.all(
+      ['batch-1', 'batch-2'].map((key) => api.get(`/tools/create_invoice/operations/${key}`, token)),
+    );
+
+    expect(batch.status).toBe(400);
+    expect(batch.body).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600, message: expect.stringMatching(/batches are not supported/) },
+    });
+    expect(operations.map((reply) => reply.status)).toEqual([404, 404]);
+  });
+
+  it('answers a large POST without a token before its body has arrived, and reads no more of it', async () => {
+    const { port } = new URL(api.url);
+    const declared = 7 * 1024 * 1024;
+    let sent = 0;
+
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      const request = httpRequest({
+        host: '127.0.0.1',
+        port,
+        path: '/mcp',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': declared },
+      });
+      request.on('response', resolve);
+      request.on('error', reject);
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      request.write(chunk); // and nothing more until the answer
+      sent += chunk.length;
+    });
+    response.resume();
+
+    expect(response.statusCode).toBe(401);
+    expect(response.headers['www-authenticate']).toMatch(/^Bearer resource_metadata=/);
+    expect(response.headers.connection).toBe('close');
+    expect(sent).toBeLessThan(declared);
+    response.destroy();
   });
 
   it.each([
-    ['a foreign Host', { host: 'evil.example' }],
-    ['a foreign Origin', { origin: 'http://evil.example' }],
-  ])('refuses %s on the loopback server (DNS rebinding)', async (_label, headers) => {
-    const port = new URL(api.url).port;
-    const status = await new Promise<number>((resolve, reject) => {
-      const request = httpRequest(
-        {
-          host: '127.0.0.1',
-          port,
-          path: '/mcp',
-          method: 'POST',
-          headers: { host: `127.0.0.1:${port}`, 'content-type': 'application/json', ...headers },
-        },
-        (response) => {
-          response.resume();
-          resolve(response.statusCode ?? 0);
-        },
-      );
-      request.on('error', reject);
-      request.end('{}');
-    });
+    ['127.0.0.1 on the server port', 200, { host: '127.0.0.1:PORT' }],
+    ['localhost on another port (a port-forward)', 200, { host: 'localhost:8080' }],
+    ['[::1] on another port', 200, { host: '[::1]:3000' }],
+    ['localhost without a port', 200, { host: 'localhost' }],
+    ['an upper-case loopback name', 200, { host: 'LOCALHOST:3000' }],
+    ['a loopback Origin on another port', 200, { host: 'localhost:8080', origin: 'http://localhost:5173' }],
+    ['a foreign Host', 403, { host: 'evil.example' }],
+    ['a foreign Host on the server port', 403, { host: 'evil.example:PORT' }],
+    ['a Host that only starts with a loopback name', 403, { host: '127.0.0.1.evil.example:PORT' }],
+    ['a Host that only ends with one', 403, { host: 'evil.localhost.example' }],
+    ['a Host with user info', 403, { host: 'evil.example@127.0.0.1' }],
+    ['a foreign Origin', 403, { host: '127.0.0.1:PORT', origin: 'http://evil.example' }],
+    ['a foreign Origin on the server port', 403, { host: '127.0.0.1:PORT', origin: 'http://evil.example:PORT' }],
+    ['an opaque Origin', 403, { host: '127.0.0.1:PORT', origin: 'null' }],
+    ['a tunnel name not admitted', 403, { host: 'tunnel.example' }],
+  ])('DNS rebinding: %s → %i', async (_label, expected, headers) => {
+    const reply = await loopbackRequest(api.url, withPort(headers, api.url));
 
-    expect(status).toBe(403);
+    expect(reply.status).toBe(expected);
+  });
+
+  it('admits the host names ALLOWED_HOSTS lists, as Host and as Origin, and still no other', async () => {
+    const tunneled = await startTestApi({ allowedHosts: ['tunnel.example', 'Proxy.Internal'] });
+    try {
+      const replies = await Promise.all(
+        [
+          { host: 'tunnel.example' },
+          { host: 'tunnel.example:443', origin: 'https://tunnel.example' },
+          { host: 'proxy.internal:8080' },
+          { host: '127.0.0.1:3000' },
+          { host: 'evil.example' },
+          { host: 'tunnel.example', origin: 'https://evil.example' },
+          { host: 'sub.tunnel.example' },
+        ].map((headers) => loopbackRequest(tunneled.url, headers as Record<string, string>)),
+      );
+
+      expect(replies.map((reply) => reply.status)).toEqual([200, 200, 200, 200, 403, 403, 403]);
+    } finally {
+      await tunneled.close();
+    }
+  });
+});
+
+describe('MCP with a JWKS verifier (as deployed)', () => {
+  /** The identity provider's JWKS endpoint, on loopback: serving the key, failing, or never answering. */
+  let idp: Server;
+  let idpUrl: string;
+  let mode: 'up' | 'down' | 'hang' = 'up';
+  let fetches = 0;
+  let now = 1_000_000;
+  let jwksApi: TestApi;
+  const listTools = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+
+  beforeAll(async () => {
+    idp = createServer(function jwks(_request, response) {
+      fetches += 1;
+      if (mode === 'hang') return; // no answer: the verifier's fetch times out
+      if (mode === 'down') return void response.writeHead(500).end('down');
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ keys: [jwksApi.key.publicJwk()] }));
+    });
+    await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve));
+    idpUrl = `http://127.0.0.1:${(idp.address() as AddressInfo).port}/.well-known/jwks.json`;
+    jwksApi = await startTestApi({ verifyToken: (token) => verifier(token) });
+  });
+  /** The verifier of the server under test: a new one per test, so no key set is cached from another. */
+  let verifier: TokenVerifier;
+  beforeEach(() => {
+    verifier = createJwksVerifier({
+      issuer: jwksApi.key.settings.issuer,
+      audience: jwksApi.key.settings.audience,
+      jwksUrl: idpUrl,
+      fetchTimeoutMs: 300,
+      unavailableForMs: 5_000,
+      now: () => now,
+    });
+  });
+  afterAll(async () => {
+    await jwksApi.close();
+    idp.closeAllConnections();
+    await new Promise((resolve) => idp.close(resolve));
+  });
+
+  async function mcpWith(token: string) {
+    const response = await fetch(`${jwksApi.url}/mcp`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${token}`,
+      },
+      body: JSON.stringify(listTools),
+    });
+    // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC replies are asserted structurally
+    const body: any = await response.json();
+    return { status: response.status, headers: response.headers, body };
+  }
+
+  it.each([
+    ['fails', 'down'],
+    ['times out', 'hang'],
+  ] as const)(
+    'answers 503 with Retry-After, not 401, when the JWKS fetch %s — and asks it again only after a short while',
+    async (_label, failure) => {
+      const token = await jwksApi.token(newTenant());
+      mode = failure;
+      now += 60_000; // past any earlier negative cache
+      const before = fetches;
+
+      const first = await mcpWith(token);
+      const cached = await mcpWith(token);
+      const fetchesWhileCached = fetches - before;
+      mode = 'up';
+      now += 5_000; // the negative cache has run out
+      const recovered = await mcpWith(token);
+
+      expect(first.status).toBe(503);
+      expect(first.headers.get('retry-after')).toBe('5');
+      expect(first.headers.get('www-authenticate')).toBeNull();
+      expect(first.body).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+      expect(cached.status).toBe(503);
+      expect(fetchesWhileCached).toBe(1);
+      expect(recovered.status).toBe(200);
+      expect(recovered.body.result.tools.length).toBeGreaterThan(0);
+    },
+  );
+
+  it('still answers 401 invalid_token for a bad token while the keys are there', async () => {
+    mode = 'up';
+    const foreign = await (
+      await DevSigningKey.loadOrCreate({
+        ...process.env,
+        PORT: new URL(jwksApi.url).port,
+        DEV_KEY_DIR: mkdtempSync(join(tmpdir(), 'retrysafe-other-')),
+      })
+    ).mint('acme', 'ada');
+
+    const reply = await mcpWith(foreign);
+
+    expect(reply.status).toBe(401);
+    expect(reply.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);
   });
 });

@@ -313,6 +313,11 @@ export class ToolRuntime {
       if (claimed.kind === 'done' && !(claimed.outcome.replayed && claimed.outcome.receipt !== undefined)) {
         return { done: claimed.outcome };
       }
+      if (claimed.kind === 'done' && claimed.downstreamKey !== ownDownstreamKey) {
+        // Running under the intent's key: fixed on this call's record first, like a takeover, so that a
+        // later attempt runs under it even if the intent is gone by then.
+        await persistenceStore.fixDownstreamKey(claimed.downstreamKey);
+      }
       // Only an intent this very call created may be freed by its business error: one taken over may
       // hold a dead holder's effect.
       return { downstreamKey: claimed.downstreamKey, createdIntent: claimed.kind === 'owned' && claimed.created };

@@ -188,6 +188,7 @@ describe('refund, end to end on DynamoDB Local', () => {
     expect(JSON.stringify(Item)).not.toContain('secret-key-1');
     expect(Object.keys(Item ?? {}).sort()).toEqual(
       [
+        'attempt',
         'call_id',
         'claim_id',
         'data',

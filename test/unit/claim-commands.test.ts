@@ -43,6 +43,7 @@ describe('the commands a call sends', () => {
         claim_id: { S: expect.any(String) },
         // The call's instance: kept by every takeover, it makes the call id tools stamp their commits with.
         call_id: put.Item?.claim_id,
+        attempt: { N: '1' }, // every takeover adds one
         expiration: { N: expect.any(String) },
         in_progress_expiration: { N: expect.any(String) },
         validation: { S: expect.any(String) },

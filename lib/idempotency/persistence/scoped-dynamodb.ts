@@ -245,6 +245,7 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
       [attr.tool]: this.#tool,
       [attr.claim]: id,
       [attr.callInstance]: id,
+      [attr.attempt]: 1,
       [attr.inProgressExpiry]: record.inProgressExpiryTimestamp!,
     };
     if (this.#call !== undefined) item[attr.call] = this.#call;
@@ -322,7 +323,7 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
       this.#attempt.claimed({
         key: record.idempotencyKey,
         id,
-        // Records claimed before attempts were counted have none: ADD makes their first takeover 1.
+        // Records claimed before first claims wrote `attempt` have none: ADD makes their first takeover 1.
         attempt: Math.max(2, taken.attempt),
         downstreamKey: taken.downstreamKey,
         callId: taken.callId,

@@ -1,6 +1,6 @@
 import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { type CallRecord, type CallState, callIdOf, classify, decodeCall, decodeOutcome } from '../call-state';
+import { type CallRecord, callIdOf, decodeCall, decodeOutcome } from '../call-state';
 import type { RecordAttributes } from '../record';
 
 /**
@@ -28,10 +28,6 @@ export class CallRecords {
       }),
     );
     return Item ? this.fromItem(unmarshall(Item)) : undefined;
-  }
-
-  classify(record: CallRecord | undefined, nowMs: number): CallState {
-    return classify(record, nowMs);
   }
 
   /** A table item (unmarshalled) as a typed record. */

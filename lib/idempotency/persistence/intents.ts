@@ -18,7 +18,8 @@ import { CallRecords } from './call-records';
  * inside the window answers the owner's receipt instead of running.
  *
  * Item: `<tool>#intent#<sha256(tenant, user, fingerprint)>`, with the owner's record key, the
- * downstream key the effect runs under, and the window's end in the TTL attribute.
+ * downstream key the effect runs under, the window's end (`window_end`), and a TTL past it by the
+ * records' TTL, so late calls asked inside the window still find it.
  */
 export interface IntentScope {
   readonly tool: string;

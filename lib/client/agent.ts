@@ -1,3 +1,4 @@
+import { type NextStep, nextAfterError, nextAfterWrite } from '../api/next-step';
 import type { ToolDescription } from '../tools/catalog';
 import { GaveUpError, ToolCallError } from './errors';
 import { isValidKey, keyForToolCall } from './keys';
@@ -5,18 +6,23 @@ import type { AnswerErrorCode, CallOptions, Completed, JsonObject } from './type
 
 const IDEMPOTENCY_KEY_FIELD = 'idempotency_key';
 
+/** How long a model should wait before resuming a call the client gave up on. */
+const GAVE_UP_RETRY_AFTER_MS = 5000;
+
 /**
  * What a tool call answers the model: the receipt, or an error it can act on — fix the arguments
  * (`invalid_args`), pick another object (`not_found`), or, after `gave_up`, call again later with the
- * `key` the answer names. Never an exception for what the server decided.
+ * `key` the answer names. Never an exception for what the server decided. Every answer says what to do
+ * next as data (`next`), as the server does: a model shown only the object still knows.
  */
 export type AgentAnswer<R = JsonObject> =
-  | Completed<R>
+  | (Completed<R> & { readonly next: NextStep })
   | {
       readonly ok: false;
       /** The intent's key: pass it as `idempotency_key` to retry this intent rather than start another. */
       readonly key: string;
       readonly error: { readonly code: AnswerErrorCode | 'gave_up'; readonly message: string };
+      readonly next: NextStep;
     };
 
 /** What the adapters need of a client: its untyped `call`. Any `RetrysafeClient` is one. */
@@ -35,8 +41,19 @@ export interface ModelToolCall {
   readonly signal?: AbortSignal;
 }
 
+/** A status the API never sends (a proxy's 407, say): calling again as is fails the same way. */
+const AFTER_HTTP_ERROR: NextStep = {
+  action: 'stop',
+  message: 'Nothing was done: something between the agent and the API refused the call.',
+};
+
 function refusal(key: string, code: AnswerErrorCode, message: string): AgentAnswer<never> {
-  return { ok: false, key, error: { code, message } };
+  return {
+    ok: false,
+    key,
+    error: { code, message },
+    next: code === 'http_error' ? AFTER_HTTP_ERROR : nextAfterError(code),
+  };
 }
 
 /**
@@ -65,17 +82,17 @@ export async function answerToolCall(client: ToolCaller, call: ModelToolCall): P
   }
   const key = isValidKey(modelKey) ? modelKey : fallbackKey;
   try {
-    return await client.call(call.tool, args, { key, signal: call.signal });
+    const done = await client.call(call.tool, args, { key, signal: call.signal });
+    return { ...done, next: nextAfterWrite(call.tool, done) };
   } catch (error) {
     if (error instanceof ToolCallError) return refusal(key, error.code, error.detail);
     if (error instanceof GaveUpError) {
+      const message = `No final answer yet (last: ${error.last}); the call may still complete. Call ${call.tool} again with idempotency_key "${key}" and the same arguments: it will not run twice.`;
       return {
         ok: false,
         key,
-        error: {
-          code: 'gave_up',
-          message: `No final answer yet (last: ${error.last}); the call may still complete. Call ${call.tool} again with idempotency_key "${key}" and the same arguments: it will not run twice.`,
-        },
+        error: { code: 'gave_up', message },
+        next: { action: 'call_again', after_ms: GAVE_UP_RETRY_AFTER_MS, message },
       };
     }
     throw error;

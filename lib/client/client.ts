@@ -125,13 +125,16 @@ function verdictOf<T>(reply: Reply, target: Target, settle: Settle<T>): Verdict<
 function completedOf(body: unknown): Completed | undefined {
   if (!isObject(body) || body.ok !== true) return undefined;
   if (typeof body.idempotent !== 'boolean' || typeof body.key !== 'string' || !isObject(body.receipt)) return undefined;
-  return body as unknown as Completed;
+  // The answer's fields only: its `next` is for a model, and the agent adapters give it (`answerToolCall`).
+  return { ok: true, idempotent: body.idempotent, key: body.key, receipt: body.receipt as JsonObject };
 }
 
 function operationOf(body: unknown): Operation | undefined {
   if (!isObject(body) || body.ok !== true || typeof body.key !== 'string') return undefined;
-  if (body.status === 'pending' || body.status === 'abandoned') return body as unknown as Operation;
-  return body.status === 'completed' && isObject(body.receipt) ? (body as unknown as Operation) : undefined;
+  // As for a write: the answer's fields, not its `next`.
+  const { next: _next, ...operation } = body;
+  if (body.status === 'pending' || body.status === 'abandoned') return operation as unknown as Operation;
+  return body.status === 'completed' && isObject(body.receipt) ? (operation as unknown as Operation) : undefined;
 }
 
 function listingOf(body: unknown): ToolDescription[] | undefined {

@@ -15,6 +15,7 @@ export type {
   Completed,
   FetchLike,
   JsonObject,
+  NextStep,
   Operation,
   ReadOptions,
   RetryOptions,

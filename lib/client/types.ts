@@ -1,9 +1,10 @@
 // Types only: what the client sends, answers and is configured with. Types from the server's files are
 // imported as types, so the client's runtime never loads them.
+import type { NextStep } from '../api/next-step';
 import type { HttpErrorCode } from '../http/status';
 import type { JsonObject } from '../idempotency/definition';
 
-export type { JsonObject };
+export type { JsonObject, NextStep };
 
 /**
  * An error code as the client reports it: the server's `error.code`, an edge code (`unauthorized`,

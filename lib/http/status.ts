@@ -1,3 +1,4 @@
+import { nextAfterError, nextAfterWrite, UNAVAILABLE_RETRY_AFTER_MS } from '../api/next-step';
 import type { ErrorCode, ToolResult } from '../idempotency';
 
 /** Codes that only the HTTP edge produces, before a call reaches the runtime. */
@@ -34,23 +35,31 @@ export function json(statusCode: number, body: unknown, headers: Record<string, 
   return { statusCode, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) };
 }
 
-/** A tool result as an HTTP response: 200 (first or replay), 202 (pending), or the error's status. */
-export function toHttpResponse(result: ToolResult): HttpResponse {
-  if (result.ok) return json(200, result, result.idempotent ? { 'idempotent-replayed': 'true' } : {});
+/**
+ * A tool result as an HTTP response: 200 (first or replay), 202 (pending), or the error's status. The body
+ * is the result with its next step (`next`).
+ */
+export function toHttpResponse(tool: string, result: ToolResult): HttpResponse {
+  const body = { ...result, next: nextAfterWrite(tool, result) };
+  if (result.ok) return json(200, body, result.idempotent ? { 'idempotent-replayed': 'true' } : {});
   if ('status' in result) {
-    return json(202, result, { 'retry-after': String(Math.max(1, Math.ceil(result.retry_after_ms / 1000))) });
+    return json(202, body, { 'retry-after': String(Math.max(1, Math.ceil(result.retry_after_ms / 1000))) });
   }
-  return json(HTTP_STATUS[result.error.code], result, retryHeaders(result.error.code));
+  return json(HTTP_STATUS[result.error.code], body, retryHeaders(result.error.code));
 }
 
 /** How long to wait before retrying an outage: a 503 always says, so clients back off. */
-export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = UNAVAILABLE_RETRY_AFTER_MS / 1000;
 
 function retryHeaders(code: HttpErrorCode): Record<string, string> {
   return code === 'unavailable' ? { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) } : {};
 }
 
-/** An error answered without a tool result, in the same body shape as every other error. */
+/** An error answered without a tool result, in the same body shape as every other error, with its next step. */
 export function errorResponse(code: HttpErrorCode, message: string): HttpResponse {
-  return json(HTTP_STATUS[code], { ok: false, error: { code, message } }, retryHeaders(code));
+  return json(
+    HTTP_STATUS[code],
+    { ok: false, error: { code, message }, next: nextAfterError(code) },
+    retryHeaders(code),
+  );
 }

@@ -75,7 +75,7 @@ export async function handleToolWrite(
     outcome: outcomeOf(result),
     key_hash: key === undefined ? undefined : keyHash(key),
   });
-  return toHttpResponse(result);
+  return toHttpResponse(tool.name, result);
 }
 
 /** What a tool's handler is built from: the services its tool is bound to, the runtime, the logger. */

@@ -2,6 +2,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { type CallToolResult, ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod/mini';
+import { nextAfterRead, nextAfterWrite, type ReadResult } from '../api/next-step';
 import { keyHash } from '../http/write';
 import {
   IDEMPOTENCY_KEY_FIELD,
@@ -41,37 +42,21 @@ class JsonRpcError extends Error {
 }
 
 const INSTRUCTIONS =
-  'Every write tool takes an idempotency_key. Mint one per intent and send the same key on every retry of that intent (after a timeout, a lost answer or an error): the retry returns the first receipt instead of acting twice. A "pending" answer means the first attempt is still running; call again with the same key, or get_operation, after retry_after_ms.';
+  'Every write tool takes an idempotency_key. Mint one per intent and send the same key on every retry of that intent (after a timeout, a lost answer or an error): the retry returns the first receipt instead of acting twice. Every answer says what to do next in its "next" field (action, after_ms, message): follow it.';
 
-/** What a model is told for each kind of answer: what happened and what to do next. */
-function textOf(tool: string, answer: Answer): string {
-  const json = JSON.stringify(answer);
-  if (answer.ok) {
-    if ('idempotent' in answer && answer.idempotent) {
-      return `Already done: this intent ran before, so nothing was done again. The original receipt: ${json}`;
-    }
-    return `Done. ${json}`;
-  }
-  if ('status' in answer) {
-    return `Still in progress under idempotency_key "${answer.key}" — it will not run twice. Call ${tool} again with the same idempotency_key and arguments, or call get_operation with tool "${tool}" and this key, after ${answer.retry_after_ms} ms.`;
-  }
-  const { code, message } = answer.error;
-  const next: Record<string, string> = {
-    invalid_args: 'Nothing was done. Fix the named field and call again.',
-    not_found: 'Nothing was done: the named object does not exist for this caller.',
-    conflict:
-      'Nothing was done: this idempotency_key was already used with other arguments. Repeat the original arguments to get the first result; use a new key only for a new intent.',
-    unavailable: 'Call again with the same idempotency_key and arguments: the retry cannot act twice.',
-    internal: 'Call again later with the same idempotency_key and arguments: the retry cannot act twice.',
-  };
-  return `${code}: ${message}. ${next[code] ?? ''}`.trim();
-}
-
-/** An answer as an MCP tool result: `structuredContent` is the HTTP API's answer object. */
-function toCallToolResult(tool: string, answer: Answer): CallToolResult {
+/**
+ * An answer as an MCP tool result. `structuredContent` is the HTTP API's answer object with its next step
+ * (`next`): clients that show the model only `structuredContent` still tell it what to do. The text says
+ * the same — the next step's sentence (after the error, for an error), then the object as JSON.
+ */
+function toCallToolResult(tool: string, isWrite: boolean, answer: Answer): CallToolResult {
+  const next = isWrite ? nextAfterWrite(tool, answer as ToolResult) : nextAfterRead(answer as ReadResult);
+  const structured = { ...answer, next };
+  const said =
+    !answer.ok && 'error' in answer ? `${answer.error.code}: ${answer.error.message}. ${next.message}` : next.message;
   return {
-    content: [{ type: 'text', text: textOf(tool, answer) }],
-    structuredContent: answer as Record<string, unknown>,
+    content: [{ type: 'text', text: `${said}\n${JSON.stringify(structured)}` }],
+    structuredContent: structured,
     // For the model, not the transport: a replay or a pending call is not an error.
     isError: !answer.ok && 'error' in answer,
   };
@@ -112,7 +97,7 @@ export function createMcpServer(
     if (isWrite && idempotencyKey !== undefined) {
       const inArguments = args[IDEMPOTENCY_KEY_FIELD];
       if (inArguments !== undefined && inArguments !== idempotencyKey) {
-        return toCallToolResult(name, {
+        return toCallToolResult(name, isWrite, {
           ok: false,
           error: {
             code: 'invalid_args',
@@ -134,7 +119,7 @@ export function createMcpServer(
         key_hash: key === undefined ? undefined : keyHash(key),
       });
     }
-    return toCallToolResult(name, answer);
+    return toCallToolResult(name, isWrite, answer);
   });
   return server;
 }

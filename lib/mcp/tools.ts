@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { invoiceAnswer, operationAnswer, readErrorAnswer, ticketAnswer } from '../api/read-answers';
 import { type InvoiceStore, MAX_INVOICE_ID_LENGTH } from '../domain/invoices';
 import { type OperationSource, readInvoice, readOperation, readTicket } from '../domain/reads';
 import { MAX_TICKET_KEY_LENGTH, type TicketStore } from '../domain/tickets';
@@ -7,13 +8,12 @@ import {
   IDEMPOTENCY_KEY_FIELD,
   type Identity,
   type InvocationDeadline,
-  type JsonObject,
   type ToolDefinition,
   type ToolResult,
   type ToolRuntime,
 } from '../idempotency';
 import type { ToolServices } from '../services';
-import { describeTool, type KeyKinds } from '../tools/catalog';
+import { describeTool, jsonSchemaOf, type KeyKinds } from '../tools/catalog';
 import type { AnyToolModule } from '../tools/tool-module';
 
 /** A tool as an MCP `tools/list` entry. */
@@ -60,24 +60,16 @@ export function writeTool(tool: ToolDefinition, runtime: ToolRuntime): McpTool {
   };
 }
 
-/** The JSON Schema of a read's input, as MCP wants it (an object at the root). */
+/** The JSON Schema of a read's input, as MCP wants it (an object at the root, MCP's default dialect). */
 function inputSchemaOf(schema: z.ZodMiniObject): McpToolListing['inputSchema'] {
-  return z.toJSONSchema(schema, { io: 'input' }) as McpToolListing['inputSchema'];
+  return jsonSchemaOf(schema, 'input') as McpToolListing['inputSchema'];
 }
 
 const READ_ANNOTATIONS = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
-/** An error answer's schema, shared by the reads' output schemas. */
-const errorAnswer = z.strictObject({
-  ok: z.literal(false),
-  error: z.strictObject({ code: z.string(), message: z.string() }),
-});
-
-function readOutputSchema(found: z.ZodMiniObject): McpToolListing['outputSchema'] {
-  return {
-    type: 'object',
-    ...(z.toJSONSchema(z.union([found, errorAnswer])) as JsonObject),
-  } as McpToolListing['outputSchema'];
+/** A read's output schema: what it finds, or its refusal; an object at the root, as MCP wants. */
+function readOutputSchema(found: z.ZodMiniType): McpToolListing['outputSchema'] {
+  return { type: 'object', ...jsonSchemaOf(z.union([found, readErrorAnswer])) } as McpToolListing['outputSchema'];
 }
 
 const invoiceArgs = z.strictObject({
@@ -122,7 +114,7 @@ export function readTools(stores: {
         name: 'get_invoice',
         description: "Read one of the caller's invoices, with its refund (or null). Read-only, needs no key.",
         inputSchema: inputSchemaOf(invoiceArgs),
-        outputSchema: readOutputSchema(z.looseObject({ ok: z.literal(true), invoice: z.looseObject({}) })),
+        outputSchema: readOutputSchema(invoiceAnswer),
         annotations: READ_ANNOTATIONS,
       },
       async call(input, caller) {
@@ -135,7 +127,7 @@ export function readTools(stores: {
         name: 'get_ticket',
         description: "Read one of the caller's tickets. Read-only, needs no key.",
         inputSchema: inputSchemaOf(ticketArgs),
-        outputSchema: readOutputSchema(z.looseObject({ ok: z.literal(true), ticket: z.looseObject({}) })),
+        outputSchema: readOutputSchema(ticketAnswer),
         annotations: READ_ANNOTATIONS,
       },
       async call(input, caller) {
@@ -149,13 +141,7 @@ export function readTools(stores: {
         description:
           'The outcome of an earlier write, by its tool and idempotency_key: completed with its receipt, or pending. Use it after a lost answer or a pending one, instead of writing again. Read-only.',
         inputSchema: inputSchemaOf(operationArgs),
-        outputSchema: readOutputSchema(
-          z.looseObject({
-            ok: z.literal(true),
-            status: z.enum(['completed', 'pending', 'abandoned']),
-            key: z.string(),
-          }),
-        ),
+        outputSchema: readOutputSchema(operationAnswer),
         annotations: READ_ANNOTATIONS,
       },
       async call(input, caller) {

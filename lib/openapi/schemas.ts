@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { invoiceAnswer, operationAnswer, ticketAnswer } from '../api/read-answers';
 import type { JsonObject } from '../idempotency/definition';
 import { jsonSchemaOf } from '../tools/catalog';
 
@@ -30,51 +31,6 @@ const toolDescription = z.strictObject({
 
 /** `GET /tools`. */
 const toolListing = z.strictObject({ tools: z.array(toolDescription) });
-
-/** `GET /tools/{tool}/operations/{key}`: the caller's own record of a client key. */
-const operationAnswer = z.union([
-  z.strictObject({
-    ok: z.literal(true),
-    status: z.literal('completed'),
-    key: z.string(),
-    receipt: z.record(z.string(), z.unknown()),
-  }),
-  z.strictObject({ ok: z.literal(true), status: z.literal('pending'), key: z.string() }),
-  z.strictObject({
-    ok: z.literal(true),
-    status: z.literal('abandoned'),
-    key: z.string(),
-    hint: z.string().check(z.describe('What happens next: the completer finishes it, or resend with the same key.')),
-  }),
-]);
-
-/** `GET /invoices/{invoice_id}`: the stored invoice, less its tenant (stored attributes may be added). */
-const invoiceAnswer = z.strictObject({
-  ok: z.literal(true),
-  invoice: z.looseObject({
-    invoice_id: z.string(),
-    customer: z.string(),
-    amount: z.int().check(z.describe('Integer minor units (cents).')),
-    currency: z.string(),
-    created_at: z.string(),
-    refunded: z.boolean(),
-    refund: z.nullable(z.looseObject({}).check(z.describe('The receipt `refund` returned.'))),
-  }),
-});
-
-/** `GET /tickets/{ticket_key}`: the stored ticket, less its tenant. */
-const ticketAnswer = z.strictObject({
-  ok: z.literal(true),
-  ticket: z.looseObject({
-    ticket_key: z.string(),
-    title: z.string(),
-    body: z.optional(z.string()),
-    status: z.enum(['open', 'closed']),
-    resolution: z.optional(z.string()),
-    created_at: z.string(),
-    closed_at: z.optional(z.string()),
-  }),
-});
 
 /** RFC 9728 protected resource metadata (its other members may be added). */
 const protectedResourceMetadata = z.looseObject({

@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import { NEXT_ACTIONS } from '../api/next-step';
 import type { ErrorCode, JsonObject, ToolDefinition } from '../idempotency/definition';
 import { clientKeySchema, DEFAULT_TTL_SECONDS, IDEMPOTENCY_KEY_FIELD } from '../idempotency/definition';
 
@@ -56,9 +57,35 @@ const ERROR_CODES = [
 /** A receipt of any shape: what a tool that declares none returns. */
 const ANY_RECEIPT = z.record(z.string(), z.unknown());
 
+/** What the caller should do next (`NextStep`): every answer carries it as `next`. */
+export const nextStepSchema = z
+  .strictObject({
+    action: z.enum(NEXT_ACTIONS),
+    after_ms: z.optional(z.int().check(z.describe('For call_again: wait this long (ms) first.'))),
+    poll: z.optional(
+      z.strictObject({
+        tool: z.literal('get_operation'),
+        arguments: z.strictObject({ tool: z.string(), idempotency_key: z.string() }),
+        path: z.string().check(z.describe('The same read on the HTTP API.')),
+      }),
+    ),
+    message: z.string().check(z.describe('One sentence saying what happened and what to do next.')),
+  })
+  .check(
+    z.describe(
+      'What to do next: none (done; a write must not be repeated), call_again (same arguments and idempotency_key, after after_ms), fix_arguments, use_original_arguments (a conflict), stop.',
+    ),
+  );
+
 /** A first execution's or a replay's answer (`idempotent` says which), carrying the tool's receipt. */
 export function receiptAnswer(receipt: z.ZodMiniType = ANY_RECEIPT) {
-  return z.strictObject({ ok: z.literal(true), idempotent: z.boolean(), key: z.string(), receipt });
+  return z.strictObject({
+    ok: z.literal(true),
+    idempotent: z.boolean(),
+    key: z.string(),
+    receipt,
+    next: nextStepSchema,
+  });
 }
 
 /** The answer of a call still in flight: ask again with the same key after `retry_after_ms`. */
@@ -67,6 +94,7 @@ export const pendingAnswer = z.strictObject({
   status: z.literal('pending'),
   key: z.string(),
   retry_after_ms: z.int(),
+  next: nextStepSchema,
 });
 
 /** An error answer whose code is one of `codes` (the HTTP edge narrows them per status). */
@@ -74,6 +102,7 @@ export function errorAnswer(codes: readonly [string, ...string[]]) {
   return z.strictObject({
     ok: z.literal(false),
     error: z.strictObject({ code: z.enum(codes), message: z.string() }),
+    next: nextStepSchema,
   });
 }
 
@@ -83,7 +112,7 @@ export function errorAnswer(codes: readonly [string, ...string[]]) {
  */
 export function answerSchema(receipt: z.ZodMiniType = ANY_RECEIPT): JsonObject {
   const answer = z.union([receiptAnswer(receipt), pendingAnswer, errorAnswer(ERROR_CODES)]);
-  return { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', ...jsonSchemaOf(answer) };
+  return { type: 'object', ...jsonSchemaOf(answer) };
 }
 
 /** Which keys protect a tool. */
@@ -102,7 +131,7 @@ export function keyKindsOf(tool: ToolListing): KeyKinds {
  * and which keys protect it.
  */
 export function describeTool(tool: ToolListing): ToolDescription {
-  const schema = z.toJSONSchema(tool.args, { io: 'input' }) as JsonObject & {
+  const schema = jsonSchemaOf(tool.args, 'input') as JsonObject & {
     required?: string[];
     properties?: JsonObject;
   };

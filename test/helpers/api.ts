@@ -1,6 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { NextStep } from '../../lib/api/next-step';
 import type { TokenVerifier } from '../../lib/auth/token-claims';
 import { startLocalApi } from '../../lib/local/api-server';
 import { DevSigningKey } from '../../lib/local/dev-auth';
@@ -13,8 +14,20 @@ import { createToolRuntime } from '../../lib/tools/tool-runtime';
 export interface Reply {
   readonly status: number;
   readonly headers: Headers;
+  /** The JSON body without its `next` (each suite asserts what it tests; test/http/next-step.test.ts the next steps). */
   // biome-ignore lint/suspicious/noExplicitAny: replies are asserted structurally by each test
   readonly body: any;
+  /** The answer's next step, when it carries one. */
+  readonly next: NextStep | undefined;
+  /** The body as it came, `next` included (what a document's schema is checked against). */
+  readonly json: unknown;
+}
+
+/** The body and its `next`, apart. */
+export function splitNext(parsed: unknown): { body: unknown; next: NextStep | undefined } {
+  if (typeof parsed !== 'object' || parsed === null || !('next' in parsed)) return { body: parsed, next: undefined };
+  const { next, ...body } = parsed as { next: NextStep };
+  return { body, next };
 }
 
 /**
@@ -64,7 +77,7 @@ export async function startTestApi(
     } catch {
       // not JSON: the assertion on the body will say so
     }
-    return { status: response.status, headers: response.headers, body: parsed };
+    return { status: response.status, headers: response.headers, ...splitNext(parsed), json: parsed };
   }
 
   return {

@@ -167,6 +167,7 @@ describe('running a model tool call through the client', () => {
       ok: false,
       key: 'toolu_02wrong',
       error: { code: 'invalid_args', message: expect.stringMatching(/^amount: /) },
+      next: { action: 'fix_arguments', message: expect.stringMatching(/^Nothing was done/) },
     });
     // its first answer was lost like every intent's; the refusal that followed was not retried
     expect(requestsWithKey('toolu_02wrong').map((request) => request.lost)).toEqual(['close', false]);
@@ -194,12 +195,17 @@ describe('running a model tool call through the client', () => {
     });
 
     // Assess
-    expect(resumed.answer).toEqual({ ...earlier, idempotent: true });
+    expect(resumed.answer).toEqual({
+      ...earlier,
+      idempotent: true,
+      next: { action: 'none', message: expect.stringMatching(/^Already done: .*Do not repeat it/) },
+    });
     expect(sentForResume).toBe(1);
     expect(broken.answer).toEqual({
       ok: false,
       key: 'call_broken',
       error: { code: 'invalid_args', message: 'arguments: not valid JSON' },
+      next: { action: 'fix_arguments', message: expect.any(String) },
     });
     expect(proxy.requests.length - sentBefore).toBe(1);
     expect(await api.services.invoices.list(tenant)).toHaveLength(1);

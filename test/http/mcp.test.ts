@@ -49,6 +49,9 @@ async function rawMcp(message: unknown, headers: Record<string, string> = {}) {
 }
 
 /** `PORT` in a header value stands for the server's own port. */
+/** The next step of every replay: done before, nothing done now, not to be repeated. */
+const REPLAYED = { action: 'none', message: expect.stringMatching(/^Already done: .*Do not repeat it\.$/) };
+
 function withPort(headers: Record<string, string>, url: string): Record<string, string> {
   const { port } = new URL(url);
   return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, value.replace('PORT', port)]));
@@ -110,7 +113,6 @@ describe('MCP tools/list', () => {
     );
     expect(byName.refund).toMatchObject({
       inputSchema: {
-        $schema: 'https://json-schema.org/draft/2020-12/schema',
         type: 'object',
         required: ['idempotency_key', 'invoice_id', 'amount'],
       },
@@ -127,6 +129,29 @@ describe('MCP tools/list', () => {
     }
     expect(byName.get_invoice!.inputSchema.required).toEqual(['invoice_id']);
     expect(byName.get_operation!.inputSchema.required).toEqual(['tool', 'idempotency_key']);
+    // MCP's default dialect is 2020-12: no schema names one.
+    for (const tool of tools)
+      expect([tool.inputSchema.$schema, tool.outputSchema?.$schema]).toEqual([undefined, undefined]);
+  });
+
+  it("names the reads' answer fields in their output schemas, and every answer's next step", async () => {
+    const client = await connect(await api.token(newTenant()));
+    const { tools } = await client.listTools();
+    await client.close();
+    const outputOf = (name: string) => JSON.stringify(tools.find((tool) => tool.name === name)!.outputSchema);
+
+    for (const field of ['invoice_id', 'customer', 'amount', 'currency', 'refunded', 'refund']) {
+      expect(outputOf('get_invoice')).toContain(`"${field}"`);
+    }
+    for (const field of ['ticket_key', 'title', 'status', 'resolution'])
+      expect(outputOf('get_ticket')).toContain(`"${field}"`);
+    for (const field of ['completed', 'pending', 'abandoned', 'receipt']) {
+      expect(outputOf('get_operation')).toContain(`"${field}"`);
+    }
+    for (const tool of tools) {
+      expect(outputOf(tool.name)).toContain('"next"');
+      expect(outputOf(tool.name)).toContain('"use_original_arguments"');
+    }
   });
 
   it.each(['2025-06-18', '2025-11-25'])('speaks protocol revision %s', async (version) => {
@@ -159,8 +184,15 @@ describe('MCP tools/call', () => {
     expect(first.isError).toBe(false);
     expect(first.structuredContent).toMatchObject({ ok: true, idempotent: false, key: 'r1' });
     expect(replay.isError).toBe(false);
-    expect(replay.structuredContent).toEqual({ ...(first.structuredContent as object), idempotent: true });
-    expect((replay.content as Array<{ text: string }>)[0]!.text).toMatch(/^Already done/);
+    expect(first.structuredContent).toMatchObject({
+      next: { action: 'none', message: expect.stringMatching(/^Done/) },
+    });
+    expect(replay.structuredContent).toEqual({
+      ...(first.structuredContent as object),
+      idempotent: true,
+      next: REPLAYED,
+    });
+    expect((replay.content as Array<{ text: string }>)[0]!.text).toMatch(/^Already done.*Do not repeat it/);
     const invoice = await api.get(`/invoices/${invoiceId}`, token);
     expect(invoice.body.invoice.refund).toEqual((first.structuredContent as { receipt: unknown }).receipt);
   });
@@ -185,10 +217,19 @@ describe('MCP tools/call', () => {
     expect(conflict.structuredContent).toEqual({
       ok: false,
       error: { code: 'conflict', message: expect.stringMatching(/^idempotency_key/) },
+      next: { action: 'use_original_arguments', message: expect.stringMatching(/original arguments/) },
     });
     expect((conflict.content as Array<{ text: string }>)[0]!.text).toMatch(/^conflict: .*Nothing was done/);
-    expect(invalid.structuredContent).toMatchObject({ ok: false, error: { code: 'invalid_args' } });
-    expect(missing.structuredContent).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(invalid.structuredContent).toMatchObject({
+      ok: false,
+      error: { code: 'invalid_args' },
+      next: { action: 'fix_arguments' },
+    });
+    expect(missing.structuredContent).toMatchObject({
+      ok: false,
+      error: { code: 'not_found' },
+      next: { action: 'fix_arguments' },
+    });
   });
 
   it('answers pending (not an error) while the first call with the key still runs, and says what to do', async () => {
@@ -207,11 +248,22 @@ describe('MCP tools/call', () => {
     await client.close();
 
     expect(pending.isError).toBe(false);
+    const waitMs = (pending.structuredContent as { retry_after_ms: number }).retry_after_ms;
     expect(pending.structuredContent).toEqual({
       ok: false,
       status: 'pending',
       key: 'k1',
       retry_after_ms: expect.any(Number),
+      next: {
+        action: 'call_again',
+        after_ms: waitMs,
+        poll: {
+          tool: 'get_operation',
+          arguments: { tool: 'send_email', idempotency_key: 'k1' },
+          path: '/tools/send_email/operations/k1',
+        },
+        message: expect.stringContaining(`After ${waitMs} ms, call send_email again with the same idempotency_key`),
+      },
     });
     expect((pending.content as Array<{ text: string }>)[0]!.text).toMatch(/same idempotency_key.*get_operation/);
     expect(after.structuredContent).toMatchObject({ ok: true, idempotent: true, receipt: { message_id: 'msg_held' } });
@@ -262,7 +314,11 @@ describe('MCP tools/call', () => {
     await client.close();
 
     expect(first.structuredContent).toMatchObject({ ok: true, idempotent: false, key: 'req-1' });
-    expect(again.structuredContent).toEqual({ ...(first.structuredContent as object), idempotent: true });
+    expect(again.structuredContent).toEqual({
+      ...(first.structuredContent as object),
+      idempotent: true,
+      next: REPLAYED,
+    });
     expect(both.structuredContent).toMatchObject({ ok: false, error: { code: 'invalid_args' } });
     expect(neither.structuredContent).toMatchObject({
       ok: false,
@@ -284,6 +340,7 @@ describe('MCP tools/call', () => {
       ...(first.structuredContent as object),
       idempotent: true,
       key: 'turn-2',
+      next: REPLAYED,
     });
     expect(await api.services.outbox.get(tenant, receipt.message_id)).toMatchObject({ status: 'delivered' });
   });

@@ -122,13 +122,13 @@ describe('openApiDocument', () => {
     );
   });
 
-  it('lists each write body as GET /tools and MCP list it, without the $schema line', () => {
+  it('lists each write body as GET /tools and MCP list it, with no $schema line (MCP and OpenAPI 3.1 both default to 2020-12)', () => {
     const document = openApiDocument(TOOLS);
 
     for (const tool of TOOLS) {
-      const { $schema, ...listed } = describeTool(tool).input_schema;
-      expect($schema).toBe('https://json-schema.org/draft/2020-12/schema');
-      expect(document.components.schemas[`${tool.name}_input`]).toEqual(listed);
+      const { input_schema, output_schema } = describeTool(tool);
+      expect([input_schema.$schema, output_schema.$schema]).toEqual([undefined, undefined]);
+      expect(document.components.schemas[`${tool.name}_input`]).toEqual(input_schema);
     }
   });
 
@@ -214,10 +214,11 @@ describe('openApiDocument', () => {
     const result = validateOpenApi(document);
 
     expect(result).toEqual({ valid: true });
-    expect(answer({ ok: true, idempotent: false, key: 'k', receipt: { name: 'a', parts: [{ name: 'b' }] } })).toBe(
-      true,
-    );
-    expect(answer({ ok: true, idempotent: false, key: 'k', receipt: { name: 'a', parts: [{ nom: 'b' }] } })).toBe(
+    const next = { action: 'none', message: 'Done.' };
+    expect(
+      answer({ ok: true, idempotent: false, key: 'k', receipt: { name: 'a', parts: [{ name: 'b' }] }, next }),
+    ).toBe(true);
+    expect(answer({ ok: true, idempotent: false, key: 'k', receipt: { name: 'a', parts: [{ nom: 'b' }] }, next })).toBe(
       false,
     );
   });
@@ -271,7 +272,7 @@ describe('the local API answers as its document says', () => {
   /** The reply's body against the schema the document gives for its status, and its headers against the documented ones. */
   function expectDocumented(reply: Reply, method: Method, path: string): void {
     const validate = schemas.responseBody(method, path, reply.status);
-    validate(reply.body);
+    validate(reply.json);
     expect({ status: reply.status, errors: validate.errors ?? [] }).toEqual({ status: reply.status, errors: [] });
     const headers = schemas.response(method, path, reply.status).headers ?? {};
     for (const [name, header] of Object.entries(headers)) {

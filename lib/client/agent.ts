@@ -77,7 +77,8 @@ export async function answerToolCall(client: ToolCaller, call: ModelToolCall): P
     return refusal(fallbackKey, 'invalid_args', 'arguments: expected a JSON object');
   }
   const { [IDEMPOTENCY_KEY_FIELD]: modelKey, ...args } = input as JsonObject;
-  if (modelKey !== undefined && !isValidKey(modelKey)) {
+  // A strict-mode model fills every field: `null` is a key left out.
+  if (modelKey !== undefined && modelKey !== null && !isValidKey(modelKey)) {
     return refusal(fallbackKey, 'invalid_args', `${IDEMPOTENCY_KEY_FIELD}: must be 1-255 printable ASCII characters`);
   }
   const key = isValidKey(modelKey) ? modelKey : fallbackKey;
@@ -115,7 +116,7 @@ export function modelInputSchema(tool: ToolDescription): JsonObject {
       [IDEMPOTENCY_KEY_FIELD]: {
         ...fields[IDEMPOTENCY_KEY_FIELD],
         description:
-          'Leave out: the key is derived from this tool call. Only to resume a call whose answer said gave_up, pass the key that answer named.',
+          'Leave out (or null): the key is derived from this tool call. Only to resume a call whose answer said gave_up, pass the key that answer named.',
       },
     },
     required: (Array.isArray(required) ? required : []).filter(function notTheKey(field) {

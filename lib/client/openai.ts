@@ -3,12 +3,18 @@
 // Plain objects: nothing from the `openai` package is loaded.
 import type { ToolDescription } from '../tools/catalog';
 import { type AgentAnswer, answerToolCall, modelInputSchema, type ToolCaller } from './agent';
+import { strictParameters } from './strict-schema';
 import type { JsonObject } from './types';
 
-/** A tool in Chat Completions' `tools`. */
+/** A tool in Chat Completions' `tools`: strict (Structured Outputs), so the model's arguments match the schema. */
 export interface OpenAiChatTool {
   readonly type: 'function';
-  readonly function: { readonly name: string; readonly description: string; readonly parameters: JsonObject };
+  readonly function: {
+    readonly name: string;
+    readonly description: string;
+    readonly parameters: JsonObject;
+    readonly strict: true;
+  };
 }
 
 /** A tool call in an assistant message of Chat Completions (`message.tool_calls[]`). */
@@ -27,16 +33,15 @@ export interface OpenAiToolMessage {
 }
 
 /**
- * A tool in the Responses API's `tools`. `strict` is false: the Responses API defaults to strict
- * schemas, which must make every field required, and these schemas have optional fields (a currency's
- * default, `idempotency_key`). The server validates every argument anyway.
+ * A tool in the Responses API's `tools`: strict. Optional fields (a currency's default, `idempotency_key`)
+ * are required and nullable there; the server reads `null` as the field left out.
  */
 export interface OpenAiResponsesTool {
   readonly type: 'function';
   readonly name: string;
   readonly description: string;
   readonly parameters: JsonObject;
-  readonly strict: false;
+  readonly strict: true;
 }
 
 /** A `function_call` output item of the Responses API. */
@@ -61,7 +66,12 @@ export function openAiChatTools(listing: readonly ToolDescription[]): OpenAiChat
   return listing.map(function chatTool(tool) {
     return {
       type: 'function',
-      function: { name: tool.name, description: tool.description, parameters: modelInputSchema(tool) },
+      function: {
+        name: tool.name,
+        description: tool.description,
+        parameters: strictParameters(modelInputSchema(tool)),
+        strict: true,
+      },
     };
   });
 }
@@ -73,8 +83,8 @@ export function openAiResponsesTools(listing: readonly ToolDescription[]): OpenA
       type: 'function',
       name: tool.name,
       description: tool.description,
-      parameters: modelInputSchema(tool),
-      strict: false,
+      parameters: strictParameters(modelInputSchema(tool)),
+      strict: true,
     };
   });
 }

@@ -2,9 +2,9 @@
 // imported as types, so the client's runtime never loads them.
 import type { NextStep } from '../api/next-step';
 import type { HttpErrorCode } from '../http/status';
-import type { JsonObject } from '../idempotency/definition';
+import type { JsonObject, JsonValue } from '../idempotency/definition';
 
-export type { JsonObject, NextStep };
+export type { JsonObject, JsonValue, NextStep };
 
 /**
  * An error code as the client reports it: the server's `error.code`, an edge code (`unauthorized`,

@@ -27,6 +27,23 @@ export function fieldProblem(error: z.core.$ZodError, fallbackField: string): st
   return `${field}: ${issue.message}`;
 }
 
+/**
+ * The arguments with `null` removed from every optional field that does not take `null` itself: OpenAI's
+ * strict function calling makes a model fill every field, and `null` is how it leaves one out. So
+ * `{ currency: null }` is `{}` — the same arguments, the same fingerprint, the default applied.
+ */
+function withoutAbsentNulls(schema: z.ZodMiniObject, args: Record<string, unknown>): Record<string, unknown> {
+  let kept: Record<string, unknown> | undefined;
+  for (const [name, value] of Object.entries(args)) {
+    if (value !== null || !Object.hasOwn(schema.shape, name)) continue;
+    const field = schema.shape[name] as z.ZodMiniType;
+    if (field.safeParse(null).success || !field.safeParse(undefined).success) continue;
+    kept ??= { ...args };
+    delete kept[name];
+  }
+  return kept ?? args;
+}
+
 export interface ParsedCall<A> {
   readonly clientKey: string;
   readonly args: A;
@@ -43,7 +60,7 @@ export function parseCall<S extends z.ZodMiniObject>(tool: ToolDefinition<S>, in
   const { [IDEMPOTENCY_KEY_FIELD]: rawKey, ...rest } = input as Record<string, unknown>;
   const key = clientKeySchema.safeParse(rawKey);
   if (!key.success) throw new InvalidArgsError(fieldProblem(key.error, IDEMPOTENCY_KEY_FIELD));
-  const args = tool.args.safeParse(rest);
+  const args = tool.args.safeParse(withoutAbsentNulls(tool.args, rest));
   if (!args.success) throw new InvalidArgsError(fieldProblem(args.error, 'arguments'));
   return { clientKey: key.data, args: args.data as z.output<S> };
 }

@@ -12,6 +12,7 @@ import {
 import type { Invoice } from '../../lib/domain/invoices';
 import { type LossyProxy, loseFirstAnswersPerKey, startLossyProxy } from '../faults/lossy-proxy';
 import { startTestApi, type TestApi } from '../helpers/api';
+import { strictModeProblems } from '../helpers/openai-strict';
 import { newTenant } from '../helpers/world';
 
 let api: TestApi;
@@ -56,7 +57,7 @@ function requestsWithKey(key: string) {
 }
 
 describe('tool formats from GET /tools', () => {
-  it('lists every write for OpenAI (both APIs) and Anthropic, with idempotency_key optional and no dialect line', () => {
+  it('lists every write for Anthropic with idempotency_key optional and no dialect line, and for OpenAI (both APIs) strict', () => {
     const chat = openAiChatTools(listing);
     const responses = openAiResponsesTools(listing);
     const anthropic = anthropicTools(listing);
@@ -68,23 +69,95 @@ describe('tool formats from GET /tools', () => {
         required,
         properties: expect.objectContaining({ idempotency_key: expect.objectContaining({ type: 'string' }) }),
       });
+      const fields = Object.keys(tool.input_schema.properties as object);
+      const strict = expect.objectContaining({ type: 'object', required: fields, additionalProperties: false });
       expect(chat[i]).toEqual({
         type: 'function',
-        function: { name: tool.name, description: tool.description, parameters: expected },
+        function: { name: tool.name, description: tool.description, parameters: strict, strict: true },
       });
       expect(responses[i]).toEqual({
         type: 'function',
         name: tool.name,
         description: tool.description,
-        parameters: expected,
-        strict: false,
+        parameters: strict,
+        strict: true,
       });
+      expect(strictModeProblems(chat[i]!.function.parameters)).toEqual([]);
+      expect(strictModeProblems(responses[i]!.parameters)).toEqual([]);
       expect(anthropic[i]).toEqual({ name: tool.name, description: tool.description, input_schema: expected });
       expect(anthropic[i]!.input_schema).not.toHaveProperty('$schema');
     }
     expect(listing.map((tool) => tool.name)).toEqual(
       expect.arrayContaining(['create_invoice', 'refund', 'create_ticket', 'close_ticket', 'send_email']),
     );
+  });
+
+  it('holds the checker to what strict mode refuses: the listed schemas break its rules', () => {
+    const createInvoice = listing.find((tool) => tool.name === 'create_invoice')!;
+
+    expect(strictModeProblems(createInvoice.input_schema)).toEqual(
+      expect.arrayContaining([
+        '$.idempotency_key: keyword minLength is not supported',
+        '$.currency: keyword default is not supported',
+        '$.currency: not in required',
+      ]),
+    );
+    expect(strictModeProblems({ type: 'object', properties: {}, required: [] })).toEqual([
+      '$: additionalProperties must be false',
+    ]);
+    expect(strictModeProblems({ anyOf: [{ type: 'object' }] })).toContain('$: the root must be an object');
+  });
+
+  it('keeps what a dropped keyword said in the description, and makes an optional field nullable', () => {
+    const createInvoice = openAiResponsesTools(listing).find((tool) => tool.name === 'create_invoice')!;
+    const properties = createInvoice.parameters.properties as Record<string, Record<string, unknown>>;
+
+    expect(properties.currency).toEqual({
+      type: ['string', 'null'],
+      pattern: '^[a-z]{3}$',
+      description: 'ISO 4217 code, lowercase. (default "usd")',
+    });
+    expect(properties.customer).toEqual({ type: 'string', description: 'Who is invoiced. (1-200 characters)' });
+    expect(properties.idempotency_key!.type).toEqual(['string', 'null']);
+  });
+});
+
+describe('a strict model fills every field: null is a field left out', () => {
+  it('takes null for an optional field as absent (the default applies, the same intent), and refuses null for a required one', async () => {
+    const tenant = newTenant();
+    const token = await api.token(tenant);
+    const client = await clientFor(tenant);
+
+    const strict = await runOpenAiFunctionCall(client, {
+      type: 'function_call',
+      call_id: 'call_strict_1',
+      name: 'create_invoice',
+      arguments: '{"customer":"cus_ada","amount":4200,"currency":null,"idempotency_key":null}',
+    });
+    const omitted = await api.post('/tools/create_invoice', token, {
+      idempotency_key: 'call_strict_1',
+      customer: 'cus_ada',
+      amount: 4_200,
+    });
+    const missing = await api.post('/tools/create_invoice', token, {
+      idempotency_key: 'k-null',
+      customer: null,
+      amount: 4_200,
+    });
+
+    // (the proxy loses each intent's first answer: the strict call itself already ends in a replay)
+    expect(strict.answer).toMatchObject({
+      ok: true,
+      key: 'call_strict_1',
+      receipt: { currency: 'usd' },
+    });
+    expect(omitted.body).toMatchObject({ ok: true, idempotent: true, receipt: { currency: 'usd' } });
+    expect([missing.status, missing.body.error.code, missing.body.error.message]).toEqual([
+      400,
+      'invalid_args',
+      expect.stringMatching(/^customer: /),
+    ]);
+    expect(await api.services.invoices.list(tenant)).toHaveLength(1);
   });
 });
 

@@ -2,6 +2,7 @@ import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { FakeStripe } from '../helpers/fake-stripe';
+import { strictModeProblems } from '../helpers/openai-strict';
 import { newTenant } from '../helpers/world';
 
 /**
@@ -11,6 +12,21 @@ import { newTenant } from '../helpers/world';
  * refund called again while the first is held at the payment provider — and reports what the framework
  * put in front of the model at each step.
  */
+
+/** A JSON Schema object, as the server lists a tool's input and as a framework offers it to the model. */
+interface JsonSchema {
+  readonly type?: string;
+  readonly properties?: Readonly<Record<string, JsonSchema>>;
+  readonly required?: readonly string[];
+  readonly additionalProperties?: unknown;
+  readonly [keyword: string]: unknown;
+}
+
+/** One call of a client's own steps: what the model was handed, and the arguments the framework sent. */
+interface Call {
+  readonly handed: unknown;
+  readonly sent: ReadonlyArray<Record<string, unknown>>;
+}
 
 /** What one client script reports: what reached the model at each step of the scenario. */
 interface Seen {
@@ -23,6 +39,18 @@ interface Seen {
   readonly held: unknown;
   readonly operation: unknown;
   readonly error?: string;
+  /** OpenAI Agents JS only: the tools as /mcp lists them, and as the SDK offered them to the model. */
+  readonly listed?: ReadonlyArray<{ readonly name: string; readonly inputSchema: JsonSchema }>;
+  readonly offered?: ReadonlyArray<{
+    readonly type: string;
+    readonly name: string;
+    readonly strict?: boolean;
+    readonly parameters: JsonSchema;
+  }>;
+  /** OpenAI Agents JS only: writes with optional fields null (as a strict model leaves one out), then omitted. */
+  readonly nulls?: Readonly<Record<'invoice' | 'invoiceOmitted' | 'ticket' | 'ticketOmitted', Call>>;
+  /** OpenAI Agents JS only: a write with a field the schema does not have. */
+  readonly extraKey?: Call;
 }
 
 /** Text parts, as MCP content, the Agents SDK's input items and the AI SDK's tool output carry them. */
@@ -40,6 +68,19 @@ interface AgentClient {
   readonly text: (handed: unknown) => string;
   /** How the framework hands over an answer that is not an error (a replay) and one that is (a conflict). */
   readonly handsOver: (seen: Seen) => void;
+  /**
+   * OpenAI Agents JS: whether the agent sets `mcpConfig.convertSchemasToStrict` (the script's `--strict`),
+   * with which the SDK offers the MCP tools as strict function tools.
+   */
+  readonly convertSchemasToStrict?: boolean;
+}
+
+/** How OpenAI Agents JS hands over a result without `useStructuredContent`: the text part as input_text. */
+function agentsHandOverContent(seen: Seen): void {
+  for (const handed of [seen.replay, seen.conflict]) {
+    expect(handed).toEqual([{ type: 'input_text', text: expect.any(String) }]);
+  }
+  expect((seen.replay as TextParts)[0]!.text).toMatch(SENTENCE_THEN_JSON);
 }
 
 /** The sentence, then the answer object as JSON: the text content retrysafe answers with. */
@@ -64,12 +105,17 @@ const CLIENTS: readonly AgentClient[] = [
     name: 'OpenAI Agents JS (MCPServerStreamableHttp)',
     script: 'openai-agents.mjs',
     text: (handed) => textOf(Array.isArray(handed) ? handed : [handed as TextParts[number]]),
-    handsOver(seen) {
-      for (const handed of [seen.replay, seen.conflict]) {
-        expect(handed).toEqual([{ type: 'input_text', text: expect.any(String) }]);
-      }
-      expect((seen.replay as TextParts)[0]!.text).toMatch(SENTENCE_THEN_JSON);
-    },
+    handsOver: agentsHandOverContent,
+    convertSchemasToStrict: false,
+  },
+  {
+    // With convertSchemasToStrict: the same hand-over; the tools are offered strict (see below).
+    name: 'OpenAI Agents JS (MCPServerStreamableHttp, convertSchemasToStrict)',
+    script: 'openai-agents.mjs',
+    args: ['--strict'],
+    text: (handed) => textOf(Array.isArray(handed) ? handed : [handed as TextParts[number]]),
+    handsOver: agentsHandOverContent,
+    convertSchemasToStrict: true,
   },
   {
     // With useStructuredContent: structuredContent as JSON text, unless isError (then the content).
@@ -86,6 +132,7 @@ const CLIENTS: readonly AgentClient[] = [
       // An error: the content, as without the option.
       expect(seen.conflict).toEqual([{ type: 'input_text', text: expect.stringMatching(SENTENCE_THEN_JSON) }]);
     },
+    convertSchemasToStrict: false,
   },
   {
     // A ToolMessage's content: a string — on success the whole text block (text and structuredContent)
@@ -356,6 +403,115 @@ describe.each(CLIENTS)('$name', (client) => {
       status: 'completed',
       receipt: held?.receipt,
       next: { action: 'none' },
+    });
+  });
+
+  if (client.convertSchemasToStrict === undefined) return;
+  const strict = client.convertSchemasToStrict;
+  /** The tools the scripted model was offered, each with the listing /mcp gave the SDK for it. */
+  const offeredTools = () => {
+    const { listed = [], offered = [] } = run.seen;
+    expect(listed).toHaveLength(8);
+    expect(offered.map((tool) => tool.name).sort()).toEqual(listed.map((tool) => tool.name).sort());
+    return listed.map(({ name, inputSchema }) => ({ inputSchema, tool: offered.find((tool) => tool.name === name)! }));
+  };
+
+  if (strict) {
+    it('convertSchemasToStrict: every tool strict: true, every field required (optional ones nullable), additionalProperties false — and the listed minLength, maxLength and default carried over', () => {
+      const outside = new Set<string>();
+      for (const { inputSchema, tool } of offeredTools()) {
+        const fields = Object.keys(inputSchema.properties ?? {});
+        const optional = fields.filter((field) => !inputSchema.required?.includes(field));
+        expect(tool).toMatchObject({
+          type: 'function',
+          strict: true,
+          parameters: { type: 'object', required: fields, additionalProperties: false },
+        });
+        for (const field of optional) {
+          const listed = inputSchema.properties![field]!;
+          expect(tool.parameters.properties?.[field]).toEqual({
+            description: listed.description,
+            anyOf: [listed, { type: 'null' }],
+          });
+        }
+        // OpenAI's rules (test/helpers/openai-strict.ts): the SDK makes the shape strict, but keeps every
+        // keyword as /mcp lists it, so what breaks them is exactly the listing's keywords outside the
+        // subset, where they were (an optional field's in the first branch of its anyOf). Should the SDK
+        // drop them one day, this fails: then the problems are [].
+        const carried = strictModeProblems(inputSchema)
+          .filter((problem) => / keyword \S+ is not supported$/.test(problem))
+          .map((problem) =>
+            problem.replace(/^\$\.(\w+):/, (whole, field: string) =>
+              optional.includes(field) ? `$.${field}.anyOf[0]:` : whole,
+            ),
+          );
+        const problems = strictModeProblems(tool.parameters);
+        expect([...problems].sort()).toEqual(carried.sort());
+        for (const problem of problems) outside.add(/ keyword (\S+) /.exec(problem)![1]!);
+      }
+      expect([...outside].sort()).toEqual(['default', 'maxLength', 'minLength']);
+    });
+  } else {
+    it('without convertSchemasToStrict (the default): every tool strict: false, additionalProperties true where /mcp lists false', () => {
+      for (const { inputSchema, tool } of offeredTools()) {
+        expect(inputSchema.additionalProperties).toBe(false);
+        expect(tool).toMatchObject({ type: 'function', strict: false });
+        // The listing otherwise unchanged: the model is told extra keys are fine, and the server refuses them.
+        expect(tool.parameters).toEqual({ ...inputSchema, additionalProperties: true });
+      }
+    });
+  }
+
+  it('optional fields filled with null: done, the default applied; the same write with them omitted is a replay', async () => {
+    const { invoice, invoiceOmitted, ticket, ticketOmitted } = run.seen.nulls!;
+    const answerOf = (call: Call) => answerIn(client.text(call.handed));
+
+    const created = answerOf(invoice);
+    expect(created).toMatchObject({
+      ok: true,
+      idempotent: false,
+      receipt: { customer: 'cus_null', amount: 500, currency: 'usd' },
+    });
+    expect(answerOf(invoiceOmitted)).toMatchObject({
+      ok: true,
+      idempotent: true,
+      key: created?.key,
+      receipt: created?.receipt,
+    });
+    const opened = answerOf(ticket);
+    expect(opened).toMatchObject({ ok: true, idempotent: false, receipt: { title: 'A body left out' } });
+    expect(answerOf(ticketOmitted)).toMatchObject({
+      ok: true,
+      idempotent: true,
+      key: opened?.key,
+      receipt: opened?.receipt,
+    });
+    const storedInvoice = await api.services.invoices.get(run.tenant, created?.receipt.invoice_id);
+    const storedTicket = await api.services.tickets.get(run.tenant, opened?.receipt.ticket_key);
+    expect(storedInvoice).toMatchObject({ currency: 'usd' });
+    expect(storedTicket).not.toHaveProperty('body');
+
+    // What reached the server: with strict tools the SDK takes null out of a field it made nullable itself,
+    // so the server sees the field omitted; without, the null itself, which the server reads as omitted.
+    const sentInvoice = invoice.sent[0];
+    const sentTicket = ticket.sent[0];
+    if (strict) {
+      expect(sentInvoice).not.toHaveProperty('currency');
+      expect(sentTicket).not.toHaveProperty('body');
+    } else {
+      expect(sentInvoice).toHaveProperty('currency', null);
+      expect(sentTicket).toHaveProperty('body', null);
+    }
+  });
+
+  it('a field the schema does not have: passed on by the SDK, refused by the server with invalid_args naming it', () => {
+    const { handed, sent } = run.seen.extraKey!;
+
+    expect(sent[0]).toHaveProperty('note', 'rush');
+    expect(answerIn(client.text(handed))).toMatchObject({
+      ok: false,
+      error: { code: 'invalid_args', message: 'note: unknown field' },
+      next: { action: 'fix_arguments' },
     });
   });
 });

@@ -34,10 +34,11 @@ function told(step) {
 
 /**
  * Runs the scenario through `adapter` and sends the test what the model was handed at each step:
- * `{ tools, first, replay, conflict, invalid, pending, held, operation }`.
+ * `{ tools, first, replay, conflict, invalid, pending, held, operation }`, and whatever `adapter.more` adds.
  *
  * @param adapter.tools () => the tool names as the framework offers them to the model
  * @param adapter.see (name, args) => what the framework hands the model for this call (JSON-serialisable)
+ * @param adapter.more optional, () => more steps of the client's own, as an object merged into what is sent
  * @param adapter.close () => releases the client
  */
 export async function run(adapter) {
@@ -64,6 +65,7 @@ export async function run(adapter) {
     process.send?.({ step: 'release' });
     seen.held = await held;
     seen.operation = await adapter.see('get_operation', { tool: 'refund', idempotency_key: refund.idempotency_key });
+    if (adapter.more) Object.assign(seen, await adapter.more());
   } catch (error) {
     seen.error = String(error?.stack ?? error);
   } finally {

@@ -15,6 +15,7 @@ import type { Completed, FetchLike, JsonObject, Operation } from '../../lib/clie
 import type { readOperation } from '../../lib/domain/reads';
 import { HTTP_STATUS } from '../../lib/http/status';
 import { clientKeySchema, type ToolResult } from '../../lib/idempotency/definition';
+import { PACKAGE_ENTRIES, PACKAGE_SUBPATHS } from '../../lib/package-entries';
 import packageJson from '../../package.json';
 
 const ROOT = join(__dirname, '..', '..');
@@ -334,9 +335,10 @@ describe('the client, as a package', () => {
     ['./client/anthropic', 'lib/client/anthropic.ts'],
     ['./client/ai-sdk', 'lib/client/ai-sdk.ts'],
   ])(
-    'exports %s, which bundles for the web platform from lib/client and the wire contract alone (no server code, no Node built-in)',
+    'exports %s, built from a file that bundles for the web platform from lib/client and the wire contract alone (no server code, no Node built-in)',
     async (subpath, file) => {
-      const exported = (packageJson.exports as Record<string, string>)[subpath];
+      const exports = packageJson.exports as unknown as Record<string, { import: { default: string } }>;
+      const entry = PACKAGE_SUBPATHS[subpath as keyof typeof PACKAGE_SUBPATHS];
 
       const result = await build({
         entryPoints: [join(ROOT, file)],
@@ -350,7 +352,9 @@ describe('the client, as a package', () => {
       });
       const inputs = Object.keys((result.metafile as Metafile).inputs);
 
-      expect(exported).toBe(`./${file}`);
+      // The subpath loads the build of exactly this file.
+      expect(exports[subpath]!.import.default).toBe(`./dist/${entry}.mjs`);
+      expect(PACKAGE_ENTRIES[entry]).toBe(file);
       // The next steps are the one module the client shares with the server: it imports types only.
       expect(inputs.filter((input) => !input.startsWith('lib/client/') && input !== WIRE_CONTRACT)).toEqual([]);
     },

@@ -1,0 +1,106 @@
+/**
+ * `npm run check:package` (after `npm run build`): the package checked the way the ecosystem checks
+ * packages, on the tarball `npm pack` makes — what ships, publint, arethetypeswrong — and what an agent
+ * app installs to use `retrysafe/client`: the tarball alone (every other dependency is an optional peer),
+ * which loads without any of them. Prints the figures; exits non-zero on any problem.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const ROOT = join(__dirname, '..');
+/** What may ship: the build, the README, the manifest, the licence. */
+const SHIPPED = /^(dist\/.+\.(mjs|cjs|d\.mts|d\.cts)|README\.md|package\.json|LICENSE)$/;
+/** The client's public subpaths: an agent app imports them with nothing else installed. */
+const CLIENT_SUBPATHS = [
+  'retrysafe/client',
+  'retrysafe/client/openai',
+  'retrysafe/client/anthropic',
+  'retrysafe/client/ai-sdk',
+];
+
+interface PackResult {
+  filename: string;
+  size: number;
+  unpackedSize: number;
+  files: Array<{ path: string; size: number }>;
+}
+
+function run(command: string, args: string[], cwd: string): string {
+  return execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+function sizeOf(path: string): number {
+  const stat = statSync(path);
+  if (!stat.isDirectory()) return stat.size;
+  return readdirSync(path).reduce((total, name) => total + sizeOf(join(path, name)), 0);
+}
+
+const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
+
+function main(): void {
+  const problems: string[] = [];
+  const work = mkdtempSync(join(tmpdir(), 'retrysafe-package-'));
+  try {
+    const [packed] = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', work], ROOT)) as PackResult[];
+    const tarball = join(work, packed!.filename);
+    const files = packed!.files.map((file) => file.path);
+
+    // What ships: the build and nothing of the repository's tests, fixtures, sources or local data.
+    for (const file of files.filter((path) => !SHIPPED.test(path))) problems.push(`ships ${file}`);
+    const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+    const targets = JSON.stringify(manifest.exports).match(/\.\/dist\/[^"]+/g) ?? [];
+    for (const target of targets.filter((target) => !files.includes(target.slice(2)))) {
+      problems.push(`exports ${target}, which the tarball does not hold`);
+    }
+
+    try {
+      // --strict: a warning fails too.
+      run('npx', ['publint', '--pack', 'npm', '--level', 'warning', '--strict'], ROOT);
+    } catch (error) {
+      problems.push(`publint:\n${(error as { stdout?: string }).stdout ?? (error as Error).message}`);
+    }
+    try {
+      run('npx', ['attw', tarball, '--format', 'table-flipped'], ROOT);
+    } catch (error) {
+      problems.push(`arethetypeswrong:\n${(error as { stdout?: string }).stdout ?? (error as Error).message}`);
+    }
+
+    // An agent app: a project with the tarball alone, loading every client subpath both ways.
+    const app = join(work, 'agent-app');
+    run('mkdir', ['-p', app], work);
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'agent-app', private: true }));
+    run('npm', ['install', tarball, '--no-audit', '--no-fund', '--prefer-offline'], app);
+    const installed = readdirSync(join(app, 'node_modules')).filter((name) => !name.startsWith('.'));
+    if (installed.join() !== 'retrysafe')
+      problems.push(`installing the tarball also installed: ${installed.join(', ')}`);
+    for (const subpath of CLIENT_SUBPATHS) {
+      try {
+        run('node', ['-e', `require(${JSON.stringify(subpath)})`], app);
+        run('node', ['--input-type=module', '-e', `await import(${JSON.stringify(subpath)})`], app);
+      } catch (error) {
+        problems.push(`${subpath} does not load without the server's dependencies: ${(error as Error).message}`);
+      }
+    }
+    const clientFiles = files.filter((path) => path.startsWith('dist/client/') || /^dist\/agent-/.test(path));
+
+    console.log(
+      `tarball ${packed!.filename}: ${kb(packed!.size)} packed, ${kb(packed!.unpackedSize)} unpacked, ${files.length} files`,
+    );
+    console.log(`an agent app installs ${kb(sizeOf(join(app, 'node_modules')))} (retrysafe alone, no dependency)`);
+    console.log(
+      `the client's own code: ${kb(packed!.files.filter((file) => clientFiles.includes(file.path) && file.path.endsWith('.mjs')).reduce((total, file) => total + file.size, 0))} of ES modules`,
+    );
+    if (problems.length > 0) {
+      console.error(`package check: ${problems.length} problem(s)\n- ${problems.join('\n- ')}`);
+      process.exitCode = 1;
+    } else {
+      console.log('package check: publint and arethetypeswrong pass; the tarball holds only the build');
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+main();

@@ -1,22 +1,37 @@
 /**
- * The CDK app: `npx cdk synth` / `npx cdk deploy -c issuer=… -c audience=… [-c tenantClaim=…]`.
+ * The CDK app: `npx cdk synth` / `npx cdk deploy -c issuer=… -c audience=… [-c tenantClaim=…]`, or
+ * `npx cdk deploy -c userPool=true` for a Cognito user pool of the stack's own that agents log in to.
  * Synthesizes offline: no credentials, no context lookups. cdk-nag's AwsSolutions checks run on
  * every synth.
  */
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { RetrysafeStack } from '../lib/infra/retrysafe-stack';
+import { RetrysafeStack, type TokenIssuerProps } from '../lib/infra/retrysafe-stack';
 
 const app = new App();
 const context = (key: string): string | undefined => app.node.tryGetContext(key) || undefined;
 
+// Context is strings: what the types cannot refuse here (`-c userPool=true -c issuer=…`, a reserved
+// concurrency that is no number), the stack refuses up front, all in one error.
+const issuerContext = { issuer: context('issuer'), audience: context('audience'), tenantClaim: context('tenantClaim') };
+const tokenIssuer = (
+  String(context('userPool')) === 'true' ? { userPool: true, ...issuerContext } : issuerContext
+) as TokenIssuerProps;
+const reservedConcurrency = context('mcpReservedConcurrency');
+
 new RetrysafeStack(app, 'Retrysafe', {
   description: 'retrysafe: idempotent AI-agent tool calls (API Gateway, Lambda, DynamoDB)',
-  issuer: context('issuer'),
-  audience: context('audience'),
-  tenantClaim: context('tenantClaim'),
+  ...tokenIssuer,
   destroyTablesOnRemoval: context('destroyTables') === 'true',
   alarmTopicArn: context('alarmTopicArn'),
   stripeSecretArn: context('stripeSecretArn'),
+  ...(reservedConcurrency === undefined
+    ? {}
+    : // A count, or the word as given ('none'; anything else is refused, named as it was written).
+      {
+        mcpReservedConcurrency: /^\d+$/.test(reservedConcurrency)
+          ? Number(reservedConcurrency)
+          : (reservedConcurrency as 'none'),
+      }),
 });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));

@@ -7,12 +7,15 @@ import {
   jwtVerify,
   type KeyObject,
 } from 'jose';
-import { stringClaims, type TokenVerifier, VerifierUnavailableError } from './token-claims';
+import { isIssuedTo, stringClaims, type TokenVerifier, VerifierUnavailableError } from './token-claims';
 
 export interface JwksVerifierOptions {
   /** The OIDC issuer tokens must name (`iss`). */
   readonly issuer: string;
-  /** The audience tokens must carry (`aud`). */
+  /**
+   * Whom tokens must be issued to: their `aud`, or, in a token without `aud` (a Cognito access token),
+   * their `client_id` — as API Gateway's JWT authorizer checks it.
+   */
   readonly audience: string;
   /**
    * Where the issuer publishes its signing keys.
@@ -43,7 +46,7 @@ const TOKEN_FAULTS = [errors.JWKSNoMatchingKey, errors.JWKSMultipleMatchingKeys,
 
 /**
  * Verifies tokens as API Gateway's JWT authorizer does — RS256 signature against the issuer's JWKS
- * (fetched once and cached by jose), issuer, audience, a required expiry — for a function that must
+ * (fetched once and cached by jose), issuer, audience (`aud`, else `client_id`), a required expiry — for a function that must
  * answer a missing or bad token itself (the MCP endpoint: its 401 names the resource metadata).
  *
  * A JWKS that cannot be fetched throws `VerifierUnavailableError` (a 503), not a token error (a 401),
@@ -78,10 +81,12 @@ export function createJwksVerifier(options: JwksVerifierOptions): TokenVerifier 
   return async function verifyToken(token) {
     const { payload } = await jwtVerify(token, signingKey, {
       issuer: options.issuer,
-      audience: options.audience,
       algorithms: ['RS256'],
       requiredClaims: ['exp'],
     });
+    if (!isIssuedTo(payload, options.audience)) {
+      throw new errors.JWTClaimValidationFailed('unexpected "aud" claim value', payload, 'aud', 'check_failed');
+    }
     return stringClaims(payload);
   };
 }

@@ -35,6 +35,16 @@ export function stringClaims(payload: JWTPayload): Record<string, string> {
   );
 }
 
+/**
+ * Whether a token was issued to `audience`, decided as API Gateway's JWT authorizer decides it: by `aud`
+ * (a string or a list) when the token has one, else by `client_id` — a Cognito access token names its
+ * app client there and carries no `aud`.
+ */
+export function isIssuedTo(payload: JWTPayload, audience: string): boolean {
+  if (payload.aud !== undefined) return [payload.aud].flat().includes(audience);
+  return payload.client_id === audience;
+}
+
 /** The longest tenant or user accepted (the idempotency runtime's limit): a longer one is a 401, not a 500. */
 export const MAX_IDENTITY_LENGTH = 256;
 

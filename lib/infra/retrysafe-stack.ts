@@ -26,6 +26,7 @@ import {
 import { type DomainTableId, TABLES } from '../store/tables';
 import { type RegisteredTool, TOOLS } from '../tools/registry';
 import type { AnyToolModule } from '../tools/tool-module';
+import { AgentUserPool } from './agent-user-pool';
 import { CompleterTriggers } from './completer-triggers';
 import {
   ACCESS_LOG_RETENTION_DAYS,
@@ -34,8 +35,10 @@ import {
   ERASE_DEFAULTS,
   FUNCTION_DEFAULTS,
   JWT_DEFAULTS,
+  MCP_RESERVED_CONCURRENCY,
   POWERTOOLS_LAYER,
   STAGE_THROTTLE,
+  UNAUTHORIZED_ROUTE_THROTTLE,
 } from './defaults';
 import { IdempotencyTable } from './idempotency-table';
 import { Observability } from './observability';
@@ -51,7 +54,48 @@ const UNAUTHORIZED_ROUTE_REASONS = {
     "The function verifies the JWT itself (RS256 against the issuer's JWKS, issuer, audience, exp), so that its 401 can carry the RFC 9728 resource_metadata challenge MCP clients need; API Gateway's authorizer cannot.",
 } as const;
 
-export interface RetrysafeStackProps<T extends AnyToolModule = RegisteredTool> extends StackProps {
+/**
+ * Who issues the tokens the API accepts: an OIDC provider you name (`issuer`, `audience`, `tenantClaim`),
+ * or a Cognito user pool the stack creates (`userPool: true`), whose issuer, client and tenant claim the
+ * API then trusts — never both.
+ */
+export type TokenIssuerProps =
+  | {
+      /**
+       * The OIDC issuer the JWT authorizer trusts (for Cognito: `https://cognito-idp.<region>.amazonaws.com/<pool id>`).
+       * @default JWT_DEFAULTS.issuer — a placeholder that lets the stack synthesize; set it to deploy
+       */
+      readonly issuer?: string;
+      /**
+       * Whom tokens must be issued to: their `aud`, or, in a token without `aud` (a Cognito access token),
+       * their `client_id` — for Cognito, the app client id.
+       * @default 'retrysafe'
+       */
+      readonly audience?: string;
+      /**
+       * The claim that names the tenant.
+       * @default 'tenant_id'
+       */
+      readonly tenantClaim?: string;
+      /** @default false */
+      readonly userPool?: false;
+    }
+  | {
+      /**
+       * Create the Cognito user pool agents log in to (`AgentUserPool`): a resource server with the tools'
+       * scope, one machine-to-machine app client (client credentials) whose id is the tenant, and outputs
+       * for the token URL and the client id. The JWT authorizer and the MCP function trust that pool and
+       * that client; the tenant claim is `client_id`.
+       */
+      readonly userPool: true;
+      readonly issuer?: never;
+      readonly audience?: never;
+      readonly tenantClaim?: never;
+    };
+
+export type RetrysafeStackProps<T extends AnyToolModule = RegisteredTool> = RetrysafeStackOptions<T> & TokenIssuerProps;
+
+export interface RetrysafeStackOptions<T extends AnyToolModule = RegisteredTool> extends StackProps {
   /**
    * The tools to deploy: each gets a function (`entryFile(name)`), a route and exactly its declared grants.
    * @default TOOLS (the registry)
@@ -63,20 +107,12 @@ export interface RetrysafeStackProps<T extends AnyToolModule = RegisteredTool> e
    */
   readonly entryFile?: (entry: EntryName<T>) => string;
   /**
-   * The OIDC issuer the JWT authorizer trusts (for Cognito: `https://cognito-idp.<region>.amazonaws.com/<pool id>`).
-   * @default JWT_DEFAULTS.issuer — a placeholder that lets the stack synthesize; set it to deploy
+   * How many invocations of the MCP function may run at once (its reserved concurrency), or `'none'` for
+   * no reservation — where the account's concurrency limit is too low to reserve any (a reservation must
+   * leave 100 unreserved, or the deploy fails).
+   * @default MCP_RESERVED_CONCURRENCY (50)
    */
-  readonly issuer?: string;
-  /**
-   * The audience (`aud`) tokens must carry (for Cognito: the app client id).
-   * @default 'retrysafe'
-   */
-  readonly audience?: string;
-  /**
-   * The claim that names the tenant.
-   * @default 'tenant_id'
-   */
-  readonly tenantClaim?: string;
+  readonly mcpReservedConcurrency?: number | 'none';
   /**
    * Delete the tables and their data with the stack.
    * @default false (tables are retained)
@@ -115,13 +151,23 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
   public readonly eraser: NodejsFunction;
   /** Alarms and the dashboard. */
   public readonly observability: Observability;
+  /** The Cognito user pool agents log in to, when the stack creates it (`userPool: true`). */
+  public readonly agentUserPool: AgentUserPool | undefined;
   readonly #stripeKey: secretsmanager.ISecret | undefined;
   readonly #powertoolsLayer: lambda.ILayerVersion;
 
   constructor(scope: Construct, id: string, props: RetrysafeStackProps<T> = {}) {
     super(scope, id, props);
+    checkProps(props);
     const removalPolicy = props.destroyTablesOnRemoval ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
-    const tenantClaim = props.tenantClaim ?? JWT_DEFAULTS.tenantClaim;
+    // Whoever issues the tokens, every function reads the tenant from one claim (TENANT_CLAIM) and the
+    // MCP function checks the same issuer and audience as the JWT authorizer.
+    this.agentUserPool = props.userPool ? new AgentUserPool(this, 'AgentUserPool', { removalPolicy }) : undefined;
+    const jwt = this.agentUserPool ?? {
+      issuer: props.issuer ?? JWT_DEFAULTS.issuer,
+      audience: props.audience ?? JWT_DEFAULTS.audience,
+      tenantClaim: props.tenantClaim ?? JWT_DEFAULTS.tenantClaim,
+    };
     const tools = props.tools ?? (TOOLS as readonly AnyToolModule[] as readonly T[]);
     const entryFile = props.entryFile ?? ((entry: string) => join(PROJECT_ROOT, 'lambdas', `${entry}.ts`));
 
@@ -145,10 +191,10 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
           this.tables[table].tableName,
         ]),
       ),
-      TENANT_CLAIM: tenantClaim,
+      TENANT_CLAIM: jwt.tenantClaim,
       TOOL_NAMES: tools.map((tool) => tool.name).join(','),
-      JWT_ISSUER: props.issuer ?? JWT_DEFAULTS.issuer,
-      JWT_AUDIENCE: props.audience ?? JWT_DEFAULTS.audience,
+      JWT_ISSUER: jwt.issuer,
+      JWT_AUDIENCE: jwt.audience,
       POWERTOOLS_SERVICE_NAME: FUNCTION_DEFAULTS.serviceName,
       NODE_OPTIONS: '--enable-source-maps',
     };
@@ -164,7 +210,10 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     this.#stripeKey = stripeKey;
     const functions = {} as Record<EntryName<T>, NodejsFunction>;
     for (const [entry, access] of Object.entries(entriesFor(tools)) as Array<[EntryName<T>, FunctionAccess]>) {
-      const fn = this.#function(entry, entryFile(entry), environment, { movesMoney: movesMoney(access) });
+      const fn = this.#function(entry, entryFile(entry), environment, {
+        movesMoney: movesMoney(access),
+        reservedConcurrency: entry === 'mcp' ? (props.mcpReservedConcurrency ?? MCP_RESERVED_CONCURRENCY) : undefined,
+      });
       this.#grant(fn, access);
       functions[entry] = fn;
     }
@@ -201,21 +250,39 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       ...(props.alarmTopicArn ? { alarmTopicArn: props.alarmTopicArn } : {}),
     });
 
-    if (!props.issuer) {
+    if (!props.issuer && !this.agentUserPool) {
       Annotations.of(this).addWarningV2(
         'retrysafe:issuer',
-        `No issuer given: the JWT authorizer trusts the placeholder ${JWT_DEFAULTS.issuer} and refuses every token. Deploy with -c issuer=<your OIDC issuer>.`,
+        `No issuer given: the JWT authorizer trusts the placeholder ${JWT_DEFAULTS.issuer} and refuses every token. Deploy with -c issuer=<your OIDC issuer>, or -c userPool=true.`,
       );
     }
     this.api = this.#api(functions, routesFor(tools), {
-      issuer: props.issuer ?? JWT_DEFAULTS.issuer,
-      audience: props.audience ?? JWT_DEFAULTS.audience,
+      issuer: jwt.issuer,
+      audience: jwt.audience,
     });
 
     new CfnOutput(this, 'ApiUrl', { value: this.api.apiEndpoint });
     new CfnOutput(this, 'IdempotencyTableName', { value: this.idempotencyTable.table.tableName });
     for (const [table, resource] of Object.entries(this.tables)) {
       new CfnOutput(this, `${table[0]!.toUpperCase()}${table.slice(1)}TableName`, { value: resource.tableName });
+    }
+    if (this.agentUserPool) {
+      const pool = this.agentUserPool;
+      new CfnOutput(this, 'TokenUrl', {
+        description:
+          'Where agents get an access token: POST grant_type=client_credentials with the client id and secret.',
+        value: pool.tokenUrl,
+      });
+      new CfnOutput(this, 'AgentClientId', {
+        description:
+          'The agents’ app client (its id is their tenant); its secret: aws cognito-idp describe-user-pool-client.',
+        value: pool.agentClient.userPoolClientId,
+      });
+      new CfnOutput(this, 'UserPoolId', { value: pool.userPool.userPoolId });
+      new CfnOutput(this, 'TokenScopes', {
+        description: 'The scopes the agents’ client may ask for.',
+        value: pool.scopes.join(' '),
+      });
     }
   }
 
@@ -239,6 +306,8 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       movesMoney?: boolean;
       /** Why the role needs another action on `*` besides X-Ray's, for cdk-nag. */
       wildcardReason?: string;
+      /** Its reserved concurrency; `'none'` or undefined reserves none. */
+      reservedConcurrency?: number | 'none';
     } = {},
   ): NodejsFunction {
     const stripe = overrides.movesMoney ? this.#stripeKey : undefined;
@@ -270,6 +339,9 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       architecture: lambda.Architecture.ARM_64,
       memorySize: FUNCTION_DEFAULTS.memorySize,
       timeout: Duration.seconds(overrides.timeoutSeconds ?? INVOCATION_TIMEOUT_SECONDS),
+      ...(typeof overrides.reservedConcurrency === 'number'
+        ? { reservedConcurrentExecutions: overrides.reservedConcurrency }
+        : {}),
       role,
       logGroup,
       environment: stripe
@@ -317,7 +389,7 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       retention: ACCESS_LOG_RETENTION_DAYS as logs.RetentionDays,
       removalPolicy: RemovalPolicy.DESTROY,
     });
-    new apigw.HttpStage(this, 'Stage', {
+    const stage = new apigw.HttpStage(this, 'Stage', {
       httpApi: api,
       stageName: '$default',
       autoDeploy: true,
@@ -342,6 +414,10 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       },
     });
     const integrations = new Map<string, HttpLambdaIntegration>();
+    // The routes without an authorizer get their own, smaller buckets (UNAUTHORIZED_ROUTE_THROTTLE): a
+    // tokenless flood is refused there, and the routes behind the authorizer keep the rest of the stage.
+    // (RouteSettings is JSON to CloudFormation: its keys are written as CloudFormation spells them.)
+    const routeSettings: Record<string, { ThrottlingRateLimit: number; ThrottlingBurstLimit: number }> = {};
     for (const route of routes) {
       const integration =
         integrations.get(route.entry) ?? new HttpLambdaIntegration(`${route.entry}Integration`, functions[route.entry]);
@@ -357,10 +433,39 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
           id: 'AwsSolutions-APIG4',
           reason: UNAUTHORIZED_ROUTE_REASONS[route.auth],
         });
+        const throttle = UNAUTHORIZED_ROUTE_THROTTLE[route.auth];
+        routeSettings[`${route.method} ${route.path}`] = {
+          ThrottlingRateLimit: throttle.rateLimit,
+          ThrottlingBurstLimit: throttle.burstLimit,
+        };
+        // A stage's route settings must name routes that exist: CloudFormation creates the routes first.
+        stage.node.addDependency(created);
       }
     }
+    (stage.node.defaultChild as apigw.CfnStage).routeSettings = routeSettings;
     return api;
   }
+}
+
+/**
+ * Every prop checked up front, every problem in one error: the ones the types cannot catch from
+ * context (`-c userPool=true -c issuer=…`) or from JavaScript.
+ */
+function checkProps(props: RetrysafeStackProps<AnyToolModule>): void {
+  const problems: string[] = [];
+  if (props.userPool) {
+    const given = (['issuer', 'audience', 'tenantClaim'] as const).filter((name) => props[name] !== undefined);
+    if (given.length > 0) {
+      problems.push(
+        `userPool: the stack's own user pool sets the issuer, audience and tenant claim; ${given.join(', ')} cannot be given with it`,
+      );
+    }
+  }
+  const reserved = props.mcpReservedConcurrency;
+  if (reserved !== undefined && reserved !== 'none' && !(Number.isInteger(reserved) && reserved >= 1)) {
+    problems.push(`mcpReservedConcurrency: ${String(reserved)} is neither a whole number from 1 up nor 'none'`);
+  }
+  if (problems.length > 0) throw new Error(`RetrysafeStack: ${problems.join('; ')}`);
 }
 
 /** A function moves money when it may write the ledger: it is where a payment provider is called. */

@@ -9,7 +9,7 @@ import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { type EntryName, entriesFor } from '../../lib/api/routes';
 import { bundleBudgetOf, POWERTOOLS_LAYER } from '../../lib/infra/defaults';
 import { CLAIM_ACTIONS } from '../../lib/infra/idempotency-table';
-import { RetrysafeStack } from '../../lib/infra/retrysafe-stack';
+import { RetrysafeStack, type RetrysafeStackOptions } from '../../lib/infra/retrysafe-stack';
 import { createCompleterMetrics } from '../../lib/observability/metrics';
 import { TABLES, type TableId, tableName } from '../../lib/store/tables';
 import { TOOLS } from '../../lib/tools/registry';
@@ -24,7 +24,7 @@ import { createWorld, deadline, newTenant } from '../helpers/world';
 type Resources = Record<string, { Type: string; Properties: Record<string, any>; DeletionPolicy?: string }>;
 
 /** The stack as `cdk synth` builds it (bundles included), with cdk-nag's AwsSolutions pack. */
-function synthesize<T extends AnyToolModule>(props: ConstructorParameters<typeof RetrysafeStack<T>>[2] = {}) {
+function synthesize<T extends AnyToolModule>(props: RetrysafeStackOptions<T> = {}) {
   const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'retrysafe-cdk-')) });
   outdir = app.outdir;
   const stack = new RetrysafeStack<T>(app, 'Retrysafe', {
@@ -589,6 +589,52 @@ describe('the HTTP API', () => {
     const format = JSON.parse(stage.Properties.AccessLogSettings.Format);
     expect(format).toMatchObject({ requestId: '$context.requestId', status: '$context.status' });
     expect(stage.Properties.AccessLogSettings.Format).not.toMatch(/body|header|authorization/i);
+  });
+
+  it('gives each route without an authorizer its own throttle, all of them together under the stage limit', () => {
+    const stage = Object.values(resources).find((r) => r.Type === 'AWS::ApiGatewayV2::Stage')!;
+    const tokenless = Object.values(resources)
+      .filter((r) => r.Type === 'AWS::ApiGatewayV2::Route' && (r.Properties.AuthorizationType ?? 'NONE') === 'NONE')
+      .map((r) => r.Properties.RouteKey as string);
+    const settings: Array<{ ThrottlingRateLimit: number; ThrottlingBurstLimit: number }> = Object.values(
+      stage.Properties.RouteSettings,
+    );
+    const total = (limit: 'ThrottlingRateLimit' | 'ThrottlingBurstLimit') =>
+      settings.reduce((sum, route) => sum + route[limit], 0);
+
+    expect(Object.keys(stage.Properties.RouteSettings).sort()).toEqual(tokenless.sort());
+    expect(stage.Properties.RouteSettings).toMatchObject({
+      'POST /mcp': { ThrottlingRateLimit: 15, ThrottlingBurstLimit: 30 },
+      'GET /health': { ThrottlingRateLimit: 5, ThrottlingBurstLimit: 10 },
+    });
+    // A flood on every tokenless route at once still leaves the authorized routes part of the stage.
+    expect(total('ThrottlingRateLimit')).toBeLessThan(stage.Properties.DefaultRouteSettings.ThrottlingRateLimit);
+    expect(total('ThrottlingBurstLimit')).toBeLessThan(stage.Properties.DefaultRouteSettings.ThrottlingBurstLimit);
+  });
+
+  it('creates the stage after the routes its settings name (CloudFormation refuses settings for a route not yet there)', () => {
+    const [stageId, stage] = Object.entries(
+      template.toJSON().Resources as Record<string, { DependsOn?: string[] }>,
+    ).find(([, r]) => (r as { Type: string }).Type === 'AWS::ApiGatewayV2::Stage')!;
+    const routeIds = Object.entries(resources)
+      .filter(([, r]) => r.Type === 'AWS::ApiGatewayV2::Route')
+      .filter(([, r]) => Object.keys(resources[stageId]!.Properties.RouteSettings).includes(r.Properties.RouteKey))
+      .map(([id]) => id);
+
+    expect(routeIds).toHaveLength(7);
+    expect(stage.DependsOn).toEqual(expect.arrayContaining(routeIds));
+  });
+
+  it('caps the MCP function at 50 concurrent executions, and reserves nothing for any other function', () => {
+    const reserved = Object.fromEntries(
+      Object.entries(resources)
+        .filter(
+          ([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.ReservedConcurrentExecutions !== undefined,
+        )
+        .map(([id, r]) => [id, r.Properties.ReservedConcurrentExecutions]),
+    );
+
+    expect(reserved).toEqual({ [logicalId(stack.functions.mcp)]: 50 });
   });
 
   it('outputs the API URL and the table names', () => {

@@ -102,7 +102,7 @@ export function nextAfterWrite(tool: string, result: ToolResult): NextStep {
     return result.idempotent
       ? {
           action: 'none',
-          message: `Already done: ${tool} ran earlier under this idempotency_key and nothing was done now. The receipt is the first one. Do not repeat it.`,
+          message: `Already done: ${tool} ran earlier for this intent (this idempotency_key, or the same object or arguments) and nothing was done now. The receipt is the first one. Do not repeat it.`,
         }
       : {
           action: 'none',

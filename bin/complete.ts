@@ -11,8 +11,8 @@ import { type CompleterPassReport, completerPass } from '../lib/local/completer-
 import { applyLocalDefaults } from '../lib/local/local-env';
 import { LocalRecheckQueue } from '../lib/local/recheck-queue';
 import { LocalStreamFeed } from '../lib/local/stream-feed';
+import { createStreamsClient } from '../lib/local/streams-client';
 import { createServices } from '../lib/services';
-import { createStreamsClient } from '../lib/store/client';
 import { tableName } from '../lib/store/tables';
 import { TOOLS } from '../lib/tools/registry';
 import { createToolRuntime } from '../lib/tools/tool-runtime';

@@ -1,10 +1,9 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
-import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { deadlineError, timeLeftForStoreCall } from './deadline';
 
 /** The longest one DynamoDB request may take, outside an invocation's deadline too. */
-const REQUEST_TIMEOUT_MS = 5_000;
+export const REQUEST_TIMEOUT_MS = 5_000;
 
 /**
  * The DynamoDB client every part of retrysafe shares, configured from the environment only:
@@ -37,29 +36,19 @@ interface HttpHandlerExtras {
   httpHandlerConfigs(): unknown;
 }
 
-/** Wraps the client's HTTP handler so each request carries the invocation's deadline as an abort signal. */
+/**
+ * Wraps the client's HTTP handler so that each request (each attempt) is bounded by the invocation's
+ * deadline: one started with no time left is refused, one in flight is cut at the deadline by the
+ * SDK's own request timeout (`throwOnRequestTimeout`: a `TimeoutError`, transient, so `unavailable`),
+ * given per request. No timer or abort controller of its own: the SDK arms one timer per request anyway.
+ */
 function boundByInvocationDeadline(client: DynamoDBClient): void {
   const inner = client.config.requestHandler as RequestHandler & HttpHandlerExtras;
-  async function handleWithinDeadline(...[request, options = {}]: Parameters<RequestHandler['handle']>) {
+  function handleWithinDeadline(...[request, options = {}]: Parameters<RequestHandler['handle']>) {
     const timeLeft = timeLeftForStoreCall();
     if (timeLeft === undefined) return inner.handle(request, options);
-    if (timeLeft <= 0) throw deadlineError();
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), timeLeft);
-    const callerSignal = (options as { abortSignal?: AbortSignal }).abortSignal;
-    try {
-      return await inner.handle(request, {
-        ...options,
-        abortSignal: callerSignal ? AbortSignal.any([callerSignal, deadline.signal]) : deadline.signal,
-        requestTimeout: Math.min(REQUEST_TIMEOUT_MS, timeLeft),
-      });
-    } catch (error) {
-      // Aborted by the deadline (not by the caller): a timeout, which is "retry with the same key".
-      if (deadline.signal.aborted && !callerSignal?.aborted) throw deadlineError();
-      throw error;
-    } finally {
-      clearTimeout(timer);
-    }
+    if (timeLeft <= 0) return Promise.reject(deadlineError());
+    return inner.handle(request, { ...options, requestTimeout: Math.min(REQUEST_TIMEOUT_MS, timeLeft) });
   }
   // Delegates everything else to the SDK's own handler (its connection pool, its config).
   client.config.requestHandler = {
@@ -69,19 +58,6 @@ function boundByInvocationDeadline(client: DynamoDBClient): void {
     httpHandlerConfigs: () => inner.httpHandlerConfigs(),
     destroy: () => inner.destroy?.(),
   } as RequestHandler;
-}
-
-/**
- * A DynamoDB Streams client configured like the table client, for the local stream feed
- * (`lib/local/stream-feed.ts`, run by `npm start` and `npm run complete`). On AWS nothing reads the
- * stream itself: Lambda's event source mapping feeds the completer.
- */
-export function createStreamsClient(env: NodeJS.ProcessEnv = process.env): DynamoDBStreamsClient {
-  const endpoint = env.DYNAMODB_ENDPOINT || undefined;
-  return new DynamoDBStreamsClient({
-    ...(endpoint ? { endpoint } : {}),
-    requestHandler: { connectionTimeout: 1_000, requestTimeout: REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true },
-  });
 }
 
 /** Document client over `client`: plain JS values in and out, `undefined` attributes dropped. */

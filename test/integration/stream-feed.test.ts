@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteTableCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import type { _Record as StreamRecord } from '@aws-sdk/client-dynamodb-streams';
 import { LocalStreamFeed } from '../../lib/local/stream-feed';
-import { createDynamoDBClient, createStreamsClient } from '../../lib/store/client';
+import { createStreamsClient } from '../../lib/local/streams-client';
+import { createDynamoDBClient } from '../../lib/store/client';
 import { createTableInput } from '../../lib/store/create-tables';
 import { TABLES } from '../../lib/store/tables';
 

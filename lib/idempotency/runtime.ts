@@ -35,6 +35,7 @@ import {
   ClaimLostError,
   NoTimeLeftError,
   NothingToResumeError,
+  PersistenceLayerPool,
   RecordErasedError,
   ResultNotStoredError,
   ScopedDynamoDBPersistenceLayer,
@@ -171,6 +172,9 @@ export class ToolRuntime {
   readonly #attributes: RecordAttributes;
   readonly #intents: IntentStore;
   readonly #records: CallRecords;
+  /** Persistence layers per tool, reused call after call (see `PersistenceLayerPool`). */
+  readonly #layers: PersistenceLayerPool;
+  readonly #keyLayers = new Map<string, ScopedDynamoDBPersistenceLayer>();
 
   constructor(options: ToolRuntimeOptions) {
     this.#options = options;
@@ -178,6 +182,11 @@ export class ToolRuntime {
     this.#attributes = { ...DEFAULT_RECORD_ATTRIBUTES, ...options.attributes };
     this.#intents = new IntentStore(options.client, this.#tableName, this.#attributes);
     this.#records = new CallRecords(options.client, this.#tableName, this.#attributes);
+    this.#layers = new PersistenceLayerPool({
+      client: options.client,
+      tableName: this.#tableName,
+      attributes: this.#attributes,
+    });
   }
 
   async invoke<S extends z.ZodMiniObject, R extends JsonObject>(
@@ -259,26 +268,6 @@ export class ToolRuntime {
     }
     const argsFingerprint = fingerprint(args as JsonObject);
     const attempt = new Attempt(options.resume?.claim);
-    const persistenceStore = new ScopedDynamoDBPersistenceLayer({
-      client: this.#options.client,
-      tableName: this.#tableName,
-      attributes: this.#attributes,
-      tool: tool.name,
-      tenant: identity.tenant,
-      attempt,
-      // The claim carries what it takes to finish the call if this worker dies (the completer).
-      call: canonicalize({ user: identity.user, key: clientKey, args }) as string,
-    });
-    const natural = tool.naturalKey ? naturalKeyOf(args as JsonObject, tool.naturalKey) : undefined;
-    // Other arguments under a reused client key get another downstream key: they can never meet
-    // this call's effect (nor be refused as its conflict).
-    const ownDownstreamKey = downstreamKey(
-      tool.name,
-      identity,
-      natural
-        ? { kind: 'natural', naturalKey: natural }
-        : { kind: 'client', user: identity.user, clientKey, fingerprint: argsFingerprint },
-    );
     const window = tool.dedupeWindowSeconds;
     const intents = window === undefined ? undefined : this.#intents;
     const intent = { tool: tool.name, identity, fingerprint: argsFingerprint };
@@ -289,6 +278,17 @@ export class ToolRuntime {
       { downstreamKey: string; createdIntent: boolean } | { done: StoredOutcome }
     > {
       const claim = attempt.claim!;
+      // Derived only once claimed (a replay never needs it). Other arguments under a reused client
+      // key get another downstream key: they can never meet this call's effect (nor be refused as its
+      // conflict).
+      const natural = tool.naturalKey ? naturalKeyOf(args as JsonObject, tool.naturalKey) : undefined;
+      const ownDownstreamKey = downstreamKey(
+        tool.name,
+        identity,
+        natural
+          ? { kind: 'natural', naturalKey: natural }
+          : { kind: 'client', user: identity.user, clientKey, fingerprint: argsFingerprint },
+      );
       if (claim.downstreamKey !== undefined || !intents) {
         return { downstreamKey: claim.downstreamKey ?? ownDownstreamKey, createdIntent: false };
       }
@@ -355,6 +355,12 @@ export class ToolRuntime {
       }
     }
 
+    const persistenceStore = this.#layers.acquire(tool, {
+      tenant: identity.tenant,
+      attempt,
+      // The claim carries what it takes to finish the call if this worker dies (the completer).
+      call: () => canonicalize({ user: identity.user, key: clientKey, args }) as string,
+    });
     const execute = makeIdempotent(
       // The claim payload is read by Powertools (hashed); the tool works on the validated arguments.
       async function executeTool(_claim: ClaimPayload): Promise<StoredOutcome> {
@@ -386,6 +392,8 @@ export class ToolRuntime {
               : null;
       if (pendingUntil === null) throw error;
       return { ok: false, status: 'pending', key: clientKey, retry_after_ms: retryAfterMs(pendingUntil) };
+    } finally {
+      this.#layers.release(tool, persistenceStore);
     }
   }
 
@@ -396,23 +404,7 @@ export class ToolRuntime {
    * unreachable).
    */
   async lookup(toolName: string, identity: Identity, clientKey: string): Promise<Operation<JsonObject> | undefined> {
-    const persistenceStore = new ScopedDynamoDBPersistenceLayer({
-      client: this.#options.client,
-      tableName: this.#tableName,
-      attributes: this.#attributes,
-      tool: toolName,
-      tenant: identity.tenant,
-    });
-    // The same key derivation as `invoke` (Powertools hashes the `scope` selection).
-    persistenceStore.configure({
-      config: new IdempotencyConfig({
-        eventKeyJmesPath: 'scope',
-        throwOnNoIdempotencyKey: true,
-        hashFunction: 'sha256',
-      }),
-      keyPrefix: toolName,
-    });
-    const key = persistenceStore.recordKeyOf({ scope: [identity.tenant, identity.user, clientKey] });
+    const key = this.#keyLayer(toolName).recordKeyOf({ scope: [identity.tenant, identity.user, clientKey] });
     let record: Awaited<ReturnType<CallRecords['read']>>;
     try {
       record = await this.#records.read(key);
@@ -440,6 +432,32 @@ export class ToolRuntime {
       default:
         return undefined;
     }
+  }
+
+  /**
+   * A layer that only derives `tool`'s record keys, as `invoke` does (Powertools hashes the `scope`
+   * selection): it writes nothing, so one per tool serves every lookup.
+   */
+  #keyLayer(tool: string): ScopedDynamoDBPersistenceLayer {
+    let layer = this.#keyLayers.get(tool);
+    if (!layer) {
+      layer = new ScopedDynamoDBPersistenceLayer({
+        client: this.#options.client,
+        tableName: this.#tableName,
+        attributes: this.#attributes,
+        tool,
+      });
+      layer.configure({
+        config: new IdempotencyConfig({
+          eventKeyJmesPath: 'scope',
+          throwOnNoIdempotencyKey: true,
+          hashFunction: 'sha256',
+        }),
+        keyPrefix: tool,
+      });
+      this.#keyLayers.set(tool, layer);
+    }
+    return layer;
   }
 
   #failure(tool: string, error: unknown): ToolResult<never> {

@@ -122,18 +122,23 @@ export interface ScopedPersistenceOptions {
   readonly tableName: string;
   /** Tool name, stored as the record's `tool` attribute. */
   readonly tool: string;
-  /** Tenant of the caller, stored as the record's `tenant` attribute. */
-  readonly tenant: string;
   /** The record's attribute names. */
   readonly attributes: RecordAttributes;
-  /** The attempt this layer writes for. @default a fresh attempt (reads only: the poll) */
-  readonly attempt?: Attempt;
+}
+
+/** What one attempt writes with: the layer holds it from `begin` to `end`. */
+export interface AttemptScope {
+  /** Tenant of the caller, stored as the record's `tenant` attribute. */
+  readonly tenant: string;
+  /** The attempt this layer writes for. */
+  readonly attempt: Attempt;
   /**
    * What it takes to finish this call if its worker dies (canonical JSON of user, client key and
-   * arguments), stored with the claim and removed with the result.
+   * arguments), stored with a first claim and removed with the result. Built only when a claim is
+   * written (a replay never needs it).
    * @default undefined
    */
-  readonly call?: string;
+  readonly call?: () => string;
 }
 
 /**
@@ -150,16 +155,16 @@ export interface ScopedPersistenceOptions {
  * `conflict`, erased → `not_found`. A takeover is an UpdateItem so that what the record holds
  * besides the claim (the downstream key an earlier attempt fixed) survives it in the same write.
  *
- * One instance per attempt, never shared: Powertools keeps per-call state on the persistence layer.
+ * One attempt at a time, between `begin` and `end`: Powertools keeps per-call state on the persistence
+ * layer, so concurrent calls never share one (see `PersistenceLayerPool`). A layer serves one tool only:
+ * Powertools fixes the key prefix and the TTL at its first `configure`.
  */
 export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
   readonly #client: DynamoDBClient;
   readonly #tableName: string;
   readonly #tool: string;
-  readonly #tenant: string;
   readonly #attr: RecordAttributes;
-  readonly #call: string | undefined;
-  readonly #attempt: Attempt;
+  #scope: AttemptScope | undefined;
 
   constructor(options: ScopedPersistenceOptions) {
     const attr = options.attributes;
@@ -176,10 +181,27 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
     this.#client = options.client;
     this.#tableName = options.tableName;
     this.#tool = options.tool;
-    this.#tenant = options.tenant;
     this.#attr = attr;
-    this.#call = options.call;
-    this.#attempt = options.attempt ?? new Attempt();
+  }
+
+  /** Takes on one attempt: every write until `end` is this attempt's. */
+  begin(scope: AttemptScope): void {
+    if (this.#scope) throw new Error('a persistence layer serves one attempt at a time');
+    this.#scope = scope;
+  }
+
+  /** Done with the attempt: the layer may serve another. */
+  end(): void {
+    this.#scope = undefined;
+  }
+
+  get #attempt(): Attempt {
+    return this.#current.attempt;
+  }
+
+  get #current(): AttemptScope {
+    if (!this.#scope) throw new Error('the persistence layer serves no attempt (begin was not called)');
+    return this.#scope;
   }
 
   /** The record key Powertools derives for `data` (the poll reads the record under it). */
@@ -241,14 +263,15 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
     const item: Record<string, string | number> = {
       [attr.key]: record.idempotencyKey,
       [attr.status]: STATUS.inProgress,
-      [attr.tenant]: this.#tenant,
+      [attr.tenant]: this.#current.tenant,
       [attr.tool]: this.#tool,
       [attr.claim]: id,
       [attr.callInstance]: id,
       [attr.attempt]: 1,
       [attr.inProgressExpiry]: record.inProgressExpiryTimestamp!,
     };
-    if (this.#call !== undefined) item[attr.call] = this.#call;
+    const call = this.#current.call;
+    if (call !== undefined) item[attr.call] = call();
     if (record.expiryTimestamp !== undefined) item[attr.expiry] = record.expiryTimestamp;
     if (this.isPayloadValidationEnabled() && record.payloadHash) item[attr.validation] = record.payloadHash;
     try {
@@ -444,5 +467,39 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
       if (error instanceof ConditionalCheckFailedException) return;
       throw error;
     }
+  }
+}
+
+/**
+ * Persistence layers kept for reuse, each for one tool. Building one costs more than the rest of a
+ * call's bookkeeping together: Powertools' constructor adds its user-agent middleware, which first
+ * lists the client's whole middleware stack (`identify()`) — every time. A layer serves one attempt at
+ * a time, so concurrent calls in one process (the local server) take different layers; on Lambda, one
+ * call at a time, each tool's layer is built once per container. Layers are kept per tool definition
+ * (Powertools fixes the TTL at a layer's first call, and two definitions may share a name), and as many
+ * as the process ever ran at once.
+ */
+export class PersistenceLayerPool {
+  readonly #options: Omit<ScopedPersistenceOptions, 'tool'>;
+  readonly #idle = new WeakMap<object, ScopedDynamoDBPersistenceLayer[]>();
+
+  constructor(options: Omit<ScopedPersistenceOptions, 'tool'>) {
+    this.#options = options;
+  }
+
+  /** A layer for `tool`, serving `scope` until it is released. */
+  acquire(tool: { readonly name: string }, scope: AttemptScope): ScopedDynamoDBPersistenceLayer {
+    const layer =
+      this.#idle.get(tool)?.pop() ?? new ScopedDynamoDBPersistenceLayer({ ...this.#options, tool: tool.name });
+    layer.begin(scope);
+    return layer;
+  }
+
+  /** Gives back a layer `acquire` handed out for `tool`, once its attempt is over. */
+  release(tool: { readonly name: string }, layer: ScopedDynamoDBPersistenceLayer): void {
+    layer.end();
+    const idle = this.#idle.get(tool);
+    if (idle) idle.push(layer);
+    else this.#idle.set(tool, [layer]);
   }
 }

@@ -1,0 +1,94 @@
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { ToolRuntime } from '../../lib/idempotency';
+import { createDynamoDBClient } from '../../lib/store/client';
+import { IDEMPOTENCY_ATTRIBUTES, tableName } from '../../lib/store/tables';
+import { gate, noteTool } from '../helpers/tools';
+import { createWorld, deadline, identity, type World } from '../helpers/world';
+
+/**
+ * Powertools' persistence layer is built once per tool and reused (its constructor lists the client's
+ * middleware stack every time: `identify()`), but never shared by two calls at once (Powertools keeps
+ * per-call state on it). What is counted is what the code does with the client; what is checked is what
+ * the table holds.
+ */
+describe('persistence layers reused across calls', () => {
+  let world: World;
+  const client = createDynamoDBClient();
+  const runtime = new ToolRuntime({ client, tableName: tableName('idempotency'), attributes: IDEMPOTENCY_ATTRIBUTES });
+  const identify = jest.spyOn(client.middlewareStack, 'identify');
+
+  beforeAll(() => {
+    world = createWorld();
+  });
+  afterAll(() => {
+    client.destroy();
+    world.destroy();
+  });
+  beforeEach(() => identify.mockClear());
+
+  it('builds one layer for a tool whose calls come one after another', async () => {
+    const { tool } = noteTool('reuse_sequential');
+
+    for (let call = 0; call < 5; call++) {
+      await runtime.invoke(tool, identity(), { idempotency_key: `k${call}`, text: 'hi' }, deadline());
+      await runtime.invoke(tool, identity(), { idempotency_key: `k${call}`, text: 'hi' }, deadline());
+    }
+
+    expect(identify).toHaveBeenCalledTimes(1);
+  });
+
+  it('gives calls in flight at the same time their own layers, each writing its own tenant', async () => {
+    const held = gate();
+    const allIn = gate();
+    let inFlight = 0;
+    const { tool } = noteTool('reuse_concurrent', async (args) => {
+      if (++inFlight === 4) allIn.open();
+      await held.opened;
+      return { receipt: { text: args.text }, replayed: false };
+    });
+    const callers = Array.from({ length: 4 }, () => identity());
+
+    const calls = callers.map((caller) =>
+      runtime.invoke(tool, caller, { idempotency_key: 'k1', text: caller.tenant }, deadline()),
+    );
+    await allIn.opened;
+    held.open();
+    const answers = await Promise.all(calls);
+    await runtime.invoke(tool, identity(), { idempotency_key: 'k1', text: 'after' }, deadline());
+
+    expect(identify).toHaveBeenCalledTimes(4);
+    expect(answers.map((answer) => answer.ok && answer.receipt)).toEqual(
+      callers.map(({ tenant }) => ({ text: tenant })),
+    );
+    for (const caller of callers) {
+      expect(await world.idempotencyRecordKeys(caller.tenant)).toEqual([
+        expect.objectContaining({ tenant: caller.tenant, tool: 'reuse_concurrent' }),
+      ]);
+    }
+  });
+
+  it('keeps two definitions that share a name apart (each keeps its own TTL)', async () => {
+    const short = noteTool('reuse_ttl', undefined, { ttlSeconds: 3_600 }).tool;
+    const long = noteTool('reuse_ttl', undefined, { ttlSeconds: 7_200 }).tool;
+    const caller = identity();
+
+    const before = Math.floor(Date.now() / 1000);
+    await runtime.invoke(short, caller, { idempotency_key: 'short', text: 'hi' }, deadline());
+    await runtime.invoke(long, caller, { idempotency_key: 'long', text: 'hi' }, deadline());
+    const expirations = await world.documents.send(
+      new ScanCommand({
+        TableName: tableName('idempotency'),
+        FilterExpression: 'tenant = :tenant',
+        ExpressionAttributeValues: { ':tenant': caller.tenant },
+        ConsistentRead: true,
+      }),
+    );
+
+    const ttls = (expirations.Items ?? []).map((item) => Number(item.expiration) - before).sort((a, b) => a - b);
+    expect(ttls).toHaveLength(2);
+    expect(ttls[0]).toBeGreaterThanOrEqual(3_600);
+    expect(ttls[0]).toBeLessThan(3_700);
+    expect(ttls[1]).toBeGreaterThanOrEqual(7_200);
+    expect(identify).toHaveBeenCalledTimes(2);
+  });
+});

@@ -13,6 +13,8 @@ export const PACKAGE_ENTRIES = {
   'client/openai': 'lib/client/openai.ts',
   'client/anthropic': 'lib/client/anthropic.ts',
   'client/ai-sdk': 'lib/client/ai-sdk.ts',
+  'lambda/index': 'lib/lambda/index.ts',
+  'testing/index': 'lib/testing/index.ts',
 } as const;
 
 /** Each public subpath of `exports` and the entry it loads. */
@@ -27,4 +29,6 @@ export const PACKAGE_SUBPATHS = {
   './client/openai': 'client/openai',
   './client/anthropic': 'client/anthropic',
   './client/ai-sdk': 'client/ai-sdk',
+  './lambda': 'lambda/index',
+  './testing': 'testing/index',
 } as const satisfies Record<string, keyof typeof PACKAGE_ENTRIES>;

@@ -1,4 +1,5 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBRecord, SQSRecord } from 'aws-lambda';
 import {
   Completer,
@@ -9,23 +10,26 @@ import {
   type ToolRuntime,
 } from '../idempotency';
 import type { CompleterFigures } from '../observability/names';
-import type { Services } from '../services';
 import { IDEMPOTENCY_ATTRIBUTES, tableName } from '../store/tables';
-import type { AnyToolModule } from '../tools/tool-module';
+import type { ToolModule } from '../tools/tool-module';
 import { parseRecheckMessage } from './recheck-queue';
 
-/** What the completer is built from: the process's services, its runtime, the registry's tools, its queue. */
-export interface CompleterComposition {
-  readonly services: Services;
+/**
+ * What the completer is built from: the process's services (the DynamoDB client and logger, and what the
+ * tools are bound to), its runtime, the app's tools, its queue.
+ */
+export interface CompleterComposition<Svc> {
+  readonly services: Svc & { readonly client: DynamoDBClient; readonly logger: Logger };
   readonly runtime: ToolRuntime;
-  readonly tools: readonly AnyToolModule[];
+  // biome-ignore lint/suspicious/noExplicitAny: tools of every schema and receipt, bound to the same services
+  readonly tools: readonly ToolModule<string, any, any, Svc>[];
   /** Where rechecks wait: SQS on AWS (`SqsRecheckQueue`), in memory locally (`LocalRecheckQueue`). */
   readonly queue: RecheckQueue;
 }
 
 /** The completer over this app's idempotency table, able to finish a call of any registered tool. */
-export function createCompleter(
-  { services, runtime, tools, queue }: CompleterComposition,
+export function createCompleter<Svc>(
+  { services, runtime, tools, queue }: CompleterComposition<Svc>,
   env: NodeJS.ProcessEnv = process.env,
 ): Completer {
   return new Completer({

@@ -63,8 +63,21 @@ export interface ErasureReport {
   readonly kept: Partial<Record<TableId, string>>;
 }
 
-/** The domain tables an erase may empty for a tenant (keyed by tenant, so one Query finds them). */
-const ERASABLE_DOMAIN_TABLES = ['invoices', 'tickets', 'outbox'] as const satisfies readonly DomainTableId[];
+/** Which domain tables an erase reaches with `includeDomain`, and which it keeps on purpose (and why). */
+export interface EraseScope {
+  /** Tables keyed by (tenant, id), so one Query finds a tenant's items. */
+  readonly domainTables: readonly DomainTableId[];
+  readonly kept: Partial<Record<TableId, string>>;
+}
+
+/** The example app's scope: its invoices, tickets and outbox items are erased; its ledger is kept. */
+export const EXAMPLE_ERASE_SCOPE: EraseScope = {
+  domainTables: ['invoices', 'tickets', 'outbox'],
+  kept: { ledger: 'money movements are kept: the provider record' },
+};
+
+/** An app without domain tables of its own for erase: its idempotency records only. */
+export const RECORDS_ONLY_ERASE_SCOPE: EraseScope = { domainTables: [], kept: {} };
 
 /**
  * Admin operation: erases one tenant's data, as an erasure request asks — its idempotency records (the
@@ -80,6 +93,7 @@ export async function eraseTenant(
   client: DynamoDBClient,
   request: EraseRequest,
   env: NodeJS.ProcessEnv = process.env,
+  scope: EraseScope = EXAMPLE_ERASE_SCOPE,
 ): Promise<ErasureReport> {
   const dryRun = request.dryRun ?? false;
   const tables: Partial<Record<TableId, TableErasure>> = {
@@ -89,16 +103,16 @@ export async function eraseTenant(
     }),
   };
   const records = new CallRecords(client, tableName('idempotency', env), ATTR);
-  const kept: Partial<Record<TableId, string>> = { ledger: 'money movements are kept: the provider record' };
+  const kept: Partial<Record<TableId, string>> = { ...scope.kept };
   const inFlight = tables.idempotency?.inFlight ?? 0;
   if (request.includeDomain && inFlight > 0) {
     // A call in flight may still commit to any of the tenant's items (the invoice it refunds, the
     // ticket its retry creates under a taken-over key): the domain waits until every call settled.
-    for (const id of ERASABLE_DOMAIN_TABLES) {
+    for (const id of scope.domainTables) {
       kept[id] = `deferred: ${inFlight} call(s) in flight; erase again once they settled`;
     }
   } else if (request.includeDomain) {
-    for (const id of ERASABLE_DOMAIN_TABLES) {
+    for (const id of scope.domainTables) {
       tables[id] = await eraseDomainItems(client, id, tableName(id, env), request.tenant, dryRun, records);
     }
   }

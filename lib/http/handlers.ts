@@ -2,7 +2,7 @@ import type { ApiEntryName, EntryName } from '../api/routes';
 import type { TokenVerifier } from '../auth/token-claims';
 import type { ToolRuntime } from '../idempotency';
 import { mcpHandler } from '../mcp/http';
-import { mcpTools } from '../mcp/tools';
+import { domainReadTools, mcpTools } from '../mcp/tools';
 import type { Services } from '../services';
 import type { AnyToolModule } from '../tools/tool-module';
 import type { LambdaHandler } from './boundary';
@@ -42,7 +42,12 @@ export function createHandlers<T extends AnyToolModule>({
     get_ticket: getTicketHandler(services),
     not_found: notFoundHandler(),
     openapi: openApiHandler(tools),
-    mcp: mcpHandler({ tools: mcpTools(tools, services, runtime), verifyToken, issuer, logger: services.logger }),
+    mcp: mcpHandler({
+      tools: mcpTools(tools, services, runtime, domainReadTools(services)),
+      verifyToken,
+      issuer,
+      logger: services.logger,
+    }),
   };
   const writes = Object.fromEntries(
     tools.map((tool) => [tool.name, toolHandler(tool, { services, runtime, logger: services.logger })]),

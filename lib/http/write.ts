@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type * as z from 'zod/mini';
 import {
   IDEMPOTENCY_KEY_FIELD,
   type InvocationDeadline,
+  type JsonObject,
   outcomeOf,
   type ToolDefinition,
   type ToolRuntime,
 } from '../idempotency';
-import type { ToolServices } from '../services';
 import type { ToolHandler, ToolModule } from '../tools/tool-module';
 import { withErrorBoundary } from './boundary';
 import { type ApiEvent, bodyText, header, identityFromEvent, MAX_BODY_BYTES, UNAUTHORIZED } from './event';
@@ -79,8 +80,8 @@ export async function handleToolWrite(
 }
 
 /** What a tool's handler is built from: the services its tool is bound to, the runtime, the logger. */
-export interface ToolHandlerDependencies {
-  readonly services: ToolServices;
+export interface ToolHandlerDependencies<Svc> {
+  readonly services: Svc;
   readonly runtime: ToolRuntime;
   readonly logger: Logger;
 }
@@ -89,9 +90,9 @@ export interface ToolHandlerDependencies {
  * The handler of one tool's `POST /tools/{tool}`, tagged with the tool's name (so the registry can
  * check that `lambdas/<name>.ts` serves the tool it is named after).
  */
-export function toolHandler<N extends string>(
-  module: ToolModule<N>,
-  { services, runtime, logger }: ToolHandlerDependencies,
+export function toolHandler<N extends string, Svc>(
+  module: ToolModule<N, z.ZodMiniObject, JsonObject, Svc>,
+  { services, runtime, logger }: ToolHandlerDependencies<Svc>,
 ): ToolHandler<N> {
   const dependencies: ToolWriteDependencies = { runtime, tool: module.bind(services), logger };
   const handler = withErrorBoundary(

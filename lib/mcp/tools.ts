@@ -8,13 +8,13 @@ import {
   IDEMPOTENCY_KEY_FIELD,
   type Identity,
   type InvocationDeadline,
+  type JsonObject,
   type ToolDefinition,
   type ToolResult,
   type ToolRuntime,
 } from '../idempotency';
-import type { ToolServices } from '../services';
 import { describeTool, jsonSchemaOf, type KeyKinds } from '../tools/catalog';
-import type { AnyToolModule } from '../tools/tool-module';
+import type { ToolModule } from '../tools/tool-module';
 
 /** A tool as an MCP `tools/list` entry. */
 export interface McpToolListing {
@@ -102,12 +102,26 @@ function isAnswer(value: unknown): value is Answer {
   return typeof value === 'object' && value !== null && 'ok' in value;
 }
 
-/** The three reads agents need to check on the world: `get_invoice`, `get_ticket`, `get_operation`. */
-export function readTools(stores: {
-  readonly invoices: InvoiceStore;
-  readonly tickets: TicketStore;
-  readonly operations: OperationSource;
-}): McpTool[] {
+/** `get_operation`: the outcome of an earlier write by its tool and key — every app's MCP endpoint has it. */
+export function operationReadTool(operations: OperationSource): McpTool {
+  return {
+    listing: {
+      name: 'get_operation',
+      description:
+        'The outcome of an earlier write, by its tool and idempotency_key: completed with its receipt, or pending. Use it after a lost answer or a pending one, instead of writing again. Read-only.',
+      inputSchema: inputSchemaOf(operationArgs),
+      outputSchema: readOutputSchema(operationAnswer),
+      annotations: READ_ANNOTATIONS,
+    },
+    async call(input, caller) {
+      const args = parsed(operationArgs, input);
+      return isAnswer(args) ? args : readOperation(operations, caller, args.tool, args[IDEMPOTENCY_KEY_FIELD]);
+    },
+  };
+}
+
+/** The example app's reads of its domain: `get_invoice`, `get_ticket`. */
+export function domainReadTools(stores: { readonly invoices: InvoiceStore; readonly tickets: TicketStore }): McpTool[] {
   return [
     {
       listing: {
@@ -135,31 +149,22 @@ export function readTools(stores: {
         return isAnswer(args) ? args : readTicket(stores.tickets, caller, args.ticket_key);
       },
     },
-    {
-      listing: {
-        name: 'get_operation',
-        description:
-          'The outcome of an earlier write, by its tool and idempotency_key: completed with its receipt, or pending. Use it after a lost answer or a pending one, instead of writing again. Read-only.',
-        inputSchema: inputSchemaOf(operationArgs),
-        outputSchema: readOutputSchema(operationAnswer),
-        annotations: READ_ANNOTATIONS,
-      },
-      async call(input, caller) {
-        const args = parsed(operationArgs, input);
-        return isAnswer(args) ? args : readOperation(stores.operations, caller, args.tool, args[IDEMPOTENCY_KEY_FIELD]);
-      },
-    },
   ];
 }
 
-/** Every tool the MCP endpoint serves: each registered write, bound to `services`, and the three reads. */
-export function mcpTools(tools: readonly AnyToolModule[], services: ToolServices, runtime: ToolRuntime): McpTool[] {
+/**
+ * Every tool an MCP endpoint serves: each write, bound to `services`, then the app's own reads (`reads`),
+ * then `get_operation`.
+ */
+export function mcpTools<Svc>(
+  tools: readonly ToolModule<string, z.ZodMiniObject, JsonObject, Svc>[],
+  services: Svc,
+  runtime: ToolRuntime,
+  reads: readonly McpTool[] = [],
+): McpTool[] {
   return [
     ...tools.map((tool) => writeTool(tool.bind(services), runtime)),
-    ...readTools({
-      invoices: services.invoices,
-      tickets: services.tickets,
-      operations: { runtime, toolNames: tools.map((tool) => tool.name) },
-    }),
+    ...reads,
+    operationReadTool({ runtime, toolNames: tools.map((tool) => tool.name) }),
   ];
 }

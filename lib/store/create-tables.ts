@@ -5,10 +5,13 @@ import {
   ResourceInUseException,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
-import { TABLES, type TableDefinition, type TableId, tableName } from './tables';
+import { TABLES, type TableDefinition, type TableId, type TableSchema, tableName } from './tables';
 
 /** The CreateTable request for a table definition (the CDK stack maps the same definition). */
-export function createTableInput(definition: TableDefinition, name: string): CreateTableCommandInput {
+export function createTableInput(
+  definition: TableSchema & Partial<TableDefinition>,
+  name: string,
+): CreateTableCommandInput {
   const keyAttributes = [
     definition.partitionKey,
     definition.sortKey,
@@ -40,26 +43,33 @@ export function createTableInput(definition: TableDefinition, name: string): Cre
 }
 
 /**
+ * Creates the table `name` from its schema unless it exists already, and turns TTL on where the schema
+ * has one. Resolves to whether it created it.
+ */
+export async function createTable(client: DynamoDBClient, definition: TableSchema, name: string): Promise<boolean> {
+  try {
+    await client.send(new CreateTableCommand(createTableInput(definition, name)));
+  } catch (error) {
+    if (error instanceof ResourceInUseException) return false;
+    throw error;
+  }
+  if (definition.ttlAttribute) {
+    await client.send(
+      new UpdateTimeToLiveCommand({
+        TableName: name,
+        TimeToLiveSpecification: { AttributeName: definition.ttlAttribute, Enabled: true },
+      }),
+    );
+  }
+  return true;
+}
+
+/**
  * Creates every table of {@link TABLES} that does not exist yet (names from the environment) and
- * turns TTL on where the definition has one. Used by the test set-up and the local runner.
+ * turns TTL on where the definition has one. Used by the local runner (the tests: `retrysafe/testing`).
  */
 export async function createTables(client: DynamoDBClient, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   for (const id of Object.keys(TABLES) as TableId[]) {
-    const definition: TableDefinition = TABLES[id];
-    const name = tableName(id, env);
-    try {
-      await client.send(new CreateTableCommand(createTableInput(definition, name)));
-    } catch (error) {
-      if (!(error instanceof ResourceInUseException)) throw error;
-      continue;
-    }
-    if (definition.ttlAttribute) {
-      await client.send(
-        new UpdateTimeToLiveCommand({
-          TableName: name,
-          TimeToLiveSpecification: { AttributeName: definition.ttlAttribute, Enabled: true },
-        }),
-      );
-    }
+    await createTable(client, TABLES[id], tableName(id, env));
   }
 }

@@ -21,8 +21,35 @@ export interface GlobalSecondaryIndexDefinition {
   readonly projection: 'KEYS_ONLY';
 }
 
+/**
+ * What a table is: its keys, TTL and stream. An app's own tables are described so (`retrysafe/testing`
+ * creates them on DynamoDB Local from it, `definedTable` in `retrysafe/cdk` on AWS).
+ */
+export interface TableSchema {
+  readonly partitionKey: KeyAttribute;
+  readonly sortKey?: KeyAttribute;
+  /** Attribute holding the DynamoDB TTL, in epoch seconds. */
+  readonly ttlAttribute?: string;
+  /** The table's change stream, if it has one (the idempotency table's feeds the completer). */
+  readonly stream?: 'NEW_IMAGE';
+  /**
+   * The table's name where nothing names it (local runs and tests).
+   * @default the table's name in the app (`contacts`)
+   */
+  readonly defaultName?: string;
+}
+
+/**
+ * The environment variable that carries the name of the app's table `name` at run time: `<NAME>_TABLE`
+ * (`invoices` → `INVOICES_TABLE`, `crm-contacts` → `CRM_CONTACTS_TABLE`). The stack and the construct set
+ * one for every table, the test store too; an entry point reads it to compose its services.
+ */
+export function tableEnvVar(name: string): string {
+  return `${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_TABLE`;
+}
+
 export interface TableDefinition {
-  /** Environment variable that names the table at run time (set by the stack, the runner, the tests). */
+  /** Environment variable that names the table at run time (set by the stack, the runner, the tests): `tableEnvVar(id)`. */
   readonly envVar: string;
   /** Table name used when the environment variable is not set (local runs and tests). */
   readonly defaultName: string;

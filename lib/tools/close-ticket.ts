@@ -1,6 +1,7 @@
 import * as z from 'zod/mini';
 import { MAX_TICKET_KEY_LENGTH, type Ticket } from '../domain/tickets';
 import { InvalidArgsError, NotFoundError } from '../idempotency/definition';
+import type { ToolServices } from '../services';
 import { defineToolModule } from './tool-module';
 
 export const closeTicketArgs = z.strictObject({
@@ -23,7 +24,7 @@ export const closeTicket = defineToolModule({
   naturalKey: ['ticket_key'],
   receipt: z.strictObject({ ticket_key: z.string(), status: z.literal('closed'), resolution: z.string() }),
   access: { tickets: ['dynamodb:UpdateItem'] },
-  async execute(args, { identity, callId }, { tickets }) {
+  async execute(args, { identity, callId }, { tickets }: Pick<ToolServices, 'tickets'>) {
     const closed = await tickets.close(
       identity.tenant,
       args.ticket_key,

@@ -1,5 +1,6 @@
 import * as z from 'zod/mini';
 import { ConflictError, derivedId } from '../idempotency/definition';
+import type { ToolServices } from '../services';
 import { defineToolModule } from './tool-module';
 
 export const createInvoiceArgs = z.strictObject({
@@ -26,7 +27,7 @@ export const createInvoice = defineToolModule({
   annotations: { destructiveHint: false, openWorldHint: false },
   receipt: z.strictObject({ invoice_id: z.string(), customer: z.string(), amount: z.int(), currency: z.string() }),
   access: { invoices: ['dynamodb:PutItem'] },
-  async execute(args, { identity, downstreamKey, callId }, { invoices }) {
+  async execute(args, { identity, downstreamKey, callId }, { invoices }: Pick<ToolServices, 'invoices'>) {
     const invoice = {
       tenant: identity.tenant,
       invoice_id: derivedId('inv', downstreamKey),

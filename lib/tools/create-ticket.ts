@@ -1,5 +1,6 @@
 import * as z from 'zod/mini';
 import { ConflictError, derivedId } from '../idempotency/definition';
+import type { ToolServices } from '../services';
 import { defineToolModule } from './tool-module';
 
 export const createTicketArgs = z.strictObject({
@@ -17,7 +18,7 @@ export const createTicket = defineToolModule({
   receipt: z.strictObject({ ticket_key: z.string(), title: z.string(), status: z.literal('open') }),
   dedupeWindowSeconds: 10 * 60,
   access: { tickets: ['dynamodb:PutItem'] },
-  async execute(args, { identity, downstreamKey, callId }, { tickets }) {
+  async execute(args, { identity, downstreamKey, callId }, { tickets }: Pick<ToolServices, 'tickets'>) {
     const ticketKey = derivedId('tck', downstreamKey);
     const written = await tickets.create({
       tenant: identity.tenant,

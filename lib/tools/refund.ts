@@ -3,6 +3,7 @@ import * as z from 'zod/mini';
 import { MAX_INVOICE_ID_LENGTH, type RecordedRefund, type RefundReceipt } from '../domain/invoices';
 import { ConflictError, InvalidArgsError, NotFoundError, UnavailableError } from '../idempotency/definition';
 import { ProviderKeyReuseError } from '../payments/provider';
+import type { ToolServices } from '../services';
 import { defineToolModule } from './tool-module';
 
 export const refundArgs = z.strictObject({
@@ -34,7 +35,11 @@ export const refund = defineToolModule({
   naturalKey: ['invoice_id'],
   receipt: z.strictObject({ refund_id: z.string(), invoice_id: z.string(), amount: z.int(), currency: z.string() }),
   access: { invoices: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], ledger: ['dynamodb:PutItem'] },
-  async execute(args, { identity, downstreamKey, callId }, { invoices, provider }) {
+  async execute(
+    args,
+    { identity, downstreamKey, callId },
+    { invoices, provider }: Pick<ToolServices, 'invoices' | 'provider'>,
+  ) {
     const invoice = await invoices.get(identity.tenant, args.invoice_id);
     if (!invoice) throw new NotFoundError(`invoice_id: no invoice ${args.invoice_id}`);
     if (invoice.refund) return replayOf({ receipt: invoice.refund, by: invoice.refunded_by }, args.amount, callId);

@@ -1,5 +1,6 @@
 import * as z from 'zod/mini';
 import { ConflictError, derivedId } from '../idempotency/definition';
+import type { ToolServices } from '../services';
 import { defineToolModule } from './tool-module';
 
 export const sendEmailArgs = z.strictObject({
@@ -22,7 +23,7 @@ export const sendEmail = defineToolModule({
   receipt: z.strictObject({ message_id: z.string(), to: z.string(), subject: z.string() }),
   dedupeWindowSeconds: 10 * 60,
   access: { outbox: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
-  async execute(args, { identity, downstreamKey, callId }, { outbox }) {
+  async execute(args, { identity, downstreamKey, callId }, { outbox }: Pick<ToolServices, 'outbox'>) {
     const queued = await outbox.create({
       tenant: identity.tenant,
       message_id: derivedId('msg', downstreamKey),

@@ -7,8 +7,6 @@ import {
   type ToolContext,
   type ToolDefinition,
 } from '../idempotency/definition';
-import type { ToolServices } from '../services';
-import type { DomainTableId } from '../store/tables';
 
 /** A DynamoDB action a tool's own code may send to a domain table. */
 export type DynamoAction =
@@ -19,25 +17,30 @@ export type DynamoAction =
   | 'dynamodb:Query';
 
 /**
- * The DynamoDB access a tool's own code needs, per domain table. The idempotency table's access is the
- * runtime's and every tool gets it; this is what the tool adds. It becomes the tool's IAM grants in
+ * The DynamoDB access a tool's own code needs, per table, by the table's name in the app (`invoices`,
+ * `contacts`: the names the stack's or the construct's `tables` use). The idempotency table's access is
+ * the runtime's and every tool gets it; this is what the tool adds. It becomes the tool's IAM grants in
  * the stack, and a test compares it with the commands the tool really sends on DynamoDB Local.
  */
-export type TableAccess = Readonly<Partial<Record<DomainTableId, readonly DynamoAction[]>>>;
+export type TableAccess<T extends string = string> = Readonly<Partial<Record<T, readonly DynamoAction[]>>>;
 
-/** What a tool file declares: its definition, the access its code needs, and its domain logic. */
-export interface ToolSpec<N extends string, S extends z.ZodMiniObject, R extends JsonObject>
+/**
+ * What a tool file declares: its definition, the access its code needs, and its domain logic over the
+ * services `Svc` it is given (its stores, a provider: whatever the app composes in its entry points).
+ */
+export interface ToolSpec<N extends string, S extends z.ZodMiniObject, R extends JsonObject, Svc = unknown>
   extends Omit<ToolDefinition<S, R>, 'name' | 'execute'> {
-  /** Tool name, snake_case: the route `POST /tools/<name>`, the Lambda entry `lambdas/<name>.ts`. */
+  /** Tool name, snake_case: the route `POST /tools/<name>`, its Lambda entry (`lambdas/<name>.ts` here). */
   readonly name: N;
-  /** The domain tables and actions `execute` uses (through `services`). */
+  /** The tables and actions `execute` uses (through `services`), by the tables' names in the app. */
   readonly access: TableAccess;
   /**
    * The domain logic: throws `ToolError`s for business failures. What it must guarantee: its effect
    * happens at most once per `context.downstreamKey` (a conditional write keyed by it, or a provider
-   * that honours it), because a crashed call is run again with the same key.
+   * that honours it), because a crashed call is run again with the same key. Annotate `services` with
+   * the type of what it uses: that is the type the entry point must compose.
    */
-  execute(args: z.output<S>, context: ToolContext, services: ToolServices): Promise<Execution<R>>;
+  execute(args: z.output<S>, context: ToolContext, services: Svc): Promise<Execution<R>>;
 }
 
 /** A tool as the registry holds it: everything but the services, which the entry point binds. */
@@ -45,22 +48,29 @@ export interface ToolModule<
   N extends string = string,
   S extends z.ZodMiniObject = z.ZodMiniObject,
   R extends JsonObject = JsonObject,
-> extends Omit<ToolSpec<N, S, R>, 'execute'> {
+  Svc = unknown,
+> extends Omit<ToolSpec<N, S, R, Svc>, 'execute'> {
   /** The runnable definition, its domain logic bound to `services`. */
-  bind(services: ToolServices): ToolDefinition<S, R>;
+  bind(services: Svc): ToolDefinition<S, R>;
 }
 
-/** Any tool module, whatever its schema and receipt. */
-// biome-ignore lint/suspicious/noExplicitAny: the registry holds tools of every schema and receipt
-export type AnyToolModule = ToolModule<string, any, any>;
+/** Any tool module, whatever its schema, receipt and services. */
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds tools of every schema, receipt and services
+export type AnyToolModule = ToolModule<string, any, any, any>;
+
+/** The services a tool module's domain logic is bound to. */
+export type ServicesOf<M> = M extends ToolModule<string, z.ZodMiniObject, JsonObject, infer Svc> ? Svc : never;
 
 /**
  * Declares a tool in its own file. The definition is checked here, when the module loads (a bad name,
  * a non-strict schema or a TTL shorter than the lock is refused before any call).
  */
-export function defineToolModule<const N extends string, S extends z.ZodMiniObject, R extends JsonObject>(
-  spec: ToolSpec<N, S, R>,
-): ToolModule<N, S, R> {
+export function defineToolModule<
+  const N extends string,
+  S extends z.ZodMiniObject,
+  R extends JsonObject,
+  Svc = unknown,
+>(spec: ToolSpec<N, S, R, Svc>): ToolModule<N, S, R, Svc> {
   const { access, execute, ...definition } = spec;
   function unbound(): Promise<Execution<R>> {
     return Promise.reject(new Error(`tool ${definition.name} is not bound to its services`));

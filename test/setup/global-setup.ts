@@ -1,20 +1,15 @@
-import { startDynamoDBLocal } from '../../lib/local/dynamodb-local';
-import { createDynamoDBClient } from '../../lib/store/client';
-import { createTables } from '../../lib/store/create-tables';
+import { TABLES } from '../../lib/store/tables';
+import { startTestStore } from '../../lib/testing';
 
 /**
  * One in-memory DynamoDB Local for the whole run, on a free port, with the tables from the shared
- * definitions. Workers inherit DYNAMODB_ENDPOINT from this process's environment.
+ * definitions — started by `retrysafe/testing`, as an app's own tests start theirs. Workers inherit
+ * DYNAMODB_ENDPOINT from this process's environment.
  */
 export default async function globalSetup(): Promise<void> {
   await import('./env');
-  const local = await startDynamoDBLocal();
-  (globalThis as { dynamoDBLocal?: typeof local }).dynamoDBLocal = local;
-  process.env.DYNAMODB_ENDPOINT = local.endpoint;
-  const client = createDynamoDBClient();
-  try {
-    await createTables(client);
-  } finally {
-    client.destroy();
-  }
+  const { idempotency: _runtime, ...domainTables } = TABLES;
+  const store = await startTestStore({ tables: domainTables, accessKeyId: process.env.AWS_ACCESS_KEY_ID });
+  (globalThis as { testStore?: typeof store }).testStore = store;
+  process.env.DYNAMODB_ENDPOINT = store.endpoint;
 }

@@ -1,5 +1,5 @@
-import type { DynamoDBLocal } from '../../lib/local/dynamodb-local';
+import type { TestStore } from '../../lib/testing';
 
 export default async function globalTeardown(): Promise<void> {
-  await (globalThis as { dynamoDBLocal?: DynamoDBLocal }).dynamoDBLocal?.stop();
+  await (globalThis as { testStore?: TestStore }).testStore?.stop();
 }

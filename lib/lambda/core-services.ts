@@ -1,0 +1,53 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { Tracer } from '@aws-lambda-powertools/tracer';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createDocumentClient, createDynamoDBClient } from '../store/client';
+import { tableEnvVar } from '../store/tables';
+
+/**
+ * What every entry point of an app gets, built once per process from its environment: the DynamoDB
+ * clients, the logger, and the names of the app's tables. An app composes its tools' services from it.
+ */
+export interface CoreServices {
+  readonly client: DynamoDBClient;
+  readonly documents: DynamoDBDocumentClient;
+  readonly logger: Logger;
+  /**
+   * The name of the app's table `name` (its name in a tool's `access`), from `<NAME>_TABLE` — set by the
+   * construct on every function and by the test store. Throws, naming the variable, when it is unset.
+   */
+  tableName(name: string): string;
+}
+
+/** What an app's entry points compose its tools' services with: one function, shared by all of them. */
+export type ComposeServices<Svc> = (core: CoreServices) => Svc;
+
+/** The core services from `env`. */
+export function createCoreServices(env: NodeJS.ProcessEnv = process.env): CoreServices {
+  const client = createDynamoDBClient(env);
+  return {
+    client,
+    documents: createDocumentClient(client),
+    logger: new Logger({ serviceName: env.POWERTOOLS_SERVICE_NAME || 'retrysafe' }),
+    tableName(name) {
+      const variable = tableEnvVar(name);
+      const value = env[variable];
+      if (!value) throw new Error(`${variable} is not set: no table named ${name} in this environment`);
+      return value;
+    },
+  };
+}
+
+/**
+ * X-Ray, as deep as the deployment asks (as `lambdas/shared/process.ts` does for this repository's own
+ * entries): Lambda's active tracing records every invocation; the Powertools Tracer (from the Powertools
+ * layer, not the bundle) adds a subsegment per AWS call — and costs every call of the process, so it is
+ * loaded only on Lambda, unless `POWERTOOLS_TRACE_ENABLED` is `false`.
+ */
+export function createTracer(env: NodeJS.ProcessEnv = process.env): Tracer | undefined {
+  if (!env.AWS_EXECUTION_ENV || env.POWERTOOLS_TRACE_ENABLED?.toLowerCase() === 'false') return undefined;
+  // Required here, not imported at the top: a process that does not trace never loads the X-Ray SDK.
+  const { Tracer } = require('@aws-lambda-powertools/tracer') as typeof import('@aws-lambda-powertools/tracer');
+  return new Tracer({ serviceName: env.POWERTOOLS_SERVICE_NAME || 'retrysafe' });
+}

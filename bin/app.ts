@@ -1,11 +1,13 @@
 /**
  * The CDK app: `npx cdk synth` / `npx cdk deploy -c issuer=… -c audience=… [-c tenantClaim=…]`, or
- * `npx cdk deploy -c userPool=true` for a Cognito user pool of the stack's own that agents log in to.
+ * `npx cdk deploy -c userPool=true` for a Cognito user pool of the stack's own that agents log in to;
+ * `-c tracing=calls` traces every DynamoDB, SQS and HTTPS call, not only each invocation.
  * Synthesizes offline: no credentials, no context lookups. cdk-nag's AwsSolutions checks run on
  * every synth.
  */
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import type { TracingDepth } from '../lib/infra/defaults';
 import { RetrysafeStack, type TokenIssuerProps } from '../lib/infra/retrysafe-stack';
 
 const app = new App();
@@ -25,6 +27,8 @@ new RetrysafeStack(app, 'Retrysafe', {
   destroyTablesOnRemoval: context('destroyTables') === 'true',
   alarmTopicArn: context('alarmTopicArn'),
   stripeSecretArn: context('stripeSecretArn'),
+  // 'invocations' (the default) or 'calls'; anything else is refused by the stack.
+  tracing: context('tracing') as TracingDepth | undefined,
   ...(reservedConcurrency === undefined
     ? {}
     : // A count, or the word as given ('none'; anything else is refused, named as it was written).

@@ -9,7 +9,7 @@ import { services, tracer } from './shared/process';
 
 const recordCompleter = createCompleterMetrics(process.env.POWERTOOLS_SERVICE_NAME || 'retrysafe');
 const queue = createSqsRecheckQueue(process.env);
-tracer.captureAWSv3Client(queue.sqs);
+tracer?.captureAWSv3Client(queue.sqs);
 const completer = createCompleter({ services, runtime: createToolRuntime(services), tools: TOOLS, queue });
 
 /**

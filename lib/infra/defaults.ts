@@ -10,6 +10,29 @@ export const FUNCTION_DEFAULTS = {
 } as const;
 
 /**
+ * How deep X-Ray traces the functions, a deploy choice (`-c tracing=calls`; every function gets active
+ * tracing and the Powertools layer either way):
+ *  - `invocations`: Lambda records each invocation (init, invocation, overhead) from outside the
+ *    function; nothing is loaded or run in it.
+ *  - `calls`: besides, a subsegment for every DynamoDB and SQS call and every HTTPS call (the payment
+ *    provider's), by the Powertools Tracer and the X-Ray SDK from the layer. The X-Ray SDK turns on a
+ *    process-wide async hook: every call of the function pays for it, and so does its cold start
+ *    (README, Benchmark, has the figures `npm run bench` measures).
+ * It is Powertools' own switch, `POWERTOOLS_TRACE_ENABLED`, that the stack sets (`tracingEnvironment`);
+ * an operator can flip it on one deployed function. `lambdas/shared/process.ts` loads the Tracer only
+ * when it is on.
+ */
+export const TRACING_DEPTHS = ['invocations', 'calls'] as const;
+export type TracingDepth = (typeof TRACING_DEPTHS)[number];
+/** @default 'invocations' */
+export const DEFAULT_TRACING_DEPTH: TracingDepth = 'invocations';
+
+/** The environment a tracing depth gives every function. */
+export function tracingEnvironment(depth: TracingDepth): Readonly<Record<string, string>> {
+  return { POWERTOOLS_TRACE_ENABLED: depth === 'calls' ? 'true' : 'false' };
+}
+
+/**
  * How every entry point is bundled (the stack's NodejsFunction and the bundle-size test use the same):
  * minified CommonJS for Node.js 24 (the deployed runtime), the AWS SDK left to the Lambda runtime.
  */

@@ -32,12 +32,16 @@ import {
   ACCESS_LOG_RETENTION_DAYS,
   BUNDLING,
   COMPLETER_DEFAULTS,
+  DEFAULT_TRACING_DEPTH,
   ERASE_DEFAULTS,
   FUNCTION_DEFAULTS,
   JWT_DEFAULTS,
   MCP_RESERVED_CONCURRENCY,
   POWERTOOLS_LAYER,
   STAGE_THROTTLE,
+  TRACING_DEPTHS,
+  type TracingDepth,
+  tracingEnvironment,
   UNAUTHORIZED_ROUTE_THROTTLE,
 } from './defaults';
 import { IdempotencyTable } from './idempotency-table';
@@ -130,6 +134,12 @@ export interface RetrysafeStackOptions<T extends AnyToolModule = RegisteredTool>
    * @default undefined (alarms without an action)
    */
   readonly alarmTopicArn?: string;
+  /**
+   * How deep X-Ray traces the functions (`TRACING_DEPTHS`): each invocation, or also every DynamoDB, SQS
+   * and HTTPS call — which costs each call and each cold start (README, Benchmark).
+   * @default DEFAULT_TRACING_DEPTH ('invocations')
+   */
+  readonly tracing?: TracingDepth;
 }
 
 /**
@@ -196,7 +206,9 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       JWT_ISSUER: jwt.issuer,
       JWT_AUDIENCE: jwt.audience,
       POWERTOOLS_SERVICE_NAME: FUNCTION_DEFAULTS.serviceName,
-      NODE_OPTIONS: '--enable-source-maps',
+      ...tracingEnvironment(props.tracing ?? DEFAULT_TRACING_DEPTH),
+      // No NODE_OPTIONS=--enable-source-maps: it reads the source map at init and slows every stack trace
+      // (README, Benchmark). The map ships beside each bundle; an operator can turn it on per function.
     };
 
     this.#powertoolsLayer = lambda.LayerVersion.fromLayerVersionArn(
@@ -347,13 +359,16 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       environment: stripe
         ? { ...environment, PAYMENT_PROVIDER: 'stripe', STRIPE_SECRET_ARN: stripe.secretArn }
         : environment,
-      // X-Ray traces each invocation; the Powertools Tracer (from the layer) adds the DynamoDB calls.
+      // X-Ray traces each invocation; with `tracing: 'calls'` the Powertools Tracer (from the layer) adds
+      // the DynamoDB, SQS and HTTPS calls.
       tracing: lambda.Tracing.ACTIVE,
       layers: [this.#powertoolsLayer],
       bundling: {
         ...BUNDLING,
         externalModules: BUNDLING.externalModules.filter((module) => !(stripe && module === 'stripe')),
+        // The map maps stack traces (mappings and file names); the sources themselves are not shipped.
         sourceMap: true,
+        sourcesContent: false,
         format: OutputFormat.CJS,
       },
     });
@@ -464,6 +479,9 @@ function checkProps(props: RetrysafeStackProps<AnyToolModule>): void {
   const reserved = props.mcpReservedConcurrency;
   if (reserved !== undefined && reserved !== 'none' && !(Number.isInteger(reserved) && reserved >= 1)) {
     problems.push(`mcpReservedConcurrency: ${String(reserved)} is neither a whole number from 1 up nor 'none'`);
+  }
+  if (props.tracing !== undefined && !TRACING_DEPTHS.includes(props.tracing)) {
+    problems.push(`tracing: ${String(props.tracing)} is not one of ${TRACING_DEPTHS.join(', ')}`);
   }
   if (problems.length > 0) throw new Error(`RetrysafeStack: ${problems.join('; ')}`);
 }

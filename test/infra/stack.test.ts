@@ -501,6 +501,33 @@ describe('alarms and the dashboard', () => {
       expect(properties.Layers).toEqual([{ Ref: layerParameter![0] }]);
     }
   });
+
+  it('traces invocations only by default (the Tracer off by its own switch) and never enables source maps at run time', () => {
+    for (const fn of [...Object.values(stack.functions), stack.completer, stack.eraser]) {
+      const variables = resources[logicalId(fn)]!.Properties.Environment.Variables;
+
+      expect([fn.node.id, variables.POWERTOOLS_TRACE_ENABLED, variables.NODE_OPTIONS]).toEqual([
+        fn.node.id,
+        'false',
+        undefined,
+      ]);
+    }
+  });
+
+  it('traces every call with tracing: calls, and refuses a depth it does not know', () => {
+    // Bundling skipped: only the functions' settings are read.
+    const unbundled = () => new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const traced = new RetrysafeStack(unbundled(), 'Traced', { tracing: 'calls' });
+    const tracedResources = Template.fromStack(traced).toJSON().Resources as Resources;
+
+    for (const fn of [...Object.values(traced.functions), traced.completer, traced.eraser]) {
+      const variables = tracedResources[logicalId(fn, traced)]!.Properties.Environment.Variables;
+      expect([fn.node.id, variables.POWERTOOLS_TRACE_ENABLED]).toEqual([fn.node.id, 'true']);
+    }
+    expect(() => new RetrysafeStack(unbundled(), 'Deep', { tracing: 'deep' as 'calls' })).toThrow(
+      /tracing: deep is not one of invocations, calls/,
+    );
+  });
 });
 
 describe('a real payment provider', () => {

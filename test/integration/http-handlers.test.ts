@@ -81,6 +81,10 @@ describe('handleToolWrite', () => {
     );
 
     expect(response.statusCode).toBe(500);
-    expect(JSON.parse(response.body)).toEqual({ ok: false, error: { code: 'internal', message: 'internal error' } });
+    expect(JSON.parse(response.body)).toEqual({
+      ok: false,
+      error: { code: 'internal', message: 'internal error' },
+      next: { action: 'call_again', after_ms: expect.any(Number), message: expect.any(String) },
+    });
   });
 });

@@ -94,6 +94,7 @@ describe('the deployed entry points (lambdas/*.ts), called as Lambda calls them'
       status: 'completed',
       key: 'k1',
       receipt: JSON.parse(written.body).receipt,
+      next: { action: 'none', message: expect.any(String) },
     });
     expect(JSON.parse(unknown.body).error.message).toBe('tool: no tool launch_rockets');
   });

@@ -47,7 +47,11 @@ describe('lambdas/refund', () => {
     });
     expect(replay.statusCode).toBe(200);
     expect(replay.headers['idempotent-replayed']).toBe('true');
-    expect(JSON.parse(replay.body)).toEqual({ ...JSON.parse(first.body), idempotent: true });
+    expect(JSON.parse(replay.body)).toEqual({
+      ...JSON.parse(first.body),
+      idempotent: true,
+      next: { action: 'none', message: expect.stringMatching(/^Already done/) },
+    });
   });
 
   it('takes the tenant from the token, never from the body', async () => {
@@ -68,6 +72,7 @@ describe('lambdas/refund', () => {
     expect(JSON.parse(response.body)).toEqual({
       ok: false,
       error: { code: 'invalid_args', message: 'tenant: unknown field' },
+      next: { action: 'fix_arguments', message: expect.any(String) },
     });
     expect((await services.invoices.get(victim, 'inv_1'))?.refund).toBeUndefined();
   });
@@ -94,6 +99,7 @@ describe('lambdas/refund', () => {
     expect(JSON.parse(response.body)).toEqual({
       ok: false,
       error: { code: 'invalid_args', message: 'body: not valid JSON' },
+      next: { action: 'fix_arguments', message: expect.any(String) },
     });
   });
 });

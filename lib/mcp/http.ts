@@ -1,10 +1,11 @@
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { identityFromTokenClaims, type TokenVerifier, VerifierUnavailableError } from '../auth/token-claims';
 import { type LambdaHandler, withErrorBoundary } from '../http/boundary';
 import { type ApiEvent, bodyText, header, MAX_BODY_BYTES } from '../http/event';
 import { errorResponse, type HttpResponse, json } from '../http/status';
 import type { InvocationDeadline } from '../idempotency';
-import { createMcpServer, type McpServerDependencies } from './server';
+import { createMcpServer, type McpServerDependencies, mcpRequestAuth } from './server';
 
 /** Where the MCP endpoint is served. */
 export const MCP_PATH = '/mcp';
@@ -64,11 +65,37 @@ function toRequest(event: ApiEvent, body: string): Request {
 }
 
 /**
- * `POST /mcp`: MCP over Streamable HTTP, stateless, JSON responses. Each request gets its own server
- * and transport; the caller's identity comes from the verified token, as on every other route.
+ * MCP servers kept for reuse: building one (its handlers, the SDK's protocol state) per request cost
+ * every request; a server serves one request at a time, so a process answering several at once (the
+ * local server) builds as many as it ever ran at once — on Lambda, one per container.
+ */
+export class McpServerPool {
+  readonly #dependencies: McpServerDependencies;
+  readonly #idle: Server[] = [];
+
+  constructor(dependencies: McpServerDependencies) {
+    this.#dependencies = dependencies;
+  }
+
+  /** Serves one request with an idle server (built if none is), then gives the server back. */
+  async serve<T>(use: (server: Server) => Promise<T>): Promise<T> {
+    const server = this.#idle.pop() ?? createMcpServer(this.#dependencies);
+    try {
+      return await use(server);
+    } finally {
+      this.#idle.push(server);
+    }
+  }
+}
+
+/**
+ * `POST /mcp`: MCP over Streamable HTTP, stateless, JSON responses. Each request gets its own transport
+ * (the SDK's stateless transport serves one request) on a server of `servers`; the caller's identity comes
+ * from the verified token, as on every other route.
  */
 export async function handleMcp(
   dependencies: McpHttpDependencies,
+  servers: McpServerPool,
   event: ApiEvent,
   deadline: InvocationDeadline,
 ): Promise<HttpResponse> {
@@ -107,27 +134,34 @@ export async function handleMcp(
     return jsonRpcError(400, -32600, 'Invalid Request: JSON-RPC batches are not supported; send one message per POST');
   }
 
-  const server = createMcpServer(dependencies, caller, deadline);
-  const transport = new WebStandardStreamableHTTPServerTransport({
-    sessionIdGenerator: undefined,
-    enableJsonResponse: true,
-  });
-  try {
-    await server.connect(transport);
-    const response = await transport.handleRequest(toRequest(event, body), { parsedBody: message });
-    const headers: Record<string, string> = {};
-    response.headers.forEach((value, name) => {
-      headers[name] = value;
+  const context = { caller, deadline };
+  return servers.serve(async function answer(server) {
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
     });
-    return { statusCode: response.status, headers, body: response.body ? await response.text() : '' };
-  } finally {
-    await server.close();
-  }
+    try {
+      await server.connect(transport);
+      const response = await transport.handleRequest(toRequest(event, body), {
+        parsedBody: message,
+        authInfo: mcpRequestAuth(token, context),
+      });
+      const headers: Record<string, string> = {};
+      response.headers.forEach((value, name) => {
+        headers[name] = value;
+      });
+      return { statusCode: response.status, headers, body: response.body ? await response.text() : '' };
+    } finally {
+      // Disconnects the transport; the server is free for the next request.
+      await server.close();
+    }
+  });
 }
 
 /** The MCP endpoint's handler: `POST /mcp` and its resource metadata. */
 export function mcpHandler(dependencies: McpHttpDependencies): LambdaHandler {
+  const servers = new McpServerPool(dependencies);
   return withErrorBoundary('mcp', dependencies.logger, function mcp(event, context) {
-    return handleMcp(dependencies, event, context);
+    return handleMcp(dependencies, servers, event, context);
   });
 }

@@ -1,6 +1,9 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { type CallToolResult, ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import * as z from 'zod/mini';
 import { nextAfterRead, nextAfterWrite, type ReadResult } from '../api/next-step';
 import { keyHash } from '../http/write';
@@ -62,33 +65,63 @@ function toCallToolResult(tool: string, isWrite: boolean, answer: Answer): CallT
   };
 }
 
-/** What one MCP request is served with. */
+/** What the MCP server is built with, once. */
 export interface McpServerDependencies {
   readonly tools: readonly McpTool[];
   readonly logger: Logger;
 }
 
+/** What one request brings to the server that answers it: its caller and its deadline. */
+export interface McpRequestContext {
+  readonly caller: Identity;
+  readonly deadline: InvocationDeadline;
+}
+
+/** The transport's `authInfo` for one request: how its verified caller and its deadline reach the server. */
+export function mcpRequestAuth(token: string, context: McpRequestContext): AuthInfo {
+  return { token, clientId: context.caller.user, scopes: [], extra: { retrysafe: context } };
+}
+
+function requestContextOf(auth: AuthInfo | undefined): McpRequestContext {
+  const context = auth?.extra?.retrysafe as McpRequestContext | undefined;
+  if (!context) throw new Error('an MCP request reached the server without its caller (see mcpRequestAuth)');
+  return context;
+}
+
 /**
- * An MCP server for one request of one caller (stateless: nothing outlives the request, so any Lambda
- * instance answers any request). `tools/list` lists every write and read; `tools/call` answers with
- * the same answer object as the HTTP API.
+ * The SDK's Server builds an Ajv with every format in its constructor, only to check elicitation
+ * answers — and retrysafe never elicits. The SDK's own validator is built on first use instead.
  */
-export function createMcpServer(
-  { tools, logger }: McpServerDependencies,
-  caller: Identity,
-  deadline: InvocationDeadline,
-): Server {
+function lazyAjvValidator(): jsonSchemaValidator {
+  let ajv: AjvJsonSchemaValidator | undefined;
+  return {
+    getValidator(schema) {
+      ajv ??= new AjvJsonSchemaValidator();
+      return ajv.getValidator(schema);
+    },
+  };
+}
+
+/**
+ * An MCP server, built once and reused: it serves one request at a time (connected to that request's
+ * transport), each request's caller and deadline coming with it (`mcpRequestAuth`). Stateless: nothing
+ * of a request outlives its answer, so any Lambda instance answers any request. `tools/list` lists
+ * every write and read; `tools/call` answers with the same answer object as the HTTP API.
+ */
+export function createMcpServer({ tools, logger }: McpServerDependencies): Server {
   const server = new Server(
     { name: 'retrysafe', version: '0.1.0' },
-    { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+    { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: lazyAjvValidator() },
   );
   const byName = new Map(tools.map((tool) => [tool.listing.name, tool]));
+  const listing = { tools: tools.map((tool) => tool.listing) };
 
   server.setRequestHandler(ListToolsRequestSchema, async function listTools() {
-    return { tools: tools.map((tool) => tool.listing) };
+    return listing;
   });
 
-  server.setRequestHandler(CallToolRequest, async function callTool(request): Promise<CallToolResult> {
+  server.setRequestHandler(CallToolRequest, async function callTool(request, extra): Promise<CallToolResult> {
+    const { caller, deadline } = requestContextOf(extra.authInfo);
     const { name, arguments: args = {}, idempotencyKey } = request.params;
     const tool = byName.get(name);
     if (!tool) throw new JsonRpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);

@@ -9,6 +9,14 @@
  * exact (`ReturnConsumedCapacity` works on DynamoDB Local); absolute latencies are not AWS latencies.
  * A refused conditional write consumes a write unit on AWS too, but its error carries no capacity: such
  * writes are counted as requests only.
+ *
+ * Then the performance goals, next to a bare Powertools handler (`bin/bench/goals.ts`): CPU per call,
+ * latency, cold module init of a write function and of the MCP function, the tracing and source-map
+ * choices; and the completer's fold rate.
+ *
+ *   npm run bench -- --before <checkout>   also measures another checkout (its node_modules installed),
+ *                                          deployed as it was before the performance work
+ *   BENCH_ROUNDS (30), BENCH_GOAL_ROUNDS (200), BENCH_INIT_SAMPLES (15)
  */
 import { randomUUID } from 'node:crypto';
 import { type AttributeValue, type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
@@ -22,11 +30,20 @@ import { IDEMPOTENCY_ATTRIBUTES, tableName } from '../lib/store/tables';
 import { refund as refundTool } from '../lib/tools/refund';
 import { sendEmail as sendEmailTool } from '../lib/tools/send-email';
 import { createToolRuntime } from '../lib/tools/tool-runtime';
+import { benchGoals } from './bench/goals';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
+const GOAL_ROUNDS = Number(process.env.BENCH_GOAL_ROUNDS ?? 200);
+const INIT_SAMPLES = Number(process.env.BENCH_INIT_SAMPLES ?? 15);
+const BEFORE = (() => {
+  const at = process.argv.indexOf('--before');
+  return at === -1 ? undefined : process.argv[at + 1];
+})();
 
 interface Meter {
   requests: Map<string, number>;
+  /** Requests to the idempotency table. */
+  keyStoreRequests: number;
   /** Write units on the idempotency table (and its index), and on every other table. */
   keyStoreWcu: number;
   domainWcu: number;
@@ -34,13 +51,14 @@ interface Meter {
 
 /** Counts every request and asks DynamoDB for the capacity each consumed. */
 function meter(client: DynamoDBClient): Meter {
-  const counts: Meter = { requests: new Map(), keyStoreWcu: 0, domainWcu: 0 };
+  const counts: Meter = { requests: new Map(), keyStoreRequests: 0, keyStoreWcu: 0, domainWcu: 0 };
   const keyStore = tableName('idempotency');
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const command = context.commandName ?? 'unknown';
       counts.requests.set(command, (counts.requests.get(command) ?? 0) + 1);
       const input = args.input as { TableName?: string; ReturnConsumedCapacity?: string };
+      if (input.TableName === keyStore) counts.keyStoreRequests += 1;
       if (input.TableName && /^(Put|Update|Delete|Get)Item/.test(command)) input.ReturnConsumedCapacity = 'INDEXES';
       const result = await next(args);
       const consumed = (result.output as { ConsumedCapacity?: { CapacityUnits?: number; TableName?: string } })
@@ -99,7 +117,7 @@ async function main(): Promise<void> {
       'send_email: replay (new key, same intent)',
     ];
     const samples = new Map(
-      kinds.map((kind) => [kind, { ms: [] as number[], requests: new Map(), key: 0, domain: 0 }]),
+      kinds.map((kind) => [kind, { ms: [] as number[], requests: new Map(), keyRequests: 0, key: 0, domain: 0 }]),
     );
 
     for (let round = 0; round < ROUNDS; round++) {
@@ -123,6 +141,7 @@ async function main(): Promise<void> {
       ];
       for (const [kind, tool, input] of calls) {
         counts.requests.clear();
+        counts.keyStoreRequests = 0;
         counts.keyStoreWcu = 0;
         counts.domainWcu = 0;
         const started = process.hrtime.bigint();
@@ -131,6 +150,7 @@ async function main(): Promise<void> {
         sample.ms.push(Number(process.hrtime.bigint() - started) / 1e6);
         for (const [command, n] of counts.requests)
           sample.requests.set(command, (sample.requests.get(command) ?? 0) + n);
+        sample.keyRequests += counts.keyStoreRequests;
         sample.key += counts.keyStoreWcu;
         sample.domain += counts.domainWcu;
       }
@@ -139,12 +159,12 @@ async function main(): Promise<void> {
     console.log(
       `DynamoDB Local, ${ROUNDS} rounds: requests, write units (idempotency table / domain) and median latency per call`,
     );
-    for (const [kind, { ms, requests, key, domain }] of samples) {
+    for (const [kind, { ms, requests, keyRequests, key, domain }] of samples) {
       const perCall = [...requests].map(([command, n]) => `${command.replace('Command', '')} ${n / ROUNDS}`).join(', ');
       const total = [...requests.values()].reduce((a, b) => a + b, 0) / ROUNDS;
       console.log(
-        `  ${kind.padEnd(44)} ${String(total).padStart(3)} requests  WCU ${(key / ROUNDS).toFixed(1)} / ${(domain / ROUNDS).toFixed(1)}  ` +
-          `${median(ms).toFixed(1).padStart(6)} ms  (${perCall})`,
+        `  ${kind.padEnd(44)} ${String(total).padStart(3)} requests (${keyRequests / ROUNDS} on the idempotency table)  ` +
+          `WCU ${(key / ROUNDS).toFixed(1)} / ${(domain / ROUNDS).toFixed(1)}  ${median(ms).toFixed(1).padStart(6)} ms  (${perCall})`,
       );
     }
     const first = median(samples.get(kinds[0]!)!.ms);
@@ -158,7 +178,17 @@ async function main(): Promise<void> {
       `tenant erase: a Scan of ${records} idempotency records read ${readUnits.toFixed(1)} read units ` +
         `(${((readUnits / Math.max(1, records)) * 1000).toFixed(1)} per 1,000 records); a tenant index would cost 1 write unit on every claim`,
     );
-    benchCompleterFold(services.client, runtime);
+    await benchCompleterFold(services.client, runtime);
+    await benchGoals({
+      store: {
+        DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
+        AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID!,
+        AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY!,
+      },
+      ...(BEFORE ? { before: BEFORE } : {}),
+      initSamples: INIT_SAMPLES,
+      rounds: GOAL_ROUNDS,
+    });
   } finally {
     services.client.destroy();
     await local?.stop();

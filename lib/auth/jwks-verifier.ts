@@ -53,10 +53,13 @@ const TOKEN_FAULTS = [errors.JWKSNoMatchingKey, errors.JWKSMultipleMatchingKeys,
  * and is not asked again for `unavailableForMs`.
  */
 export function createJwksVerifier(options: JwksVerifierOptions): TokenVerifier {
-  const remoteKeys = createRemoteJWKSet(
-    new URL(options.jwksUrl ?? `${options.issuer.replace(/\/$/, '')}/.well-known/jwks.json`),
-    options.fetchTimeoutMs === undefined ? {} : { timeoutDuration: options.fetchTimeoutMs },
-  );
+  const jwksUrl = new URL(options.jwksUrl ?? `${options.issuer.replace(/\/$/, '')}/.well-known/jwks.json`);
+  /**
+   * Built on the first token, not at init: jose's remote key set makes a fetch `Headers` at once, and the
+   * first touch of Node's fetch globals loads undici (~50 ms of cold start here) — which the first MCP
+   * request loads anyway (the SDK's transport reads a `Request`).
+   */
+  let remoteKeys: ReturnType<typeof createRemoteJWKSet> | undefined;
   const now = options.now ?? Date.now;
   const unavailableForMs = options.unavailableForMs ?? 5_000;
   /** Until when the last failed fetch is answered from the negative cache. */
@@ -69,6 +72,10 @@ export function createJwksVerifier(options: JwksVerifierOptions): TokenVerifier 
 
   async function signingKey(header: JWSHeaderParameters, token: FlattenedJWSInput): Promise<KeyObject | JoseCryptoKey> {
     if (now() < unavailableUntil) throw unavailable();
+    remoteKeys ??= createRemoteJWKSet(
+      jwksUrl,
+      options.fetchTimeoutMs === undefined ? {} : { timeoutDuration: options.fetchTimeoutMs },
+    );
     try {
       return await remoteKeys(header, token);
     } catch (error) {

@@ -1,12 +1,8 @@
-import { getOperationHandler } from '../lib/http/reads';
-import { createToolRuntime } from '../lib/tools/tool-runtime';
-import { services } from './shared/process';
+import { getOperationEntry } from '../lib/lambda/operation';
 
 /**
  * GET /tools/{tool}/operations/{key} — the caller's own record of a client key. The tools' names come
- * from the environment (`TOOL_NAMES`, set by the stack from the registry), so this bundle carries no tool.
+ * from the environment (`TOOL_NAMES`, set by the construct), so this bundle carries no tool: the package
+ * ships it as every app's own (`Retrysafe`'s default `get_operation` entry).
  */
-export const handler = getOperationHandler(
-  { runtime: createToolRuntime(services), toolNames: (process.env.TOOL_NAMES ?? '').split(',').filter(Boolean) },
-  services.logger,
-);
+export const handler = getOperationEntry();

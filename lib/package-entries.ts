@@ -14,7 +14,19 @@ export const PACKAGE_ENTRIES = {
   'client/anthropic': 'lib/client/anthropic.ts',
   'client/ai-sdk': 'lib/client/ai-sdk.ts',
   'lambda/index': 'lib/lambda/index.ts',
+  'lambda/tool': 'lib/lambda/tool.ts',
+  'lambda/mcp': 'lib/lambda/mcp.ts',
+  'lambda/completer': 'lib/lambda/completer.ts',
+  'lambda/listing': 'lib/lambda/listing.ts',
+  'lambda/erase': 'lib/lambda/erase.ts',
   'testing/index': 'lib/testing/index.ts',
+  'cdk/index': 'lib/infra/index.ts',
+  // The construct's own entry files (health, not_found, get_operation, erase), bundled for the app's
+  // functions from here (`packageEntryFile`); not a subpath of `exports`.
+  'lambdas/health': 'lambdas/health.ts',
+  'lambdas/not_found': 'lambdas/not_found.ts',
+  'lambdas/get_operation': 'lambdas/get_operation.ts',
+  'lambdas/erase_records': 'lambdas/erase_records.ts',
 } as const;
 
 /** Each public subpath of `exports` and the entry it loads. */
@@ -30,5 +42,11 @@ export const PACKAGE_SUBPATHS = {
   './client/anthropic': 'client/anthropic',
   './client/ai-sdk': 'client/ai-sdk',
   './lambda': 'lambda/index',
+  './lambda/tool': 'lambda/tool',
+  './lambda/mcp': 'lambda/mcp',
+  './lambda/completer': 'lambda/completer',
+  './lambda/listing': 'lambda/listing',
+  './lambda/erase': 'lambda/erase',
   './testing': 'testing/index',
+  './cdk': 'cdk/index',
 } as const satisfies Record<string, keyof typeof PACKAGE_ENTRIES>;

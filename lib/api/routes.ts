@@ -1,9 +1,8 @@
-import type { DomainTableId } from '../store/tables';
 import type { AnyToolModule, DynamoAction, TableAccess } from '../tools/tool-module';
 
 /**
- * The HTTP API's routes and entry points, derived from a list of tools (the registry, or a test's):
- * the local server and the CDK stack both build from these. Plain data; an entry `name` is the
+ * The HTTP API's routes and entry points, derived from a list of tools (the registry, or a test's) and
+ * an app's own reads: the local server, the construct and the OpenAPI document all build from these. Plain data; an entry `name` is the
  * Lambda entry `lambdas/<name>.ts`.
  */
 export interface RouteDefinition<E extends string = string> {
@@ -28,26 +27,45 @@ export interface FunctionAccess {
   readonly tables?: TableAccess;
 }
 
-/** The reads' access: the operations poll reads the idempotency table, the others one domain table each. */
-const READ_ACCESS = {
-  get_operation: { idempotencyTable: 'read' },
-  get_invoice: { tables: { invoices: ['dynamodb:GetItem'] } },
-  get_ticket: { tables: { tickets: ['dynamodb:GetItem'] } },
-} as const satisfies Record<string, FunctionAccess>;
+/**
+ * A read of an app's own domain: `GET path`, served by the entry point `entry`, with the access its code
+ * needs. Every app has `get_operation` (the idempotency runtime's poll); these come besides it.
+ */
+export interface ReadRoute<E extends string = string> {
+  readonly entry: E;
+  /** API Gateway route path, with `{param}` placeholders. */
+  readonly path: string;
+  readonly access: FunctionAccess;
+}
 
-/** The entry points that are not tools, each with exactly the access its code needs (`mcp`: see `entriesFor`). */
+/** The example app's reads: an invoice with its refund, a ticket — one domain table each. */
+export const EXAMPLE_READS = [
+  { entry: 'get_invoice', path: '/invoices/{invoice_id}', access: { tables: { invoices: ['dynamodb:GetItem'] } } },
+  { entry: 'get_ticket', path: '/tickets/{ticket_key}', access: { tables: { tickets: ['dynamodb:GetItem'] } } },
+] as const satisfies readonly ReadRoute[];
+
+/** The name of an example read's entry point. */
+export type ExampleReadName = (typeof EXAMPLE_READS)[number]['entry'];
+
+/** The operations poll: it reads the idempotency table. */
+const OPERATION_ACCESS = { idempotencyTable: 'read' } as const satisfies FunctionAccess;
+
+/**
+ * The entry points every app has besides its tools and its reads, each with exactly the access its code
+ * needs (`mcp`: see `apiEntries`).
+ */
 export const API_ENTRIES = {
   health: {},
   list_tools: {},
-  ...READ_ACCESS,
+  get_operation: OPERATION_ACCESS,
   not_found: {},
   mcp: {},
   openapi: {},
 } as const satisfies Record<string, FunctionAccess>;
 
 export type ApiEntryName = keyof typeof API_ENTRIES;
-/** Every entry point of an API serving the tools `T`. */
-export type EntryName<T extends AnyToolModule> = ApiEntryName | T['name'];
+/** Every entry point of an API serving the tools `T` and the reads `R` (by default the example's). */
+export type EntryName<T extends AnyToolModule, R extends string = ExampleReadName> = ApiEntryName | R | T['name'];
 
 /** What answers a request no route matches (an unknown tool included): a JSON 404. */
 export const DEFAULT_ROUTE_ENTRY = 'not_found' satisfies ApiEntryName;
@@ -58,8 +76,11 @@ export const DEFAULT_ROUTE_ENTRY = 'not_found' satisfies ApiEntryName;
  */
 export const INVOCATION_TIMEOUT_SECONDS = 10;
 
-/** The routes of an API serving `tools`, in the order `GET /tools` lists them. */
-export function routesFor<T extends AnyToolModule>(tools: readonly T[]): readonly RouteDefinition<EntryName<T>>[] {
+/** The routes of an API serving `tools` and `reads`, in the order `GET /tools` lists them. */
+export function apiRoutes<T extends AnyToolModule, R extends string = never>(
+  tools: readonly T[],
+  reads: readonly ReadRoute<R>[] = [],
+): readonly RouteDefinition<EntryName<T, R>>[] {
   return [
     { method: 'GET', path: '/health', entry: 'health', auth: 'public' },
     { method: 'GET', path: '/tools', entry: 'list_tools', auth: 'gateway' },
@@ -70,8 +91,7 @@ export function routesFor<T extends AnyToolModule>(tools: readonly T[]): readonl
       auth: 'gateway' as const,
     })),
     { method: 'GET', path: '/tools/{tool}/operations/{key}', entry: 'get_operation', auth: 'gateway' },
-    { method: 'GET', path: '/invoices/{invoice_id}', entry: 'get_invoice', auth: 'gateway' },
-    { method: 'GET', path: '/tickets/{ticket_key}', entry: 'get_ticket', auth: 'gateway' },
+    ...reads.map((read) => ({ method: 'GET' as const, path: read.path, entry: read.entry, auth: 'gateway' as const })),
     // MCP: the function checks the token (its 401 names the resource metadata); the metadata is public.
     { method: 'POST', path: '/mcp', entry: 'mcp', auth: 'function' },
     { method: 'GET', path: '/mcp', entry: 'mcp', auth: 'function' },
@@ -83,18 +103,32 @@ export function routesFor<T extends AnyToolModule>(tools: readonly T[]): readonl
   ];
 }
 
-/** Every entry point of an API serving `tools`, with the access its code needs: least privilege. */
-export function entriesFor<T extends AnyToolModule>(
+/** The example app's routes: its tools and its reads (`EXAMPLE_READS`). */
+export function routesFor<T extends AnyToolModule>(tools: readonly T[]): readonly RouteDefinition<EntryName<T>>[] {
+  return apiRoutes(tools, EXAMPLE_READS);
+}
+
+/** Every entry point of an API serving `tools` and `reads`, with the access its code needs: least privilege. */
+export function apiEntries<T extends AnyToolModule, R extends string = never>(
   tools: readonly T[],
-): Readonly<Record<EntryName<T>, FunctionAccess>> {
+  reads: readonly ReadRoute<R>[] = [],
+): Readonly<Record<EntryName<T, R>, FunctionAccess>> {
   const entries: Record<string, FunctionAccess> = { ...API_ENTRIES };
+  for (const read of reads) entries[read.entry] = read.access;
   for (const tool of tools) entries[tool.name] = { idempotencyTable: 'claims', tables: tool.access };
   // The MCP endpoint serves every tool and every read: the union of their access, nothing more.
   entries.mcp = {
     idempotencyTable: 'claims',
-    tables: unionOf([...tools.map((tool) => tool.access), ...Object.values(READ_ACCESS).map(tablesOf)]),
+    tables: unionOf([...tools.map((tool) => tool.access), ...reads.map((read) => tablesOf(read.access))]),
   };
-  return entries as Record<EntryName<T>, FunctionAccess>;
+  return entries as Record<EntryName<T, R>, FunctionAccess>;
+}
+
+/** Every entry point of the example app: its tools and its reads (`EXAMPLE_READS`). */
+export function entriesFor<T extends AnyToolModule>(
+  tools: readonly T[],
+): Readonly<Record<EntryName<T>, FunctionAccess>> {
+  return apiEntries(tools, EXAMPLE_READS);
 }
 
 /**
@@ -131,9 +165,9 @@ function tablesOf(access: FunctionAccess): TableAccess {
 
 /** Every action on every table that any of `accesses` names, sorted. */
 function unionOf(accesses: readonly TableAccess[]): TableAccess {
-  const union = new Map<DomainTableId, Set<DynamoAction>>();
+  const union = new Map<string, Set<DynamoAction>>();
   for (const access of accesses) {
-    for (const [table, actions] of Object.entries(access) as Array<[DomainTableId, readonly DynamoAction[]]>) {
+    for (const [table, actions] of Object.entries(access) as Array<[string, readonly DynamoAction[]]>) {
       union.set(table, new Set([...(union.get(table) ?? []), ...actions]));
     }
   }

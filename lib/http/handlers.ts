@@ -1,4 +1,4 @@
-import type { ApiEntryName, EntryName } from '../api/routes';
+import type { ApiEntryName, EntryName, ExampleReadName } from '../api/routes';
 import type { TokenVerifier } from '../auth/token-claims';
 import type { ToolRuntime } from '../idempotency';
 import { mcpHandler } from '../mcp/http';
@@ -34,7 +34,7 @@ export function createHandlers<T extends AnyToolModule>({
   verifyToken,
   issuer,
 }: ApiComposition<T>): Readonly<Record<EntryName<T>, LambdaHandler>> {
-  const api: Record<ApiEntryName, LambdaHandler> = {
+  const api: Record<ApiEntryName | ExampleReadName, LambdaHandler> = {
     health: healthHandler(),
     list_tools: listToolsHandler(tools, services.logger),
     get_operation: getOperationHandler({ runtime, toolNames: tools.map((tool) => tool.name) }, services.logger),

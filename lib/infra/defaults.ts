@@ -53,10 +53,13 @@ export const BUNDLING = {
  * with its Stripe adapter ~6 KB (Stripe's SDK itself is bundled only where Stripe is configured); retrysafe's
  * own code adds ~29 KB. The brief's 70 KB target is below that floor; the budget was 112 KB before metrics
  * and the provider adapter, 128 KB between, 136 KB before the call's state machine was written down
- * (call states, typed call records, takeovers and parks: ~4 KB). The SDK's error classification (`@smithy/service-error-classification`, ~14 KB when
- * bundled) is left to the runtime like the SDK itself.
+ * (call states, typed call records, takeovers and parks: ~4 KB), 140 KB while `"sideEffects": false` in
+ * package.json (c75dc1b took it out) let esbuild drop zod's English locale (~3.2 KB, imported for its side
+ * effect): error messages without text, and every write ~3 KB lighter than it really is. The SDK's error
+ * classification (`@smithy/service-error-classification`, ~14 KB when bundled) is left to the runtime like
+ * the SDK itself.
  */
-export const BUNDLE_BUDGET_BYTES = 140 * 1024;
+export const BUNDLE_BUDGET_BYTES = 144 * 1024;
 
 /**
  * The MCP endpoint's budget: the official SDK brings the full zod (~103 KB, it does not use zod/mini),

@@ -3,7 +3,7 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
-import * as sns from 'aws-cdk-lib/aws-sns';
+import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { COMPLETER_METRICS, METRICS_NAMESPACE, OUTCOME_LABELS, type OutcomeLabel } from '../observability/names';
@@ -24,14 +24,14 @@ export interface ObservabilityProps {
     readonly recheckDeadLetters: sqs.IQueue;
   };
   /** Every table: throttled requests and system errors alarm. */
-  readonly tables: Readonly<Record<string, dynamodb.Table>>;
+  readonly tables: Readonly<Record<string, dynamodb.ITable>>;
   /** The `service` dimension the functions write their metrics under. */
   readonly serviceName: string;
   /**
-   * An SNS topic every alarm notifies (an existing topic's ARN, e.g. from `-c alarmTopicArn=…`).
+   * An SNS topic every alarm notifies.
    * @default undefined (alarms are created without an action)
    */
-  readonly alarmTopicArn?: string;
+  readonly alarmTopic?: sns.ITopic;
 }
 
 /**
@@ -48,7 +48,7 @@ export class Observability extends Construct {
   constructor(scope: Construct, id: string, props: ObservabilityProps) {
     super(scope, id);
     this.#props = props;
-    const topic = props.alarmTopicArn ? sns.Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn) : undefined;
+    const topic = props.alarmTopic;
     const alarm = (alarmId: string, options: cloudwatch.CreateAlarmOptions, metric: cloudwatch.IMetric) => {
       const created = new cloudwatch.Alarm(this, alarmId, {
         metric,

@@ -1,62 +1,23 @@
 import { join } from 'node:path';
-import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
-import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
-import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
-import { HttpNoneAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2';
-import { HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
-import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { Annotations, CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
-import * as iam from 'aws-cdk-lib/aws-iam';
-import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
-import * as logs from 'aws-cdk-lib/aws-logs';
-import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
-import * as ssm from 'aws-cdk-lib/aws-ssm';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
-import {
-  completerAccess,
-  DEFAULT_ROUTE_ENTRY,
-  type EntryName,
-  ERASE_ACCESS,
-  entriesFor,
-  type FunctionAccess,
-  INVOCATION_TIMEOUT_SECONDS,
-  routesFor,
-} from '../api/routes';
+import { type EntryName, ERASE_ACCESS, EXAMPLE_READS } from '../api/routes';
 import { type DomainTableId, TABLES } from '../store/tables';
 import { type RegisteredTool, TOOLS } from '../tools/registry';
 import type { AnyToolModule } from '../tools/tool-module';
 import { AgentUserPool } from './agent-user-pool';
-import { CompleterTriggers } from './completer-triggers';
-import {
-  ACCESS_LOG_RETENTION_DAYS,
-  BUNDLING,
-  COMPLETER_DEFAULTS,
-  DEFAULT_TRACING_DEPTH,
-  ERASE_DEFAULTS,
-  FUNCTION_DEFAULTS,
-  JWT_DEFAULTS,
-  MCP_RESERVED_CONCURRENCY,
-  POWERTOOLS_LAYER,
-  STAGE_THROTTLE,
-  TRACING_DEPTHS,
-  type TracingDepth,
-  tracingEnvironment,
-  UNAUTHORIZED_ROUTE_THROTTLE,
-} from './defaults';
+import type { CompleterTriggers } from './completer-triggers';
+import { JWT_DEFAULTS, type TracingDepth } from './defaults';
 import { IdempotencyTable } from './idempotency-table';
-import { Observability } from './observability';
+import type { Observability } from './observability';
+import { Retrysafe, type RetrysafeProps, retrysafePropProblems } from './retrysafe';
 import { tableFromDefinition } from './table';
 
 const PROJECT_ROOT = join(__dirname, '..', '..');
-
-/** Why a route has no API Gateway authorizer, for cdk-nag. */
-const UNAUTHORIZED_ROUTE_REASONS = {
-  public:
-    'Public by design: it reveals nothing secret (health, or the RFC 9728 metadata naming the issuer) and touches no store.',
-  function:
-    "The function verifies the JWT itself (RS256 against the issuer's JWKS, issuer, audience, exp), so that its 401 can carry the RFC 9728 resource_metadata challenge MCP clients need; API Gateway's authorizer cannot.",
-} as const;
 
 /**
  * Who issues the tokens the API accepts: an OIDC provider you name (`issuer`, `audience`, `tenantClaim`),
@@ -143,14 +104,15 @@ export interface RetrysafeStackOptions<T extends AnyToolModule = RegisteredTool>
 }
 
 /**
- * retrysafe on AWS: one Lambda per tool and per read behind an HTTP API with a JWT authorizer, the
- * idempotency table and the domain tables in DynamoDB. Routes and each function's grants are derived
- * from the tool registry (`lib/tools/registry.ts`, `lib/api/routes.ts`); tables from
- * `lib/store/tables.ts`.
+ * The example app on AWS: its domain tables (invoices, tickets, outbox, ledger) and the `Retrysafe`
+ * construct over them — the same construct an app adds to its own stack — with the registry's tools, the
+ * example's reads and its erase. Optionally a Cognito user pool for agents (`userPool: true`).
  */
 export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends Stack {
   public readonly idempotencyTable: IdempotencyTable;
   public readonly tables: Readonly<Record<DomainTableId, dynamodb.Table>>;
+  /** The construct: every function, the API, the completer, erase, alarms. */
+  public readonly retrysafe: Retrysafe;
   public readonly functions: Readonly<Record<EntryName<T>, NodejsFunction>>;
   public readonly api: apigw.HttpApi;
   /** The completer (not routed): fed by the idempotency table's stream and its recheck queue. */
@@ -163,27 +125,17 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
   public readonly observability: Observability;
   /** The Cognito user pool agents log in to, when the stack creates it (`userPool: true`). */
   public readonly agentUserPool: AgentUserPool | undefined;
-  readonly #stripeKey: secretsmanager.ISecret | undefined;
-  readonly #powertoolsLayer: lambda.ILayerVersion;
 
   constructor(scope: Construct, id: string, props: RetrysafeStackProps<T> = {}) {
     super(scope, id, props);
-    checkProps(props);
     const removalPolicy = props.destroyTablesOnRemoval ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
-    // Whoever issues the tokens, every function reads the tenant from one claim (TENANT_CLAIM) and the
-    // MCP function checks the same issuer and audience as the JWT authorizer.
-    this.agentUserPool = props.userPool ? new AgentUserPool(this, 'AgentUserPool', { removalPolicy }) : undefined;
-    const jwt = this.agentUserPool ?? {
-      issuer: props.issuer ?? JWT_DEFAULTS.issuer,
-      audience: props.audience ?? JWT_DEFAULTS.audience,
-      tenantClaim: props.tenantClaim ?? JWT_DEFAULTS.tenantClaim,
-    };
     const tools = props.tools ?? (TOOLS as readonly AnyToolModule[] as readonly T[]);
     const entryFile = props.entryFile ?? ((entry: string) => join(PROJECT_ROOT, 'lambdas', `${entry}.ts`));
 
-    // The construct id stays 'KeyStore' (its name before the class was renamed): a new id would give the
-    // table a new logical id, and CloudFormation would replace it — a new, empty table, the old one
-    // (retained) orphaned with every stored receipt.
+    // The construct id stays 'KeyStore' (its name before the class was renamed), at the stack's root: a
+    // new id or path would give the table a new logical id, and CloudFormation would replace it — a new,
+    // empty table, the old one (retained) orphaned with every stored receipt. The domain tables stay at
+    // the root for the same reason.
     this.idempotencyTable = new IdempotencyTable(this, 'KeyStore', {
       destroyOnRemoval: props.destroyTablesOnRemoval,
     });
@@ -193,85 +145,59 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       outbox: tableFromDefinition(this, 'Outbox', TABLES.outbox, { removalPolicy }),
       ledger: tableFromDefinition(this, 'Ledger', TABLES.ledger, { removalPolicy }),
     };
-    const environment: Record<string, string> = {
-      [TABLES.idempotency.envVar]: this.idempotencyTable.table.tableName,
-      ...Object.fromEntries(
-        (Object.keys(this.tables) as Array<keyof typeof this.tables>).map((table) => [
-          TABLES[table].envVar,
-          this.tables[table].tableName,
-        ]),
-      ),
-      TENANT_CLAIM: jwt.tenantClaim,
-      TOOL_NAMES: tools.map((tool) => tool.name).join(','),
-      JWT_ISSUER: jwt.issuer,
-      JWT_AUDIENCE: jwt.audience,
-      POWERTOOLS_SERVICE_NAME: FUNCTION_DEFAULTS.serviceName,
-      ...tracingEnvironment(props.tracing ?? DEFAULT_TRACING_DEPTH),
-      // No NODE_OPTIONS=--enable-source-maps: it reads the source map at init and slows every stack trace
-      // (README, Benchmark). The map ships beside each bundle; an operator can turn it on per function.
+    const construct: RetrysafeProps = {
+      // A tool moves money when it may write the ledger: it is where a payment provider is called.
+      tools: tools.map((tool) => ({
+        tool,
+        entry: entryFile(tool.name as EntryName<T>),
+        movesMoney: tool.access.ledger !== undefined,
+      })),
+      entries: {
+        mcp: entryFile('mcp'),
+        complete: entryFile('complete' as EntryName<T>),
+        list_tools: entryFile('list_tools'),
+        openapi: entryFile('openapi'),
+        // The example's erase also empties its invoices, tickets and outbox (`includeDomain`).
+        erase: entryFile('erase' as EntryName<T>),
+      },
+      tables: this.tables,
+      reads: EXAMPLE_READS.map((read) => ({ ...read, file: entryFile(read.entry) })),
+      eraseAccess: ERASE_ACCESS.tables,
+      idempotencyTable: this.idempotencyTable,
+      bundling: { projectRoot: PROJECT_ROOT, depsLockFilePath: join(PROJECT_ROOT, 'package-lock.json') },
+      ...(props.stripeSecretArn ? { stripeSecretArn: props.stripeSecretArn } : {}),
+      ...(props.mcpReservedConcurrency === undefined ? {} : { mcpReservedConcurrency: props.mcpReservedConcurrency }),
+      ...(props.tracing === undefined ? {} : { tracing: props.tracing }),
     };
+    checkProps(props, construct);
 
-    this.#powertoolsLayer = lambda.LayerVersion.fromLayerVersionArn(
-      this,
-      'PowertoolsLayer',
-      ssm.StringParameter.valueForStringParameter(this, POWERTOOLS_LAYER.ssmParameter(POWERTOOLS_LAYER.version)),
-    );
-    const stripeKey = props.stripeSecretArn
-      ? secretsmanager.Secret.fromSecretCompleteArn(this, 'StripeKey', props.stripeSecretArn)
-      : undefined;
-    this.#stripeKey = stripeKey;
-    const functions = {} as Record<EntryName<T>, NodejsFunction>;
-    for (const [entry, access] of Object.entries(entriesFor(tools)) as Array<[EntryName<T>, FunctionAccess]>) {
-      const fn = this.#function(entry, entryFile(entry), environment, {
-        movesMoney: movesMoney(access),
-        reservedConcurrency: entry === 'mcp' ? (props.mcpReservedConcurrency ?? MCP_RESERVED_CONCURRENCY) : undefined,
-      });
-      this.#grant(fn, access);
-      functions[entry] = fn;
-    }
-    this.functions = functions;
-
-    // The completer finishes the calls whose worker died. Not routed: nobody can call it over the API.
-    // Its triggers — the idempotency table's stream, its recheck queue — and their grants come with
-    // CompleterTriggers; it runs as many at a time as its batches need (no checkpoint to share).
-    this.completer = this.#function('complete', entryFile('complete' as EntryName<T>), environment, {
-      timeoutSeconds: COMPLETER_DEFAULTS.timeoutSeconds,
-      movesMoney: movesMoney(completerAccess(tools)),
-      wildcardReason:
-        "The stream's event source mapping needs dynamodb:ListStreams, which has no resource-level permissions either.",
-    });
-    this.#grant(this.completer, completerAccess(tools));
-    this.completerTriggers = new CompleterTriggers(this, 'CompleterTriggers', {
-      completer: this.completer,
-      table: this.idempotencyTable.table,
-    });
-    // Tenant erase: invoked directly by an operator (no route, no schedule), on the same library function
-    // as `npm run erase`.
-    this.eraser = this.#function('erase', entryFile('erase' as EntryName<T>), environment, {
-      timeoutSeconds: ERASE_DEFAULTS.timeoutSeconds,
-    });
-    this.#grant(this.eraser, ERASE_ACCESS);
-
-    this.observability = new Observability(this, 'Observability', {
-      toolNames: tools.map((tool) => tool.name),
-      functions: { ...functions, complete: this.completer, erase: this.eraser },
-      completer: this.completer,
-      completerQueues: this.completerTriggers,
-      tables: { idempotency: this.idempotencyTable.table, ...this.tables },
-      serviceName: FUNCTION_DEFAULTS.serviceName,
-      ...(props.alarmTopicArn ? { alarmTopicArn: props.alarmTopicArn } : {}),
-    });
-
+    // Whoever issues the tokens, every function reads the tenant from one claim (TENANT_CLAIM) and the
+    // MCP function checks the same issuer and audience as the JWT authorizer.
+    this.agentUserPool = props.userPool ? new AgentUserPool(this, 'AgentUserPool', { removalPolicy }) : undefined;
+    const jwt = this.agentUserPool ?? {
+      issuer: props.issuer ?? JWT_DEFAULTS.issuer,
+      audience: props.audience ?? JWT_DEFAULTS.audience,
+      tenantClaim: props.tenantClaim ?? JWT_DEFAULTS.tenantClaim,
+    };
     if (!props.issuer && !this.agentUserPool) {
       Annotations.of(this).addWarningV2(
         'retrysafe:issuer',
         `No issuer given: the JWT authorizer trusts the placeholder ${JWT_DEFAULTS.issuer} and refuses every token. Deploy with -c issuer=<your OIDC issuer>, or -c userPool=true.`,
       );
     }
-    this.api = this.#api(functions, routesFor(tools), {
+    this.retrysafe = new Retrysafe(this, 'Retrysafe', {
+      ...construct,
       issuer: jwt.issuer,
       audience: jwt.audience,
+      tenantClaim: jwt.tenantClaim,
+      ...(props.alarmTopicArn ? { alarmTopic: sns.Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn) } : {}),
     });
+    this.functions = this.retrysafe.functions as Record<EntryName<T>, NodejsFunction>;
+    this.api = this.retrysafe.api;
+    this.completer = this.retrysafe.completer;
+    this.completerTriggers = this.retrysafe.completerTriggers;
+    this.eraser = this.retrysafe.eraser;
+    this.observability = this.retrysafe.observability;
 
     new CfnOutput(this, 'ApiUrl', { value: this.api.apiEndpoint });
     new CfnOutput(this, 'IdempotencyTableName', { value: this.idempotencyTable.table.tableName });
@@ -297,176 +223,13 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       });
     }
   }
-
-  /** Exactly the DynamoDB access an entry point's code needs, through the tables' grant methods. */
-  #grant(fn: NodejsFunction, access: FunctionAccess): void {
-    if (access.idempotencyTable === 'claims') this.idempotencyTable.grantClaims(fn);
-    if (access.idempotencyTable === 'read') this.idempotencyTable.grantRead(fn);
-    if (access.idempotencyTable === 'erase') this.idempotencyTable.grantErase(fn);
-    for (const [table, actions] of Object.entries(access.tables ?? {}) as Array<[DomainTableId, string[]]>) {
-      this.tables[table].grant(fn, ...actions);
-    }
-  }
-
-  /** One entry point: its own role and log group, Node.js 24 on arm64, a minified bundle without the SDK. */
-  #function(
-    name: string,
-    entry: string,
-    environment: Record<string, string>,
-    overrides: {
-      timeoutSeconds?: number;
-      movesMoney?: boolean;
-      /** Why the role needs another action on `*` besides X-Ray's, for cdk-nag. */
-      wildcardReason?: string;
-      /** Its reserved concurrency; `'none'` or undefined reserves none. */
-      reservedConcurrency?: number | 'none';
-    } = {},
-  ): NodejsFunction {
-    const stripe = overrides.movesMoney ? this.#stripeKey : undefined;
-    const logGroup = new logs.LogGroup(this, `${name}Logs`, {
-      retention: FUNCTION_DEFAULTS.logRetentionDays as logs.RetentionDays,
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
-    const role = new iam.Role(this, `${name}Role`, {
-      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: `retrysafe ${name}: its log group and its tables, nothing else`,
-    });
-    logGroup.grantWrite(role);
-    Validations.of(role).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: [
-        'Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level permissions.',
-        overrides.wildcardReason,
-        'Every other action names its resource.',
-      ]
-        .filter(Boolean)
-        .join(' '),
-    });
-    const fn = new NodejsFunction(this, name, {
-      entry,
-      handler: 'handler',
-      projectRoot: PROJECT_ROOT,
-      depsLockFilePath: join(PROJECT_ROOT, 'package-lock.json'),
-      runtime: lambda.Runtime.NODEJS_24_X,
-      architecture: lambda.Architecture.ARM_64,
-      memorySize: FUNCTION_DEFAULTS.memorySize,
-      timeout: Duration.seconds(overrides.timeoutSeconds ?? INVOCATION_TIMEOUT_SECONDS),
-      ...(typeof overrides.reservedConcurrency === 'number'
-        ? { reservedConcurrentExecutions: overrides.reservedConcurrency }
-        : {}),
-      role,
-      logGroup,
-      environment: stripe
-        ? { ...environment, PAYMENT_PROVIDER: 'stripe', STRIPE_SECRET_ARN: stripe.secretArn }
-        : environment,
-      // X-Ray traces each invocation; with `tracing: 'calls'` the Powertools Tracer (from the layer) adds
-      // the DynamoDB, SQS and HTTPS calls.
-      tracing: lambda.Tracing.ACTIVE,
-      layers: [this.#powertoolsLayer],
-      bundling: {
-        ...BUNDLING,
-        externalModules: BUNDLING.externalModules.filter((module) => !(stripe && module === 'stripe')),
-        // The map maps stack traces (mappings and file names); the sources themselves are not shipped.
-        sourceMap: true,
-        sourcesContent: false,
-        format: OutputFormat.CJS,
-      },
-    });
-    Validations.of(fn).acknowledge({
-      id: 'AwsSolutions-L1',
-      reason:
-        'nodejs24.x, the current Node.js LTS runtime Lambda offers, is the deploy target (cdk-nag may not know it yet).',
-    });
-    stripe?.grantRead(fn);
-    return fn;
-  }
-
-  /** The HTTP API: the shared routes, the JWT authorizer on every route but /health, throttling, access logs. */
-  #api(
-    functions: Record<EntryName<T>, NodejsFunction>,
-    routes: ReturnType<typeof routesFor<T>>,
-    jwt: { issuer: string; audience: string },
-  ): apigw.HttpApi {
-    const notFound = functions[DEFAULT_ROUTE_ENTRY];
-    const authorizer = new HttpJwtAuthorizer('Jwt', jwt.issuer, {
-      jwtAudience: [jwt.audience],
-      identitySource: ['$request.header.Authorization'],
-    });
-    // Every route needs a token by default, $default (unknown routes and tools) included; the public
-    // routes opt out one by one.
-    const api = new apigw.HttpApi(this, 'Api', {
-      description: 'retrysafe: idempotent agent tools',
-      createDefaultStage: false,
-      defaultAuthorizer: authorizer,
-      defaultIntegration: new HttpLambdaIntegration('NotFound', notFound),
-    });
-    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
-      retention: ACCESS_LOG_RETENTION_DAYS as logs.RetentionDays,
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
-    const stage = new apigw.HttpStage(this, 'Stage', {
-      httpApi: api,
-      stageName: '$default',
-      autoDeploy: true,
-      throttle: STAGE_THROTTLE,
-      accessLogSettings: {
-        destination: new apigw.LogGroupLogDestination(accessLogs),
-        // Request metadata only: no bodies, no headers, no tokens.
-        format: AccessLogFormat.custom(
-          JSON.stringify({
-            requestId: '$context.requestId',
-            time: '$context.requestTime',
-            ip: '$context.identity.sourceIp',
-            method: '$context.httpMethod',
-            route: '$context.routeKey',
-            status: '$context.status',
-            latency: '$context.responseLatency',
-            responseLength: '$context.responseLength',
-            authorizerError: '$context.authorizer.error',
-            integrationError: '$context.integrationErrorMessage',
-          }),
-        ),
-      },
-    });
-    const integrations = new Map<string, HttpLambdaIntegration>();
-    // The routes without an authorizer get their own, smaller buckets (UNAUTHORIZED_ROUTE_THROTTLE): a
-    // tokenless flood is refused there, and the routes behind the authorizer keep the rest of the stage.
-    // (RouteSettings is JSON to CloudFormation: its keys are written as CloudFormation spells them.)
-    const routeSettings: Record<string, { ThrottlingRateLimit: number; ThrottlingBurstLimit: number }> = {};
-    for (const route of routes) {
-      const integration =
-        integrations.get(route.entry) ?? new HttpLambdaIntegration(`${route.entry}Integration`, functions[route.entry]);
-      integrations.set(route.entry, integration);
-      const [created] = api.addRoutes({
-        path: route.path,
-        methods: [apigw.HttpMethod[route.method]],
-        integration,
-        ...(route.auth === 'gateway' ? {} : { authorizer: new HttpNoneAuthorizer() }),
-      });
-      if (route.auth !== 'gateway' && created) {
-        Validations.of(created).acknowledge({
-          id: 'AwsSolutions-APIG4',
-          reason: UNAUTHORIZED_ROUTE_REASONS[route.auth],
-        });
-        const throttle = UNAUTHORIZED_ROUTE_THROTTLE[route.auth];
-        routeSettings[`${route.method} ${route.path}`] = {
-          ThrottlingRateLimit: throttle.rateLimit,
-          ThrottlingBurstLimit: throttle.burstLimit,
-        };
-        // A stage's route settings must name routes that exist: CloudFormation creates the routes first.
-        stage.node.addDependency(created);
-      }
-    }
-    (stage.node.defaultChild as apigw.CfnStage).routeSettings = routeSettings;
-    return api;
-  }
 }
 
 /**
- * Every prop checked up front, every problem in one error: the ones the types cannot catch from
- * context (`-c userPool=true -c issuer=…`) or from JavaScript.
+ * Every prop checked up front, every problem in one error: the stack's own (what the types cannot catch
+ * from context, `-c userPool=true -c issuer=…`) and the construct's.
  */
-function checkProps(props: RetrysafeStackProps<AnyToolModule>): void {
+function checkProps(props: RetrysafeStackProps<AnyToolModule>, construct: RetrysafeProps): void {
   const problems: string[] = [];
   if (props.userPool) {
     const given = (['issuer', 'audience', 'tenantClaim'] as const).filter((name) => props[name] !== undefined);
@@ -476,17 +239,6 @@ function checkProps(props: RetrysafeStackProps<AnyToolModule>): void {
       );
     }
   }
-  const reserved = props.mcpReservedConcurrency;
-  if (reserved !== undefined && reserved !== 'none' && !(Number.isInteger(reserved) && reserved >= 1)) {
-    problems.push(`mcpReservedConcurrency: ${String(reserved)} is neither a whole number from 1 up nor 'none'`);
-  }
-  if (props.tracing !== undefined && !TRACING_DEPTHS.includes(props.tracing)) {
-    problems.push(`tracing: ${String(props.tracing)} is not one of ${TRACING_DEPTHS.join(', ')}`);
-  }
+  problems.push(...retrysafePropProblems(construct));
   if (problems.length > 0) throw new Error(`RetrysafeStack: ${problems.join('; ')}`);
-}
-
-/** A function moves money when it may write the ledger: it is where a payment provider is called. */
-function movesMoney(access: FunctionAccess): boolean {
-  return access.tables?.ledger !== undefined;
 }

@@ -1,7 +1,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
-import type { TableDefinition } from '../store/tables';
+import type { TableDefinition, TableSchema } from '../store/tables';
 
 export interface DefinedTableOptions {
   /** @default RemovalPolicy.RETAIN */
@@ -9,13 +9,13 @@ export interface DefinedTableOptions {
 }
 
 /**
- * A DynamoDB table built from its shared definition: on-demand billing, point-in-time recovery,
+ * A DynamoDB table built from its shared definition (the schema the tests create it from, too): on-demand billing, point-in-time recovery,
  * encryption at rest with a DynamoDB-owned key, TTL where the definition has one.
  */
 export function tableFromDefinition(
   scope: Construct,
   id: string,
-  definition: TableDefinition,
+  definition: TableSchema & Pick<Partial<TableDefinition>, 'globalSecondaryIndexes'>,
   options: DefinedTableOptions = {},
 ): dynamodb.Table {
   const table = new dynamodb.Table(scope, id, {

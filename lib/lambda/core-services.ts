@@ -4,6 +4,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createDynamoDBClient } from '../store/client';
 import { tableEnvVar } from '../store/tables';
+import type { ToolModule } from '../tools/tool-module';
 
 /**
  * What every entry point of an app gets, built once per process from its environment: the DynamoDB
@@ -51,3 +52,13 @@ export function createTracer(env: NodeJS.ProcessEnv = process.env): Tracer | und
   const { Tracer } = require('@aws-lambda-powertools/tracer') as typeof import('@aws-lambda-powertools/tracer');
   return new Tracer({ serviceName: env.POWERTOOLS_SERVICE_NAME || 'retrysafe' });
 }
+
+/** The process's core services, traced where the deployment traces (`createTracer`). */
+export function processServices(env: NodeJS.ProcessEnv = process.env): CoreServices {
+  const core = createCoreServices(env);
+  createTracer(env)?.captureAWSv3Client(core.client);
+  return core;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: tools of every schema and receipt, bound to the same services
+export type ToolsOver<Svc> = readonly ToolModule<string, any, any, Svc>[];

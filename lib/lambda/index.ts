@@ -1,15 +1,6 @@
-// `retrysafe/lambda`: what an app's Lambda entry files are made of. Each entry file is one line over the
-// app's tool list and its one services composition; the construct (`retrysafe/cdk`) bundles them.
-export { type ComposeServices, type CoreServices, createCoreServices } from './core-services';
-export {
-  completerEntry,
-  eraseEntry,
-  getOperationEntry,
-  healthEntry,
-  listToolsEntry,
-  type McpEntryOptions,
-  mcpEntry,
-  notFoundEntry,
-  openApiEntry,
-  toolEntry,
-} from './entries';
+// `retrysafe/lambda`: what an app's Lambda entry files are made of — each entry file is one line over the
+// app's tool list and its one services composition. Each kind of entry sits behind its own subpath
+// (`retrysafe/lambda/tool`, `/mcp`, `/completer`, `/listing`, `/erase`), so a function's bundle carries
+// only what its entry uses: a tool's function never loads the MCP SDK. This subpath is the light part:
+// the core services an app composes its own from.
+export { type ComposeServices, type CoreServices, createCoreServices, type ToolsOver } from './core-services';

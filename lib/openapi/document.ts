@@ -1,4 +1,12 @@
-import { type ApiEntryName, INVOCATION_TIMEOUT_SECONDS, type RouteDefinition, routesFor } from '../api/routes';
+import {
+  type ApiEntryName,
+  apiRoutes,
+  EXAMPLE_READS,
+  type ExampleReadName,
+  INVOCATION_TIMEOUT_SECONDS,
+  type ReadRoute,
+  type RouteDefinition,
+} from '../api/routes';
 import { MAX_BODY_BYTES } from '../http/event';
 import { HTTP_STATUS, type HttpErrorCode, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../http/status';
 import { clientKeySchema, IDEMPOTENCY_KEY_FIELD, type JsonObject } from '../idempotency/definition';
@@ -18,6 +26,12 @@ export interface OpenApiOptions {
   readonly title?: string;
   /** `info.version`: the version of the API the document describes (the package's, for `bin/openapi.ts`). @default 'unversioned' */
   readonly version?: string;
+  /**
+   * The app's own reads (`GET` routes besides `get_operation`). The example's are documented with their
+   * answers' schemas; any other is documented by its path and a JSON answer.
+   * @default EXAMPLE_READS (this repository's example app)
+   */
+  readonly reads?: readonly ReadRoute[];
 }
 
 export const OPENAPI_DEFAULTS = { title: 'retrysafe', version: 'unversioned' } as const;
@@ -349,6 +363,22 @@ function readOf(
   };
 }
 
+/** A read of an app's own that the document knows only by its route: its path, its token, a JSON answer. */
+const appReadOperation: OperationBuilder = function buildAppRead(route, tools, components) {
+  const parameters = pathParameters(route.path, tools);
+  const summary = `${route.entry}: GET ${route.path}`;
+  return {
+    operationId: route.entry,
+    summary,
+    security: securityOf(route),
+    ...(parameters.length > 0 ? { parameters } : {}),
+    responses: {
+      200: { description: summary, content: { 'application/json': { schema: { type: 'object' } } } },
+      ...errorResponses(STORE_READ_ERRORS, route.auth, components),
+    },
+  };
+};
+
 /** `/mcp` and its RFC 9728 metadata: one entry, told apart by method and auth. */
 const mcpOperation: OperationBuilder = function buildMcp(route, _tools, components) {
   const method = route.method.toLowerCase();
@@ -401,7 +431,7 @@ const mcpOperation: OperationBuilder = function buildMcp(route, _tools, componen
  * The operation of each entry point that is not a tool; `not_found` has none (it answers what no route
  * matches). The type wants a line per entry, so a new entry point cannot be left undocumented.
  */
-const API_OPERATIONS: Readonly<Record<ApiEntryName, OperationBuilder | null>> = {
+const API_OPERATIONS: Readonly<Record<ApiEntryName | ExampleReadName, OperationBuilder | null>> = {
   health: readOf('health', 'The API is up. No token.', 'Health', []),
   list_tools: readOf(
     'list_tools',
@@ -442,9 +472,15 @@ export function openApiDocument(tools: readonly AnyToolModule[], options: OpenAp
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const paths: Record<string, OpenApiPathItem> = {};
   const operationIds = new Set<string>();
-  for (const route of routesFor(tools)) {
+  const reads = options.reads ?? EXAMPLE_READS;
+  const readEntries = new Set(reads.map((read) => read.entry));
+  for (const route of apiRoutes(tools, reads)) {
     // An API entry first: a tool named like one (`health`) then shows as an operationId taken twice.
-    const build = Object.hasOwn(API_OPERATIONS, route.entry) ? API_OPERATIONS[route.entry as ApiEntryName] : undefined;
+    const build = Object.hasOwn(API_OPERATIONS, route.entry)
+      ? API_OPERATIONS[route.entry as ApiEntryName]
+      : readEntries.has(route.entry)
+        ? appReadOperation
+        : undefined;
     const tool = build === undefined ? byName.get(route.entry) : undefined;
     const operation = tool ? writeOperation(tool, route, components) : build?.(route, tools, components);
     if (!operation) throw new Error(`openapi: no operation for ${route.method} ${route.path} (${route.entry})`);

@@ -1,0 +1,28 @@
+// `retrysafe/cdk`: retrysafe in an app's own CDK stack. `Retrysafe` builds everything around the app's
+// tools; the building blocks (the idempotency table, a table from its schema) are here for stacks that
+// want them apart. aws-cdk-lib, constructs and esbuild are the app's (peer dependencies).
+
+export type { KeyAttribute, TableSchema } from '../store/tables';
+export { CompleterTriggers, type CompleterTriggersProps } from './completer-triggers';
+export {
+  ACCESS_LOG_RETENTION_DAYS,
+  DEFAULT_TRACING_DEPTH,
+  FUNCTION_DEFAULTS,
+  JWT_DEFAULTS,
+  MCP_RESERVED_CONCURRENCY,
+  STAGE_THROTTLE,
+  TRACING_DEPTHS,
+  type TracingDepth,
+  UNAUTHORIZED_ROUTE_THROTTLE,
+} from './defaults';
+export { CLAIM_ACTIONS, IdempotencyTable, type IdempotencyTableProps } from './idempotency-table';
+export { Observability, type ObservabilityProps } from './observability';
+export {
+  Retrysafe,
+  type RetrysafeEntries,
+  type RetrysafeProps,
+  type RetrysafeRead,
+  type RetrysafeTool,
+  retrysafePropProblems,
+} from './retrysafe';
+export { type DefinedTableOptions, tableFromDefinition as definedTable } from './table';

@@ -1,0 +1,556 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Annotations, Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpNoneAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import * as ssm from 'aws-cdk-lib/aws-ssm';
+import { Construct } from 'constructs';
+import {
+  API_ENTRIES,
+  apiEntries,
+  apiRoutes,
+  completerAccess,
+  DEFAULT_ROUTE_ENTRY,
+  type FunctionAccess,
+  INVOCATION_TIMEOUT_SECONDS,
+  type ReadRoute,
+  type RouteDefinition,
+} from '../api/routes';
+import { tableEnvVar } from '../store/tables';
+import type { AnyToolModule, TableAccess } from '../tools/tool-module';
+import { CompleterTriggers } from './completer-triggers';
+import {
+  ACCESS_LOG_RETENTION_DAYS,
+  BUNDLING,
+  COMPLETER_DEFAULTS,
+  DEFAULT_TRACING_DEPTH,
+  ERASE_DEFAULTS,
+  FUNCTION_DEFAULTS,
+  JWT_DEFAULTS,
+  MCP_RESERVED_CONCURRENCY,
+  POWERTOOLS_LAYER,
+  STAGE_THROTTLE,
+  TRACING_DEPTHS,
+  type TracingDepth,
+  tracingEnvironment,
+  UNAUTHORIZED_ROUTE_THROTTLE,
+} from './defaults';
+import { IdempotencyTable } from './idempotency-table';
+import { Observability } from './observability';
+
+/** Why a route has no API Gateway authorizer, for cdk-nag. */
+const UNAUTHORIZED_ROUTE_REASONS = {
+  public:
+    'Public by design: it reveals nothing secret (health, or the RFC 9728 metadata naming the issuer) and touches no store.',
+  function:
+    "The function verifies the JWT itself (RS256 against the issuer's JWKS, issuer, audience, exp), so that its 401 can carry the RFC 9728 resource_metadata challenge MCP clients need; API Gateway's authorizer cannot.",
+} as const;
+
+/** One of the app's tools and the Lambda entry file that serves it. */
+export interface RetrysafeTool<T extends AnyToolModule = AnyToolModule> {
+  /** The tool module: its name (the route, the function), schema and declared `access`. */
+  readonly tool: T;
+  /** Its Lambda entry file, e.g. `export const handler = toolEntry(tool, services)` (`retrysafe/lambda`). */
+  readonly entry: string;
+  /**
+   * It moves money: with `stripeSecretArn`, its function (and the MCP function and the completer, which
+   * run it too) gets `PAYMENT_PROVIDER=stripe`, the secret's ARN, read access to it and Stripe's SDK.
+   * @default false
+   */
+  readonly movesMoney?: boolean;
+}
+
+/** A read of the app's own (`GET path`), its entry file, and the access its code needs. */
+export interface RetrysafeRead extends ReadRoute {
+  /** Its Lambda entry file. */
+  readonly file: string;
+}
+
+/**
+ * The entry files of the functions that serve every tool, and optional replacements of the package's own
+ * (`retrysafe/lambda` has a one-line factory for each).
+ */
+export interface RetrysafeEntries {
+  /** `export const handler = mcpEntry(tools, services)`. */
+  readonly mcp: string;
+  /** `export const handler = completerEntry(tools, services)`. */
+  readonly complete: string;
+  /** `export const handler = listToolsEntry(tools)`. */
+  readonly list_tools: string;
+  /** `export const handler = openApiEntry(tools)`. */
+  readonly openapi: string;
+  /**
+   * Tenant erase (`eraseEntry(scope)`), with `eraseAccess` for the domain tables it empties.
+   * @default the package's: the tenant's idempotency records only
+   */
+  readonly erase?: string;
+  /** @default the package's (`healthEntry()`) */
+  readonly health?: string;
+  /** @default the package's (`notFoundEntry()`) */
+  readonly not_found?: string;
+  /** @default the package's (`getOperationEntry()`: tool names from `TOOL_NAMES`) */
+  readonly get_operation?: string;
+}
+
+export interface RetrysafeProps {
+  /** The app's tools, each with its entry file: each gets a function, a route and exactly its declared grants. */
+  readonly tools: readonly RetrysafeTool[];
+  /** The entry files of the MCP function, the completer, `GET /tools` and `GET /openapi.json`. */
+  readonly entries: RetrysafeEntries;
+  /**
+   * The app's tables, by the names the tools' `access` uses (`{ contacts: contactsTable }`). Every
+   * function gets `<NAME>_TABLE` for each; each function is granted only the actions its access names.
+   * @default {} (tools that touch no table of their own)
+   */
+  readonly tables?: Readonly<Record<string, dynamodb.ITable>>;
+  /**
+   * Reads of the app's own, besides `get_operation`: each gets a function, a JWT route and its access.
+   * @default [] (none)
+   */
+  readonly reads?: readonly RetrysafeRead[];
+  /**
+   * The OIDC issuer the JWT authorizer trusts, and the MCP function verifies tokens against
+   * (`<issuer>/.well-known/jwks.json`).
+   * @default JWT_DEFAULTS.issuer — a placeholder that lets the app synthesize (with a warning); set it to deploy
+   */
+  readonly issuer?: string;
+  /**
+   * Whom tokens must be issued to: their `aud`, or, in a token without `aud` (a Cognito access token),
+   * their `client_id`.
+   * @default 'retrysafe'
+   */
+  readonly audience?: string;
+  /**
+   * The token claim that names the tenant (the user is always `sub`).
+   * @default 'tenant_id'
+   */
+  readonly tenantClaim?: string;
+  /**
+   * An SNS topic every alarm notifies.
+   * @default undefined (alarms without an action)
+   */
+  readonly alarmTopic?: sns.ITopic;
+  /**
+   * Pay through Stripe: the complete ARN of a Secrets Manager secret whose value is the (restricted) API
+   * key. Only the functions that run a tool with `movesMoney` get it.
+   * @default undefined (no function gets a secret)
+   */
+  readonly stripeSecretArn?: string;
+  /**
+   * The idempotency table, when the stack already has one (its logical id must not change: a new id is a
+   * new, empty table).
+   * @default a new `IdempotencyTable`, retained when the stack is deleted
+   */
+  readonly idempotencyTable?: IdempotencyTable;
+  /**
+   * The DynamoDB actions tenant erase may send to the app's tables (`includeDomain`), by table name.
+   * @default {} (erase reaches the idempotency table only)
+   */
+  readonly eraseAccess?: TableAccess;
+  /**
+   * How many invocations of the MCP function may run at once (its reserved concurrency), or `'none'`.
+   * @default MCP_RESERVED_CONCURRENCY (50)
+   */
+  readonly mcpReservedConcurrency?: number | 'none';
+  /**
+   * How deep X-Ray traces the functions: each invocation, or also every DynamoDB, SQS and HTTPS call.
+   * @default DEFAULT_TRACING_DEPTH ('invocations')
+   */
+  readonly tracing?: TracingDepth;
+  /**
+   * Where the functions' code is bundled from (`NodejsFunction`'s `projectRoot` and `depsLockFilePath`).
+   * @default NodejsFunction's own: the lock file found from the working directory up, and its folder
+   */
+  readonly bundling?: { readonly projectRoot?: string; readonly depsLockFilePath?: string };
+}
+
+/** The package's own entry files, by entry: built (`dist/lambdas/*.mjs`) or, in this repository, the sources. */
+const PACKAGE_ENTRY_FILES = {
+  health: 'health',
+  not_found: 'not_found',
+  get_operation: 'get_operation',
+  erase: 'erase_records',
+} as const;
+
+/** Where the package's own entry file `name` is: beside the built construct, or in this repository's `lambdas/`. */
+export function packageEntryFile(name: keyof typeof PACKAGE_ENTRY_FILES): string {
+  const file = PACKAGE_ENTRY_FILES[name];
+  const candidates = [
+    join(__dirname, 'lambdas', `${file}.mjs`),
+    join(__dirname, '..', 'lambdas', `${file}.mjs`),
+    join(__dirname, '..', '..', 'lambdas', `${file}.ts`),
+  ];
+  const found = candidates.find((candidate) => existsSync(candidate));
+  if (!found) throw new Error(`retrysafe: the package's entry ${file} is missing (looked in ${candidates.join(', ')})`);
+  return found;
+}
+
+/**
+ * retrysafe for an app's own tools, in its own stack: the idempotency table, one function per tool with
+ * exactly its grants, the reads, the MCP function, the completer (fed by the table's stream and a
+ * recheck queue), tenant erase, the HTTP API with its JWT authorizer and throttles, alarms and a
+ * dashboard. Routes and grants are derived from the tools (`lib/api/routes.ts`).
+ *
+ * ```ts
+ * new Retrysafe(this, 'Tools', {
+ *   tools: [{ tool: upsertContact, entry: 'src/lambdas/upsert_contact.ts' }],
+ *   entries: { mcp: 'src/lambdas/mcp.ts', complete: 'src/lambdas/complete.ts', list_tools: …, openapi: … },
+ *   tables: { contacts },
+ *   issuer, audience,
+ * });
+ * ```
+ */
+export class Retrysafe extends Construct {
+  public readonly idempotencyTable: IdempotencyTable;
+  /** Every routed function, by entry name: each tool, each read, and the API's own. */
+  public readonly functions: Readonly<Record<string, NodejsFunction>>;
+  public readonly api: apigw.HttpApi;
+  /** The completer (not routed): fed by the idempotency table's stream and its recheck queue. */
+  public readonly completer: NodejsFunction;
+  /** The completer's stream mapping, its recheck queue and their failure queues. */
+  public readonly completerTriggers: CompleterTriggers;
+  /** Tenant erase, invoked directly by operators (not routed). */
+  public readonly eraser: NodejsFunction;
+  /** Alarms and the dashboard. */
+  public readonly observability: Observability;
+  readonly #stripeKey: secretsmanager.ISecret | undefined;
+  readonly #powertoolsLayer: lambda.ILayerVersion;
+  readonly #tables: Readonly<Record<string, dynamodb.ITable>>;
+  readonly #bundling: RetrysafeProps['bundling'];
+
+  constructor(scope: Construct, id: string, props: RetrysafeProps) {
+    super(scope, id);
+    checkProps(props);
+    const tools = props.tools.map((entry) => entry.tool);
+    const reads = props.reads ?? [];
+    this.#tables = props.tables ?? {};
+    this.#bundling = props.bundling;
+    const jwt = {
+      issuer: props.issuer ?? JWT_DEFAULTS.issuer,
+      audience: props.audience ?? JWT_DEFAULTS.audience,
+      tenantClaim: props.tenantClaim ?? JWT_DEFAULTS.tenantClaim,
+    };
+    this.idempotencyTable = props.idempotencyTable ?? new IdempotencyTable(this, 'IdempotencyTable');
+    const environment: Record<string, string> = {
+      IDEMPOTENCY_TABLE: this.idempotencyTable.table.tableName,
+      ...Object.fromEntries(Object.entries(this.#tables).map(([name, table]) => [tableEnvVar(name), table.tableName])),
+      TENANT_CLAIM: jwt.tenantClaim,
+      TOOL_NAMES: tools.map((tool) => tool.name).join(','),
+      JWT_ISSUER: jwt.issuer,
+      JWT_AUDIENCE: jwt.audience,
+      POWERTOOLS_SERVICE_NAME: FUNCTION_DEFAULTS.serviceName,
+      ...tracingEnvironment(props.tracing ?? DEFAULT_TRACING_DEPTH),
+      // No NODE_OPTIONS=--enable-source-maps: it reads the source map at init and slows every stack trace.
+      // The map ships beside each bundle; an operator can turn it on per function.
+    };
+
+    this.#powertoolsLayer = lambda.LayerVersion.fromLayerVersionArn(
+      this,
+      'PowertoolsLayer',
+      ssm.StringParameter.valueForStringParameter(this, POWERTOOLS_LAYER.ssmParameter(POWERTOOLS_LAYER.version)),
+    );
+    this.#stripeKey = props.stripeSecretArn
+      ? secretsmanager.Secret.fromSecretCompleteArn(this, 'StripeKey', props.stripeSecretArn)
+      : undefined;
+    // A function moves money when it runs a tool that does: the tool's own, the MCP one, the completer.
+    const moneyTools = new Set(props.tools.filter((entry) => entry.movesMoney).map((entry) => entry.tool.name));
+    const movesMoney = (entry: string) =>
+      moneyTools.has(entry) || ((entry === 'mcp' || entry === 'complete') && moneyTools.size > 0);
+    const files: Record<string, string> = {
+      health: props.entries.health ?? packageEntryFile('health'),
+      not_found: props.entries.not_found ?? packageEntryFile('not_found'),
+      get_operation: props.entries.get_operation ?? packageEntryFile('get_operation'),
+      list_tools: props.entries.list_tools,
+      mcp: props.entries.mcp,
+      openapi: props.entries.openapi,
+      ...Object.fromEntries(reads.map((read) => [read.entry, read.file])),
+      ...Object.fromEntries(props.tools.map((entry) => [entry.tool.name, entry.entry])),
+    };
+
+    const functions: Record<string, NodejsFunction> = {};
+    for (const [entry, access] of Object.entries(apiEntries(tools, reads)) as Array<[string, FunctionAccess]>) {
+      const fn = this.#function(entry, files[entry]!, environment, {
+        movesMoney: movesMoney(entry),
+        reservedConcurrency: entry === 'mcp' ? (props.mcpReservedConcurrency ?? MCP_RESERVED_CONCURRENCY) : undefined,
+      });
+      this.#grant(fn, access);
+      functions[entry] = fn;
+    }
+    this.functions = functions;
+
+    // The completer finishes the calls whose worker died. Not routed: nobody can call it over the API.
+    // Its triggers — the idempotency table's stream, its recheck queue — and their grants come with
+    // CompleterTriggers; it runs as many at a time as its batches need (no checkpoint to share).
+    this.completer = this.#function('complete', props.entries.complete, environment, {
+      timeoutSeconds: COMPLETER_DEFAULTS.timeoutSeconds,
+      movesMoney: movesMoney('complete'),
+      wildcardReason:
+        "The stream's event source mapping needs dynamodb:ListStreams, which has no resource-level permissions either.",
+    });
+    this.#grant(this.completer, completerAccess(tools));
+    this.completerTriggers = new CompleterTriggers(this, 'CompleterTriggers', {
+      completer: this.completer,
+      table: this.idempotencyTable.table,
+    });
+    // Tenant erase: invoked directly by an operator (no route, no schedule).
+    this.eraser = this.#function('erase', props.entries.erase ?? packageEntryFile('erase'), environment, {
+      timeoutSeconds: ERASE_DEFAULTS.timeoutSeconds,
+    });
+    this.#grant(this.eraser, { idempotencyTable: 'erase', tables: props.eraseAccess ?? {} });
+
+    this.observability = new Observability(this, 'Observability', {
+      toolNames: tools.map((tool) => tool.name),
+      functions: { ...functions, complete: this.completer, erase: this.eraser },
+      completer: this.completer,
+      completerQueues: this.completerTriggers,
+      tables: { idempotency: this.idempotencyTable.table, ...this.#tables },
+      serviceName: FUNCTION_DEFAULTS.serviceName,
+      ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),
+    });
+
+    if (!props.issuer) {
+      Annotations.of(this).addWarningV2(
+        'retrysafe:issuer',
+        `No issuer given: the JWT authorizer trusts the placeholder ${JWT_DEFAULTS.issuer} and refuses every token. Set the issuer of your OIDC provider to deploy.`,
+      );
+    }
+    this.api = this.#api(functions, apiRoutes(tools, reads), jwt);
+  }
+
+  /** Exactly the DynamoDB access an entry point's code needs, through the tables' grant methods. */
+  #grant(fn: NodejsFunction, access: FunctionAccess): void {
+    if (access.idempotencyTable === 'claims') this.idempotencyTable.grantClaims(fn);
+    if (access.idempotencyTable === 'read') this.idempotencyTable.grantRead(fn);
+    if (access.idempotencyTable === 'erase') this.idempotencyTable.grantErase(fn);
+    for (const [table, actions] of Object.entries(access.tables ?? {}) as Array<[string, string[]]>) {
+      this.#tables[table]!.grant(fn, ...actions);
+    }
+  }
+
+  /** One entry point: its own role and log group, Node.js 24 on arm64, a minified bundle without the SDK. */
+  #function(
+    name: string,
+    entry: string,
+    environment: Record<string, string>,
+    overrides: {
+      timeoutSeconds?: number;
+      movesMoney?: boolean;
+      /** Why the role needs another action on `*` besides X-Ray's, for cdk-nag. */
+      wildcardReason?: string;
+      /** Its reserved concurrency; `'none'` or undefined reserves none. */
+      reservedConcurrency?: number | 'none' | undefined;
+    } = {},
+  ): NodejsFunction {
+    const stripe = overrides.movesMoney ? this.#stripeKey : undefined;
+    const logGroup = new logs.LogGroup(this, `${name}Logs`, {
+      retention: FUNCTION_DEFAULTS.logRetentionDays as logs.RetentionDays,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const role = new iam.Role(this, `${name}Role`, {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `retrysafe ${name}: its log group and its tables, nothing else`,
+    });
+    logGroup.grantWrite(role);
+    Validations.of(role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: [
+        'Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level permissions.',
+        overrides.wildcardReason,
+        'Every other action names its resource.',
+      ]
+        .filter(Boolean)
+        .join(' '),
+    });
+    const fn = new NodejsFunction(this, name, {
+      entry,
+      handler: 'handler',
+      ...(this.#bundling?.projectRoot ? { projectRoot: this.#bundling.projectRoot } : {}),
+      ...(this.#bundling?.depsLockFilePath ? { depsLockFilePath: this.#bundling.depsLockFilePath } : {}),
+      runtime: lambda.Runtime.NODEJS_24_X,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: FUNCTION_DEFAULTS.memorySize,
+      timeout: Duration.seconds(overrides.timeoutSeconds ?? INVOCATION_TIMEOUT_SECONDS),
+      ...(typeof overrides.reservedConcurrency === 'number'
+        ? { reservedConcurrentExecutions: overrides.reservedConcurrency }
+        : {}),
+      role,
+      logGroup,
+      environment: stripe
+        ? { ...environment, PAYMENT_PROVIDER: 'stripe', STRIPE_SECRET_ARN: stripe.secretArn }
+        : environment,
+      // X-Ray traces each invocation; with `tracing: 'calls'` the Powertools Tracer (from the layer) adds
+      // the DynamoDB, SQS and HTTPS calls.
+      tracing: lambda.Tracing.ACTIVE,
+      layers: [this.#powertoolsLayer],
+      bundling: {
+        ...BUNDLING,
+        externalModules: BUNDLING.externalModules.filter((module) => !(stripe && module === 'stripe')),
+        // The map maps stack traces (mappings and file names); the sources themselves are not shipped.
+        sourceMap: true,
+        sourcesContent: false,
+        format: OutputFormat.CJS,
+      },
+    });
+    Validations.of(fn).acknowledge({
+      id: 'AwsSolutions-L1',
+      reason:
+        'nodejs24.x, the current Node.js LTS runtime Lambda offers, is the deploy target (cdk-nag may not know it yet).',
+    });
+    stripe?.grantRead(fn);
+    return fn;
+  }
+
+  /** The HTTP API: the routes, the JWT authorizer on every route but the public ones, throttling, access logs. */
+  #api(
+    functions: Record<string, NodejsFunction>,
+    routes: readonly RouteDefinition[],
+    jwt: { issuer: string; audience: string },
+  ): apigw.HttpApi {
+    const notFound = functions[DEFAULT_ROUTE_ENTRY]!;
+    const authorizer = new HttpJwtAuthorizer('Jwt', jwt.issuer, {
+      jwtAudience: [jwt.audience],
+      identitySource: ['$request.header.Authorization'],
+    });
+    // Every route needs a token by default, $default (unknown routes and tools) included; the public
+    // routes opt out one by one.
+    const api = new apigw.HttpApi(this, 'Api', {
+      description: 'retrysafe: idempotent agent tools',
+      createDefaultStage: false,
+      defaultAuthorizer: authorizer,
+      defaultIntegration: new HttpLambdaIntegration('NotFound', notFound),
+    });
+    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
+      retention: ACCESS_LOG_RETENTION_DAYS as logs.RetentionDays,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const stage = new apigw.HttpStage(this, 'Stage', {
+      httpApi: api,
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: STAGE_THROTTLE,
+      accessLogSettings: {
+        destination: new apigw.LogGroupLogDestination(accessLogs),
+        // Request metadata only: no bodies, no headers, no tokens.
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: '$context.requestId',
+            time: '$context.requestTime',
+            ip: '$context.identity.sourceIp',
+            method: '$context.httpMethod',
+            route: '$context.routeKey',
+            status: '$context.status',
+            latency: '$context.responseLatency',
+            responseLength: '$context.responseLength',
+            authorizerError: '$context.authorizer.error',
+            integrationError: '$context.integrationErrorMessage',
+          }),
+        ),
+      },
+    });
+    const integrations = new Map<string, HttpLambdaIntegration>();
+    // The routes without an authorizer get their own, smaller buckets (UNAUTHORIZED_ROUTE_THROTTLE): a
+    // tokenless flood is refused there, and the routes behind the authorizer keep the rest of the stage.
+    // (RouteSettings is JSON to CloudFormation: its keys are written as CloudFormation spells them.)
+    const routeSettings: Record<string, { ThrottlingRateLimit: number; ThrottlingBurstLimit: number }> = {};
+    for (const route of routes) {
+      const integration =
+        integrations.get(route.entry) ??
+        new HttpLambdaIntegration(`${route.entry}Integration`, functions[route.entry]!);
+      integrations.set(route.entry, integration);
+      const [created] = api.addRoutes({
+        path: route.path,
+        methods: [apigw.HttpMethod[route.method]],
+        integration,
+        ...(route.auth === 'gateway' ? {} : { authorizer: new HttpNoneAuthorizer() }),
+      });
+      if (route.auth !== 'gateway' && created) {
+        Validations.of(created).acknowledge({
+          id: 'AwsSolutions-APIG4',
+          reason: UNAUTHORIZED_ROUTE_REASONS[route.auth],
+        });
+        const throttle = UNAUTHORIZED_ROUTE_THROTTLE[route.auth];
+        routeSettings[`${route.method} ${route.path}`] = {
+          ThrottlingRateLimit: throttle.rateLimit,
+          ThrottlingBurstLimit: throttle.burstLimit,
+        };
+        // A stage's route settings must name routes that exist: CloudFormation creates the routes first.
+        stage.node.addDependency(created);
+      }
+    }
+    (stage.node.defaultChild as apigw.CfnStage).routeSettings = routeSettings;
+    return api;
+  }
+}
+
+/**
+ * Every problem of `props`, each naming the prop: what the types cannot catch (names, tables, files on
+ * disk, numbers) or what JavaScript lets through. The construct reports them all in one error.
+ */
+export function retrysafePropProblems(props: RetrysafeProps): string[] {
+  const problems: string[] = [];
+  const tables = props.tables ?? {};
+  const tools = props.tools ?? [];
+  if (tools.length === 0) problems.push('tools: at least one tool');
+  const names = new Map<string, number>();
+  for (const name of [...tools.map((entry) => entry.tool?.name), ...(props.reads ?? []).map((read) => read.entry)]) {
+    names.set(name, (names.get(name) ?? 0) + 1);
+  }
+  for (const [name, count] of names) {
+    if (count > 1) problems.push(`${name}: ${count} tools or reads have this name`);
+    if (Object.hasOwn(API_ENTRIES, name) || name === 'complete' || name === 'erase') {
+      problems.push(`${name}: a tool or read cannot be named like one of retrysafe's own entry points`);
+    }
+  }
+  const accessOf = [
+    ...tools.map((entry) => [`tools.${entry.tool?.name}.access`, entry.tool?.access ?? {}] as const),
+    ...(props.reads ?? []).map((read) => [`reads.${read.entry}.access`, read.access.tables ?? {}] as const),
+    ['eraseAccess', props.eraseAccess ?? {}] as const,
+  ];
+  for (const [where, access] of accessOf) {
+    for (const table of Object.keys(access)) {
+      if (!Object.hasOwn(tables, table))
+        problems.push(`${where}: names the table ${table}, which tables does not have`);
+    }
+  }
+  const files: Array<[string, string | undefined]> = [
+    ...tools.map((entry) => [`tools.${entry.tool?.name}.entry`, entry.entry] as [string, string | undefined]),
+    ...(props.reads ?? []).map((read) => [`reads.${read.entry}.file`, read.file] as [string, string | undefined]),
+    ...(['mcp', 'complete', 'list_tools', 'openapi'] as const).map(
+      (name) => [`entries.${name}`, props.entries?.[name]] as [string, string | undefined],
+    ),
+    ...(['erase', 'health', 'not_found', 'get_operation'] as const)
+      .filter((name) => props.entries?.[name] !== undefined)
+      .map((name) => [`entries.${name}`, props.entries?.[name]] as [string, string | undefined]),
+  ];
+  for (const [where, file] of files) {
+    if (!file) problems.push(`${where}: an entry file is required`);
+    else if (!existsSync(file)) problems.push(`${where}: ${file} does not exist`);
+  }
+  const reserved = props.mcpReservedConcurrency;
+  if (reserved !== undefined && reserved !== 'none' && !(Number.isInteger(reserved) && reserved >= 1)) {
+    problems.push(`mcpReservedConcurrency: ${String(reserved)} is neither a whole number from 1 up nor 'none'`);
+  }
+  if (props.tracing !== undefined && !TRACING_DEPTHS.includes(props.tracing)) {
+    problems.push(`tracing: ${String(props.tracing)} is not one of ${TRACING_DEPTHS.join(', ')}`);
+  }
+  if (props.stripeSecretArn !== undefined && !tools.some((entry) => entry.movesMoney)) {
+    problems.push('stripeSecretArn: no tool moves money (movesMoney), so no function would use it');
+  }
+  return problems;
+}
+
+/** Every prop checked up front, every problem in one error. */
+function checkProps(props: RetrysafeProps): void {
+  const problems = retrysafePropProblems(props);
+  if (problems.length > 0) throw new Error(`Retrysafe: ${problems.join('; ')}`);
+}

@@ -1,0 +1,51 @@
+import type { Context, SQSBatchResponse } from 'aws-lambda';
+import { completerTrigger, createCompleter, recheckBatch, recheckFigures, streamFigures } from '../admin/completer';
+import { createSqsRecheckQueue } from '../admin/recheck-queue';
+import { createCompleterMetrics } from '../observability/metrics';
+import { withInvocationDeadline } from '../store/deadline';
+import { createToolRuntime } from '../tools/tool-runtime';
+import { type ComposeServices, createCoreServices, createTracer, type ToolsOver } from './core-services';
+
+/**
+ * The completer: finishes the calls of `tools` whose worker died. Two triggers, one function — the
+ * idempotency table's stream (calls still in flight at the end of a batch get a delayed recheck; an
+ * error fails the batch, which the mapping retries and bisects) and the recheck queue (each recheck
+ * finishes its call if it was abandoned; the messages that failed are returned, and only those come back).
+ */
+export function completerEntry<Svc>(
+  tools: ToolsOver<Svc>,
+  compose: ComposeServices<Svc>,
+  env: NodeJS.ProcessEnv = process.env,
+): (event: unknown, context: Context) => Promise<SQSBatchResponse | undefined> {
+  const core = createCoreServices(env);
+  const tracer = createTracer(env);
+  tracer?.captureAWSv3Client(core.client);
+  const queue = createSqsRecheckQueue(env);
+  tracer?.captureAWSv3Client(queue.sqs);
+  const recordCompleter = createCompleterMetrics(env.POWERTOOLS_SERVICE_NAME || 'retrysafe');
+  const completer = createCompleter(
+    {
+      services: { ...compose(core), client: core.client, logger: core.logger },
+      runtime: createToolRuntime(core, env),
+      tools,
+      queue,
+    },
+    env,
+  );
+  return async function complete(event, context) {
+    const trigger = completerTrigger(event);
+    // Every DynamoDB call is bounded by the invocation's deadline, as in the API's handlers.
+    return withInvocationDeadline(context, async function completeBatch() {
+      if (trigger.source === 'rechecks') {
+        const report = await recheckBatch(completer, trigger.records, context, core.logger);
+        core.logger.info('completer rechecks', { ...report.outcomes, failed: report.failedMessageIds.length });
+        recordCompleter(recheckFigures(report));
+        return { batchItemFailures: report.failedMessageIds.map((itemIdentifier) => ({ itemIdentifier })) };
+      }
+      const report = await completer.onStream(trigger.records);
+      core.logger.info('completer stream batch', { ...report });
+      recordCompleter(streamFigures(report));
+      return undefined;
+    });
+  };
+}

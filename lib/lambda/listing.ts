@@ -1,0 +1,16 @@
+import type { ReadRoute } from '../api/routes';
+import type { LambdaHandler } from '../http/boundary';
+import { listToolsHandler } from '../http/list-tools';
+import { openApiHandler } from '../http/openapi';
+import type { AnyToolModule } from '../tools/tool-module';
+import { createCoreServices } from './core-services';
+
+/** `GET /tools`: every tool with its JSON Schemas and annotations. No services: no table is touched. */
+export function listToolsEntry(tools: readonly AnyToolModule[], env: NodeJS.ProcessEnv = process.env): LambdaHandler {
+  return listToolsHandler(tools, createCoreServices(env).logger);
+}
+
+/** `GET /openapi.json`: the OpenAPI 3.1 document of `tools` and the app's own `reads`. No token, no table. */
+export function openApiEntry(tools: readonly AnyToolModule[], reads: readonly ReadRoute[] = []): LambdaHandler {
+  return openApiHandler(tools, reads);
+}

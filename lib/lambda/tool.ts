@@ -1,0 +1,16 @@
+import type * as z from 'zod/mini';
+import { toolHandler } from '../http/write';
+import type { JsonObject } from '../idempotency';
+import type { ToolHandler, ToolModule } from '../tools/tool-module';
+import { createToolRuntime } from '../tools/tool-runtime';
+import { type ComposeServices, processServices } from './core-services';
+
+/** `POST /tools/<name>`: one tool, bound to the services `compose` builds, behind the idempotency runtime. */
+export function toolEntry<N extends string, S extends z.ZodMiniObject, R extends JsonObject, Svc>(
+  module: ToolModule<N, S, R, Svc>,
+  compose: ComposeServices<Svc>,
+  env: NodeJS.ProcessEnv = process.env,
+): ToolHandler<N> {
+  const core = processServices(env);
+  return toolHandler(module, { services: compose(core), runtime: createToolRuntime(core, env), logger: core.logger });
+}

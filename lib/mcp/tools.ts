@@ -44,20 +44,57 @@ export interface McpTool {
 const RETRY_HINT =
   ' Mint one idempotency_key per intent and send the same key on every retry of it: a retry with the same key and arguments returns the first receipt instead of doing it again.';
 
+type BuiltLater = Omit<McpToolListing, 'name' | 'description'>;
+
+/**
+ * A tool's listing: its name and description at once, the rest built on first read. Turning every
+ * tool's zod schemas into JSON Schema was a large part of the MCP function's cold start, and a
+ * `tools/call` reads none of it (a write's annotations only, built then for that tool alone).
+ */
+function listingOf(
+  named: Pick<McpToolListing, 'name' | 'description'>,
+  fields: ReadonlyArray<keyof BuiltLater>,
+  build: () => BuiltLater,
+): McpToolListing {
+  let built: BuiltLater | undefined;
+  function read<F extends keyof BuiltLater>(field: F): BuiltLater[F] {
+    built ??= build();
+    return built[field];
+  }
+  const listing = { ...named };
+  for (const field of fields) Object.defineProperty(listing, field, { enumerable: true, get: () => read(field) });
+  return listing as McpToolListing;
+}
+
 /** A write tool, as MCP lists and calls it: the runtime's answer, unchanged. */
 export function writeTool(tool: ToolDefinition, runtime: ToolRuntime): McpTool {
-  const description = describeTool(tool);
   return {
-    listing: {
-      name: tool.name,
-      description: `${tool.description}${RETRY_HINT}`,
-      inputSchema: description.input_schema as McpToolListing['inputSchema'],
-      outputSchema: description.output_schema as McpToolListing['outputSchema'],
-      annotations: description.annotations,
-      _meta: { 'retrysafe/idempotency': description.idempotency },
-    },
+    listing: listingOf(
+      { name: tool.name, description: `${tool.description}${RETRY_HINT}` },
+      ['inputSchema', 'outputSchema', 'annotations', '_meta'],
+      function describeWrite() {
+        const description = describeTool(tool);
+        return {
+          inputSchema: description.input_schema as McpToolListing['inputSchema'],
+          outputSchema: description.output_schema as McpToolListing['outputSchema'],
+          annotations: description.annotations,
+          _meta: { 'retrysafe/idempotency': description.idempotency },
+        };
+      },
+    ),
     call: (input, caller, deadline) => runtime.invoke(tool, caller, input, deadline),
   };
+}
+
+/** A read's listing: its schemas built on first read. */
+function readListing(
+  named: Pick<McpToolListing, 'name' | 'description'>,
+  args: z.ZodMiniObject,
+  found: z.ZodMiniType,
+): McpToolListing {
+  return listingOf(named, ['inputSchema', 'outputSchema', 'annotations'], function describeRead() {
+    return { inputSchema: inputSchemaOf(args), outputSchema: readOutputSchema(found), annotations: READ_ANNOTATIONS };
+  });
 }
 
 /** The JSON Schema of a read's input, as MCP wants it (an object at the root, MCP's default dialect). */
@@ -105,14 +142,15 @@ function isAnswer(value: unknown): value is Answer {
 /** `get_operation`: the outcome of an earlier write by its tool and key — every app's MCP endpoint has it. */
 export function operationReadTool(operations: OperationSource): McpTool {
   return {
-    listing: {
-      name: 'get_operation',
-      description:
-        'The outcome of an earlier write, by its tool and idempotency_key: completed with its receipt, or pending. Use it after a lost answer or a pending one, instead of writing again. Read-only.',
-      inputSchema: inputSchemaOf(operationArgs),
-      outputSchema: readOutputSchema(operationAnswer),
-      annotations: READ_ANNOTATIONS,
-    },
+    listing: readListing(
+      {
+        name: 'get_operation',
+        description:
+          'The outcome of an earlier write, by its tool and idempotency_key: completed with its receipt, or pending. Use it after a lost answer or a pending one, instead of writing again. Read-only.',
+      },
+      operationArgs,
+      operationAnswer,
+    ),
     async call(input, caller) {
       const args = parsed(operationArgs, input);
       return isAnswer(args) ? args : readOperation(operations, caller, args.tool, args[IDEMPOTENCY_KEY_FIELD]);
@@ -124,26 +162,25 @@ export function operationReadTool(operations: OperationSource): McpTool {
 export function domainReadTools(stores: { readonly invoices: InvoiceStore; readonly tickets: TicketStore }): McpTool[] {
   return [
     {
-      listing: {
-        name: 'get_invoice',
-        description: "Read one of the caller's invoices, with its refund (or null). Read-only, needs no key.",
-        inputSchema: inputSchemaOf(invoiceArgs),
-        outputSchema: readOutputSchema(invoiceAnswer),
-        annotations: READ_ANNOTATIONS,
-      },
+      listing: readListing(
+        {
+          name: 'get_invoice',
+          description: "Read one of the caller's invoices, with its refund (or null). Read-only, needs no key.",
+        },
+        invoiceArgs,
+        invoiceAnswer,
+      ),
       async call(input, caller) {
         const args = parsed(invoiceArgs, input);
         return isAnswer(args) ? args : readInvoice(stores.invoices, caller, args.invoice_id);
       },
     },
     {
-      listing: {
-        name: 'get_ticket',
-        description: "Read one of the caller's tickets. Read-only, needs no key.",
-        inputSchema: inputSchemaOf(ticketArgs),
-        outputSchema: readOutputSchema(ticketAnswer),
-        annotations: READ_ANNOTATIONS,
-      },
+      listing: readListing(
+        { name: 'get_ticket', description: "Read one of the caller's tickets. Read-only, needs no key." },
+        ticketArgs,
+        ticketAnswer,
+      ),
       async call(input, caller) {
         const args = parsed(ticketArgs, input);
         return isAnswer(args) ? args : readTicket(stores.tickets, caller, args.ticket_key);

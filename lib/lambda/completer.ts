@@ -13,7 +13,7 @@ import { type ComposeServices, createCoreServices, createTracer, type ToolsOver 
  * finishes its call if it was abandoned; the messages that failed are returned, and only those come back).
  */
 export function completerEntry<Svc>(
-  tools: ToolsOver<Svc>,
+  tools: ToolsOver<NoInfer<Svc>>,
   compose: ComposeServices<Svc>,
   env: NodeJS.ProcessEnv = process.env,
 ): (event: unknown, context: Context) => Promise<SQSBatchResponse | undefined> {

@@ -1,6 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
+import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import type { Tracer } from '@aws-lambda-powertools/tracer';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createDynamoDBClient } from '../store/client';
 import { tableEnvVar } from '../store/tables';
@@ -24,13 +25,23 @@ export interface CoreServices {
 /** What an app's entry points compose its tools' services with: one function, shared by all of them. */
 export type ComposeServices<Svc> = (core: CoreServices) => Svc;
 
-/** The core services from `env`. */
-export function createCoreServices(env: NodeJS.ProcessEnv = process.env): CoreServices {
-  const client = createDynamoDBClient(env);
+/**
+ * The core services from `env`. The DynamoDB client takes its endpoint from `env` and everything else
+ * (region, credentials) from the SDK's own chain, unless `clientConfig` gives it (the test store does).
+ */
+export function createCoreServices(
+  env: NodeJS.ProcessEnv = process.env,
+  clientConfig: DynamoDBClientConfig = {},
+): CoreServices {
+  const client = createDynamoDBClient(env, clientConfig);
   return {
     client,
     documents: createDocumentClient(client),
-    logger: new Logger({ serviceName: env.POWERTOOLS_SERVICE_NAME || 'retrysafe' }),
+    logger: new Logger({
+      serviceName: env.POWERTOOLS_SERVICE_NAME || 'retrysafe',
+      // Powertools reads the level from the process's environment; an `env` of its own may set another.
+      ...(env.POWERTOOLS_LOG_LEVEL ? { logLevel: env.POWERTOOLS_LOG_LEVEL as LogLevel } : {}),
+    }),
     tableName(name) {
       const variable = tableEnvVar(name);
       const value = env[variable];
@@ -60,5 +71,10 @@ export function processServices(env: NodeJS.ProcessEnv = process.env): CoreServi
   return core;
 }
 
+/**
+ * An app's tools, each bound to (a part of) the services `Svc`. The entries that serve several tools take
+ * them as `ToolsOver<NoInfer<Svc>>`: `Svc` is what the app's compose function builds, and each tool's own
+ * services (a `Pick` of them) must be part of it.
+ */
 // biome-ignore lint/suspicious/noExplicitAny: tools of every schema and receipt, bound to the same services
 export type ToolsOver<Svc> = readonly ToolModule<string, any, any, Svc>[];

@@ -19,7 +19,7 @@ export interface McpEntryOptions<Svc> {
  * itself against the issuer's JWKS (`JWT_ISSUER`, `JWT_AUDIENCE`, `JWKS_URL`).
  */
 export function mcpEntry<Svc>(
-  tools: ToolsOver<Svc>,
+  tools: ToolsOver<NoInfer<Svc>>,
   compose: ComposeServices<Svc>,
   options: McpEntryOptions<Svc> = {},
   env: NodeJS.ProcessEnv = process.env,

@@ -73,7 +73,11 @@ export async function startTestStore(options: TestStoreOptions = {}): Promise<Te
     POWERTOOLS_METRICS_DISABLED: 'true',
     POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL || 'SILENT',
   };
-  const core = createCoreServices({ ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
+  // The store's region and credentials, whatever the process's environment holds.
+  const core = createCoreServices(env, {
+    region: env.AWS_REGION,
+    credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID!, secretAccessKey: env.AWS_SECRET_ACCESS_KEY! },
+  });
   try {
     await createTable(core.client, TABLES.idempotency, DEFAULT_IDEMPOTENCY_TABLE_NAME);
     for (const [name, schema] of tables) await createTable(core.client, schema, core.tableName(name));

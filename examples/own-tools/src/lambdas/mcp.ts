@@ -1,0 +1,5 @@
+import { mcpEntry } from 'retrysafe/lambda/mcp';
+import { services } from '../services';
+import { TOOLS } from '../tools';
+
+export const handler = mcpEntry(TOOLS, services);

@@ -21,8 +21,8 @@ export type NextAction = (typeof NEXT_ACTIONS)[number];
 export interface PollStep {
   readonly tool: 'get_operation';
   readonly arguments: { readonly tool: string; readonly idempotency_key: string };
-  /** The same read on the HTTP API. */
-  readonly path: string;
+  /** The same read on the HTTP API (none for a key `.` or `..`, which no URL can carry as a segment). */
+  readonly path?: string;
 }
 
 /** What to do next, and when, with one sentence a model can follow. */
@@ -42,20 +42,21 @@ export const INTERNAL_RETRY_AFTER_MS = 2000;
 
 const SAME_KEY = 'with the same idempotency_key and arguments: the retry cannot act twice';
 
-/** The next step after an error, by its code: one table for every surface. */
-const AFTER_ERROR: Readonly<Record<HttpErrorCode, NextStep>> = {
+/** The next step after a refusal, by its code (what the code means, whichever surface sent it). */
+const AFTER_REFUSAL: Readonly<Record<Exclude<HttpErrorCode, RetriedCode>, NextStep>> = {
   invalid_args: { action: 'fix_arguments', message: 'Nothing was done. Fix the field the error names and call again.' },
   payload_too_large: { action: 'fix_arguments', message: 'Nothing was done. Send smaller arguments.' },
   method_not_allowed: { action: 'fix_arguments', message: 'Nothing was done. Use the method this path answers.' },
+  // Not "nothing was done": a key whose record was erased or expired names a call that may have acted.
   not_found: {
     action: 'fix_arguments',
     message:
-      'Nothing was done: what the error names does not exist for this caller. Check the id before calling again.',
+      'Not found for this caller: what the error names does not exist, or no longer does. Check it with a read before acting again.',
   },
   conflict: {
     action: 'use_original_arguments',
     message:
-      'Nothing was done: this idempotency_key was already used with other arguments. To get the first result, call again with the original arguments and this key; for a new intent, use a new key.',
+      'Nothing was done now: this conflicts with what was done before (this idempotency_key with other arguments, or the object already changed, as the error says). The original arguments with this key return the first result; a new intent needs a new key.',
   },
   unauthorized: {
     action: 'stop',
@@ -65,35 +66,62 @@ const AFTER_ERROR: Readonly<Record<HttpErrorCode, NextStep>> = {
     action: 'stop',
     message: 'Nothing was done: these credentials may not do this. Calling again as is fails the same way.',
   },
-  unavailable: {
-    action: 'call_again',
-    after_ms: UNAVAILABLE_RETRY_AFTER_MS,
-    message: `A store or service is unavailable. After ${UNAVAILABLE_RETRY_AFTER_MS} ms, call again ${SAME_KEY}.`,
-  },
-  internal: {
-    action: 'call_again',
-    after_ms: INTERNAL_RETRY_AFTER_MS,
-    message: `Something failed on the server. After ${INTERNAL_RETRY_AFTER_MS} ms, call again ${SAME_KEY}.`,
-  },
-  timeout: {
-    action: 'call_again',
-    after_ms: UNAVAILABLE_RETRY_AFTER_MS,
-    message: `No answer in time; it may still complete. After ${UNAVAILABLE_RETRY_AFTER_MS} ms, call again ${SAME_KEY}.`,
-  },
 };
 
-/** The next step after an error answer. */
-export function nextAfterError(code: HttpErrorCode): NextStep {
-  return AFTER_ERROR[code];
+/** The codes a caller retries as they are, after a wait. */
+type RetriedCode = 'unavailable' | 'internal' | 'timeout';
+
+const RETRIED: Readonly<Record<RetriedCode, { afterMs: number; said: string }>> = {
+  unavailable: { afterMs: UNAVAILABLE_RETRY_AFTER_MS, said: 'A store or service is unavailable.' },
+  internal: { afterMs: INTERNAL_RETRY_AFTER_MS, said: 'Something failed on the server.' },
+  timeout: { afterMs: UNAVAILABLE_RETRY_AFTER_MS, said: 'No answer in time; it may still complete.' },
+};
+
+function isRetried(code: HttpErrorCode): code is RetriedCode {
+  return Object.hasOwn(RETRIED, code);
 }
 
-/** The poll of a write's key, on MCP (`get_operation`) and on the HTTP API. */
+/**
+ * The next step after an error that refused this request, by its code. A retried code waits
+ * `retryAfterMs` when the answer says so (its `Retry-After`): the header and `next` say one value.
+ */
+export function nextAfterError(code: HttpErrorCode, retryAfterMs?: number): NextStep {
+  if (!isRetried(code)) return AFTER_REFUSAL[code];
+  const { afterMs, said } = RETRIED[code];
+  const wait = retryAfterMs ?? afterMs;
+  return { action: 'call_again', after_ms: wait, message: `${said} After ${wait} ms, call again ${SAME_KEY}.` };
+}
+
+/**
+ * The next step after an error that is a call's stored outcome (`idempotent` set): the call ended with
+ * it. Calling again with its key answers the same, so the model is told to stop, not to loop.
+ */
+export const AFTER_STORED_FAILURE: NextStep = {
+  action: 'stop',
+  message:
+    'This call ended with this error, stored as its outcome: the same idempotency_key answers the same from now on. Do not call again with it; check the state with a read before starting a new intent with a new key.',
+};
+
+/** An error answer, refusal or stored outcome. */
+export interface ErrorResult {
+  readonly ok: false;
+  readonly idempotent?: boolean;
+  readonly error: { readonly code: HttpErrorCode };
+}
+
+/** The next step after any error answer. */
+export function nextAfterFailure(answer: ErrorResult, retryAfterMs?: number): NextStep {
+  return answer.idempotent === undefined ? nextAfterError(answer.error.code, retryAfterMs) : AFTER_STORED_FAILURE;
+}
+
+/**
+ * The poll of a write's key, on MCP (`get_operation`) and on the HTTP API. A key that is a dot segment
+ * (`.`, `..`) has no path: URL parsers fold it away, encoded or not (WHATWG URL), so only MCP polls it.
+ */
 export function pollOf(tool: string, key: string): PollStep {
-  return {
-    tool: 'get_operation',
-    arguments: { tool, idempotency_key: key },
-    path: `/tools/${encodeURIComponent(tool)}/operations/${encodeURIComponent(key)}`,
-  };
+  const poll = { tool: 'get_operation', arguments: { tool, idempotency_key: key } } as const;
+  if (key === '.' || key === '..') return poll;
+  return { ...poll, path: `/tools/${encodeURIComponent(tool)}/operations/${encodeURIComponent(key)}` };
 }
 
 /** The next step after a write's answer. */
@@ -117,7 +145,7 @@ export function nextAfterWrite(tool: string, result: ToolResult): NextStep {
       message: `Still running under idempotency_key "${result.key}"; it will not run twice. After ${result.retry_after_ms} ms, call ${tool} again with the same idempotency_key and arguments, or call get_operation with tool "${tool}" and this idempotency_key.`,
     };
   }
-  return nextAfterError(result.error.code);
+  return nextAfterFailure(result);
 }
 
 /** How long to wait before polling an operation still in flight again. */
@@ -147,12 +175,10 @@ export function nextAfterOperation(status: 'completed' | 'pending' | 'abandoned'
 export const AFTER_READ: NextStep = { action: 'none', message: 'This is the current state. Nothing to do.' };
 
 /** A read's answer, whichever read: found, an operation's status, or an error. */
-export type ReadResult =
-  | { readonly ok: true; readonly status?: 'completed' | 'pending' | 'abandoned' }
-  | { readonly ok: false; readonly error: { readonly code: HttpErrorCode } };
+export type ReadResult = { readonly ok: true; readonly status?: 'completed' | 'pending' | 'abandoned' } | ErrorResult;
 
 /** The next step after a read's answer (`get_operation`, `get_invoice`, `get_ticket`). */
 export function nextAfterRead(answer: ReadResult): NextStep {
-  if (!answer.ok) return nextAfterError(answer.error.code);
+  if (!answer.ok) return nextAfterFailure(answer);
   return answer.status === undefined ? AFTER_READ : nextAfterOperation(answer.status);
 }

@@ -53,5 +53,5 @@ export const ticketAnswer = z.strictObject({
   next: nextStepSchema,
 });
 
-/** A read's refusal: the codes a read answers. */
-export const readErrorAnswer = errorAnswer(['invalid_args', 'not_found', 'unavailable', 'internal']);
+/** A read's error: its refusal, or for `get_operation` the call's stored failure (any code a write ends with). */
+export const readErrorAnswer = errorAnswer(['invalid_args', 'not_found', 'conflict', 'unavailable', 'internal']);

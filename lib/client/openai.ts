@@ -13,7 +13,8 @@ export interface OpenAiChatTool {
     readonly name: string;
     readonly description: string;
     readonly parameters: JsonObject;
-    readonly strict: true;
+    /** True unless the tool's schema says something strict mode cannot (see `strictParameters`). */
+    readonly strict: boolean;
   };
 }
 
@@ -41,7 +42,8 @@ export interface OpenAiResponsesTool {
   readonly name: string;
   readonly description: string;
   readonly parameters: JsonObject;
-  readonly strict: true;
+  /** True unless the tool's schema says something strict mode cannot (see `strictParameters`). */
+  readonly strict: boolean;
 }
 
 /** A `function_call` output item of the Responses API. */
@@ -61,17 +63,19 @@ export interface OpenAiFunctionCallOutput {
   readonly output: string;
 }
 
+/** A tool's parameters for OpenAI: strict when strict mode can say them, else as listed, non-strict. */
+function openAiParameters(tool: ToolDescription): { parameters: JsonObject; strict: boolean } {
+  const listed = modelInputSchema(tool);
+  const strict = strictParameters(listed);
+  return strict ? { parameters: strict, strict: true } : { parameters: listed, strict: false };
+}
+
 /** The listing (`client.listTools()`) as Chat Completions tools. */
 export function openAiChatTools(listing: readonly ToolDescription[]): OpenAiChatTool[] {
   return listing.map(function chatTool(tool) {
     return {
       type: 'function',
-      function: {
-        name: tool.name,
-        description: tool.description,
-        parameters: strictParameters(modelInputSchema(tool)),
-        strict: true,
-      },
+      function: { name: tool.name, description: tool.description, ...openAiParameters(tool) },
     };
   });
 }
@@ -83,8 +87,7 @@ export function openAiResponsesTools(listing: readonly ToolDescription[]): OpenA
       type: 'function',
       name: tool.name,
       description: tool.description,
-      parameters: strictParameters(modelInputSchema(tool)),
-      strict: true,
+      ...openAiParameters(tool),
     };
   });
 }

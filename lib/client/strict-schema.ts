@@ -44,6 +44,28 @@ export const STRICT_KEYWORDS = [
 
 const KEPT = new Set<string>(STRICT_KEYWORDS);
 
+/**
+ * Keywords whose loss does not change which values the server accepts — it checks them — as long as the
+ * model is told: said in the description (lengths, a default, a format), or annotations only.
+ */
+const FOLDED = new Set([
+  'minLength',
+  'maxLength',
+  'default',
+  'format',
+  '$schema',
+  'title',
+  'examples',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+  '$comment',
+  '$id',
+]);
+
+/** Thrown when a schema says something strict mode cannot (a record, a tuple, `oneOf`, any value). */
+class NotExpressible extends Error {}
+
 function isObject(value: JsonValue | undefined): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -63,7 +85,23 @@ function droppedMeaning(schema: JsonObject): string[] {
 /** One schema node in the subset: kept keywords only, meaning of the rest in its description. */
 function strictNode(schema: JsonObject): JsonObject {
   const node: JsonObject = {};
-  for (const [keyword, value] of Object.entries(schema)) if (KEPT.has(keyword)) node[keyword] = value;
+  for (const [keyword, value] of Object.entries(schema)) {
+    if (KEPT.has(keyword)) node[keyword] = value;
+    else if (!FOLDED.has(keyword)) throw new NotExpressible(keyword);
+  }
+  // A node that takes any value, or an open map (`additionalProperties` a schema): nothing strict can say.
+  if (
+    node.type === undefined &&
+    node.anyOf === undefined &&
+    node.$ref === undefined &&
+    node.enum === undefined &&
+    node.const === undefined
+  ) {
+    throw new NotExpressible('a node with no type');
+  }
+  if (node.additionalProperties !== undefined && node.additionalProperties !== false) {
+    throw new NotExpressible('additionalProperties');
+  }
   // A supported format says more than a regex, and strict mode's regex dialect is narrower than JavaScript's.
   if (typeof node.format === 'string') {
     if (STRICT_STRING_FORMATS.includes(node.format)) delete node.pattern;
@@ -117,10 +155,17 @@ function strictObject(node: JsonObject): JsonObject {
 
 /**
  * A tool's parameters as OpenAI strict mode accepts them: the same fields, each required — an optional
- * one as nullable (`null` is what leaving it out means, to the server too) — `additionalProperties: false`
- * everywhere, and only supported keywords; what a dropped keyword said (a length limit, a default) is
- * kept as words in the field's description, and the server still checks it.
+ * one as nullable (`null` is what leaving it out means, to the server too, at any depth) —
+ * `additionalProperties: false` everywhere, and only supported keywords; what a dropped keyword said (a
+ * length limit, a default) is kept as words in the field's description, and the server still checks it.
+ * Undefined when the schema says something strict mode cannot (a record, a tuple, `oneOf`, a field that
+ * takes any value): such a tool is offered non-strict rather than with another meaning.
  */
-export function strictParameters(schema: JsonObject): JsonObject {
-  return strictObject(strictNode({ ...schema, type: 'object' }));
+export function strictParameters(schema: JsonObject): JsonObject | undefined {
+  try {
+    return strictObject(strictNode({ ...schema, type: 'object' }));
+  } catch (error) {
+    if (error instanceof NotExpressible) return undefined;
+    throw error;
+  }
 }

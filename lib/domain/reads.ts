@@ -1,5 +1,5 @@
 import type { ErrorCode, Identity, JsonObject, ToolRuntime } from '../idempotency';
-import { INTERNAL_MESSAGE, ToolError } from '../idempotency/errors';
+import { INTERNAL_MESSAGE, StoredFailureError, ToolError } from '../idempotency/errors';
 import { type InvoiceStore, MAX_INVOICE_ID_LENGTH } from './invoices';
 import { MAX_TICKET_KEY_LENGTH, type TicketStore } from './tickets';
 
@@ -14,7 +14,12 @@ function clip(value: string): string {
 /** What a read answers, whatever carries it (an HTTP body, an MCP tool result). */
 export type ReadAnswer<T extends object> =
   | ({ ok: true } & T)
-  | { ok: false; error: { code: ErrorCode; message: string } };
+  | {
+      ok: false;
+      /** `get_operation` only: the error is the call's stored outcome, not a refusal of this read. */
+      idempotent?: true;
+      error: { code: ErrorCode; message: string };
+    };
 
 function failure(code: ErrorCode, message: string): ReadAnswer<never> {
   return { ok: false, error: { code, message } };
@@ -46,8 +51,12 @@ export async function readOperation(
   try {
     operation = await runtime.lookup(tool, caller, key);
   } catch (error) {
+    const message = error instanceof ToolError && error.expose ? error.message : INTERNAL_MESSAGE;
+    // The call ended with this error: its outcome, as the call answered it.
+    if (error instanceof StoredFailureError)
+      return { ok: false, idempotent: true, error: { code: error.code, message } };
     // The runtime classified and logged it: an outage is `unavailable`, anything else `internal`.
-    if (error instanceof ToolError) return failure(error.code, error.expose ? error.message : INTERNAL_MESSAGE);
+    if (error instanceof ToolError) return failure(error.code, message);
     throw error;
   }
   if (!operation) return failure('not_found', `key: no operation ${key} for ${tool}`);

@@ -1,18 +1,15 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { nextAfterRead } from '../api/next-step';
 import type { InvoiceStore } from '../domain/invoices';
 import { type OperationSource, type ReadAnswer, readInvoice, readOperation, readTicket } from '../domain/reads';
 import type { TicketStore } from '../domain/tickets';
 import type { Services } from '../services';
 import { type LambdaHandler, withErrorBoundary } from './boundary';
 import { type ApiEvent, identityFromEvent, pathParameter, UNAUTHORIZED } from './event';
-import { errorResponse, type HttpResponse, json } from './status';
+import { errorResponse, type HttpResponse, toReadResponse } from './status';
 
 /** A read's answer as an HTTP response: 200 with the body and its next step, or the error's status. */
 function answerResponse(answer: ReadAnswer<{ status?: 'completed' | 'pending' | 'abandoned' }>): HttpResponse {
-  return answer.ok
-    ? json(200, { ...answer, next: nextAfterRead(answer) })
-    : errorResponse(answer.error.code, answer.error.message);
+  return toReadResponse(answer);
 }
 
 /** `GET /tools/{tool}/operations/{key}`: the caller's own record of a client key. */

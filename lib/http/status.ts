@@ -1,4 +1,11 @@
-import { nextAfterError, nextAfterWrite, UNAVAILABLE_RETRY_AFTER_MS } from '../api/next-step';
+import {
+  type NextStep,
+  nextAfterError,
+  nextAfterRead,
+  nextAfterWrite,
+  type ReadResult,
+  UNAVAILABLE_RETRY_AFTER_MS,
+} from '../api/next-step';
 import type { ErrorCode, ToolResult } from '../idempotency';
 
 /** Codes that only the HTTP edge produces, before a call reaches the runtime. */
@@ -36,30 +43,47 @@ export function json(statusCode: number, body: unknown, headers: Record<string, 
 }
 
 /**
+ * Headers that follow from an answer's next step: `Retry-After` on a 202 and a 503, the same wait as
+ * `next.after_ms` (whole seconds, at least 1); `Idempotent-Replayed` on a replayed outcome.
+ */
+function headersOf(statusCode: number, next: NextStep, replayed: boolean): Record<string, string> {
+  const headers: Record<string, string> = replayed ? { 'idempotent-replayed': 'true' } : {};
+  if ((statusCode === 202 || statusCode === 503) && next.after_ms !== undefined) {
+    headers['retry-after'] = String(Math.max(1, Math.ceil(next.after_ms / 1000)));
+  }
+  return headers;
+}
+
+/** An answer with its next step, at `statusCode`: the one way every answer becomes an HTTP response. */
+function answered(statusCode: number, body: { readonly ok: boolean }, next: NextStep): HttpResponse {
+  const replayed = 'idempotent' in body && body.idempotent === true;
+  return json(statusCode, { ...body, next }, headersOf(statusCode, next, replayed));
+}
+
+/**
  * A tool result as an HTTP response: 200 (first or replay), 202 (pending), or the error's status. The body
  * is the result with its next step (`next`).
  */
 export function toHttpResponse(tool: string, result: ToolResult): HttpResponse {
-  const body = { ...result, next: nextAfterWrite(tool, result) };
-  if (result.ok) return json(200, body, result.idempotent ? { 'idempotent-replayed': 'true' } : {});
-  if ('status' in result) {
-    return json(202, body, { 'retry-after': String(Math.max(1, Math.ceil(result.retry_after_ms / 1000))) });
-  }
-  return json(HTTP_STATUS[result.error.code], body, retryHeaders(result.error.code));
+  const next = nextAfterWrite(tool, result);
+  if (result.ok) return answered(200, result, next);
+  if ('status' in result) return answered(202, result, next);
+  return answered(HTTP_STATUS[result.error.code], result, next);
 }
 
-/** How long to wait before retrying an outage: a 503 always says, so clients back off. */
+/** A read's answer as an HTTP response: 200 with what it found, or its error's status. */
+export function toReadResponse(answer: ReadResult & object): HttpResponse {
+  return answered(answer.ok ? 200 : HTTP_STATUS[answer.error.code], answer, nextAfterRead(answer));
+}
+
+/** Seconds a 503 asks a client to wait, unless it says otherwise. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = UNAVAILABLE_RETRY_AFTER_MS / 1000;
 
-function retryHeaders(code: HttpErrorCode): Record<string, string> {
-  return code === 'unavailable' ? { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) } : {};
-}
-
-/** An error answered without a tool result, in the same body shape as every other error, with its next step. */
-export function errorResponse(code: HttpErrorCode, message: string): HttpResponse {
-  return json(
-    HTTP_STATUS[code],
-    { ok: false, error: { code, message }, next: nextAfterError(code) },
-    retryHeaders(code),
-  );
+/**
+ * An error answered without a tool result, in the same body shape as every other error, with its next step.
+ * `retryAfterMs` replaces a retried code's usual wait, in `next` and in `Retry-After` alike.
+ */
+export function errorResponse(code: HttpErrorCode, message: string, retryAfterMs?: number): HttpResponse {
+  const body = { ok: false, error: { code, message } };
+  return answered(HTTP_STATUS[code], body, nextAfterError(code, retryAfterMs));
 }

@@ -27,21 +27,65 @@ export function fieldProblem(error: z.core.$ZodError, fallbackField: string): st
   return `${field}: ${issue.message}`;
 }
 
-/**
- * The arguments with `null` removed from every optional field that does not take `null` itself: OpenAI's
- * strict function calling makes a model fill every field, and `null` is how it leaves one out. So
- * `{ currency: null }` is `{}` — the same arguments, the same fingerprint, the default applied.
- */
-function withoutAbsentNulls(schema: z.ZodMiniObject, args: Record<string, unknown>): Record<string, unknown> {
-  let kept: Record<string, unknown> | undefined;
-  for (const [name, value] of Object.entries(args)) {
-    if (value !== null || !Object.hasOwn(schema.shape, name)) continue;
-    const field = schema.shape[name] as z.ZodMiniType;
-    if (field.safeParse(null).success || !field.safeParse(undefined).success) continue;
-    kept ??= { ...args };
-    delete kept[name];
+/** The object schema under optional / default / nullable wrappers, if `schema` is one. */
+function objectShape(schema: z.ZodMiniType): Record<string, z.ZodMiniType> | undefined {
+  let def = schema._zod.def as { type: string; innerType?: z.ZodMiniType; shape?: Record<string, z.ZodMiniType> };
+  while (def.innerType && (def.type === 'optional' || def.type === 'default' || def.type === 'nullable')) {
+    def = def.innerType._zod.def as typeof def;
   }
-  return kept ?? args;
+  return def.type === 'object' ? def.shape : undefined;
+}
+
+/** The element schema of an array under the same wrappers, if `schema` is one. */
+function arrayElement(schema: z.ZodMiniType): z.ZodMiniType | undefined {
+  let def = schema._zod.def as { type: string; innerType?: z.ZodMiniType; element?: z.ZodMiniType };
+  while (def.innerType && (def.type === 'optional' || def.type === 'default' || def.type === 'nullable')) {
+    def = def.innerType._zod.def as typeof def;
+  }
+  return def.type === 'array' ? def.element : undefined;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * `value` with `null` removed from every optional field that does not take `null` itself, at any depth:
+ * OpenAI's strict function calling makes a model fill every field, and `null` is how it leaves one out.
+ * So `{ currency: null }` is `{}` — the same arguments, the same fingerprint, the default applied. A
+ * value with no such null comes back as it was (the same object).
+ */
+function withoutAbsentNulls(schema: z.ZodMiniType, value: unknown): unknown {
+  const element = Array.isArray(value) ? arrayElement(schema) : undefined;
+  if (element) {
+    let copy: unknown[] | undefined;
+    for (const [i, item] of (value as unknown[]).entries()) {
+      const stripped = withoutAbsentNulls(element, item);
+      if (stripped === item) continue;
+      copy ??= [...(value as unknown[])];
+      copy[i] = stripped;
+    }
+    return copy ?? value;
+  }
+  const shape = isPlainObject(value) ? objectShape(schema) : undefined;
+  if (!shape) return value;
+  const fields = value as Record<string, unknown>;
+  let copy: Record<string, unknown> | undefined;
+  for (const [name, field] of Object.entries(fields)) {
+    if (field === undefined || !Object.hasOwn(shape, name)) continue;
+    const fieldSchema = shape[name]!;
+    if (field === null) {
+      if (fieldSchema.safeParse(null).success || !fieldSchema.safeParse(undefined).success) continue;
+      copy ??= { ...fields };
+      delete copy[name];
+      continue;
+    }
+    const stripped = withoutAbsentNulls(fieldSchema, field);
+    if (stripped === field) continue;
+    copy ??= { ...fields };
+    copy[name] = stripped;
+  }
+  return copy ?? value;
 }
 
 export interface ParsedCall<A> {

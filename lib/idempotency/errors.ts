@@ -62,6 +62,21 @@ export class InternalError extends ToolError {
 }
 
 /**
+ * A call's outcome that is a failure, read back from its record (the poll): the call ended with it,
+ * and its key answers the same until the record expires. Not a refusal of this request.
+ */
+export class StoredFailureError extends ToolError {
+  readonly code: ErrorCode;
+  override readonly expose: boolean;
+  constructor(failure: { readonly code: ErrorCode; readonly message: string }) {
+    super(failure.message);
+    this.name = 'StoredFailureError';
+    this.code = failure.code;
+    this.expose = failure.code !== 'internal';
+  }
+}
+
+/**
  * Not an error code but an answer: the effect is still being made elsewhere (a payment provider says
  * the same idempotency key is in use by a request still running). A tool throws it; the claim is
  * released and the caller is answered `pending`, to retry with the same key after `retryAfterMs`.

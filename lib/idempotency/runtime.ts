@@ -24,6 +24,7 @@ import {
   InvalidArgsError,
   isTransientAwsError,
   NotFoundError,
+  StoredFailureError,
   ToolError,
   UnavailableError,
 } from './errors';
@@ -111,7 +112,7 @@ export type Operation<R extends JsonObject> =
 
 /** The answer a stored outcome gives, first time or replayed. */
 function answerOf<R extends JsonObject>(stored: StoredOutcome, clientKey: string): ToolResult<R> {
-  if (stored.receipt === undefined) return { ok: false, error: failureOf(stored) };
+  if (stored.receipt === undefined) return { ok: false, idempotent: stored.replayed, error: failureOf(stored) };
   return { ok: true, idempotent: stored.replayed, key: clientKey, receipt: decodeReceipt<R>(stored.receipt) };
 }
 
@@ -119,22 +120,6 @@ function answerOf<R extends JsonObject>(stored: StoredOutcome, clientKey: string
 function failureOf(stored: StoredOutcome): { code: ErrorCode; message: string } {
   const code = stored.failure ?? 'internal';
   return { code, message: code === 'internal' ? INTERNAL_MESSAGE : (stored.message ?? code) };
-}
-
-/** A stored failure as the error it was. */
-function toolErrorOf({ code, message }: { code: ErrorCode; message: string }): ToolError {
-  switch (code) {
-    case 'invalid_args':
-      return new InvalidArgsError(message);
-    case 'not_found':
-      return new NotFoundError(message);
-    case 'conflict':
-      return new ConflictError(message);
-    case 'unavailable':
-      return new UnavailableError(message);
-    default:
-      return new InternalError('the stored outcome is an internal error');
-  }
 }
 
 /** How an invocation is run. */
@@ -426,7 +411,7 @@ export class ToolRuntime {
       case 'completed': {
         const outcome = record!.outcome;
         // A stored failure answers the poll as it answered the call.
-        if (outcome?.receipt === undefined) throw toolErrorOf(failureOf(outcome ?? { replayed: false }));
+        if (outcome?.receipt === undefined) throw new StoredFailureError(failureOf(outcome ?? { replayed: false }));
         return { status: 'completed', receipt: decodeReceipt(outcome.receipt) };
       }
       default:

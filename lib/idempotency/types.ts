@@ -19,8 +19,13 @@ export interface InvocationDeadline {
   getRemainingTimeInMillis(): number;
 }
 
-/** The answer to every tool call: one closed union. */
+/**
+ * The answer to every tool call: one closed union. An error carries `idempotent` when it is the call's
+ * stored outcome (a later attempt's business error, a receipt that could not be stored): the call
+ * ended with it, and the same key answers the same — `true` on a replay. A refusal of this request
+ * (nothing ran, nothing stored) has no `idempotent`.
+ */
 export type ToolResult<R extends JsonObject = JsonObject> =
   | { ok: true; idempotent: boolean; key: string; receipt: R }
   | { ok: false; status: 'pending'; key: string; retry_after_ms: number }
-  | { ok: false; error: { code: ErrorCode; message: string } };
+  | { ok: false; idempotent?: boolean; error: { code: ErrorCode; message: string } };

@@ -53,8 +53,11 @@ function jsonRpcError(statusCode: number, code: number, message: string): HttpRe
 
 /** The token could not be checked (the issuer's keys are out of reach): try again, keep the token. */
 function verifierUnavailable(error: VerifierUnavailableError): HttpResponse {
-  const response = errorResponse('unavailable', `authorization: ${error.message}; retry later with the same token`);
-  return { ...response, headers: { ...response.headers, 'retry-after': String(error.retryAfterSeconds) } };
+  return errorResponse(
+    'unavailable',
+    `authorization: ${error.message}; retry later with the same token`,
+    error.retryAfterSeconds * 1000,
+  );
 }
 
 /** The API Gateway event as the web-standard request the SDK's transport reads. */

@@ -10,7 +10,9 @@ import { keyHash } from '../http/write';
 import {
   IDEMPOTENCY_KEY_FIELD,
   type Identity,
+  INTERNAL_MESSAGE,
   type InvocationDeadline,
+  isTransientAwsError,
   outcomeOf,
   type ToolResult,
 } from '../idempotency';
@@ -140,7 +142,18 @@ export function createMcpServer({ tools, logger }: McpServerDependencies): Serve
       }
       input = { ...args, [IDEMPOTENCY_KEY_FIELD]: idempotencyKey };
     }
-    const answer = await tool.call(input, caller, deadline);
+    let answer: Answer;
+    try {
+      answer = await tool.call(input, caller, deadline);
+    } catch (error) {
+      // A tool's failure is an answer for the model (with its next step), never a JSON-RPC error that
+      // would carry the raw message: a store outage is `unavailable`, anything else `internal`, logged.
+      logger.error('tool call failed', { tool: name, transport: 'mcp', error: error as Error });
+      const failure = isTransientAwsError(error)
+        ? { code: 'unavailable' as const, message: 'a store is unavailable; retry later' }
+        : { code: 'internal' as const, message: INTERNAL_MESSAGE };
+      return toCallToolResult(name, isWrite, { ok: false, error: failure });
+    }
     if (isWrite) {
       const result = answer as ToolResult;
       const key = result.ok || 'status' in result ? result.key : undefined;

@@ -66,7 +66,7 @@ export const nextStepSchema = z
       z.strictObject({
         tool: z.literal('get_operation'),
         arguments: z.strictObject({ tool: z.string(), idempotency_key: z.string() }),
-        path: z.string().check(z.describe('The same read on the HTTP API.')),
+        path: z.optional(z.string().check(z.describe('The same read on the HTTP API (none for a key . or ..).'))),
       }),
     ),
     message: z.string().check(z.describe('One sentence saying what happened and what to do next.')),
@@ -101,6 +101,9 @@ export const pendingAnswer = z.strictObject({
 export function errorAnswer(codes: readonly [string, ...string[]]) {
   return z.strictObject({
     ok: z.literal(false),
+    idempotent: z.optional(
+      z.boolean().check(z.describe("Present when the error is the call's stored outcome: its key answers the same.")),
+    ),
     error: z.strictObject({ code: z.enum(codes), message: z.string() }),
     next: nextStepSchema,
   });

@@ -348,7 +348,7 @@ describe.each(CLIENTS)('$name', (client) => {
     });
     expect(stored).toMatchObject({ amount: 1_234 }); // unchanged
     expect(text).toMatch(/conflict/);
-    expect(text).toMatch(/call again with the original arguments/);
+    expect(text).toMatch(/original arguments with this key return the first result/);
   });
 
   it('arguments the server refuses: invalid_args, and to fix them', () => {

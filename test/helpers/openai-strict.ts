@@ -62,6 +62,9 @@ export function strictModeProblems(schema: unknown): string[] {
       if (!KEYWORDS.has(keyword)) problems.push(`${path}: keyword ${keyword} is not supported`);
     }
     const types = Array.isArray(node.type) ? node.type : node.type === undefined ? [] : [node.type];
+    if (types.length === 0 && !['anyOf', '$ref', 'enum', 'const'].some((keyword) => keyword in node)) {
+      problems.push(`${path}: no type`);
+    }
     for (const type of types) if (!TYPES.has(type as string)) problems.push(`${path}: type ${String(type)}`);
     if (typeof node.format === 'string' && !FORMATS.has(node.format)) {
       problems.push(`${path}: format ${node.format} is not supported`);

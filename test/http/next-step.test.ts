@@ -60,10 +60,10 @@ describe('the next step over HTTP', () => {
     await started.opened;
 
     const pending = await api.post('/tools/send_email', token, body);
-    const polled = await api.get(pending.next!.poll!.path, token);
+    const polled = await api.get(pending.next!.poll!.path!, token);
     hold.open();
     await running;
-    const done = await api.get(pending.next!.poll!.path, token);
+    const done = await api.get(pending.next!.poll!.path!, token);
 
     expect(pending.status).toBe(202);
     expect(pending.next).toEqual({

@@ -92,9 +92,10 @@ describe('receipts that break the contract', () => {
       const again = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
       const poll = world.runtime.lookup('send_note', caller, 'k1');
 
-      expect(result).toEqual({ ok: false, error: { code: 'internal', message: 'internal error' } });
+      // The call's stored outcome (idempotent: false when stored, true on its replays), not a refusal.
+      expect(result).toEqual({ ok: false, idempotent: false, error: { code: 'internal', message: 'internal error' } });
       // The side effect ran once; releasing the claim would have let the retry run it again.
-      expect(again).toEqual(result);
+      expect(again).toEqual({ ...result, idempotent: true });
       expect(execute).toHaveBeenCalledTimes(1);
       await expect(poll).rejects.toMatchObject({ code: 'internal' });
       expect(await world.idempotencyRecordKeys(caller.tenant)).toHaveLength(1);

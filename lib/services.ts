@@ -1,4 +1,5 @@
 import { Logger } from '@aws-lambda-powertools/logger';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { InvoiceStore } from './domain/invoices';
 import { Outbox } from './domain/outbox';
 import { TicketStore } from './domain/tickets';
@@ -6,7 +7,30 @@ import { LedgerPaymentProvider } from './payments/ledger';
 import type { PaymentProvider } from './payments/provider';
 import { createPaymentProvider } from './payments/select';
 import { createDocumentClient, createDynamoDBClient } from './store/client';
-import { tableName } from './store/tables';
+import { type DomainTableId, tableName } from './store/tables';
+
+/**
+ * The example app's services — its domain stores and payment provider — over a document client, each
+ * table named by `tableName` (the core services' own, from `<NAME>_TABLE`, in the tools' Lambda entries).
+ * Every tool's entry composes them so (`lambdas/shared/tool-entry.ts`), as an app composes its own.
+ */
+export function exampleServices(
+  {
+    documents,
+    tableName: nameOf,
+  }: { readonly documents: DynamoDBDocumentClient; tableName(id: DomainTableId): string },
+  env: NodeJS.ProcessEnv = process.env,
+) {
+  return {
+    invoices: new InvoiceStore(documents, nameOf('invoices')),
+    tickets: new TicketStore(documents, nameOf('tickets')),
+    outbox: new Outbox(documents, nameOf('outbox')),
+    // The ledger is always there (the demo and the tests read it); the provider that moves money is the
+    // one PAYMENT_PROVIDER names — the ledger itself by default, or Stripe.
+    ledger: new LedgerPaymentProvider(documents, nameOf('ledger')),
+    provider: createPaymentProvider(env, documents),
+  };
+}
 
 /**
  * The DynamoDB clients, the logger and the domain stores, built from the environment. The entry points
@@ -18,26 +42,18 @@ export function createServices(env: NodeJS.ProcessEnv = process.env) {
   const client = createDynamoDBClient(env);
   const documents = createDocumentClient(client);
   const logger = new Logger({ serviceName: env.POWERTOOLS_SERVICE_NAME || 'retrysafe' });
-  const invoices = new InvoiceStore(documents, tableName('invoices', env));
-  const tickets = new TicketStore(documents, tableName('tickets', env));
-  const outbox = new Outbox(documents, tableName('outbox', env));
-  // The ledger is always there (the demo and the tests read it); the provider that moves money is the
-  // one PAYMENT_PROVIDER names — the ledger itself by default, or Stripe.
-  const ledger = new LedgerPaymentProvider(documents, tableName('ledger', env));
-  const provider = createPaymentProvider(env, documents);
   return {
     client,
     documents,
     logger,
-    invoices,
-    tickets,
-    outbox,
-    ledger,
-    provider,
+    ...exampleServices({ documents, tableName: (id) => tableName(id, env) }, env),
   };
 }
 
 export type Services = ReturnType<typeof createServices>;
+
+/** The example app's services, as its tools' entries compose them. */
+export type ExampleServices = ReturnType<typeof exampleServices>;
 
 /** What a tool's domain logic may use: the domain stores and a payment provider. */
 export interface ToolServices {

@@ -1,13 +1,15 @@
 import type * as z from 'zod/mini';
-import { toolHandler } from '../../lib/http/write';
 import type { JsonObject } from '../../lib/idempotency';
+import { toolEntry as appToolEntry } from '../../lib/lambda/tool';
+import { type ExampleServices, exampleServices } from '../../lib/services';
 import type { ToolHandler, ToolModule } from '../../lib/tools/tool-module';
-import { createToolRuntime } from '../../lib/tools/tool-runtime';
-import { services } from './process';
 
-/** A tool's Lambda handler: the tool bound to this process's services, behind the idempotency runtime. */
+/**
+ * An example tool's Lambda handler, composed the way an app composes its own (`retrysafe/lambda/tool`):
+ * the tool bound to the example's services, its tables named by `<NAME>_TABLE`, behind the runtime.
+ */
 export function toolEntry<N extends string, S extends z.ZodMiniObject, R extends JsonObject>(
-  module: ToolModule<N, S, R>,
+  module: ToolModule<N, S, R, ExampleServices>,
 ): ToolHandler<N> {
-  return toolHandler(module, { services, runtime: createToolRuntime(services), logger: services.logger });
+  return appToolEntry(module, exampleServices);
 }

@@ -1,7 +1,9 @@
+import { TABLES } from '../store/tables';
+
 /**
  * Defaults for running against DynamoDB Local on this machine (npm start, the demo, the benchmark, the
  * tests): a region and placeholder credentials (DynamoDB Local accepts any), and the SDK's Node 22 notice
- * silenced (this machine runs Node 20; see README). Values already set are kept.
+ * silenced (this machine runs Node 20; see README), the tables' names. Values already set are kept.
  */
 export function applyLocalDefaults(env: NodeJS.ProcessEnv = process.env, logLevel = 'WARN'): void {
   env.AWS_REGION ||= 'us-east-1';
@@ -9,4 +11,6 @@ export function applyLocalDefaults(env: NodeJS.ProcessEnv = process.env, logLeve
   env.AWS_SECRET_ACCESS_KEY ||= 'local';
   env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ||= 'true';
   env.POWERTOOLS_LOG_LEVEL ||= logLevel;
+  // Each table's name where the construct would set it (`<NAME>_TABLE`): the entry points read it.
+  for (const definition of Object.values(TABLES)) env[definition.envVar] ||= definition.defaultName;
 }

@@ -165,7 +165,7 @@ export function printGoals(report: AgainstBareReport, withBefore: boolean): void
       us(bare.cpuUs),
       signed(ours.cpuUs - bare.cpuUs, us),
       'nothing built per request',
-      '',
+      '—',
       then ? `${signed(then.cpuUs - before!.bare_mcp![kind].cpuUs, us)} over bare` : '',
     );
   }

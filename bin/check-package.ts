@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 const ROOT = join(__dirname, '..');
 /** What may ship: the build, the README, the manifest, the licence. */
@@ -38,6 +38,21 @@ function sizeOf(path: string): number {
 }
 
 const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
+
+/** The bytes of `entries` and of every file of the package they import, transitively (relative imports). */
+function importedBytes(entries: readonly string[]): number {
+  const seen = new Set<string>();
+  const pending = [...entries];
+  while (pending.length > 0) {
+    const file = pending.pop()!;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    for (const [, target] of readFileSync(file, 'utf8').matchAll(/from\s*"(\.{1,2}\/[^"]+)"/g)) {
+      pending.push(join(dirname(file), target!));
+    }
+  }
+  return [...seen].reduce((total, file) => total + statSync(file).size, 0);
+}
 
 function main(): void {
   const problems: string[] = [];
@@ -83,14 +98,18 @@ function main(): void {
         problems.push(`${subpath} does not load without the server's dependencies: ${(error as Error).message}`);
       }
     }
-    const clientFiles = files.filter((path) => path.startsWith('dist/client/') || /^dist\/agent-/.test(path));
+    const clientBytes = importedBytes(
+      files
+        .filter((path) => /^dist\/client\/.+\.mjs$/.test(path))
+        .map((path) => join(app, 'node_modules/retrysafe', path)),
+    );
 
     console.log(
       `tarball ${packed!.filename}: ${kb(packed!.size)} packed, ${kb(packed!.unpackedSize)} unpacked, ${files.length} files`,
     );
     console.log(`an agent app installs ${kb(sizeOf(join(app, 'node_modules')))} (retrysafe alone, no dependency)`);
     console.log(
-      `the client's own code: ${kb(packed!.files.filter((file) => clientFiles.includes(file.path) && file.path.endsWith('.mjs')).reduce((total, file) => total + file.size, 0))} of ES modules`,
+      `the client and its adapters load ${kb(clientBytes)} of ES modules (their files and the chunks they import)`,
     );
     if (problems.length > 0) {
       console.error(`package check: ${problems.length} problem(s)\n- ${problems.join('\n- ')}`);

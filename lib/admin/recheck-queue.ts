@@ -3,8 +3,9 @@ import * as z from 'zod/mini';
 import type { Recheck, RecheckQueue } from '../idempotency';
 import { fieldProblem } from '../idempotency/definition';
 
-/** The environment variable that names the recheck queue (the stack sets it on the completer). */
-export const RECHECK_QUEUE_URL_VAR = 'RECHECK_QUEUE_URL';
+import { RECHECK_QUEUE_URL_VAR } from './recheck-queue-url';
+
+export { RECHECK_QUEUE_URL_VAR };
 
 /** The most entries one `SendMessageBatch` request may carry (an SQS limit). */
 const MAX_BATCH_ENTRIES = 10;

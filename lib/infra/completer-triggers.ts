@@ -4,7 +4,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { RECHECK_QUEUE_URL_VAR } from '../admin/recheck-queue';
+import { RECHECK_QUEUE_URL_VAR } from '../admin/recheck-queue-url';
 import { COMPLETER_DEFAULTS } from './defaults';
 
 export interface CompleterTriggersProps {

@@ -33,6 +33,14 @@ export function exampleServices(
 }
 
 /**
+ * The example's services as its Lambda entries compose them (`ComposeServices`): each table by
+ * `<NAME>_TABLE` (what the construct sets), else its local name.
+ */
+export function composeExampleServices({ documents }: { readonly documents: DynamoDBDocumentClient }) {
+  return exampleServices({ documents, tableName: (id) => tableName(id) });
+}
+
+/**
  * The DynamoDB clients, the logger and the domain stores, built from the environment. The entry points
  * (`lambdas/`, `bin/`) build them once per process and pass them on; nothing under `lib/` holds them.
  * The idempotency runtime (`lib/tools/tool-runtime.ts`) is built apart, so a read's bundle carries neither

@@ -1,8 +1,7 @@
 import type * as z from 'zod/mini';
 import type { JsonObject } from '../../lib/idempotency';
 import { toolEntry as appToolEntry } from '../../lib/lambda/tool';
-import { type ExampleServices, exampleServices } from '../../lib/services';
-import { tableName } from '../../lib/store/tables';
+import { composeExampleServices, type ExampleServices } from '../../lib/services';
 import type { ToolHandler, ToolModule } from '../../lib/tools/tool-module';
 
 /**
@@ -12,6 +11,5 @@ import type { ToolHandler, ToolModule } from '../../lib/tools/tool-module';
 export function toolEntry<N extends string, S extends z.ZodMiniObject, R extends JsonObject>(
   module: ToolModule<N, S, R, ExampleServices>,
 ): ToolHandler<N> {
-  // The example's tables by `<NAME>_TABLE` (what the construct sets), else their local names (`tableName`).
-  return appToolEntry(module, ({ documents }) => exampleServices({ documents, tableName: (id) => tableName(id) }));
+  return appToolEntry(module, composeExampleServices);
 }

@@ -1,7 +1,10 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Context, SQSBatchResponse } from 'aws-lambda';
 import { completerTrigger, createCompleter, recheckBatch, recheckFigures, streamFigures } from '../admin/completer';
 import { createSqsRecheckQueue } from '../admin/recheck-queue';
+import type { Completer } from '../idempotency';
 import { createCompleterMetrics } from '../observability/metrics';
+import type { CompleterFigures } from '../observability/names';
 import { withInvocationDeadline } from '../store/deadline';
 import { createToolRuntime } from '../tools/tool-runtime';
 import { type ComposeServices, createCoreServices, createTracer, type ToolsOver } from './core-services';
@@ -16,7 +19,7 @@ export function completerEntry<Svc>(
   tools: ToolsOver<NoInfer<Svc>>,
   compose: ComposeServices<Svc>,
   env: NodeJS.ProcessEnv = process.env,
-): (event: unknown, context: Context) => Promise<SQSBatchResponse | undefined> {
+): CompleterHandler {
   const core = createCoreServices(env);
   const tracer = createTracer(env);
   tracer?.captureAWSv3Client(core.client);
@@ -32,18 +35,33 @@ export function completerEntry<Svc>(
     },
     env,
   );
+  return completerHandler(completer, core.logger, recordCompleter);
+}
+
+/** What the completer's Lambda handler answers: SQS's partial batch response for rechecks, nothing for a stream batch. */
+export type CompleterHandler = (event: unknown, context: Context) => Promise<SQSBatchResponse | undefined>;
+
+/**
+ * The completer's Lambda handler over a composed completer: which trigger sent the batch, the work bounded
+ * by the invocation's deadline, a log line and the completer's figures per batch.
+ */
+export function completerHandler(
+  completer: Completer,
+  logger: Logger,
+  recordCompleter: (figures: CompleterFigures) => void,
+): CompleterHandler {
   return async function complete(event, context) {
     const trigger = completerTrigger(event);
     // Every DynamoDB call is bounded by the invocation's deadline, as in the API's handlers.
     return withInvocationDeadline(context, async function completeBatch() {
       if (trigger.source === 'rechecks') {
-        const report = await recheckBatch(completer, trigger.records, context, core.logger);
-        core.logger.info('completer rechecks', { ...report.outcomes, failed: report.failedMessageIds.length });
+        const report = await recheckBatch(completer, trigger.records, context, logger);
+        logger.info('completer rechecks', { ...report.outcomes, failed: report.failedMessageIds.length });
         recordCompleter(recheckFigures(report));
         return { batchItemFailures: report.failedMessageIds.map((itemIdentifier) => ({ itemIdentifier })) };
       }
       const report = await completer.onStream(trigger.records);
-      core.logger.info('completer stream batch', { ...report });
+      logger.info('completer stream batch', { ...report });
       recordCompleter(streamFigures(report));
       return undefined;
     });

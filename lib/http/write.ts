@@ -1,11 +1,9 @@
-import { createHash } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type * as z from 'zod/mini';
 import {
   IDEMPOTENCY_KEY_FIELD,
   type InvocationDeadline,
   type JsonObject,
-  outcomeOf,
   type ToolDefinition,
   type ToolRuntime,
 } from '../idempotency';
@@ -13,11 +11,6 @@ import type { ToolHandler, ToolModule } from '../tools/tool-module';
 import { withErrorBoundary } from './boundary';
 import { type ApiEvent, bodyText, header, identityFromEvent, MAX_BODY_BYTES, UNAUTHORIZED } from './event';
 import { errorResponse, type HttpResponse, toHttpResponse } from './status';
-
-/** A client key as it may be logged: a short hash, never the key itself. */
-export function keyHash(key: string): string {
-  return createHash('sha256').update(key).digest('hex').slice(0, 16);
-}
 
 /**
  * The key from the `Idempotency-Key` header, if sent. The IETF draft sends it as a structured-field
@@ -34,8 +27,6 @@ function headerKey(event: ApiEvent): string | undefined {
 export interface ToolWriteDependencies {
   readonly runtime: ToolRuntime;
   readonly tool: ToolDefinition;
-  /** @default undefined (nothing is logged) */
-  readonly logger?: Logger;
 }
 
 /**
@@ -43,7 +34,7 @@ export interface ToolWriteDependencies {
  * `Idempotency-Key` header). Everything besides parsing is the runtime's.
  */
 export async function handleToolWrite(
-  { runtime, tool, logger }: ToolWriteDependencies,
+  { runtime, tool }: ToolWriteDependencies,
   event: ApiEvent,
   deadline: InvocationDeadline,
 ): Promise<HttpResponse> {
@@ -68,14 +59,8 @@ export async function handleToolWrite(
     input = { ...input, [IDEMPOTENCY_KEY_FIELD]: fromHeader };
   }
 
-  const result = await runtime.invoke(tool, identity, input, deadline);
-  const key = result.ok || 'status' in result ? result.key : undefined;
-  logger?.info('tool call', {
-    tool: tool.name,
-    tenant: identity.tenant,
-    outcome: outcomeOf(result),
-    key_hash: key === undefined ? undefined : keyHash(key),
-  });
+  // The runtime writes the call's log line (with its metrics), wherever the call came from.
+  const result = await runtime.invoke(tool, identity, input, deadline, { transport: 'rest' });
   return toHttpResponse(tool.name, result);
 }
 
@@ -94,7 +79,7 @@ export function toolHandler<N extends string, Svc>(
   module: ToolModule<N, z.ZodMiniObject, JsonObject, Svc>,
   { services, runtime, logger }: ToolHandlerDependencies<Svc>,
 ): ToolHandler<N> {
-  const dependencies: ToolWriteDependencies = { runtime, tool: module.bind(services), logger };
+  const dependencies: ToolWriteDependencies = { runtime, tool: module.bind(services) };
   const handler = withErrorBoundary(
     'tool',
     logger,

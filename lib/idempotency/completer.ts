@@ -191,7 +191,7 @@ export class Completer {
       { tenant: record.tenant, user: call.user },
       { ...call.args, idempotency_key: call.key },
       deadline,
-      { resume: { claim: record.claim! } },
+      { resume: { claim: record.claim! }, transport: 'completer' },
     );
     if (result.ok) return 'finished';
     if ('status' in result) return 'unsettled';

@@ -23,6 +23,7 @@ export { CallRecords } from './persistence/call-records';
 export { IntentStore } from './persistence/intents';
 export { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 export {
+  type CallContext,
   type CallOutcome,
   type InvokeOptions,
   MAX_RETRY_AFTER_MS,

@@ -71,10 +71,10 @@ export interface ToolRuntimeOptions {
    */
   readonly logger?: Logger;
   /**
-   * Told every call's outcome and latency, after the call (metrics).
+   * Told every call's outcome and latency, after the call, with who made it (its log line and metrics).
    * @default undefined
    */
-  readonly onOutcome?: (outcome: CallOutcome) => void;
+  readonly onOutcome?: (outcome: CallOutcome, call: CallContext) => void;
 }
 
 /** What answered a replay: the key's stored record, the tool's natural key, or a dedupe window's intent. */
@@ -130,6 +130,19 @@ export interface InvokeOptions {
    * @default undefined (a caller's call: claim, or take over an abandoned attempt of the same arguments)
    */
   readonly resume?: { readonly claim: string };
+  /**
+   * Which surface the call came through, for its log line (`rest`, `mcp`, `completer`, …).
+   * @default undefined
+   */
+  readonly transport?: string;
+}
+
+/** Who made a call and through what, for its log line (never for a metric's dimensions). */
+export interface CallContext {
+  readonly tenant: string;
+  /** The client key the answer names; undefined when the call was refused before one was read. */
+  readonly key: string | undefined;
+  readonly transport: string | undefined;
 }
 
 /** What Powertools hashes: the scope into the record key, the fingerprint into the validation hash. */
@@ -193,12 +206,19 @@ export class ToolRuntime {
       result = this.#failure(tool.name, error);
     }
     try {
-      this.#options.onOutcome?.({
-        tool: tool.name,
-        outcome: outcomeOf(result),
-        ...(result.ok && result.idempotent ? { replay: trace.replay ?? 'client_key' } : {}),
-        latencyMs: Date.now() - started,
-      });
+      this.#options.onOutcome?.(
+        {
+          tool: tool.name,
+          outcome: outcomeOf(result),
+          ...(result.ok && result.idempotent ? { replay: trace.replay ?? 'client_key' } : {}),
+          latencyMs: Date.now() - started,
+        },
+        {
+          tenant: identity.tenant,
+          key: result.ok || 'status' in result ? result.key : undefined,
+          transport: options.transport,
+        },
+      );
     } catch (error) {
       // A metric that fails must not change an answer whose effect is stored.
       this.#options.logger?.error('recording a call outcome failed', { tool: tool.name, error: error as Error });

@@ -6,14 +6,12 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import * as z from 'zod/mini';
 import { nextAfterRead, nextAfterWrite, type ReadResult } from '../api/next-step';
-import { keyHash } from '../http/write';
 import {
   IDEMPOTENCY_KEY_FIELD,
   type Identity,
   INTERNAL_MESSAGE,
   type InvocationDeadline,
   isTransientAwsError,
-  outcomeOf,
   type ToolResult,
 } from '../idempotency';
 import type { Answer, McpTool } from './tools';
@@ -154,17 +152,7 @@ export function createMcpServer({ tools, logger }: McpServerDependencies): Serve
         : { code: 'internal' as const, message: INTERNAL_MESSAGE };
       return toCallToolResult(name, isWrite, { ok: false, error: failure });
     }
-    if (isWrite) {
-      const result = answer as ToolResult;
-      const key = result.ok || 'status' in result ? result.key : undefined;
-      logger.info('tool call', {
-        tool: name,
-        tenant: caller.tenant,
-        transport: 'mcp',
-        outcome: outcomeOf(result),
-        key_hash: key === undefined ? undefined : keyHash(key),
-      });
-    }
+    // A write's log line (with its metrics) is the runtime's.
     return toCallToolResult(name, isWrite, answer);
   });
   return server;

@@ -82,7 +82,7 @@ export function writeTool(tool: ToolDefinition, runtime: ToolRuntime): McpTool {
         };
       },
     ),
-    call: (input, caller, deadline) => runtime.invoke(tool, caller, input, deadline),
+    call: (input, caller, deadline) => runtime.invoke(tool, caller, input, deadline, { transport: 'mcp' }),
   };
 }
 

@@ -8,21 +8,6 @@ export function outcomeLabel({ outcome, replay }: Pick<CallOutcome, 'outcome' | 
 }
 
 /**
- * One count per call outcome, with its latency, as CloudWatch embedded-metric-format lines (Powertools
- * Metrics: no API call; on Lambda the log line is the metric; locally it is printed). Dimensions are the
- * tool and the outcome — never the tenant, whose cardinality has no bound (it stays in the log line).
- */
-export function createCallMetrics(serviceName: string): (outcome: CallOutcome) => void {
-  const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName });
-  return function recordCall(call) {
-    metrics.addDimensions({ tool: call.tool, outcome: outcomeLabel(call) });
-    metrics.addMetric('calls', MetricUnit.Count, 1);
-    metrics.addMetric('latency', MetricUnit.Milliseconds, call.latencyMs);
-    metrics.publishStoredMetrics();
-  };
-}
-
-/**
  * One invocation of the completer, counted: rechecks scheduled, calls finished, rechecks failed, calls
  * given up on ({@link COMPLETER_METRICS}). Every figure is written, zeros included, so an alarm reads a
  * quiet period as zero rather than as missing data.

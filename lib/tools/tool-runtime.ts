@@ -1,12 +1,13 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ToolRuntime } from '../idempotency';
-import { createCallMetrics } from '../observability/metrics';
+import { createCallLog } from '../observability/call-log';
 import { IDEMPOTENCY_ATTRIBUTES, tableName } from '../store/tables';
 
 /**
- * The idempotency runtime over the services' client and logger, on this app's table layout, counting
- * every call's outcome (CloudWatch embedded metrics) unless `POWERTOOLS_METRICS_DISABLED` is `true`.
+ * The idempotency runtime over the services' client and logger, on this app's table layout, logging every
+ * call in one line that also carries its CloudWatch embedded metrics, unless `POWERTOOLS_METRICS_DISABLED`
+ * is `true` (then the line alone).
  */
 export function createToolRuntime(
   services: { readonly client: DynamoDBClient; readonly logger: Logger },
@@ -17,8 +18,9 @@ export function createToolRuntime(
     tableName: tableName('idempotency', env),
     attributes: IDEMPOTENCY_ATTRIBUTES,
     logger: services.logger,
-    ...(env.POWERTOOLS_METRICS_DISABLED?.toLowerCase() === 'true'
-      ? {}
-      : { onOutcome: createCallMetrics(env.POWERTOOLS_SERVICE_NAME || 'retrysafe') }),
+    onOutcome: createCallLog(services.logger, {
+      serviceName: env.POWERTOOLS_SERVICE_NAME || 'retrysafe',
+      metrics: env.POWERTOOLS_METRICS_DISABLED?.toLowerCase() !== 'true',
+    }),
   });
 }

@@ -1,6 +1,8 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer } from 'aws-lambda';
-import { handleToolWrite, keyHash } from '../../lib/http/write';
+import { handleToolWrite } from '../../lib/http/write';
+import { keyHash } from '../../lib/observability/call-log';
+import { createToolRuntime } from '../../lib/tools/tool-runtime';
 import { noteTool } from '../helpers/tools';
 import { createWorld, deadline, newTenant, type World } from '../helpers/world';
 
@@ -34,25 +36,38 @@ function capturedLogger() {
 }
 
 describe('handleToolWrite', () => {
-  it('logs one JSON line per call with tool, tenant, outcome and a key hash — never the arguments', async () => {
+  it('logs one JSON line per call with tool, tenant, transport, outcome, key hash and its metrics — never the arguments', async () => {
     const tenant = newTenant();
     const { tool } = noteTool('send_note');
     const body = { idempotency_key: 'secret-key', text: 'private words' };
     const captured = capturedLogger();
 
     try {
-      const dependencies = { runtime: world.runtime, tool, logger: captured.logger };
+      const runtime = createToolRuntime(
+        { client: world.client, logger: captured.logger },
+        { ...process.env, POWERTOOLS_METRICS_DISABLED: 'false' },
+      );
+      const dependencies = { runtime, tool };
       await handleToolWrite(dependencies, event(tenant, body), deadline());
       await handleToolWrite(dependencies, event(tenant, body), deadline());
     } finally {
       captured.restore();
     }
 
+    // One line per call: the log fields and the call's embedded metrics (tenant a field, never a dimension).
+    const metrics = expect.objectContaining({
+      calls: 1,
+      latency: expect.any(Number),
+      _aws: expect.objectContaining({
+        CloudWatchMetrics: [expect.objectContaining({ Dimensions: [['service', 'tool', 'outcome']] })],
+      }),
+    });
     expect(captured.lines).toEqual([
       expect.objectContaining({
         message: 'tool call',
         tool: 'send_note',
         tenant,
+        transport: 'rest',
         outcome: 'executed',
         key_hash: keyHash('secret-key'),
       }),
@@ -60,10 +75,12 @@ describe('handleToolWrite', () => {
         message: 'tool call',
         tool: 'send_note',
         tenant,
-        outcome: 'replayed',
+        transport: 'rest',
+        outcome: 'replayed_client_key',
         key_hash: keyHash('secret-key'),
       }),
     ]);
+    for (const line of captured.lines) expect(line).toEqual(metrics);
     const text = JSON.stringify(captured.lines);
     expect(text).not.toContain('private words');
     expect(text).not.toContain('secret-key');

@@ -1,3 +1,4 @@
+import { Logger } from '@aws-lambda-powertools/logger';
 import { InvalidArgsError } from '../../lib/idempotency/errors';
 import { createToolRuntime } from '../../lib/tools/tool-runtime';
 import { gate, noteTool } from '../helpers/tools';
@@ -37,7 +38,11 @@ describe('call metrics (CloudWatch embedded metric format)', () => {
   });
 
   it('counts a scripted run of calls by tool and outcome, replays split by what answered them, never the tenant', async () => {
-    const runtime = createToolRuntime(world, { ...process.env, POWERTOOLS_SERVICE_NAME: 'retrysafe-test' });
+    const logger = new Logger({ serviceName: 'retrysafe-test', logLevel: 'INFO' });
+    const runtime = createToolRuntime(
+      { client: world.client, logger },
+      { ...process.env, POWERTOOLS_SERVICE_NAME: 'retrysafe-test' },
+    );
     const caller = identity();
     const invoice = await world.seedInvoice(caller.tenant);
     const refund = { invoice_id: invoice.invoice_id, amount: invoice.amount };
@@ -99,7 +104,22 @@ describe('call metrics (CloudWatch embedded metric format)', () => {
           ],
         },
       });
-      expect(JSON.stringify(line)).not.toContain(caller.tenant);
+      // The tenant is in the call's log line, never a metric's dimension (its cardinality has no bound).
+      expect(line).toMatchObject({ message: 'tool call', tenant: caller.tenant });
+      expect(JSON.stringify((line._aws as { CloudWatchMetrics: unknown }).CloudWatchMetrics)).not.toContain('tenant');
     }
+  });
+
+  it('still writes the metrics, alone, when the log level hides the call line (alarms read them)', async () => {
+    const logger = new Logger({ serviceName: 'retrysafe-test', logLevel: 'WARN' });
+    const runtime = createToolRuntime({ client: world.client, logger }, process.env);
+    const { tool } = noteTool('quiet_note');
+
+    const lines = await emfLinesDuring(async () => {
+      await runtime.invoke(tool, identity(), { idempotency_key: 'q1', text: 'x' }, deadline());
+    });
+
+    expect(lines).toEqual([expect.objectContaining({ tool: 'quiet_note', outcome: 'executed', calls: 1 })]);
+    expect(lines[0]).not.toHaveProperty('message');
   });
 });

@@ -210,7 +210,7 @@ export function printGoals(report: AgainstBareReport, withBefore: boolean): void
   );
   console.log(
     `  one log line (Powertools Logger, stdout a pipe as on Lambda) costs ${us(logLine.cpuUs)} of CPU here; ` +
-      `a call writes two (its log line and its metric line), the bare handler none`,
+      `a call writes one (its log line, carrying its embedded metrics), the bare handler none`,
   );
   const kb = (label: string) => `${(init[label]!.bytes / 1024).toFixed(1)} KB`;
   console.log(

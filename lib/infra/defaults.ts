@@ -44,6 +44,11 @@ export const BUNDLING = {
   // Stripe's SDK is bundled only into the functions that move money, and only when Stripe is configured.
   // The Powertools Tracer (and the X-Ray SDK under it) comes from the Powertools layer (`POWERTOOLS_LAYER`).
   externalModules: ['@aws-sdk/*', '@smithy/service-error-classification', 'stripe', '@aws-lambda-powertools/tracer'],
+  // An app's entry imports the installed package's ES modules, whose shared chunks call
+  // `createRequire(import.meta.url)`; bundled as CommonJS, `import.meta` would be empty and every function
+  // would fail at init. `import.meta.url` becomes the bundle's own file URL.
+  define: { 'import.meta.url': '__retrysafe_import_meta_url' },
+  banner: 'const __retrysafe_import_meta_url = require("url").pathToFileURL(__filename).href;',
 } as const;
 
 /**

@@ -11,7 +11,7 @@ import { type RegisteredTool, TOOLS } from '../tools/registry';
 import type { AnyToolModule } from '../tools/tool-module';
 import { AgentUserPool } from './agent-user-pool';
 import type { CompleterTriggers } from './completer-triggers';
-import { JWT_DEFAULTS, type TracingDepth } from './defaults';
+import { FUNCTION_DEFAULTS, JWT_DEFAULTS, type TracingDepth } from './defaults';
 import { IdempotencyTable } from './idempotency-table';
 import type { Observability } from './observability';
 import { Retrysafe, type RetrysafeProps, retrysafePropProblems } from './retrysafe';
@@ -146,6 +146,8 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       ledger: tableFromDefinition(this, 'Ledger', TABLES.ledger, { removalPolicy }),
     };
     const construct: RetrysafeProps = {
+      // The example's metrics, alarms and dashboard keep their name whatever the stack is called.
+      serviceName: FUNCTION_DEFAULTS.serviceName,
       // A tool moves money when it may write the ledger: it is where a payment provider is called.
       tools: tools.map((tool) => ({
         tool,

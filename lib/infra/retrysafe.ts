@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Annotations, Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Annotations, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpNoneAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2';
@@ -125,6 +125,20 @@ export interface RetrysafeProps {
    */
   readonly issuer?: string;
   /**
+   * Where the MCP function fetches the issuer's signing keys, when they are not at
+   * `<issuer>/.well-known/jwks.json` (Okta: `<issuer>/v1/keys`; Keycloak:
+   * `<issuer>/protocol/openid-connect/certs`; Entra ID: the `jwks_uri` of its discovery document).
+   * @default undefined (`<issuer>/.well-known/jwks.json`, Cognito's)
+   */
+  readonly jwksUrl?: string;
+  /**
+   * The service name every function logs and counts its metrics under (`POWERTOOLS_SERVICE_NAME`, the
+   * metrics' `service` dimension, the alarms' and the dashboard's names): two deployments in one account
+   * need two names.
+   * @default the stack's name
+   */
+  readonly serviceName?: string;
+  /**
    * Whom tokens must be issued to: their `aud`, or, in a token without `aud` (a Cognito access token),
    * their `client_id`.
    * @default 'retrysafe'
@@ -235,6 +249,7 @@ export class Retrysafe extends Construct {
     const reads = props.reads ?? [];
     this.#tables = props.tables ?? {};
     this.#bundling = props.bundling;
+    const serviceName = props.serviceName ?? Stack.of(this).stackName;
     const jwt = {
       issuer: props.issuer ?? JWT_DEFAULTS.issuer,
       audience: props.audience ?? JWT_DEFAULTS.audience,
@@ -248,7 +263,8 @@ export class Retrysafe extends Construct {
       TOOL_NAMES: tools.map((tool) => tool.name).join(','),
       JWT_ISSUER: jwt.issuer,
       JWT_AUDIENCE: jwt.audience,
-      POWERTOOLS_SERVICE_NAME: FUNCTION_DEFAULTS.serviceName,
+      POWERTOOLS_SERVICE_NAME: serviceName,
+      ...(props.jwksUrl ? { JWKS_URL: props.jwksUrl } : {}),
       ...tracingEnvironment(props.tracing ?? DEFAULT_TRACING_DEPTH),
       // No NODE_OPTIONS=--enable-source-maps: it reads the source map at init and slows every stack trace.
       // The map ships beside each bundle; an operator can turn it on per function.
@@ -314,7 +330,7 @@ export class Retrysafe extends Construct {
       completer: this.completer,
       completerQueues: this.completerTriggers,
       tables: { idempotency: this.idempotencyTable.table, ...this.#tables },
-      serviceName: FUNCTION_DEFAULTS.serviceName,
+      serviceName,
       ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),
     });
 

@@ -95,9 +95,15 @@ export function toolHarness<M extends AnyToolModule>(
         },
       });
       const lockEnds = Date.now() + lockMs;
-      // The first worker claims, does the effect, and is never heard of again.
-      void runtime.invoke(dying, caller, args, deadlineIn(lockMs));
-      await effectDone;
+      // The first worker claims, does the effect, and is never heard of again. If it answers instead (the
+      // key was used before: a replay; the tool refused), there was no crash to retry: say so at once.
+      const first = runtime.invoke(dying, caller, args, deadlineIn(lockMs));
+      const answeredFirst = await Promise.race([effectDone.then(() => undefined), first]);
+      if (answeredFirst !== undefined) {
+        throw new Error(
+          `crashAndRetry: the first worker never ran ${definition.name}'s effect, it answered ${JSON.stringify(answeredFirst)} — use a key no earlier call used, and arguments the tool accepts`,
+        );
+      }
       const whileLocked = await call(args, caller);
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, lockEnds - Date.now()) + 50));
       const retry = await call(args, caller);

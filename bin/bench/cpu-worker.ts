@@ -6,11 +6,9 @@
  */
 import { writeSync } from 'node:fs';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { BatchWriteItemCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { marshall } from '@aws-sdk/util-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
-import { tableName } from '../../lib/store/tables';
-import { apiEvent, lambdaContext, traceHeader } from './lambda-like';
+import { apiEvent, lambdaContext, seedBenchInvoices, traceHeader } from './lambda-like';
 
 export interface WorkerHandler {
   readonly label: string;
@@ -60,27 +58,12 @@ const AMOUNT = 1_000;
 
 async function seedInvoices(config: WorkerConfig): Promise<void> {
   const client = new DynamoDBClient(process.env.DYNAMODB_ENDPOINT ? { endpoint: process.env.DYNAMODB_ENDPOINT } : {});
-  const items = config.handlers.flatMap(({ label }) =>
-    Array.from({ length: config.warmup + config.rounds }, (_, round) => ({
-      tenant: config.tenant,
-      invoice_id: `${label}-${round}`,
-      customer: 'c',
-      amount: AMOUNT,
-      currency: 'usd',
-      created_at: new Date().toISOString(),
-    })),
-  );
-  for (let start = 0; start < items.length; start += 25) {
-    await client.send(
-      new BatchWriteItemCommand({
-        RequestItems: {
-          [tableName('invoices')]: items
-            .slice(start, start + 25)
-            .map((item) => ({ PutRequest: { Item: marshall(item) } })),
-        },
-      }),
-    );
-  }
+  await seedBenchInvoices(client, {
+    tenant: config.tenant,
+    labels: config.handlers.map(({ label }) => label),
+    rounds: config.warmup + config.rounds,
+    amount: AMOUNT,
+  });
   client.destroy();
 }
 

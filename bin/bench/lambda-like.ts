@@ -4,7 +4,10 @@
  * API Gateway event (HTTP API, payload 2.0, behind the JWT authorizer).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { BatchWriteItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
+import { tableName } from '../../lib/store/tables';
 
 export interface LambdaLikeOptions {
   readonly functionName: string;
@@ -105,4 +108,40 @@ export function apiEvent(
     body: JSON.stringify(body),
     isBase64Encoded: false,
   };
+}
+
+/**
+ * Seeds the invoices the bench's refunds use: `<label>-<round>` for each handler label and round, of
+ * `amount` each, under `tenant`, in batches of 25 (BatchWriteItem's limit).
+ */
+export async function seedBenchInvoices(
+  client: DynamoDBClient,
+  seed: {
+    readonly tenant: string;
+    readonly labels: readonly string[];
+    readonly rounds: number;
+    readonly amount: number;
+  },
+): Promise<void> {
+  const items = seed.labels.flatMap((label) =>
+    Array.from({ length: seed.rounds }, (_, round) => ({
+      tenant: seed.tenant,
+      invoice_id: `${label}-${round}`,
+      customer: 'c',
+      amount: seed.amount,
+      currency: 'usd',
+      created_at: new Date().toISOString(),
+    })),
+  );
+  for (let start = 0; start < items.length; start += 25) {
+    await client.send(
+      new BatchWriteItemCommand({
+        RequestItems: {
+          [tableName('invoices')]: items
+            .slice(start, start + 25)
+            .map((item) => ({ PutRequest: { Item: marshall(item) } })),
+        },
+      }),
+    );
+  }
 }

@@ -26,12 +26,10 @@ import { SourceMap } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BatchWriteItemCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { marshall } from '@aws-sdk/util-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
 import { BUNDLING, DEFAULT_TRACING_DEPTH, FUNCTION_DEFAULTS, tracingEnvironment } from '../../lib/infra/defaults';
-import { tableName } from '../../lib/store/tables';
-import { apiEvent, lambdaContext, lambdaEnvironment, traceHeader } from './lambda-like';
+import { apiEvent, lambdaContext, lambdaEnvironment, seedBenchInvoices, traceHeader } from './lambda-like';
 
 const ROOT = process.env.PROFILE_ROOT ?? resolve(__dirname, '..', '..');
 const ROUNDS = Number(process.env.PROFILE_ROUNDS ?? 300);
@@ -240,27 +238,12 @@ async function worker(config: WorkerConfig): Promise<void> {
     run: (require(file) as { handler: Handler }).handler,
   }));
   const client = new DynamoDBClient({ endpoint: process.env.DYNAMODB_ENDPOINT! });
-  const invoices = handlers.flatMap(({ label }) =>
-    Array.from({ length: WARMUP + config.rounds }, (_, round) => ({
-      tenant: config.tenant,
-      invoice_id: `${label}-${round}`,
-      customer: 'c',
-      amount: AMOUNT,
-      currency: 'usd',
-      created_at: new Date().toISOString(),
-    })),
-  );
-  for (let start = 0; start < invoices.length; start += 25) {
-    await client.send(
-      new BatchWriteItemCommand({
-        RequestItems: {
-          [tableName('invoices')]: invoices
-            .slice(start, start + 25)
-            .map((item) => ({ PutRequest: { Item: marshall(item) } })),
-        },
-      }),
-    );
-  }
+  await seedBenchInvoices(client, {
+    tenant: config.tenant,
+    labels: handlers.map(({ label }) => label),
+    rounds: WARMUP + config.rounds,
+    amount: AMOUNT,
+  });
   client.destroy();
   const session = new Session();
   session.connect();

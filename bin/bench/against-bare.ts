@@ -16,7 +16,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { build } from 'esbuild';
-import { BUNDLING } from '../../lib/infra/defaults';
+import { stackEsbuildOptions } from '../../lib/infra/defaults';
 import { DevSigningKey } from '../../lib/local/dev-auth';
 import type { LogLineCost, WorkerConfig, WorkerHandler, WorkerResult } from './cpu-worker';
 import { lambdaEnvironment } from './lambda-like';
@@ -79,12 +79,7 @@ async function bundle(entry: string, outfile: string): Promise<number> {
   const result = await build({
     entryPoints: [entry],
     outfile,
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: BUNDLING.target,
-    minify: BUNDLING.minify,
-    external: [...BUNDLING.externalModules],
+    ...stackEsbuildOptions(),
     sourcemap: true,
     sourcesContent: false,
     logLevel: 'silent',

@@ -28,7 +28,13 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
-import { BUNDLING, DEFAULT_TRACING_DEPTH, FUNCTION_DEFAULTS, tracingEnvironment } from '../../lib/infra/defaults';
+import {
+  BUNDLING,
+  DEFAULT_TRACING_DEPTH,
+  FUNCTION_DEFAULTS,
+  stackEsbuildOptions,
+  tracingEnvironment,
+} from '../../lib/infra/defaults';
 import { apiEvent, lambdaContext, lambdaEnvironment, seedBenchInvoices, traceHeader } from './lambda-like';
 
 const ROOT = process.env.PROFILE_ROOT ?? resolve(__dirname, '..', '..');
@@ -327,12 +333,8 @@ async function bundle(entry: string, outfile: string, minify: boolean) {
   const result = await build({
     entryPoints: [entry],
     outfile,
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: BUNDLING.target,
+    ...stackEsbuildOptions(),
     minify,
-    external: [...BUNDLING.externalModules],
     sourcemap: true,
     sourcesContent: false,
     logLevel: 'silent',

@@ -52,6 +52,24 @@ export const BUNDLING = {
 } as const;
 
 /**
+ * The esbuild options NodejsFunction derives from {@link BUNDLING} (CommonJS for Node on Lambda): what
+ * bundles an entry exactly as the stack does outside CDK (the bundle-size tests, the bench, the package
+ * review). Plain data: nothing here loads esbuild.
+ */
+export function stackEsbuildOptions() {
+  return {
+    bundle: true,
+    platform: 'node' as const,
+    format: 'cjs' as const,
+    target: BUNDLING.target,
+    minify: BUNDLING.minify as boolean,
+    external: [...BUNDLING.externalModules],
+    define: { ...BUNDLING.define },
+    banner: { js: BUNDLING.banner },
+  };
+}
+
+/**
  * The largest bundle an entry point may have, minified, without the SDK. The floor is set by what every
  * write needs: Powertools idempotency + JMESPath + commons and Powertools Logger weigh ~65 KB minified,
  * zod/mini ~21 KB, Powertools Metrics ~12 KB (the per-call outcome counts), the payment-provider choice

@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import { entriesFor, JOB_ENTRIES } from '../../lib/api/routes';
-import { BUNDLE_BUDGET_BYTES, BUNDLING, bundleBudgetOf } from '../../lib/infra/defaults';
+import { BUNDLE_BUDGET_BYTES, bundleBudgetOf, stackEsbuildOptions } from '../../lib/infra/defaults';
 import { TOOLS } from '../../lib/tools/registry';
 
 const LAMBDAS = join(__dirname, '..', '..', 'lambdas');
@@ -20,12 +20,7 @@ interface Bundle {
 async function bundle(entry: string): Promise<Bundle> {
   const result = await build({
     entryPoints: [join(LAMBDAS, `${entry}.ts`)],
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: BUNDLING.target,
-    minify: BUNDLING.minify,
-    external: [...BUNDLING.externalModules],
+    ...stackEsbuildOptions(),
     write: false,
     metafile: true,
     logLevel: 'silent',

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { build } from 'esbuild';
-import { BUNDLING } from '../../lib/infra/defaults';
+import { stackEsbuildOptions } from '../../lib/infra/defaults';
 import { Retrysafe, type RetrysafeProps } from '../../lib/infra/retrysafe';
 import { tableFromDefinition } from '../../lib/infra/table';
 import { TABLES } from '../../lib/store/tables';
@@ -44,14 +44,7 @@ async function bundleAndLoad(entrySource: string, env: Record<string, string> = 
     const outfile = join(project.dir, 'out', 'index.js');
     await build({
       entryPoints: [entry],
-      bundle: true,
-      platform: 'node',
-      format: 'cjs',
-      target: BUNDLING.target,
-      minify: BUNDLING.minify,
-      external: [...BUNDLING.externalModules],
-      define: BUNDLING.define,
-      banner: { js: BUNDLING.banner },
+      ...stackEsbuildOptions(),
       outfile,
       logLevel: 'silent',
       // The app's own dependencies (zod, Powertools…) as its node_modules would hold them.

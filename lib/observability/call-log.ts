@@ -18,7 +18,9 @@ export function keyHash(key: string): string {
  * tool, tenant, transport, outcome, latency and a hash of the key — never the arguments — and, unless
  * metrics are off, the call's CloudWatch embedded metrics in the same line (Powertools Metrics' own
  * serialization: `calls` and `latency` by service, tool and outcome; the tenant is a field, never a
- * dimension). One stdout write per call instead of a log line and an EMF line.
+ * dimension). One stdout write per call instead of a log line and an EMF line. The `service` dimension's
+ * value is the Logger's own `service` field: `logger` must be named `options.serviceName` (both come from
+ * `POWERTOOLS_SERVICE_NAME` in `createToolRuntime`).
  */
 export function createCallLog(
   logger: Logger,
@@ -49,7 +51,10 @@ export function createCallLog(
       return;
     }
     try {
-      logger.info('tool call', { ...fields, ...metrics.serializeMetrics() });
+      // `service` is the Logger's own field (a reserved key it would warn about on every call, on a line of
+      // its own): the line already carries it, and the EMF `service` dimension reads that value.
+      const { service: _sameAsTheLoggers, ...emf } = metrics.serializeMetrics() as Record<string, unknown>;
+      logger.info('tool call', { ...fields, ...emf });
     } finally {
       metrics.clearMetrics();
       metrics.clearDimensions();

@@ -110,6 +110,31 @@ describe('call metrics (CloudWatch embedded metric format)', () => {
     }
   });
 
+  it('writes one line per call and nothing else: the EMF `service` dimension is the Logger\'s own field', async () => {
+    const logger = new Logger({ serviceName: 'retrysafe-test', logLevel: 'INFO' });
+    const runtime = createToolRuntime(
+      { client: world.client, logger },
+      { ...process.env, POWERTOOLS_SERVICE_NAME: 'retrysafe-test' },
+    );
+    const { tool } = noteTool('one_line_note');
+    const written: string[] = [];
+    const capture = (chunk: unknown) => {
+      written.push(...String(chunk).split('\n').filter(Boolean));
+      return true;
+    };
+    const stdout = jest.spyOn(process.stdout, 'write').mockImplementation(capture);
+    const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(capture);
+    try {
+      await runtime.invoke(tool, identity(), { idempotency_key: 'one', text: 'x' }, deadline());
+    } finally {
+      stdout.mockRestore();
+      stderr.mockRestore();
+    }
+
+    expect(written.map((line) => JSON.parse(line).level)).toEqual(['INFO']);
+    expect(JSON.parse(written[0]!)).toMatchObject({ message: 'tool call', service: 'retrysafe-test', calls: 1 });
+  });
+
   it('still writes the metrics, alone, when the log level hides the call line (alarms read them)', async () => {
     const logger = new Logger({ serviceName: 'retrysafe-test', logLevel: 'WARN' });
     const runtime = createToolRuntime({ client: world.client, logger }, process.env);

@@ -1,4 +1,5 @@
 import type { Tracer } from '@aws-lambda-powertools/tracer';
+import { createTracer } from '../../lib/lambda/core-services';
 import { createServices } from '../../lib/services';
 
 /**
@@ -8,22 +9,9 @@ import { createServices } from '../../lib/services';
 export const services = createServices(process.env);
 
 /**
- * X-Ray, as deep as the deployment asks. Lambda's active tracing records every invocation at no cost
- * to the function; the Powertools Tracer (from the Powertools layer, not the bundle) adds a subsegment
- * per DynamoDB, SQS and HTTPS call (the payment provider's) — and costs every call of the process, since
- * the X-Ray SDK it loads hooks every async resource. So it is loaded only where Powertools would trace:
- * on Lambda, unless `POWERTOOLS_TRACE_ENABLED` is `false` (the stack's `tracing` choice sets it; an
- * operator can flip it on one function). Elsewhere it is never loaded.
+ * X-Ray, as deep as the deployment asks (`createTracer`: the Powertools Tracer only on Lambda, unless
+ * `POWERTOOLS_TRACE_ENABLED` is `false` — the stack's `tracing` choice sets it); a subsegment per
+ * DynamoDB, SQS and HTTPS call (the payment provider's). Elsewhere the X-Ray SDK is never loaded.
  */
-export const tracer: Tracer | undefined = tracesCalls(process.env) ? loadTracer() : undefined;
+export const tracer: Tracer | undefined = createTracer(process.env);
 tracer?.captureAWSv3Client(services.client);
-
-function tracesCalls(env: NodeJS.ProcessEnv): boolean {
-  return Boolean(env.AWS_EXECUTION_ENV) && env.POWERTOOLS_TRACE_ENABLED?.toLowerCase() !== 'false';
-}
-
-function loadTracer(): Tracer {
-  // Required here, not imported at the top: a process that does not trace never loads the X-Ray SDK.
-  const { Tracer } = require('@aws-lambda-powertools/tracer') as typeof import('@aws-lambda-powertools/tracer');
-  return new Tracer({ serviceName: process.env.POWERTOOLS_SERVICE_NAME || 'retrysafe' });
-}

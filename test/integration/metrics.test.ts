@@ -110,7 +110,7 @@ describe('call metrics (CloudWatch embedded metric format)', () => {
     }
   });
 
-  it('writes one line per call and nothing else: the EMF `service` dimension is the Logger\'s own field', async () => {
+  it("writes one line per call and nothing else: the EMF `service` dimension is the Logger's own field", async () => {
     const logger = new Logger({ serviceName: 'retrysafe-test', logLevel: 'INFO' });
     const runtime = createToolRuntime(
       { client: world.client, logger },

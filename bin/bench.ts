@@ -14,9 +14,16 @@
  * latency, cold module init of a write function and of the MCP function, the tracing and source-map
  * choices; and the completer's fold rate.
  *
+ * The goals are measured in Lambda-like child processes on the Node.js major the stack deploys
+ * (`LAMBDA_RUNTIME`, nodejs24.x → Node 24), whatever Node runs the bench itself: on Node 20,
+ * AsyncLocalStorage's promise hooks alone add ~1.2 ms to every call, a cost the deployed runtime does not
+ * have. Without a Node 24 at hand the bench installs one once (bin/bench/deployed-node.ts). The per-kind
+ * table and the completer's fold rate are measured in this process, on this machine's Node (printed).
+ *
  *   npm run bench -- --before <checkout>   also measures another checkout (its node_modules installed),
- *                                          deployed as it was before the performance work
+ *                                          deployed as it was before the performance work (same Node)
  *   BENCH_ROUNDS (30), BENCH_GOAL_ROUNDS (200), BENCH_INIT_SAMPLES (15)
+ *   BENCH_NODE=/path/to/node               the functions' Node binary; BENCH_NODE=current: this machine's Node
  */
 import { randomUUID } from 'node:crypto';
 import { type AttributeValue, type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
@@ -30,6 +37,7 @@ import { IDEMPOTENCY_ATTRIBUTES, tableName } from '../lib/store/tables';
 import { refund as refundTool } from '../lib/tools/refund';
 import { sendEmail as sendEmailTool } from '../lib/tools/send-email';
 import { createToolRuntime } from '../lib/tools/tool-runtime';
+import { describeDeployedNode, resolveDeployedNode } from './bench/deployed-node';
 import { benchGoals } from './bench/goals';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
@@ -92,6 +100,9 @@ async function countRecords(client: DynamoDBClient): Promise<number> {
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
 async function main(): Promise<void> {
+  // First: a missing Node binary fails at once, before DynamoDB Local starts.
+  const node = resolveDeployedNode();
+  console.log(describeDeployedNode(node));
   applyLocalDefaults(process.env, 'SILENT');
   // The metric lines (one per call) would bury the figures; the metrics are tested on their own.
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -157,7 +168,8 @@ async function main(): Promise<void> {
     }
 
     console.log(
-      `DynamoDB Local, ${ROUNDS} rounds: requests, write units (idempotency table / domain) and median latency per call`,
+      `DynamoDB Local, ${ROUNDS} rounds, in this process (Node ${process.versions.node}): ` +
+        'requests, write units (idempotency table / domain) and median latency per call',
     );
     for (const [kind, { ms, requests, keyRequests, key, domain }] of samples) {
       const perCall = [...requests].map(([command, n]) => `${command.replace('Command', '')} ${n / ROUNDS}`).join(', ');
@@ -194,6 +206,7 @@ async function main(): Promise<void> {
         AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID!,
         AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY!,
       },
+      node,
       ...(BEFORE ? { before: BEFORE } : {}),
       initSamples: INIT_SAMPLES,
       rounds: GOAL_ROUNDS,
@@ -253,7 +266,7 @@ async function benchCompleterFold(client: DynamoDBClient, runtime: ToolRuntime):
   const recordsPerSecond = (batch.length / msPerBatch) * 1000;
   // A shard follows one partition, which takes at most 1,000 writes a second: 500 calls (claim + result).
   console.log(
-    `completer: one invocation folds a batch of ${batch.length} stream records in ${msPerBatch.toFixed(3)} ms ` +
+    `completer (in this process, Node ${process.versions.node}): one invocation folds a batch of ${batch.length} stream records in ${msPerBatch.toFixed(3)} ms ` +
       `(${Math.round(recordsPerSecond).toLocaleString('en')} records/s, ${Math.round(recordsPerSecond / 2).toLocaleString('en')} calls/s); ` +
       `a shard carries at most ~1,000 writes/s (one partition, 500 calls/s), so the fold keeps up with it ` +
       `${Math.floor(recordsPerSecond / 1_000)}× over, before Lambda's per-invocation overhead; rechecks sent for completed calls: ${rechecks}`,

@@ -1,7 +1,8 @@
 /**
  * retrysafe next to a bare Powertools handler, on DynamoDB Local, in a Lambda-like environment: each
- * entry point is bundled exactly as the stack bundles it and runs under plain `node` with the environment
- * Lambda and the stack give it (a fake X-Ray daemon receives what the X-Ray SDK sends).
+ * entry point is bundled exactly as the stack bundles it and runs under plain `node` — the Node.js major
+ * the stack deploys (`options.node`, see deployed-node.ts), not necessarily the bench's own — with the
+ * environment Lambda and the stack give it (a fake X-Ray daemon receives what the X-Ray SDK sends).
  *
  *  - cold module init: a fresh process per sample requires the bundle, as Lambda's init does; the entry
  *    points are interleaved sample by sample, so drift in the machine's load falls on all of them;
@@ -16,9 +17,10 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { build } from 'esbuild';
-import { stackEsbuildOptions } from '../../lib/infra/defaults';
+import { LAMBDA_RUNTIME, stackEsbuildOptions } from '../../lib/infra/defaults';
 import { DevSigningKey } from '../../lib/local/dev-auth';
 import type { LogLineCost, WorkerConfig, WorkerHandler, WorkerResult } from './cpu-worker';
+import type { DeployedNode } from './deployed-node';
 import { lambdaEnvironment } from './lambda-like';
 
 const ROOT = join(__dirname, '..', '..');
@@ -41,6 +43,8 @@ export interface WorkerRun {
 }
 
 export interface AgainstBareOptions {
+  /** The Node.js binary every Lambda-like process runs on. */
+  readonly node: DeployedNode;
   readonly entries: readonly Entry[];
   /** Entries whose cold module init is measured. */
   readonly initLabels: readonly string[];
@@ -62,6 +66,8 @@ export interface CallFigures {
 }
 
 export interface AgainstBareReport {
+  /** The Node.js version(s) the cold-start processes reported running on. */
+  readonly node: string;
   /** Per entry: median module init (ms: requiring the bundle in a fresh process) and bundle size. */
   readonly init: Record<string, { moduleMs: number; processMs: number; samples: number; bytes: number }>;
   /** Per worker run, per handler: a first call and its replay. */
@@ -89,10 +95,10 @@ async function bundle(entry: string, outfile: string): Promise<number> {
   return result.metafile.outputs[js]!.bytes;
 }
 
-/** Runs `node` with `args` and `env`; resolves with what it wrote on file descriptor 3. */
-function runNode(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+/** Runs the `node` binary with `args` and `env`; resolves with what it wrote on file descriptor 3. */
+function runNode(node: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child: ChildProcess = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+    const child: ChildProcess = spawn(node, args, { env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
     let stderr = '';
     let out = '';
     child.stdout!.resume(); // the handlers' log lines, drained as Lambda's runtime drains them
@@ -115,7 +121,7 @@ const INIT_PROBE = [
   'const started = performance.now();',
   'require(process.argv[1]);',
   'const ended = performance.now();',
-  "require('node:fs').writeSync(3, JSON.stringify({ module: ended - started, process: ended }));",
+  "require('node:fs').writeSync(3, JSON.stringify({ module: ended - started, process: ended, node: process.versions.node }));",
 ].join('\n');
 
 /** An X-Ray daemon that only counts: documents received per trace root, by name. */
@@ -174,6 +180,7 @@ export async function benchAgainstBare(options: AgainstBareOptions): Promise<Aga
     const environmentOf = (label: string, functionName: string, taskRoot: string, extra: Record<string, string> = {}) =>
       lambdaEnvironment({
         functionName,
+        runtime: LAMBDA_RUNTIME.name,
         taskRoot,
         nodePath: entry(label).nodeModules ?? join(ROOT, 'node_modules'),
         xrayDaemonPort: daemon.port,
@@ -190,14 +197,17 @@ export async function benchAgainstBare(options: AgainstBareOptions): Promise<Aga
     const init = new Map(
       options.initLabels.map((label) => [label, { module: [] as number[], process: [] as number[] }]),
     );
+    const versions = new Set<string>();
     for (let sample = 0; sample < options.initSamples; sample++) {
       for (let turn = 0; turn < options.initLabels.length; turn++) {
         const label = options.initLabels[(sample + turn) % options.initLabels.length]!;
         const out = await runNode(
+          options.node.path,
           ['-e', INIT_PROBE, fileOf(label)],
           environmentOf(label, label, dirname(fileOf(label))),
         );
-        const measured = JSON.parse(out) as { module: number; process: number };
+        const measured = JSON.parse(out) as { module: number; process: number; node: string };
+        versions.add(measured.node);
         init.get(label)!.module.push(measured.module);
         init.get(label)!.process.push(measured.process);
       }
@@ -228,6 +238,7 @@ export async function benchAgainstBare(options: AgainstBareOptions): Promise<Aga
         };
         const { logLine: measuredLine, ...result } = JSON.parse(
           await runNode(
+            options.node.path,
             [worker],
             environmentOf(run.labels[0]!, run.name, dirname(worker), { BENCH_WORKER: JSON.stringify(config) }),
           ),
@@ -268,6 +279,7 @@ export async function benchAgainstBare(options: AgainstBareOptions): Promise<Aga
       }
     }
     return {
+      node: versions.size > 0 ? [...versions].join(', ') : options.node.version,
       init: Object.fromEntries(
         [...init].map(([label, measured]) => [
           label,

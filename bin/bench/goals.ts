@@ -1,10 +1,13 @@
 /**
  * The performance goals (issue 16), each printed next to the bare Powertools baseline: what is measured,
- * the figure, the goal, and by how much it is met or missed.
+ * the figure, the goal, and by how much it is met or missed. Every function's process (cold starts, CPU
+ * and latency per call, and the `--before` checkout's) runs on the Node.js the stack deploys
+ * (`options.node`: bin/bench/deployed-node.ts).
  */
 import { join } from 'node:path';
 import { DEFAULT_TRACING_DEPTH, FUNCTION_DEFAULTS, tracingEnvironment } from '../../lib/infra/defaults';
 import { type AgainstBareReport, benchAgainstBare, type Entry, type WorkerRun } from './against-bare';
+import type { DeployedNode } from './deployed-node';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -15,6 +18,8 @@ const DEPLOYED = {
 };
 
 export interface GoalsOptions {
+  /** The Node.js binary the functions run on. */
+  readonly node: DeployedNode;
   /** DynamoDB Local's endpoint and credentials. */
   readonly store: Readonly<Record<string, string>>;
   /** Another checkout of retrysafe (with its node_modules) to measure as "before", deployed as it was then. */
@@ -72,6 +77,7 @@ export async function benchGoals(options: GoalsOptions): Promise<void> {
     workers.push({ name: 'before', labels: ['refund_before', 'bare_refund', 'mcp_before', 'bare_mcp'] });
   }
   const report = await benchAgainstBare({
+    node: options.node,
     entries,
     initLabels,
     workers,
@@ -185,7 +191,7 @@ export function printGoals(report: AgainstBareReport, withBefore: boolean): void
   const samples = deployed.refund!.first.samples;
   console.log(
     `\nretrysafe next to a bare Powertools makeIdempotent handler doing the same DynamoDB calls (bin/bench/bare-*.ts), ` +
-      `each bundled as deployed, in Lambda-like Node ${process.versions.node} processes on DynamoDB Local; ` +
+      `each bundled as deployed, in Lambda-like Node ${report.node} processes on DynamoDB Local; ` +
       `tracing as deployed (${DEFAULT_TRACING_DEPTH}); CPU is user + system of the whole process; medians of ${samples} calls, ` +
       `${init.refund!.samples} cold starts`,
   );

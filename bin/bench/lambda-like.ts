@@ -11,6 +11,8 @@ import { tableName } from '../../lib/store/tables';
 
 export interface LambdaLikeOptions {
   readonly functionName: string;
+  /** The stack's Lambda runtime (`LAMBDA_RUNTIME.name`, `nodejs24.x`); the process runs on its Node major. */
+  readonly runtime: string;
   /** The folder holding the bundle (`LAMBDA_TASK_ROOT`). */
   readonly taskRoot: string;
   /** Where the bundle's external packages resolve (on Lambda: the runtime's SDK and the layers). */
@@ -23,7 +25,7 @@ export interface LambdaLikeOptions {
   readonly extra?: Readonly<Record<string, string>>;
 }
 
-/** The environment of a Lambda function on the Node.js 24 runtime, 512 MB. */
+/** The environment of a Lambda function on `options.runtime`, 512 MB. */
 export function lambdaEnvironment(options: LambdaLikeOptions): NodeJS.ProcessEnv {
   const daemon = `127.0.0.1:${options.xrayDaemonPort}`;
   return {
@@ -34,7 +36,7 @@ export function lambdaEnvironment(options: LambdaLikeOptions): NodeJS.ProcessEnv
     LAMBDA_TASK_ROOT: options.taskRoot,
     LAMBDA_RUNTIME_DIR: options.taskRoot,
     _HANDLER: 'index.handler',
-    AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs24.x',
+    AWS_EXECUTION_ENV: `AWS_Lambda_${options.runtime}`,
     AWS_LAMBDA_FUNCTION_NAME: options.functionName,
     AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
     AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '512',

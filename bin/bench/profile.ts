@@ -18,6 +18,12 @@
  *
  * The CPU bundles are the deployed ones unminified (function names readable); init uses the deployed
  * minified bundles. PROFILE_ROUNDS (300, split over the passes), PROFILE_PASSES (2), PROFILE_INIT_SAMPLES (8), PROFILE_INTERVAL_US (200).
+ *
+ * Every profiled process runs on the Node.js major the stack deploys (`LAMBDA_RUNTIME`, Node 24), as the
+ * bench's do: `BENCH_NODE` chooses the binary the same way (bin/bench/deployed-node.ts; `BENCH_NODE=current`
+ * profiles on this machine's Node, e.g. Node 20 and its AsyncLocalStorage promise hooks). This driver stays on
+ * the machine's Node. The stack's defaults (aws-cdk-lib) and the binary's choice are imported in the driver
+ * only, so the bundled worker does not load them.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,13 +34,6 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
-import {
-  BUNDLING,
-  DEFAULT_TRACING_DEPTH,
-  FUNCTION_DEFAULTS,
-  stackEsbuildOptions,
-  tracingEnvironment,
-} from '../../lib/infra/defaults';
 import { apiEvent, lambdaContext, lambdaEnvironment, seedBenchInvoices, traceHeader } from './lambda-like';
 
 const ROOT = process.env.PROFILE_ROOT ?? resolve(__dirname, '..', '..');
@@ -330,6 +329,7 @@ session.post('Profiler.stop', (error, result) => {
 
 async function bundle(entry: string, outfile: string, minify: boolean) {
   const { build } = await import('esbuild');
+  const { stackEsbuildOptions } = await import('../../lib/infra/defaults');
   const result = await build({
     entryPoints: [entry],
     outfile,
@@ -349,9 +349,10 @@ async function bundle(entry: string, outfile: string, minify: boolean) {
   return { bytes, total: output.bytes };
 }
 
-function runNode(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
+/** Runs the `node` binary with `args` and `env`. */
+function runNode(node: string, args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   return new Promise((ok, fail) => {
-    const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(node, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stdout.resume(); // the handlers' log lines, drained as Lambda's runtime drains them
     child.stderr.on('data', (chunk: Buffer) => {
@@ -379,7 +380,8 @@ function partOf(module: string): string {
     return 'AWS SDK (DynamoDB requests)';
   if (/^node:(net|http|_http|stream|streams|tls|dns|timers|process|events|buffer|url)/.test(module))
     return 'Node I/O, timers, events (callbacks with no JS caller)';
-  if (module.startsWith('node:async_hooks')) return 'node:async_hooks (AsyncLocalStorage hooks, Node 20)';
+  if (module.startsWith('node:async_hooks'))
+    return 'AsyncLocalStorage (Node 20: promise hooks; Node 24: AsyncContextFrame)';
   if (module === '(garbage collector)') return 'garbage collector';
   if (
     module === 'canonicalize' ||
@@ -428,6 +430,13 @@ async function main(): Promise<void> {
   const { startDynamoDBLocal } = await import('../../lib/local/dynamodb-local');
   const { createTables } = await import('../../lib/store/create-tables');
   const { applyLocalDefaults } = await import('../../lib/local/local-env');
+  const { BUNDLING, DEFAULT_TRACING_DEPTH, FUNCTION_DEFAULTS, LAMBDA_RUNTIME, tracingEnvironment } = await import(
+    '../../lib/infra/defaults'
+  );
+  const { describeDeployedNode, resolveDeployedNode } = await import('./deployed-node');
+  // First: a missing Node binary fails at once, before DynamoDB Local starts.
+  const node = resolveDeployedNode();
+  console.log(describeDeployedNode(node));
   applyLocalDefaults(process.env, 'SILENT');
   const local = process.env.DYNAMODB_ENDPOINT ? undefined : await startDynamoDBLocal();
   const store = {
@@ -452,6 +461,7 @@ async function main(): Promise<void> {
     const environment = (label: string, file: string, extra: Record<string, string> = {}) =>
       lambdaEnvironment({
         functionName: label,
+        runtime: LAMBDA_RUNTIME.name,
         taskRoot: dirname(file),
         nodePath: join(ROOT, 'node_modules'),
         xrayDaemonPort: 2000, // tracing as deployed (invocations): nothing is sent
@@ -492,7 +502,11 @@ async function main(): Promise<void> {
         rounds: Math.ceil(ROUNDS / PASSES),
         out,
       };
-      await runNode([workerFile], environment('refund', workerFile, { PROFILE_WORKER: JSON.stringify(config) }));
+      await runNode(
+        node.path,
+        [workerFile],
+        environment('refund', workerFile, { PROFILE_WORKER: JSON.stringify(config) }),
+      );
       const result = JSON.parse(readFileSync(out, 'utf8')) as Record<
         string,
         { first: PlainCharged; replay: PlainCharged; calls: number; processUs: Measured['processUs'] }
@@ -519,7 +533,7 @@ async function main(): Promise<void> {
         const { label } = ENTRIES[(sample + turn) % ENTRIES.length]!;
         const out = join(outDir, `init-${label}-${sample}.json`);
         const file = files.get(label)!.init;
-        await runNode(['-e', INIT_PROBE, file, out], environment(label, file));
+        await runNode(node.path, ['-e', INIT_PROBE, file, out], environment(label, file));
         const { ms, profile } = JSON.parse(readFileSync(out, 'utf8')) as { ms: number; profile: Profile };
         charge(profile, init.get(label)!.charged);
         init.get(label)!.ms.push(ms);
@@ -531,7 +545,7 @@ async function main(): Promise<void> {
     const bare = cpu.get('bare_refund')!;
     console.log(
       `\nCPU per call by part: refund (retrysafe, REST) vs bare Powertools, main-thread profile (V8 sampler, ${INTERVAL_US} µs), ` +
-        `${ours.calls} first calls and ${ours.calls} replays each, Node ${process.versions.node}, Lambda-like, DynamoDB Local`,
+        `${ours.calls} first calls and ${ours.calls} replays each, Node ${node.version}, Lambda-like, DynamoDB Local`,
     );
     for (const phase of ['first', 'replay'] as const) {
       const rows = compare(ours[phase], bare[phase], [ours.calls, bare.calls], partOf);

@@ -1,7 +1,15 @@
 /**
- * Defaults of the stack, as plain data (the constructs that use them live apart). Each value is what a
- * deployment gets unless a prop or context says otherwise.
+ * Defaults of the stack, as plain data (the constructs that use them live apart; the runtime is CDK's own
+ * constant). Each value is what a deployment gets unless a prop or context says otherwise.
  */
+import { Runtime } from 'aws-cdk-lib/aws-lambda';
+
+/**
+ * The Lambda runtime every function runs on. Whatever stands for a deployed function outside AWS runs
+ * on the same Node.js major (read from its `name`, `nodejs24.x`).
+ */
+export const LAMBDA_RUNTIME = Runtime.NODEJS_24_X;
+
 export const FUNCTION_DEFAULTS = {
   memorySize: 512,
   /** How long each function's logs are kept. */

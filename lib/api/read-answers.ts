@@ -2,56 +2,66 @@ import * as z from 'zod/mini';
 import { errorAnswer, nextStepSchema } from '../tools/catalog';
 
 // The reads' answers, as schemas: one source for MCP's `outputSchema` and the OpenAPI document. Every field
-// is named (stored attributes a later version adds may appear: the records are loose objects).
+// is named (stored attributes a later version adds may appear: the records are loose objects). Each is built
+// on first use (`z.lazy`): only a listing or the document reads them, never a call, and building them when
+// the module loads was part of the MCP function's cold start.
 
 /** `get_operation` / `GET /tools/{tool}/operations/{key}`: the caller's own record of a client key. */
-export const operationAnswer = z.union([
-  z.strictObject({
-    ok: z.literal(true),
-    status: z.literal('completed'),
-    key: z.string(),
-    receipt: z.record(z.string(), z.unknown()).check(z.describe("The write's receipt, as it first answered.")),
-    next: nextStepSchema,
-  }),
-  z.strictObject({ ok: z.literal(true), status: z.literal('pending'), key: z.string(), next: nextStepSchema }),
-  z.strictObject({
-    ok: z.literal(true),
-    status: z.literal('abandoned'),
-    key: z.string(),
-    hint: z.string().check(z.describe('What happens next: the completer finishes it, or resend with the same key.')),
-    next: nextStepSchema,
-  }),
-]);
+export const operationAnswer = z.lazy(() =>
+  z.union([
+    z.strictObject({
+      ok: z.literal(true),
+      status: z.literal('completed'),
+      key: z.string(),
+      receipt: z.record(z.string(), z.unknown()).check(z.describe("The write's receipt, as it first answered.")),
+      next: nextStepSchema,
+    }),
+    z.strictObject({ ok: z.literal(true), status: z.literal('pending'), key: z.string(), next: nextStepSchema }),
+    z.strictObject({
+      ok: z.literal(true),
+      status: z.literal('abandoned'),
+      key: z.string(),
+      hint: z.string().check(z.describe('What happens next: the completer finishes it, or resend with the same key.')),
+      next: nextStepSchema,
+    }),
+  ]),
+);
 
 /** `get_invoice` / `GET /invoices/{invoice_id}`: the stored invoice, less its tenant. */
-export const invoiceAnswer = z.strictObject({
-  ok: z.literal(true),
-  invoice: z.looseObject({
-    invoice_id: z.string(),
-    customer: z.string(),
-    amount: z.int().check(z.describe('Integer minor units (cents).')),
-    currency: z.string(),
-    created_at: z.string(),
-    refunded: z.boolean(),
-    refund: z.nullable(z.looseObject({}).check(z.describe('The receipt `refund` returned.'))),
+export const invoiceAnswer = z.lazy(() =>
+  z.strictObject({
+    ok: z.literal(true),
+    invoice: z.looseObject({
+      invoice_id: z.string(),
+      customer: z.string(),
+      amount: z.int().check(z.describe('Integer minor units (cents).')),
+      currency: z.string(),
+      created_at: z.string(),
+      refunded: z.boolean(),
+      refund: z.nullable(z.looseObject({}).check(z.describe('The receipt `refund` returned.'))),
+    }),
+    next: nextStepSchema,
   }),
-  next: nextStepSchema,
-});
+);
 
 /** `get_ticket` / `GET /tickets/{ticket_key}`: the stored ticket, less its tenant. */
-export const ticketAnswer = z.strictObject({
-  ok: z.literal(true),
-  ticket: z.looseObject({
-    ticket_key: z.string(),
-    title: z.string(),
-    body: z.optional(z.string()),
-    status: z.enum(['open', 'closed']),
-    resolution: z.optional(z.string()),
-    created_at: z.string(),
-    closed_at: z.optional(z.string()),
+export const ticketAnswer = z.lazy(() =>
+  z.strictObject({
+    ok: z.literal(true),
+    ticket: z.looseObject({
+      ticket_key: z.string(),
+      title: z.string(),
+      body: z.optional(z.string()),
+      status: z.enum(['open', 'closed']),
+      resolution: z.optional(z.string()),
+      created_at: z.string(),
+      closed_at: z.optional(z.string()),
+    }),
+    next: nextStepSchema,
   }),
-  next: nextStepSchema,
-});
+);
 
 /** A read's error: its refusal, or for `get_operation` the call's stored failure (any code a write ends with). */
-export const readErrorAnswer = errorAnswer(['invalid_args', 'not_found', 'conflict', 'unavailable', 'internal']);
+export const readErrorAnswer = z.lazy(() =>
+  errorAnswer(['invalid_args', 'not_found', 'conflict', 'unavailable', 'internal']),
+);

@@ -43,8 +43,15 @@ export function jsonSchemaOf(schema: z.ZodMiniType, io: 'input' | 'output' = 'ou
   return rest;
 }
 
-/** The client key's JSON Schema, generated from the schema the runtime validates keys with. */
-const KEY_SCHEMA = jsonSchemaOf(clientKeySchema);
+/**
+ * The client key's JSON Schema, generated from the schema the runtime validates keys with — on the first
+ * listing, not at load: `z.toJSONSchema` was ~1.2 ms of the MCP function's cold start, and a call lists nothing.
+ */
+let keySchema: JsonObject | undefined;
+function keyJsonSchema(): JsonObject {
+  keySchema ??= jsonSchemaOf(clientKeySchema);
+  return keySchema;
+}
 
 const ERROR_CODES = [
   'invalid_args',
@@ -54,31 +61,38 @@ const ERROR_CODES = [
   'internal',
 ] as const satisfies readonly ErrorCode[];
 
+// The answers' schemas serve listings and the OpenAPI document, which a call never reads: each is built on
+// first use (`z.lazy`, or a function), not when the module loads, where building them was part of a cold start.
+
 /** A receipt of any shape: what a tool that declares none returns. */
-const ANY_RECEIPT = z.record(z.string(), z.unknown());
+function anyReceipt() {
+  return z.record(z.string(), z.unknown());
+}
 
 /** What the caller should do next (`NextStep`): every answer carries it as `next`. */
-export const nextStepSchema = z
-  .strictObject({
-    action: z.enum(NEXT_ACTIONS),
-    after_ms: z.optional(z.int().check(z.describe('For call_again: wait this long (ms) first.'))),
-    poll: z.optional(
-      z.strictObject({
-        tool: z.literal('get_operation'),
-        arguments: z.strictObject({ tool: z.string(), idempotency_key: z.string() }),
-        path: z.optional(z.string().check(z.describe('The same read on the HTTP API (none for a key . or ..).'))),
-      }),
+export const nextStepSchema = z.lazy(() =>
+  z
+    .strictObject({
+      action: z.enum(NEXT_ACTIONS),
+      after_ms: z.optional(z.int().check(z.describe('For call_again: wait this long (ms) first.'))),
+      poll: z.optional(
+        z.strictObject({
+          tool: z.literal('get_operation'),
+          arguments: z.strictObject({ tool: z.string(), idempotency_key: z.string() }),
+          path: z.optional(z.string().check(z.describe('The same read on the HTTP API (none for a key . or ..).'))),
+        }),
+      ),
+      message: z.string().check(z.describe('One sentence saying what happened and what to do next.')),
+    })
+    .check(
+      z.describe(
+        'What to do next: none (done; a write must not be repeated), call_again (same arguments and idempotency_key, after after_ms), fix_arguments, use_original_arguments (a conflict), stop.',
+      ),
     ),
-    message: z.string().check(z.describe('One sentence saying what happened and what to do next.')),
-  })
-  .check(
-    z.describe(
-      'What to do next: none (done; a write must not be repeated), call_again (same arguments and idempotency_key, after after_ms), fix_arguments, use_original_arguments (a conflict), stop.',
-    ),
-  );
+);
 
 /** A first execution's or a replay's answer (`idempotent` says which), carrying the tool's receipt. */
-export function receiptAnswer(receipt: z.ZodMiniType = ANY_RECEIPT) {
+export function receiptAnswer(receipt: z.ZodMiniType = anyReceipt()) {
   return z.strictObject({
     ok: z.literal(true),
     idempotent: z.boolean(),
@@ -89,13 +103,15 @@ export function receiptAnswer(receipt: z.ZodMiniType = ANY_RECEIPT) {
 }
 
 /** The answer of a call still in flight: ask again with the same key after `retry_after_ms`. */
-export const pendingAnswer = z.strictObject({
-  ok: z.literal(false),
-  status: z.literal('pending'),
-  key: z.string(),
-  retry_after_ms: z.int(),
-  next: nextStepSchema,
-});
+export const pendingAnswer = z.lazy(() =>
+  z.strictObject({
+    ok: z.literal(false),
+    status: z.literal('pending'),
+    key: z.string(),
+    retry_after_ms: z.int(),
+    next: nextStepSchema,
+  }),
+);
 
 /** An error answer whose code is one of `codes` (the HTTP edge narrows them per status). */
 export function errorAnswer(codes: readonly [string, ...string[]]) {
@@ -113,7 +129,7 @@ export function errorAnswer(codes: readonly [string, ...string[]]) {
  * The answer of every call (`ToolResult`) as a schema: a receipt, a call still in flight, or an error.
  * MCP wants an object at the root of an output schema, so the union sits under `type: "object"`.
  */
-export function answerSchema(receipt: z.ZodMiniType = ANY_RECEIPT): JsonObject {
+export function answerSchema(receipt: z.ZodMiniType = anyReceipt()): JsonObject {
   const answer = z.union([receiptAnswer(receipt), pendingAnswer, errorAnswer(ERROR_CODES)]);
   return { type: 'object', ...jsonSchemaOf(answer) };
 }
@@ -145,7 +161,7 @@ export function describeTool(tool: ToolListing): ToolDescription {
       ...schema,
       properties: {
         [IDEMPOTENCY_KEY_FIELD]: {
-          ...KEY_SCHEMA,
+          ...keyJsonSchema(),
           description:
             'Required. Mint one key per intent and reuse it on every retry of that intent: the same key with the same arguments returns the first receipt (idempotent: true); with other arguments, a conflict. Never mint a new key to retry.',
         },

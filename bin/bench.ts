@@ -12,7 +12,8 @@
  *
  * Then the performance goals, next to a bare Powertools handler (`bin/bench/goals.ts`): CPU per call,
  * latency, cold module init of a write function and of the MCP function, the tracing and source-map
- * choices; and the completer's fold rate.
+ * choices, and where the CPU over bare goes (each feature taken out at bundle time: bench/ablation.ts);
+ * and the completer's fold rate.
  *
  * The goals are measured in Lambda-like child processes on the Node.js major the stack deploys
  * (`LAMBDA_RUNTIME`, nodejs24.x → Node 24), whatever Node runs the bench itself: on Node 20,
@@ -22,7 +23,7 @@
  *
  *   npm run bench -- --before <checkout>   also measures another checkout (its node_modules installed),
  *                                          deployed as it was before the performance work (same Node)
- *   BENCH_ROUNDS (30), BENCH_GOAL_ROUNDS (200), BENCH_INIT_SAMPLES (15)
+ *   BENCH_ROUNDS (30), BENCH_GOAL_ROUNDS (200), BENCH_INIT_SAMPLES (15), BENCH_ABLATION_ROUNDS (600)
  *   BENCH_NODE=/path/to/node               the functions' Node binary; BENCH_NODE=current: this machine's Node
  */
 import { randomUUID } from 'node:crypto';
@@ -43,6 +44,7 @@ import { benchGoals } from './bench/goals';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
 const GOAL_ROUNDS = Number(process.env.BENCH_GOAL_ROUNDS ?? 200);
 const INIT_SAMPLES = Number(process.env.BENCH_INIT_SAMPLES ?? 15);
+const ABLATION_ROUNDS = Number(process.env.BENCH_ABLATION_ROUNDS ?? 600);
 const BEFORE = (() => {
   const at = process.argv.indexOf('--before');
   return at === -1 ? undefined : process.argv[at + 1];
@@ -210,6 +212,7 @@ async function main(): Promise<void> {
       ...(BEFORE ? { before: BEFORE } : {}),
       initSamples: INIT_SAMPLES,
       rounds: GOAL_ROUNDS,
+      ablationRounds: ABLATION_ROUNDS,
     });
   } finally {
     services.client.destroy();

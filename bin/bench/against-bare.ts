@@ -19,6 +19,7 @@ import { dirname, join } from 'node:path';
 import { build } from 'esbuild';
 import { LAMBDA_RUNTIME, stackEsbuildOptions } from '../../lib/infra/defaults';
 import { DevSigningKey } from '../../lib/local/dev-auth';
+import { editsPlugin, type SourceEdit } from './ablation';
 import type { LogLineCost, WorkerConfig, WorkerHandler, WorkerResult } from './cpu-worker';
 import type { DeployedNode } from './deployed-node';
 import { lambdaEnvironment } from './lambda-like';
@@ -34,12 +35,16 @@ export interface Entry {
   readonly environment: Readonly<Record<string, string>>;
   /** Where its external packages resolve (the project it belongs to). @default this project */
   readonly nodeModules?: string;
+  /** Source edits applied while bundling (a feature taken out: ablation.ts). */
+  readonly edits?: readonly SourceEdit[];
 }
 
 /** Handlers called in turn in one process, whose environment is the first handler's. */
 export interface WorkerRun {
   readonly name: string;
   readonly labels: readonly string[];
+  /** Rounds for this run (each handler: a first call and its replay per round). @default options.rounds */
+  readonly rounds?: number;
 }
 
 export interface AgainstBareOptions {
@@ -63,6 +68,8 @@ export interface CallFigures {
   readonly cpuUs: number;
   readonly wallMs: number;
   readonly samples: number;
+  /** Every call's CPU in µs, in call order: the handlers of one run were called in turn, round by round. */
+  readonly cpuUsEach: readonly number[];
 }
 
 export interface AgainstBareReport {
@@ -81,11 +88,12 @@ export interface AgainstBareReport {
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
 
 /** Bundles `entry` as the stack does (BUNDLING, a linked source map without sources content). */
-async function bundle(entry: string, outfile: string): Promise<number> {
+async function bundle(entry: string, outfile: string, edits: readonly SourceEdit[] = []): Promise<number> {
   const result = await build({
     entryPoints: [entry],
     outfile,
     ...stackEsbuildOptions(),
+    plugins: edits.length > 0 ? [editsPlugin(edits)] : [],
     sourcemap: true,
     sourcesContent: false,
     logLevel: 'silent',
@@ -169,9 +177,9 @@ export async function benchAgainstBare(options: AgainstBareOptions): Promise<Aga
   const entry = (label: string) => byLabel.get(label) ?? fail(`no entry ${label}`);
   try {
     const files = new Map<string, { file: string; bytes: number }>();
-    for (const { label, source } of options.entries) {
+    for (const { label, source, edits } of options.entries) {
       const file = join(outDir, label, 'index.js');
-      files.set(label, { file, bytes: await bundle(source, file) });
+      files.set(label, { file, bytes: await bundle(source, file, edits) });
     }
     const worker = join(outDir, 'worker', 'index.js');
     await bundle(join(__dirname, 'cpu-worker.ts'), worker);
@@ -233,7 +241,7 @@ export async function benchAgainstBare(options: AgainstBareOptions): Promise<Aga
           tenant,
           user,
           warmup: options.warmup,
-          rounds: Math.ceil(options.rounds / options.passes),
+          rounds: Math.ceil((run.rounds ?? options.rounds) / options.passes),
           probeLogLine: logLine === undefined,
         };
         const { logLine: measuredLine, ...result } = JSON.parse(
@@ -266,6 +274,7 @@ export async function benchAgainstBare(options: AgainstBareOptions): Promise<Aga
           cpuUs: median(taken.map((s) => s.cpuUs)),
           wallMs: median(taken.map((s) => s.wallMs)),
           samples: taken.length,
+          cpuUsEach: taken.map((s) => s.cpuUs),
         });
         calls[run][label] = { first: summary(first), replay: summary(replay) };
         const names: Record<string, number> = {};

@@ -6,6 +6,7 @@
  */
 import { join } from 'node:path';
 import { DEFAULT_TRACING_DEPTH, FUNCTION_DEFAULTS, tracingEnvironment } from '../../lib/infra/defaults';
+import { ABLATIONS, ALL_OUT } from './ablation';
 import { type AgainstBareReport, benchAgainstBare, type Entry, type WorkerRun } from './against-bare';
 import type { DeployedNode } from './deployed-node';
 
@@ -26,6 +27,8 @@ export interface GoalsOptions {
   readonly before?: string;
   readonly initSamples: number;
   readonly rounds: number;
+  /** Rounds of the ablation run (bin/bench/ablation.ts): its differences are smaller than the goals'. */
+  readonly ablationRounds: number;
 }
 
 export async function benchGoals(options: GoalsOptions): Promise<void> {
@@ -48,10 +51,20 @@ export async function benchGoals(options: GoalsOptions): Promise<void> {
     },
   ];
   const initLabels = ['refund', 'bare_refund', 'mcp', 'bare_mcp', 'refund_calls', 'refund_source_maps'];
+  const ablations = [...ABLATIONS, ALL_OUT];
+  for (const { label, edits } of ablations) {
+    entries.push({ label, source: join(ROOT, 'lambdas/refund.ts'), transport: 'rest', environment: DEPLOYED, edits });
+  }
   const workers: WorkerRun[] = [
     { name: 'deployed', labels: ['refund', 'bare_refund', 'mcp', 'bare_mcp'] },
     // The X-Ray SDK's hook is process-wide: traced calls get a process of their own.
     { name: 'calls', labels: ['refund_calls', 'bare_refund'] },
+    // The refund with one feature taken out at a time, next to the deployed one and the bare handler.
+    {
+      name: 'ablation',
+      labels: ['refund', 'bare_refund', ...ablations.map(({ label }) => label)],
+      rounds: options.ablationRounds,
+    },
   ];
   if (options.before) {
     // As it was deployed before this work: source maps enabled, the Tracer on (Powertools' default).
@@ -218,9 +231,55 @@ export function printGoals(report: AgainstBareReport, withBefore: boolean): void
     `  one log line (Powertools Logger, stdout a pipe as on Lambda) costs ${us(logLine.cpuUs)} of CPU here; ` +
       `a call writes one (its log line, carrying its embedded metrics), the bare handler none`,
   );
+  printAblation(calls.ablation!);
   const kb = (label: string) => `${(init[label]!.bytes / 1024).toFixed(1)} KB`;
   console.log(
     `  bundles (minified, without the SDK): refund ${kb('refund')} (bare ${kb('bare_refund')}), ` +
       `mcp ${kb('mcp')} (bare ${kb('bare_mcp')})`,
   );
+}
+
+/**
+ * What each feature costs per call: per round, the deployed refund's CPU less the variant's without it
+ * (the handlers were called in turn, so a round's load falls on both); the median of those differences,
+ * ± the 95% interval of a median (1.58 × IQR / √n, McGill's notches).
+ */
+function printAblation(measured: AgainstBareReport['calls'][string]): void {
+  const paired = (minuend: string, subtrahend: string, kind: 'first' | 'replay') => {
+    const a = measured[minuend]![kind].cpuUsEach;
+    const b = measured[subtrahend]![kind].cpuUsEach;
+    const differences = a.map((value, i) => value - b[i]!).sort((x, y) => x - y);
+    const at = (q: number) => differences[Math.floor(q * (differences.length - 1))]!;
+    const notch = (1.58 * (at(0.75) - at(0.25))) / Math.sqrt(differences.length);
+    return `${signed(at(0.5), us)} ± ${Math.round(notch)}`;
+  };
+  const rows = [
+    ...ABLATIONS.map(({ label, feature }) => [
+      feature,
+      paired('refund', label, 'first'),
+      paired('refund', label, 'replay'),
+    ]),
+    [
+      "with all of them out, still over bare (retrysafe's bookkeeping)",
+      paired(ALL_OUT.label, 'bare_refund', 'first'),
+      paired(ALL_OUT.label, 'bare_refund', 'replay'),
+    ],
+    [
+      'the deployed refund over bare, in this process',
+      paired('refund', 'bare_refund', 'first'),
+      paired('refund', 'bare_refund', 'replay'),
+    ],
+  ];
+  const header = ['feature taken out (bin/bench/ablation.ts)', 'first call', 'replay'];
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((cells) => cells[column]!.length)));
+  console.log(
+    `  where the CPU over bare goes: the refund bundled with one feature taken out, called in turn with the ` +
+      `deployed refund and the bare handler in one process; what the feature costs per call (median of ` +
+      `${measured.refund!.first.samples} paired differences, ± its 95% interval):`,
+  );
+  for (const cells of [header, ...rows]) {
+    console.log(
+      `    ${cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]!) : cell.padStart(widths[column]!))).join('  ')}`,
+    );
+  }
 }

@@ -17,7 +17,8 @@
  *     processes per entry, interleaved; with each module's bytes in the bundle (esbuild's metafile).
  *
  * The CPU bundles are the deployed ones unminified (function names readable); init uses the deployed
- * minified bundles. PROFILE_ROUNDS (300, split over the passes), PROFILE_PASSES (2), PROFILE_INIT_SAMPLES (8), PROFILE_INTERVAL_US (200).
+ * minified bundles. PROFILE_ROUNDS (300, split over the passes), PROFILE_PASSES (2), PROFILE_INIT_SAMPLES (8), PROFILE_INTERVAL_US (200),
+ * PROFILE_ABLATE (a label of bin/bench/ablation.ts: the refund profiled with that feature taken out).
  *
  * Every profiled process runs on the Node.js major the stack deploys (`LAMBDA_RUNTIME`, Node 24), as the
  * bench's do: `BENCH_NODE` chooses the binary the same way (bin/bench/deployed-node.ts; `BENCH_NODE=current`
@@ -327,13 +328,17 @@ session.post('Profiler.stop', (error, result) => {
 // Driver
 // ---------------------------------------------------------------------------------------------------
 
-async function bundle(entry: string, outfile: string, minify: boolean) {
+async function bundle(entry: string, outfile: string, minify: boolean, ablate?: string) {
   const { build } = await import('esbuild');
   const { stackEsbuildOptions } = await import('../../lib/infra/defaults');
+  const { ABLATIONS, ALL_OUT, editsPlugin } = await import('./ablation');
+  const ablation = [...ABLATIONS, ALL_OUT].find(({ label }) => label === ablate);
+  if (ablate && !ablation) throw new Error(`PROFILE_ABLATE: no ablation ${ablate} (bin/bench/ablation.ts)`);
   const result = await build({
     entryPoints: [entry],
     outfile,
     ...stackEsbuildOptions(),
+    plugins: ablation ? [editsPlugin(ablation.edits)] : [],
     minify,
     sourcemap: true,
     sourcesContent: false,
@@ -472,8 +477,10 @@ async function main(): Promise<void> {
     for (const { label, source } of ENTRIES) {
       const cpu = join(outDir, `${label}-cpu`, 'index.js');
       const init = join(outDir, `${label}-init`, 'index.js');
-      await bundle(source, cpu, false);
-      files.set(label, { cpu, init, ...(await bundle(source, init, BUNDLING.minify)) });
+      // PROFILE_ABLATE=<label> profiles the refund with that feature taken out (bin/bench/ablation.ts).
+      const ablate = label === 'refund' ? process.env.PROFILE_ABLATE : undefined;
+      await bundle(source, cpu, false, ablate);
+      files.set(label, { cpu, init, ...(await bundle(source, init, BUNDLING.minify, ablate)) });
     }
     const workerFile = join(outDir, 'worker', 'index.js');
     const { build } = await import('esbuild');

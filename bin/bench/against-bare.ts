@@ -302,7 +302,7 @@ export async function benchAgainstBare(options: AgainstBareOptions): Promise<Aga
       ),
       calls,
       traces,
-      logLine: logLine ?? { cpuUs: Number.NaN, lines: 0 },
+      logLine: logLine ?? { cpuUs: Number.NaN, byHandUs: Number.NaN, lines: 0 },
     };
   } finally {
     daemon.close();

@@ -228,7 +228,8 @@ export function printGoals(report: AgainstBareReport, withBefore: boolean): void
       `(${signed(init.refund_source_maps!.moduleMs - init.refund!.moduleMs, ms)})`,
   );
   console.log(
-    `  one log line (Powertools Logger, stdout a pipe as on Lambda) costs ${us(logLine.cpuUs)} of CPU here; ` +
+    `  one log line (Powertools Logger, stdout a pipe as on Lambda) costs ${us(logLine.cpuUs)} of CPU here ` +
+      `(the same line by hand, JSON.stringify and one write: ${us(logLine.byHandUs)}); ` +
       `a call writes one (its log line, carrying its embedded metrics), the bare handler none`,
   );
   printAblation(calls.ablation!);

@@ -13,7 +13,7 @@ import {
   type ToolResult,
   type ToolRuntime,
 } from '../idempotency';
-import { describeTool, jsonSchemaOf, type KeyKinds } from '../tools/catalog';
+import { annotationsOf, describeTool, jsonSchemaOf, type KeyKinds } from '../tools/catalog';
 import type { ToolModule } from '../tools/tool-module';
 
 /** A tool as an MCP `tools/list` entry. */
@@ -44,15 +44,19 @@ export interface McpTool {
 const RETRY_HINT =
   ' Mint one idempotency_key per intent and send the same key on every retry of it: a retry with the same key and arguments returns the first receipt instead of doing it again.';
 
-type BuiltLater = Omit<McpToolListing, 'name' | 'description'>;
+const LISTING_ORDER = ['name', 'description', 'inputSchema', 'outputSchema', 'annotations', '_meta'] as const;
+
+/** What a `tools/call` reads of a listing (the annotations tell a write from a read): built at once. */
+type BuiltAtOnce = Pick<McpToolListing, 'name' | 'description' | 'annotations'>;
+type BuiltLater = Omit<McpToolListing, keyof BuiltAtOnce>;
 
 /**
- * A tool's listing: its name and description at once, the rest built on first read. Turning every
- * tool's zod schemas into JSON Schema was a large part of the MCP function's cold start, and a
- * `tools/call` reads none of it (a write's annotations only, built then for that tool alone).
+ * A tool's listing: its name, description and annotations at once, the rest built on first read.
+ * Turning every tool's zod schemas into JSON Schema was a large part of the MCP function's cold start,
+ * and a `tools/call` reads none of it.
  */
 function listingOf(
-  named: Pick<McpToolListing, 'name' | 'description'>,
+  named: BuiltAtOnce,
   fields: ReadonlyArray<keyof BuiltLater>,
   build: () => BuiltLater,
 ): McpToolListing {
@@ -61,8 +65,16 @@ function listingOf(
     built ??= build();
     return built[field];
   }
-  const listing = { ...named };
-  for (const field of fields) Object.defineProperty(listing, field, { enumerable: true, get: () => read(field) });
+  // In the order MCP lists a tool's fields, whichever are built later.
+  const listing = {};
+  const later = new Set<string>(fields);
+  for (const field of new Set<string>([...LISTING_ORDER, ...Object.keys(named), ...fields])) {
+    if (field in named) {
+      Object.defineProperty(listing, field, { enumerable: true, value: named[field as keyof BuiltAtOnce] });
+    } else if (later.has(field)) {
+      Object.defineProperty(listing, field, { enumerable: true, get: () => read(field as keyof BuiltLater) });
+    }
+  }
   return listing as McpToolListing;
 }
 
@@ -70,14 +82,13 @@ function listingOf(
 export function writeTool(tool: ToolDefinition, runtime: ToolRuntime): McpTool {
   return {
     listing: listingOf(
-      { name: tool.name, description: `${tool.description}${RETRY_HINT}` },
-      ['inputSchema', 'outputSchema', 'annotations', '_meta'],
+      { name: tool.name, description: `${tool.description}${RETRY_HINT}`, annotations: annotationsOf(tool) },
+      ['inputSchema', 'outputSchema', '_meta'],
       function describeWrite() {
         const description = describeTool(tool);
         return {
           inputSchema: description.input_schema as McpToolListing['inputSchema'],
           outputSchema: description.output_schema as McpToolListing['outputSchema'],
-          annotations: description.annotations,
           _meta: { 'retrysafe/idempotency': description.idempotency },
         };
       },
@@ -92,9 +103,13 @@ function readListing(
   args: z.ZodMiniObject,
   found: z.ZodMiniType,
 ): McpToolListing {
-  return listingOf(named, ['inputSchema', 'outputSchema', 'annotations'], function describeRead() {
-    return { inputSchema: inputSchemaOf(args), outputSchema: readOutputSchema(found), annotations: READ_ANNOTATIONS };
-  });
+  return listingOf(
+    { ...named, annotations: READ_ANNOTATIONS },
+    ['inputSchema', 'outputSchema'],
+    function describeRead() {
+      return { inputSchema: inputSchemaOf(args), outputSchema: readOutputSchema(found) };
+    },
+  );
 }
 
 /** The JSON Schema of a read's input, as MCP wants it (an object at the root, MCP's default dialect). */

@@ -170,7 +170,12 @@ export function describeTool(tool: ToolListing): ToolDescription {
       required: [IDEMPOTENCY_KEY_FIELD, ...(schema.required ?? [])],
     },
     output_schema: answerSchema(tool.receipt),
-    annotations: { readOnlyHint: false, idempotentHint: true, ...tool.annotations },
+    annotations: annotationsOf(tool),
     idempotency: keyKindsOf(tool),
   };
+}
+
+/** A write's MCP annotations: never read-only, always idempotent, the tool's own hints. Cheap: no schema. */
+export function annotationsOf(tool: Pick<ToolListing, 'annotations'>): ToolDescription['annotations'] {
+  return { readOnlyHint: false, idempotentHint: true, ...tool.annotations };
 }

@@ -5,10 +5,9 @@
  * the bare handler. What a variant saves is what that feature costs per call; what is left with every
  * feature out is retrysafe's bookkeeping (scopes, the answer, the HTTP boundary).
  *
- * A profiler's sampling charges time to whichever frame it lands in (it put ~0.3 ms per call on the
- * SDK's request timers, which cost nothing measurable when taken out); taking a part out and measuring
- * the process's CPU does not guess. An edit that no longer matches its module fails the bench: a
- * refactor cannot silently turn an ablation into a no-op.
+ * A profiler's sampling charges time to whichever frame it lands in; taking a part out and measuring the
+ * process's CPU does not guess. An edit that no longer matches its module, or a module to edit that is no
+ * longer bundled, fails the bench: a refactor cannot silently turn an ablation into a no-op.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -85,13 +84,20 @@ export const ABLATIONS: readonly Ablation[] = [
   },
   {
     label: 'no_deadline',
-    feature: "bounding every DynamoDB request by the invocation's deadline (AsyncLocalStorage + a per-request timeout)",
+    feature:
+      "bounding every DynamoDB request: the invocation's deadline (AsyncLocalStorage) and the SDK's timeouts (connection 1 s, request 5 s)",
     edits: [
       {
         module: 'lib/store/deadline.ts',
         find: '  return invocationEnd.run(Date.now() + deadline.getRemainingTimeInMillis(), work);',
         replace: '  return work();',
       },
+      {
+        module: 'lib/store/client.ts',
+        find: '    requestHandler: { connectionTimeout: 1_000, requestTimeout: REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true },\n',
+        replace: '',
+      },
+      { module: 'lib/store/client.ts', find: '  boundByInvocationDeadline(client);\n', replace: '' },
     ],
   },
 ];
@@ -103,17 +109,22 @@ export const ALL_OUT: Ablation = {
   edits: ABLATIONS.filter((ablation) => ablation.label !== 'no_metrics').flatMap((ablation) => ablation.edits),
 };
 
-/** An esbuild plugin that applies `edits` to their modules as they are loaded. */
-export function editsPlugin(edits: readonly SourceEdit[]): Plugin {
+/**
+ * An esbuild plugin that applies `edits` to their modules (under `root`, the checkout bundled) as they
+ * are loaded. The build fails when an edit does not match its module exactly once, or when a module to
+ * edit was never bundled (renamed, moved, no longer imported): an ablation never silently does nothing.
+ */
+export function editsPlugin(edits: readonly SourceEdit[], root: string = ROOT): Plugin {
   const byFile = new Map<string, SourceEdit[]>();
   for (const edit of edits) {
-    const file = join(ROOT, edit.module);
+    const file = join(root, edit.module);
     byFile.set(file, [...(byFile.get(file) ?? []), edit]);
   }
   const escaped = [...byFile.keys()].map((file) => file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'));
   return {
     name: 'bench-ablation',
     setup(build) {
+      const edited = new Set<string>();
       build.onLoad({ filter: new RegExp(`^(${escaped.join('|')})$`) }, ({ path }) => {
         let contents = readFileSync(path, 'utf8');
         for (const edit of byFile.get(path) ?? []) {
@@ -123,7 +134,12 @@ export function editsPlugin(edits: readonly SourceEdit[]): Plugin {
           }
           contents = contents.replace(edit.find, edit.replace);
         }
+        edited.add(path);
         return { contents, loader: 'ts' };
+      });
+      build.onEnd(() => {
+        const missed = [...byFile.keys()].filter((file) => !edited.has(file));
+        if (missed.length > 0) throw new Error(`ablation: never bundled, so not edited: ${missed.join(', ')}`);
       });
     },
   };

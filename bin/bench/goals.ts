@@ -243,7 +243,8 @@ export function printGoals(report: AgainstBareReport, withBefore: boolean): void
 /**
  * What each feature costs per call: per round, the deployed refund's CPU less the variant's without it
  * (the handlers were called in turn, so a round's load falls on both); the median of those differences,
- * ± the 95% interval of a median (1.58 × IQR / √n, McGill's notches).
+ * ± a box plot's notch (1.58 × IQR / √n, McGill et al.): two medians whose notches do not overlap differ,
+ * at roughly 95 % confidence.
  */
 function printAblation(measured: AgainstBareReport['calls'][string]): void {
   const paired = (minuend: string, subtrahend: string, kind: 'first' | 'replay') => {
@@ -276,7 +277,7 @@ function printAblation(measured: AgainstBareReport['calls'][string]): void {
   console.log(
     `  where the CPU over bare goes: the refund bundled with one feature taken out, called in turn with the ` +
       `deployed refund and the bare handler in one process; what the feature costs per call (median of ` +
-      `${measured.refund!.first.samples} paired differences, ± its 95% interval):`,
+      `${measured.refund!.first.samples} paired differences ± its notch, 1.58·IQR/√n):`,
   );
   for (const cells of [header, ...rows]) {
     console.log(

@@ -338,7 +338,7 @@ async function bundle(entry: string, outfile: string, minify: boolean, ablate?: 
     entryPoints: [entry],
     outfile,
     ...stackEsbuildOptions(),
-    plugins: ablation ? [editsPlugin(ablation.edits)] : [],
+    plugins: ablation ? [editsPlugin(ablation.edits, ROOT)] : [],
     minify,
     sourcemap: true,
     sourcesContent: false,

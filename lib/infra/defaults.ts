@@ -1,6 +1,7 @@
 /**
- * Defaults of the stack, as plain data (the constructs that use them live apart; the runtime is CDK's own
- * constant). Each value is what a deployment gets unless a prop or context says otherwise.
+ * Defaults of the stack, as data (the constructs that use them live apart; the runtime is CDK's own
+ * constant, so this module loads `aws-cdk-lib`'s Lambda module: infrastructure and bench code import it,
+ * never a function's bundle). Each value is what a deployment gets unless a prop or context says otherwise.
  */
 import { Runtime } from 'aws-cdk-lib/aws-lambda';
 
@@ -88,8 +89,8 @@ export function stackEsbuildOptions() {
  * (call states, typed call records, takeovers and parks: ~4 KB), 140 KB while `"sideEffects": false` in
  * package.json (c75dc1b took it out) let esbuild drop zod's English locale (~3.2 KB, imported for its side
  * effect): error messages without text, and every write ~3 KB lighter than it really is; 144 KB until the
- * call's line stopped making the Logger print a WARN per call and the answers' schemas became lazy (the
- * largest write, create_invoice, went 1 byte over). The SDK's error
+ * call's line stopped making the Logger print a WARN per call (+22 bytes: the largest write,
+ * create_invoice, went 1 byte over). The SDK's error
  * classification (`@smithy/service-error-classification`, ~14 KB when bundled) is left to the runtime like
  * the SDK itself. Bytes here are cold start: the refund function (~144 KB) initializes in 1.15–1.26× the
  * time of a bare Powertools handler doing the same DynamoDB calls (~51 KB; `npm run bench`, README

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
 import { createWorld, type World } from '../helpers/world';
+import { loadWithZodBuildersCounted } from '../helpers/zod-builders';
 
 const COUNTED = ['object', 'strictObject', 'looseObject', 'union', 'lazy', 'toJSONSchema'] as const;
 
@@ -19,21 +20,7 @@ type LambdaHandler = (event: APIGatewayProxyEventV2WithJWTAuthorizer, context: C
  * lazy and JSON Schema builders counted. Only the token check is a stub (any bearer token is `tenant`/`ada`).
  */
 function loadMcpFunction(tenant: string) {
-  const calls: string[] = [];
-  let handler: LambdaHandler | undefined;
-  let destroy: (() => void) | undefined;
-  jest.isolateModules(() => {
-    const actual = jest.requireActual('zod/mini');
-    const counted = Object.fromEntries(
-      COUNTED.map((name) => [
-        name,
-        function countedBuilder(...args: unknown[]) {
-          calls.push(name);
-          return actual[name](...args);
-        },
-      ]),
-    );
-    jest.doMock('zod/mini', () => ({ ...actual, ...counted }));
+  const { calls, loaded } = loadWithZodBuildersCounted(COUNTED, () => {
     const { createServices } = require('../../lib/services') as typeof import('../../lib/services');
     const { mcpHandler } = require('../../lib/mcp/http') as typeof import('../../lib/mcp/http');
     const { domainReadTools, mcpTools } = require('../../lib/mcp/tools') as typeof import('../../lib/mcp/tools');
@@ -41,15 +28,15 @@ function loadMcpFunction(tenant: string) {
     const { createToolRuntime } =
       require('../../lib/tools/tool-runtime') as typeof import('../../lib/tools/tool-runtime');
     const services = createServices(process.env);
-    destroy = () => services.client.destroy();
-    handler = mcpHandler({
+    const handler = mcpHandler({
       tools: mcpTools(TOOLS, services, createToolRuntime(services), domainReadTools(services)),
       verifyToken: async () => ({ tenant_id: tenant, sub: 'ada' }),
       issuer: 'https://issuer.example',
       logger: services.logger,
     }) as unknown as LambdaHandler;
+    return { handler, destroy: () => services.client.destroy() };
   });
-  return { calls, handler: handler!, destroy: destroy! };
+  return { calls, ...loaded };
 }
 
 /** One `tools/call` as API Gateway hands it to the MCP function. */

@@ -1,6 +1,7 @@
 import * as z from 'zod/mini';
 import type * as ReadAnswers from '../../lib/api/read-answers';
 import type * as Catalog from '../../lib/tools/catalog';
+import { loadWithZodBuildersCounted } from '../helpers/zod-builders';
 
 const COUNTED = ['object', 'strictObject', 'looseObject', 'union', 'toJSONSchema'] as const;
 
@@ -9,26 +10,11 @@ const COUNTED = ['object', 'strictObject', 'looseObject', 'union', 'toJSONSchema
  * JSON Schema builders counted: every call they make, at load and after, lands in `calls`.
  */
 function loadCounted() {
-  const calls: string[] = [];
-  let modules: { catalog: typeof Catalog; reads: typeof ReadAnswers } | undefined;
-  jest.isolateModules(() => {
-    const actual = jest.requireActual('zod/mini');
-    const counted = Object.fromEntries(
-      COUNTED.map((name) => [
-        name,
-        function countedBuilder(...args: unknown[]) {
-          calls.push(name);
-          return actual[name](...args);
-        },
-      ]),
-    );
-    jest.doMock('zod/mini', () => ({ ...actual, ...counted }));
-    modules = {
-      catalog: require('../../lib/tools/catalog') as typeof Catalog,
-      reads: require('../../lib/api/read-answers') as typeof ReadAnswers,
-    };
-  });
-  return { calls, ...modules! };
+  const { calls, loaded } = loadWithZodBuildersCounted(COUNTED, () => ({
+    catalog: require('../../lib/tools/catalog') as typeof Catalog,
+    reads: require('../../lib/api/read-answers') as typeof ReadAnswers,
+  }));
+  return { calls, ...loaded };
 }
 
 describe('the answer schemas (catalog, reads)', () => {

@@ -14,7 +14,9 @@
  * | `erased`    | ERASED (a tombstone, until its TTL)              | is answered `not_found`                   |
  *
  * An abandoned record's effect may have happened: it is never deleted (only a business error on a
- * record's first attempt releases it), and whoever takes it over names the exact claim it read.
+ * record's first attempt releases it), and whoever takes it over names the exact claim it read. No lock
+ * ends after its record's TTL (a takeover that would outlive it is refused), so `expired` is never a
+ * call that still runs.
  *
  * Plain data and functions only (no SDK): the runtime, the completer, the poll and erase all read
  * state through {@link classify}, and every stored format is read and written here.

@@ -34,6 +34,7 @@ import { IntentStore } from './persistence/intents';
 import {
   Attempt,
   ClaimLostError,
+  LockOutlivesRecordError,
   NoTimeLeftError,
   NothingToResumeError,
   PersistenceLayerPool,
@@ -394,7 +395,9 @@ export class ToolRuntime {
             ? error.lockEndsMs
             : error instanceof InFlightError
               ? Date.now() + error.retryAfterMs
-              : null;
+              : error instanceof IdempotencyPersistenceLayerError && error.cause instanceof LockOutlivesRecordError
+                ? error.cause.expiresAtMs
+                : null;
       if (pendingUntil === null) throw error;
       return { ok: false, status: 'pending', key: clientKey, retry_after_ms: retryAfterMs(pendingUntil) };
     } finally {

@@ -64,6 +64,18 @@ export class NothingToResumeError extends Error {
   }
 }
 
+/**
+ * A takeover whose lock would end after its record's TTL: refused, because past the TTL the record
+ * counts as expired — a fresh claim, erase and the poll would all treat the running call as gone. The
+ * call is pending until the record expires (then a fresh claim runs it, under the same downstream key).
+ */
+export class LockOutlivesRecordError extends Error {
+  constructor(readonly expiresAtMs: number) {
+    super("the lock would outlive the record's TTL");
+    this.name = 'LockOutlivesRecordError';
+  }
+}
+
 /** The claim one attempt holds: written once, by the claim, and read by everything after it. */
 export interface Claim {
   /** The record's key (also the call's id: the same on every attempt of this client key). */
@@ -312,8 +324,9 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
       ':id': id,
       ':inprogress': STATUS.inProgress,
       ':now_ms': now,
-      ':now': now / 1000,
       ':lock': record.inProgressExpiryTimestamp,
+      // No lock may end after its record's TTL (a first claim's is checked against the TTL before it).
+      ':lock_s': Math.ceil(record.inProgressExpiryTimestamp! / 1000),
       ':one': 1,
     };
     const names: Record<string, string> = {
@@ -323,7 +336,7 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
       '#expiry': attr.expiry,
       '#attempt': attr.attempt,
     };
-    let condition = '#claim = :from AND #status = :inprogress AND #lock < :now_ms AND #expiry >= :now';
+    let condition = '#claim = :from AND #status = :inprogress AND #lock < :now_ms AND #expiry >= :lock_s';
     if (this.isPayloadValidationEnabled()) {
       condition += ' AND #validation = :validation';
       names['#validation'] = attr.validation;
@@ -358,6 +371,14 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
       if (!error.Item) throw this.#attempt.resume !== undefined ? new NothingToResumeError() : error;
       const existing = callRecordOf(unmarshall(error.Item), attr);
       if (classify(existing, now) === 'erased') throw new RecordErasedError();
+      if (
+        existing.claim === from &&
+        classify(existing, now) === 'abandoned' &&
+        existing.expiresAt !== undefined &&
+        existing.expiresAt * 1000 < record.inProgressExpiryTimestamp!
+      ) {
+        throw new LockOutlivesRecordError(existing.expiresAt * 1000);
+      }
       if (this.#attempt.resume !== undefined && existing.claim !== this.#attempt.resume) {
         // Someone else took it, finished it or it was erased and claimed again: not ours to finish.
         if (classify(existing, now) !== 'completed') throw new NothingToResumeError();

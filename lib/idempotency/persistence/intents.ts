@@ -66,8 +66,10 @@ export class IntentStore {
    * the claim the intent names, so a record released and re-created by another call is not mistaken
    * for it:
    *
-   *   no live intent ───────────────────────────────▶ owned, under this call's downstream key, fixed
+   *   no intent ────────────────────────────────────▶ owned, under this call's downstream key, fixed
    *                                                   on the intent in the same write
+   *   its window ended before this call was asked ──▶ replaced (owned afresh) once its holder has
+   *                                                   settled; while the holder is in flight, running
    *   held by this record, an earlier claim of it ──▶ owned (the intent's key), swapped to this claim
    *   holder completed ─────────────────────────────▶ done (its outcome)
    *   holder live ──────────────────────────────────▶ running
@@ -112,11 +114,8 @@ export class IntentStore {
         new PutItemCommand({
           TableName: this.#tableName,
           Item: marshall(item),
-          // The window, not the TTL, decides (intents written before `window_end` ended at their TTL).
-          ConditionExpression:
-            'attribute_not_exists(#id) OR #window_end < :asked OR (attribute_not_exists(#window_end) AND #expiry < :asked)',
-          ExpressionAttributeNames: { '#id': attr.key, '#expiry': attr.expiry, '#window_end': attr.windowEnd },
-          ExpressionAttributeValues: marshall({ ':asked': asked }),
+          ConditionExpression: 'attribute_not_exists(#id)',
+          ExpressionAttributeNames: { '#id': attr.key },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
@@ -131,6 +130,24 @@ export class IntentStore {
       callId: held[attr.callInstance] as string | undefined,
     };
     const heldKey = held[attr.downstreamKey] as string;
+    // The window, not the TTL, decides (intents written before `window_end` ended at their TTL).
+    const windowEnd = held[attr.windowEnd] as number | undefined;
+    const windowEnded = windowEnd !== undefined ? windowEnd < asked : (held[attr.expiry] as number) < asked;
+    if (windowEnded) {
+      // This call is a new intent. The old one is replaced only once its holder has settled: while the
+      // holder is still in flight, its own later attempts (a retry, the completer) ask the intent again
+      // and must find their own — replaced under them, they would take the new intent's answer for
+      // their own effect.
+      const record = await this.#records.read(holder.recordKey);
+      if (record && isHolder(record, holder)) {
+        const state = classify(record, now);
+        if (state === 'live') return { kind: 'running', lockEndsMs: record.lockEndsMs };
+        if (state === 'abandoned') return { kind: 'running', lockEndsMs: undefined };
+      }
+      return (await this.#replace(item, holder))
+        ? { kind: 'owned', downstreamKey, created: true }
+        : { kind: 'running', lockEndsMs: undefined };
+    }
     if (holder.recordKey !== owner.recordKey) {
       const record = await this.#records.read(holder.recordKey);
       const state = classify(record, now);
@@ -157,6 +174,31 @@ export class IntentStore {
     return (await this.#swap(key, holder, owner))
       ? { kind: 'owned', downstreamKey: heldKey, created: own && heldKey === downstreamKey }
       : { kind: 'running', lockEndsMs: undefined };
+  }
+
+  /** Writes `item` over the intent, unless its holder changed since it was read. */
+  async #replace(item: Record<string, unknown>, from: { recordKey: string; claimId: string | undefined }) {
+    try {
+      await this.#client.send(
+        new PutItemCommand({
+          TableName: this.#tableName,
+          Item: marshall(item),
+          ConditionExpression:
+            from.claimId === undefined
+              ? '#owner = :from AND attribute_not_exists(#claim)'
+              : '#owner = :from AND #claim = :fromClaim',
+          ExpressionAttributeNames: { '#owner': this.#attr.intentOwner, '#claim': this.#attr.claim },
+          ExpressionAttributeValues: marshall(
+            { ':from': from.recordKey, ':fromClaim': from.claimId },
+            { removeUndefinedValues: true },
+          ),
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
   }
 
   /** Whether `record` is still the call that holds an intent (intents from before call ids: its claim). */

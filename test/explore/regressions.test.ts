@@ -5,7 +5,9 @@ import { createExploreWorld, type ExploreWorld } from './world';
  * The defects reviews found in the claim / intent / takeover / completer / erase protocol, each as a
  * schedule (scenario, seed, forced faults) on which the explorer reached the state on the code before
  * the state machine was written down (`lib/` as of the commit "Deterministic explorer…", run with these
- * scenarios and that commit's completer driver): all eight failed there; each must hold now. `npm run explore`, in CI, keeps looking around them.
+ * scenarios and that commit's completer driver): all eight failed there. The ninth, found by a review
+ * later, failed on the commit before its fix (10debab) with the scenario added for it. Each must hold
+ * now; `npm run explore`, in CI, keeps looking around them.
  */
 const DEFECTS: ReadonlyArray<readonly [defect: string, schedule: ScheduleOptions]> = [
   [
@@ -44,6 +46,10 @@ const DEFECTS: ReadonlyArray<readonly [defect: string, schedule: ScheduleOptions
     '8 nobody told they executed (every answer idempotent: true)',
     { scenario: 'refund_keys', seed: 1000000, at: [{ step: 2, fault: 'lose_answer' }] },
   ],
+  [
+    "9 an ended window's intent replaced while its holder was abandoned: the holder's message claimed by nobody",
+    { scenario: 'window_abandoned', seed: 1000000, at: [{ step: 2, fault: 'lose_answer' }] },
+  ],
 ];
 
 let world: ExploreWorld;
@@ -54,7 +60,7 @@ beforeAll(async () => {
 
 afterAll(() => world.destroy());
 
-describe('the explorer, on the schedules that found the eight protocol defects', () => {
+describe('the explorer, on the schedules that found the protocol defects', () => {
   it.each(DEFECTS)('%s: no invariant is violated', async (_defect, schedule) => {
     const result = await runSchedule(world, schedule);
 

@@ -12,6 +12,11 @@ export interface IntentSpec {
   readonly id: string;
   readonly tool: ExploredTool;
   readonly args: JsonObject;
+  /**
+   * The same arguments as this intent, asked after its dedupe window: a new intent (as documented), so
+   * the two may make one effect each — and each effect is claimed by one `idempotent: false` of either.
+   */
+  readonly sameArgsAs?: string;
 }
 
 /** One call an agent makes: an intent under a key. */
@@ -60,6 +65,11 @@ export interface ScenarioSpec {
 
 /** Past every lock (a call's 30 s). */
 export const LOCK_JUMP_MS = 31_000;
+
+/** A record's TTL (refund's and send_email's default ttlSeconds). */
+export const TTL_MS = 24 * 60 * 60_000;
+/** A dedupe window (send_email's, create_ticket's). */
+export const WINDOW_MS = 10 * 60_000;
 
 const email = (n: number) => ({ to: 'ada@example.com', subject: `Hello ${n}`, body: `Message body ${n}` });
 
@@ -167,6 +177,39 @@ export const SCENARIOS: Record<string, (pick: (n: number) => number) => Scenario
       { name: 'agentB', user: 'ada', afterMs: LOCK_JUMP_MS, calls: [{ intent: 'e1', key: 'k2', tries: 1 }] },
     ],
     completerRuns: pick(2),
+  }),
+
+  /**
+   * A dedupe window ending while its holder is abandoned: the first email may be delivered by a worker
+   * that dies before storing it; after the window the same email under a fresh key is a new intent,
+   * and the holder's retry (or the completer) comes back: each delivered message is claimed by its own
+   * call's `idempotent: false`, never answered with the other's receipt.
+   */
+  window_abandoned: (pick) => ({
+    name: 'window_abandoned',
+    invoices: [],
+    intents: [
+      { id: 'e1', tool: 'send_email', args: email(1) },
+      { id: 'e1next', tool: 'send_email', args: email(1), sameArgsAs: 'e1' },
+    ],
+    agents: [
+      {
+        name: 'agentA',
+        user: 'ada',
+        calls: [
+          { intent: 'e1', key: 'k1', tries: 1 },
+          { intent: 'e1', key: 'k1', tries: 1 },
+        ],
+      },
+      {
+        name: 'agentB',
+        user: 'ada',
+        afterMs: WINDOW_MS + [1_000, LOCK_JUMP_MS][pick(2)]!,
+        calls: [{ intent: 'e1next', key: 'k2', tries: 1 + pick(2) }],
+      },
+    ],
+    completerRuns: 1 + pick(2),
+    completerAfterMs: LOCK_JUMP_MS,
   }),
 
   /** Tickets under the window, with the completer: creates that must happen once. */

@@ -294,61 +294,77 @@ class Run {
     }
   }
 
-  /** 1 at most one effect per intent; 2 nothing half done; 4 exactly one `idempotent: false` per effect. */
+  /**
+   * 1 at most one effect per intent; 2 nothing half done; 4 exactly one `idempotent: false` per effect.
+   * Intents with the same arguments (one asked after the other's window) share their effects: as many
+   * as intents at most, each claimed by its own call.
+   */
   async #checkEffects(when: string): Promise<void> {
     const world = await this.#readWorld();
-    for (const intent of this.scenario.intents) {
-      const effects = effectsOf(intent, world);
-      const erased = this.#intentErased(intent);
-      if (effects.length > 1) {
-        this.violations.push(`1 double effect (${when}): intent ${intent.id} has ${effects.length} effects`);
+    for (const group of this.#sameArgsGroups()) {
+      const [first] = group;
+      const ids = new Set(group.map((intent) => intent.id));
+      const label = group.map((intent) => intent.id).join('+');
+      const effects = effectsOf(first!, world);
+      const erased = group.some((intent) => this.#intentErased(intent));
+      if (effects.length > group.length) {
+        this.violations.push(`1 double effect (${when}): intent ${label} has ${effects.length} effects`);
       }
-      const effect = effects[0];
-      if (!effect) continue;
-      // Only an erased domain item excuses an effect the domain does not show: an erased *record* of a
-      // call in flight would be erase's own violation.
-      if (!effect.domainShows && !this.#domainErased(intent)) {
-        this.violations.push(
-          `2 half done (${when}): intent ${intent.id}: ${effect.what} happened, the domain does not show it`,
-        );
-      }
-      if (when !== 'at the end' || erased) continue;
-      // The receipt is reachable under one of the intent's keys.
-      const keys = this.#keysOf(intent.id);
-      let reachable = false;
-      for (const { key, user } of keys) {
-        const operation = await this.world.runtime
-          .lookup(intent.tool, { tenant: this.tenant, user }, key)
-          .catch(() => undefined);
-        if (operation?.status === 'completed' && effect.matches(operation.receipt)) reachable = true;
-      }
-      if (!reachable)
-        this.violations.push(`2 no receipt: intent ${intent.id}: ${effect.what} has no receipt under any of its keys`);
-      // 4: the commits that said "executed" — durable records with replayed: false.
-      const executedRecords = world.records.filter(
-        (record) => this.#recordIntents.get(record.id as string) === intent.id && storedReplayed(record) === false,
-      );
       // Past a record's TTL its key is forgotten: a retry is a new call that finds the effect made by
       // another, and the record that said "executed" may have been claimed anew. At most one, then.
       const pastTtl = this.scheduler.clock.now() - this.scheduler.clock.start > 24 * 60 * 60_000;
-      if (executedRecords.length > 1 || (executedRecords.length === 0 && !pastTtl)) {
-        this.violations.push(
-          `4 executed ${executedRecords.length}× : intent ${intent.id} has one effect and ${executedRecords.length} receipts committed as executed (idempotent: false)`,
-        );
-      }
-    }
-    if (when === 'at the end') {
-      for (const intent of this.scenario.intents) {
-        if (this.#intentErased(intent)) continue; // its effect's trace erased by design
-        const effects = effectsOf(intent, world);
-        const falseAnswers = this.answers.filter((a) => a.intent === intent.id && a.result.ok && !a.result.idempotent);
-        if (falseAnswers.length > effects.length) {
+      // 4: the commits that said "executed" — durable records with replayed: false.
+      const executedRecords = world.records.filter(
+        (record) => ids.has(this.#recordIntents.get(record.id as string)!) && storedReplayed(record) === false,
+      );
+      for (const effect of effects) {
+        // Only an erased domain item excuses an effect the domain does not show: an erased *record* of a
+        // call in flight would be erase's own violation.
+        if (!effect.domainShows && !this.#domainErased(first!)) {
           this.violations.push(
-            `4 executed ${falseAnswers.length}× : intent ${intent.id} has ${effects.length} effect(s), ${falseAnswers.length} answers said idempotent: false`,
+            `2 half done (${when}): intent ${label}: ${effect.what} happened, the domain does not show it`,
+          );
+        }
+        if (when !== 'at the end' || erased) continue;
+        // The receipt is reachable under one of the intents' keys.
+        let reachable = false;
+        for (const { key, user } of group.flatMap((intent) => this.#keysOf(intent.id))) {
+          const operation = await this.world.runtime
+            .lookup(first!.tool, { tenant: this.tenant, user }, key)
+            .catch(() => undefined);
+          if (operation?.status === 'completed' && effect.matches(operation.receipt)) reachable = true;
+        }
+        if (!reachable)
+          this.violations.push(`2 no receipt: intent ${label}: ${effect.what} has no receipt under any of its keys`);
+        // A stored failure (no receipt) that said "executed" may be any effect's.
+        const executed = executedRecords.filter((record) => {
+          const receipt = storedReceipt(record);
+          return receipt === undefined || effect.matches(receipt);
+        }).length;
+        if (executed > 1 || (executed === 0 && !pastTtl)) {
+          this.violations.push(
+            `4 executed ${executed}× : intent ${label}: ${effect.what} has ${executed} receipts committed as executed (idempotent: false)`,
           );
         }
       }
+      if (when !== 'at the end' || erased) continue;
+      const falseAnswers = this.answers.filter((a) => ids.has(a.intent) && a.result.ok && !a.result.idempotent);
+      if (falseAnswers.length > effects.length) {
+        this.violations.push(
+          `4 executed ${falseAnswers.length}× : intent ${label} has ${effects.length} effect(s), ${falseAnswers.length} answers said idempotent: false`,
+        );
+      }
     }
+  }
+
+  /** The scenario's intents, those with the same arguments (`sameArgsAs`) together. */
+  #sameArgsGroups(): IntentSpec[][] {
+    const groups = new Map<string, IntentSpec[]>();
+    for (const intent of this.scenario.intents) {
+      const root = intent.sameArgsAs ?? intent.id;
+      groups.set(root, [...(groups.get(root) ?? []), intent]);
+    }
+    return [...groups.values()];
   }
 
   /** 3 one receipt per key, other arguments never run; 7 only documented answers; liveness at the end. */
@@ -554,6 +570,12 @@ function effectsOf(intent: IntentSpec, world: WorldState): Effect[] {
   }
 }
 
+/** A stored call record's receipt (undefined: no result, or a stored failure). */
+function storedReceipt(record: Record<string, unknown>): JsonObject | undefined {
+  const data = record[ATTR.data] as { receipt?: string } | undefined;
+  return data?.receipt === undefined ? undefined : (JSON.parse(data.receipt) as JsonObject);
+}
+
 /** Whether a stored call record says its result was itself a replay (undefined: no result stored). */
 function storedReplayed(record: Record<string, unknown>): boolean | undefined {
   if (record[ATTR.status] !== 'COMPLETED') return undefined;
@@ -575,7 +597,7 @@ function normaliseKey(id: string): string {
 }
 
 /** A Lambda-like deadline: the call's time, counted on the simulated clock. */
-function callTime() {
-  const end = Date.now() + CALL_TIME_MS;
+function callTime(ms = CALL_TIME_MS) {
+  const end = Date.now() + ms;
   return { getRemainingTimeInMillis: () => end - Date.now() };
 }

@@ -183,10 +183,7 @@ export class IntentStore {
         new PutItemCommand({
           TableName: this.#tableName,
           Item: marshall(item),
-          ConditionExpression:
-            from.claimId === undefined
-              ? '#owner = :from AND attribute_not_exists(#claim)'
-              : '#owner = :from AND #claim = :fromClaim',
+          ConditionExpression: stillHeldBy(from),
           ExpressionAttributeNames: { '#owner': this.#attr.intentOwner, '#claim': this.#attr.claim },
           ExpressionAttributeValues: marshall(
             { ':from': from.recordKey, ':fromClaim': from.claimId },
@@ -260,11 +257,7 @@ export class IntentStore {
           TableName: this.#tableName,
           Key: marshall({ [this.#attr.key]: key }),
           UpdateExpression: update,
-          // An intent written before intents named their holder's claim has none: it matches as it is.
-          ConditionExpression:
-            from.claimId === undefined
-              ? '#owner = :from AND attribute_not_exists(#claim)'
-              : '#owner = :from AND #claim = :fromClaim',
+          ConditionExpression: stillHeldBy(from),
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: marshall(values, { removeUndefinedValues: true }),
         }),
@@ -275,6 +268,16 @@ export class IntentStore {
       throw error;
     }
   }
+}
+
+/**
+ * The condition that the intent is still held as it was read (`:from`, `:fromClaim`). An intent written
+ * before intents named their holder's claim has none: it matches as it is.
+ */
+function stillHeldBy(from: { claimId: string | undefined }): string {
+  return from.claimId === undefined
+    ? '#owner = :from AND attribute_not_exists(#claim)'
+    : '#owner = :from AND #claim = :fromClaim';
 }
 
 function isHolder(record: CallRecord, holder: { claimId: string | undefined; callId: string | undefined }): boolean {

@@ -370,10 +370,11 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       if (!error.Item) throw this.#attempt.resume !== undefined ? new NothingToResumeError() : error;
       const existing = callRecordOf(unmarshall(error.Item), attr);
-      if (classify(existing, now) === 'erased') throw new RecordErasedError();
+      const state = classify(existing, now);
+      if (state === 'erased') throw new RecordErasedError();
       if (
         existing.claim === from &&
-        classify(existing, now) === 'abandoned' &&
+        state === 'abandoned' &&
         existing.expiresAt !== undefined &&
         existing.expiresAt * 1000 < record.inProgressExpiryTimestamp!
       ) {
@@ -381,7 +382,7 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
       }
       if (this.#attempt.resume !== undefined && existing.claim !== this.#attempt.resume) {
         // Someone else took it, finished it or it was erased and claimed again: not ours to finish.
-        if (classify(existing, now) !== 'completed') throw new NothingToResumeError();
+        if (state !== 'completed') throw new NothingToResumeError();
       }
       this.#refuse(existing);
     }

@@ -1,17 +1,9 @@
-import type { Context } from 'aws-lambda';
-import { parseEraseRequest } from '../lib/admin/erase-request';
-import { eraseTenant } from '../lib/admin/erase-tenant';
-import { withInvocationDeadline } from '../lib/store/deadline';
-import { services } from './shared/process';
+import { EXAMPLE_ERASABLE_TABLES } from '../lib/admin/erase-tenant';
+import { eraseEntry } from '../lib/lambda/erase';
 
 /**
  * Tenant erase, for operators: invoked directly (`aws lambda invoke --payload '{"tenant":"acme",
- * "includeDomain":true,"dryRun":true}'`), never routed through the public API.
+ * "includeDomain":true,"dryRun":true}'`), never routed through the public API. The package's generic
+ * erase over the example's tables, as their schemas declare it (the ledger is kept).
  */
-export async function handler(event: unknown, context: Context) {
-  const request = parseEraseRequest(event);
-  // Bounded by the invocation's deadline; a run cut short is resumed by running it again.
-  const report = await withInvocationDeadline(context, () => eraseTenant(services.client, request));
-  services.logger.info('tenant erase', { ...report });
-  return report;
-}
+export const handler = eraseEntry(EXAMPLE_ERASABLE_TABLES);

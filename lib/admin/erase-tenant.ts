@@ -17,14 +17,14 @@ import {
   recordKeyOfCallId,
   STATUS,
 } from '../idempotency';
-import { IDEMPOTENCY_ATTRIBUTES as ATTR, type DomainTableId, TABLES, type TableId, tableName } from '../store/tables';
+import { IDEMPOTENCY_ATTRIBUTES as ATTR, TABLES, type TableSchema, tableEnvVar, tableName } from '../store/tables';
 
 /** What an erase asks for. */
 export interface EraseRequest {
   readonly tenant: string;
   /**
-   * Also erase the tenant's invoices, tickets and outbox items (email bodies are personal data). The
-   * ledger — money movements — is kept: it is the record of what the provider did.
+   * Also erase the tenant's items in the app's own tables — those whose schema declares a
+   * `tenantAttribute`; a table declared `keptByErase` is kept, and the report says why.
    * @default false
    */
   readonly includeDomain?: boolean;
@@ -58,32 +58,35 @@ export interface TableErasure {
 export interface ErasureReport {
   readonly tenant: string;
   readonly dryRun: boolean;
-  readonly tables: Partial<Record<TableId, TableErasure>>;
-  /** Tables never erased, and why. */
-  readonly kept: Partial<Record<TableId, string>>;
+  /** By table: `idempotency`, then the app's tables by their names in the tools' `access`. */
+  readonly tables: Readonly<Record<string, TableErasure>>;
+  /** The app's tables not erased, and why (kept on purpose, no tenant attribute, calls in flight). */
+  readonly kept: Readonly<Record<string, string>>;
 }
 
-/** Which domain tables an erase reaches with `includeDomain`, and which it keeps on purpose (and why). */
-export interface EraseScope {
-  /** Tables keyed by (tenant, id), so one Query finds a tenant's items. */
-  readonly domainTables: readonly DomainTableId[];
-  readonly kept: Partial<Record<TableId, string>>;
-}
+/**
+ * The app's own tables as erase sees them: by their names in the tools' `access`, each schema saying
+ * where the tenant is (`tenantAttribute`), which attributes stamp the calls that wrote an item
+ * (`callStamps`), or why the table is kept (`keptByErase`). The table's name at run time is
+ * `<NAME>_TABLE`, else the schema's `defaultName`, else its name.
+ */
+export type ErasableTables = Readonly<Record<string, TableSchema>>;
 
-/** The example app's scope: its invoices, tickets and outbox items are erased; its ledger is kept. */
-export const EXAMPLE_ERASE_SCOPE: EraseScope = {
-  domainTables: ['invoices', 'tickets', 'outbox'],
-  kept: { ledger: 'money movements are kept: the provider record' },
-};
+/** The example app's tables: its invoices, tickets and outbox items are erased; its ledger is kept. */
+export const EXAMPLE_ERASABLE_TABLES: ErasableTables = (() => {
+  const { idempotency: _runtime, ...domain } = TABLES;
+  return domain;
+})();
 
-/** An app without domain tables of its own for erase: its idempotency records only. */
-export const RECORDS_ONLY_ERASE_SCOPE: EraseScope = { domainTables: [], kept: {} };
+/** Why erase passes over a table that declares neither a tenant attribute nor a reason to keep it. */
+export const NO_TENANT_ATTRIBUTE = 'not erased: its schema declares no tenantAttribute (nor keptByErase)';
 
 /**
  * Admin operation: erases one tenant's data, as an erasure request asks — its idempotency records (the
- * arguments a claim carries in flight included) and, with `includeDomain`, its invoices, tickets and
- * outbox items. Safe to run again: what is gone stays gone, a second run finds nothing, and a record
- * whose call is still running is left (deleting it would let a retry run beside that call) and reported.
+ * arguments a claim carries in flight included) and, with `includeDomain`, its items in the app's own
+ * tables (`tables`: each schema says where the tenant is). Safe to run again: what is gone stays gone, a
+ * second run finds nothing, and a record whose call is still running is left (deleting it would let a
+ * retry run beside that call) and reported — rule 6 of docs/state-machine.md.
  *
  * How it finds the idempotency records, by cost: a parallel, paginated Scan filtered on the tenant. It
  * reads the whole table (records live 24 h), a few read units per thousand records, a few times a year —
@@ -93,30 +96,43 @@ export async function eraseTenant(
   client: DynamoDBClient,
   request: EraseRequest,
   env: NodeJS.ProcessEnv = process.env,
-  scope: EraseScope = EXAMPLE_ERASE_SCOPE,
+  domainTables: ErasableTables = EXAMPLE_ERASABLE_TABLES,
 ): Promise<ErasureReport> {
   const dryRun = request.dryRun ?? false;
-  const tables: Partial<Record<TableId, TableErasure>> = {
+  const tables: Record<string, TableErasure> = {
     idempotency: await eraseIdempotencyRecords(client, tableName('idempotency', env), request.tenant, {
       dryRun,
       segments: request.segments ?? 4,
     }),
   };
   const records = new CallRecords(client, tableName('idempotency', env), ATTR);
-  const kept: Partial<Record<TableId, string>> = { ...scope.kept };
+  const kept: Record<string, string> = {};
+  const erasable: Array<[string, TableSchema & { readonly tenantAttribute: string }]> = [];
+  for (const [name, schema] of Object.entries(domainTables)) {
+    if (schema.keptByErase !== undefined) kept[name] = schema.keptByErase;
+    else if (schema.tenantAttribute === undefined) kept[name] = NO_TENANT_ATTRIBUTE;
+    else erasable.push([name, { ...schema, tenantAttribute: schema.tenantAttribute }]);
+  }
   const inFlight = tables.idempotency?.inFlight ?? 0;
   if (request.includeDomain && inFlight > 0) {
     // A call in flight may still commit to any of the tenant's items (the invoice it refunds, the
     // ticket its retry creates under a taken-over key): the domain waits until every call settled.
-    for (const id of scope.domainTables) {
-      kept[id] = `deferred: ${inFlight} call(s) in flight; erase again once they settled`;
-    }
+    for (const [name] of erasable)
+      kept[name] = `deferred: ${inFlight} call(s) in flight; erase again once they settled`;
   } else if (request.includeDomain) {
-    for (const id of scope.domainTables) {
-      tables[id] = await eraseDomainItems(client, id, tableName(id, env), request.tenant, dryRun, records);
+    for (const [name, schema] of erasable) {
+      tables[name] = await eraseDomainItems(client, schema, domainTableName(name, schema, env), request.tenant, {
+        dryRun,
+        records,
+      });
     }
   }
   return { tenant: request.tenant, dryRun, tables, kept };
+}
+
+/** An app table's name at run time: `<NAME>_TABLE`, else its schema's `defaultName`, else its name. */
+export function domainTableName(name: string, schema: TableSchema, env: NodeJS.ProcessEnv = process.env): string {
+  return env[tableEnvVar(name)] || schema.defaultName || name;
 }
 
 async function eraseIdempotencyRecords(
@@ -260,25 +276,22 @@ async function eraseIntent(
   }
 }
 
-/** The attributes of a domain item that name the calls (their `callId`) that wrote it. */
-const WRITTEN_BY = ['created_by', 'refunded_by', 'delivered_by', 'closed_by'] as const;
-
 /**
- * A domain table is keyed by (tenant, id): one Query finds the tenant's items. An item a call still in
- * flight wrote is kept and reported (that call would write it again, or deliver it); every other item is
- * deleted — on the writers it read, so a commit that lands meanwhile keeps it.
+ * An app table's items of one tenant — one Query when the tenant is its partition key, else a Scan
+ * filtered on the tenant attribute. An item a call still in flight stamped is kept and reported (that
+ * call would write it again, or deliver it); every other item is deleted — on the stamps it was read
+ * with, so a commit that lands meanwhile keeps it.
  */
 async function eraseDomainItems(
   client: DynamoDBClient,
-  id: DomainTableId,
+  schema: TableSchema & { readonly tenantAttribute: string },
   table: string,
   tenant: string,
-  dryRun: boolean,
-  records: CallRecords,
+  { dryRun, records }: { readonly dryRun: boolean; readonly records: CallRecords },
 ): Promise<TableErasure> {
-  const definition = TABLES[id] as { partitionKey: { name: string }; sortKey?: { name: string } };
-  const partitionKey = definition.partitionKey.name;
-  const sortKey = definition.sortKey!.name;
+  const keyNames = [schema.partitionKey.name, ...(schema.sortKey ? [schema.sortKey.name] : [])];
+  const stamps = schema.callStamps ?? [];
+  const byQuery = schema.tenantAttribute === schema.partitionKey.name;
   const totals = { found: 0, deleted: 0, inFlight: 0, readUnits: 0 };
   const states = new Map<string, CallState>();
   async function stateOf(callId: string): Promise<CallState> {
@@ -291,28 +304,29 @@ async function eraseDomainItems(
     }
     return state;
   }
-  let startKey: QueryCommand['input']['ExclusiveStartKey'];
+  // Each attribute read once (the tenant attribute is often the partition key too).
+  const read = [...new Set([schema.tenantAttribute, ...keyNames, ...stamps])];
+  const placeholder = (name: string) => `#a${read.indexOf(name)}`;
+  const search = {
+    TableName: table,
+    ProjectionExpression: read.map(placeholder).join(', '),
+    ExpressionAttributeNames: Object.fromEntries(read.map((name) => [placeholder(name), name])),
+    ExpressionAttributeValues: { ':tenant': { S: tenant } },
+    ConsistentRead: true,
+    ReturnConsumedCapacity: 'TOTAL' as const,
+  };
+  const onTenant = `${placeholder(schema.tenantAttribute)} = :tenant`;
+  let startKey: Record<string, AttributeValue> | undefined;
   do {
-    const page = await client.send(
-      new QueryCommand({
-        TableName: table,
-        KeyConditionExpression: '#tenant = :tenant',
-        ProjectionExpression: ['#tenant', '#sort', ...WRITTEN_BY.map((_, i) => `#by${i}`)].join(', '),
-        ExpressionAttributeNames: {
-          '#tenant': partitionKey,
-          '#sort': sortKey,
-          ...Object.fromEntries(WRITTEN_BY.map((name, i) => [`#by${i}`, name])),
-        },
-        ExpressionAttributeValues: { ':tenant': { S: tenant } },
-        ExclusiveStartKey: startKey,
-        ConsistentRead: true,
-        ReturnConsumedCapacity: 'TOTAL',
-      }),
-    );
+    const page = byQuery
+      ? await client.send(
+          new QueryCommand({ ...search, KeyConditionExpression: onTenant, ExclusiveStartKey: startKey }),
+        )
+      : await client.send(new ScanCommand({ ...search, FilterExpression: onTenant, ExclusiveStartKey: startKey }));
     totals.readUnits += page.ConsumedCapacity?.CapacityUnits ?? 0;
     for (const item of page.Items ?? []) {
       totals.found += 1;
-      const writers = WRITTEN_BY.map((name) => item[name]?.S);
+      const writers = stamps.map((name) => item[name]?.S);
       let inFlight = false;
       for (const writer of writers) {
         const state = writer === undefined ? 'absent' : await stateOf(writer);
@@ -323,10 +337,8 @@ async function eraseDomainItems(
         continue;
       }
       if (dryRun) continue;
-      const names: Record<string, string> = {};
       const values: Record<string, AttributeValue> = {};
-      const conditions = WRITTEN_BY.map((name, i) => {
-        names[`#by${i}`] = name;
+      const conditions = stamps.map((_, i) => {
         if (writers[i] === undefined) return `attribute_not_exists(#by${i})`;
         values[`:by${i}`] = { S: writers[i]! };
         return `#by${i} = :by${i}`;
@@ -335,10 +347,14 @@ async function eraseDomainItems(
         await client.send(
           new DeleteItemCommand({
             TableName: table,
-            Key: { [partitionKey]: item[partitionKey]!, [sortKey]: item[sortKey]! },
-            ConditionExpression: conditions.join(' AND '),
-            ExpressionAttributeNames: names,
-            ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
+            Key: Object.fromEntries(keyNames.map((name) => [name, item[name]!])),
+            ...(conditions.length > 0
+              ? {
+                  ConditionExpression: conditions.join(' AND '),
+                  ExpressionAttributeNames: Object.fromEntries(stamps.map((name, i) => [`#by${i}`, name])),
+                  ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
+                }
+              : {}),
           }),
         );
         totals.deleted += 1;

@@ -1,4 +1,7 @@
+import { TABLES, type TableSchema } from '../store/tables';
 import type { AnyToolModule, DynamoAction, TableAccess } from '../tools/tool-module';
+
+const { idempotency: _runtimeTable, ...EXAMPLE_DOMAIN_TABLES } = TABLES;
 
 /**
  * The HTTP API's routes and entry points, derived from a list of tools (the registry, or a test's) and
@@ -138,16 +141,28 @@ export function entriesFor<T extends AnyToolModule>(
 export const JOB_ENTRIES = ['complete', 'erase'] as const;
 
 /**
- * Tenant erase (an operator invokes it directly): it scans the idempotency table for the tenant's
- * records and deletes them, and queries and deletes the tenant's items in the erasable domain tables.
+ * What tenant erase sends to the app's own tables (`includeDomain`), derived from their schemas: for each
+ * table with a `tenantAttribute` (and not `keptByErase`), DeleteItem and the search that finds the
+ * tenant's items — Query when the tenant is the partition key, else Scan. The construct's `eraseAccess`.
+ */
+export function eraseAccessOf(tables: Readonly<Record<string, TableSchema>>): TableAccess {
+  const access: Record<string, readonly DynamoAction[]> = {};
+  for (const [name, schema] of Object.entries(tables)) {
+    if (schema.tenantAttribute === undefined || schema.keptByErase !== undefined) continue;
+    const search = schema.tenantAttribute === schema.partitionKey.name ? 'dynamodb:Query' : 'dynamodb:Scan';
+    access[name] = ['dynamodb:DeleteItem', search];
+  }
+  return access;
+}
+
+/**
+ * Tenant erase of the example app (an operator invokes it directly): it scans the idempotency table for
+ * the tenant's records and deletes them, and queries and deletes the tenant's items in the erasable
+ * domain tables.
  */
 export const ERASE_ACCESS = {
   idempotencyTable: 'erase',
-  tables: {
-    invoices: ['dynamodb:DeleteItem', 'dynamodb:Query'],
-    tickets: ['dynamodb:DeleteItem', 'dynamodb:Query'],
-    outbox: ['dynamodb:DeleteItem', 'dynamodb:Query'],
-  },
+  tables: eraseAccessOf(EXAMPLE_DOMAIN_TABLES),
 } as const satisfies FunctionAccess;
 
 /**

@@ -2,6 +2,7 @@
 // tools; the building blocks (the idempotency table, a table from its schema) are here for stacks that
 // want them apart. aws-cdk-lib, constructs and esbuild are the app's (peer dependencies).
 
+export { eraseAccessOf } from '../api/routes';
 export type { KeyAttribute, TableSchema } from '../store/tables';
 export { CompleterTriggers, type CompleterTriggersProps } from './completer-triggers';
 export {

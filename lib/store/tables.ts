@@ -37,6 +37,27 @@ export interface TableSchema {
    * @default the table's name in the app (`contacts`)
    */
   readonly defaultName?: string;
+  /**
+   * Where a tenant's items are, for tenant erase (`retrysafe erase`, the erase function): the attribute
+   * the tools write `identity.tenant` to. The partition key: erase finds a tenant's items with one Query;
+   * any other attribute: a Scan of the whole table, filtered on it (the report counts its read units).
+   * @default undefined — erase does not reach the table, and says so (declare `keptByErase` to say why)
+   */
+  readonly tenantAttribute?: string;
+  /**
+   * The item's call stamps: the attributes the tools write a call's `callId` to when it commits to the
+   * item (`created_by`, `refunded_by`). An item a call still in flight stamped is kept by erase (that
+   * call may write it again); every other item is deleted on the stamps it was read with, so a commit
+   * that lands meanwhile keeps it.
+   * @default [] — items are deleted on their key alone
+   */
+  readonly callStamps?: readonly string[];
+  /**
+   * Why tenant erase keeps this table on purpose (`'money movements are the provider record'`). Excludes
+   * `tenantAttribute`.
+   * @default undefined
+   */
+  readonly keptByErase?: string;
 }
 
 /**
@@ -48,7 +69,7 @@ export function tableEnvVar(name: string): string {
   return `${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_TABLE`;
 }
 
-export interface TableDefinition {
+export interface TableDefinition extends Omit<TableSchema, 'defaultName'> {
   /** Environment variable that names the table at run time (set by the stack, the runner, the tests): `tableEnvVar(id)`. */
   readonly envVar: string;
   /** Table name used when the environment variable is not set (local runs and tests). */
@@ -83,12 +104,16 @@ export const TABLES = {
     defaultName: 'retrysafe-invoices',
     partitionKey: { name: 'tenant', type: 'S' },
     sortKey: { name: 'invoice_id', type: 'S' },
+    tenantAttribute: 'tenant',
+    callStamps: ['created_by', 'refunded_by'],
   },
   tickets: {
     envVar: 'TICKETS_TABLE',
     defaultName: 'retrysafe-tickets',
     partitionKey: { name: 'tenant', type: 'S' },
     sortKey: { name: 'ticket_key', type: 'S' },
+    tenantAttribute: 'tenant',
+    callStamps: ['created_by', 'closed_by'],
   },
   outbox: {
     envVar: 'OUTBOX_TABLE',
@@ -96,12 +121,16 @@ export const TABLES = {
     // One item per message id: an email is queued once and delivered once, however often it is sent.
     partitionKey: { name: 'tenant', type: 'S' },
     sortKey: { name: 'message_id', type: 'S' },
+    tenantAttribute: 'tenant',
+    // Email bodies are personal data: erased with the tenant.
+    callStamps: ['created_by', 'delivered_by'],
   },
   ledger: {
     envVar: 'LEDGER_TABLE',
     defaultName: 'retrysafe-ledger',
     // One item per provider idempotency key: the provider's own guard against moving money twice.
     partitionKey: { name: 'provider_key', type: 'S' },
+    keptByErase: 'money movements are kept: the provider record',
   },
 } as const satisfies Record<string, TableDefinition>;
 

@@ -14,7 +14,8 @@ export type DynamoAction =
   | 'dynamodb:PutItem'
   | 'dynamodb:UpdateItem'
   | 'dynamodb:DeleteItem'
-  | 'dynamodb:Query';
+  | 'dynamodb:Query'
+  | 'dynamodb:Scan';
 
 /**
  * The DynamoDB access a tool's own code needs, per table, by the table's name in the app (`invoices`,

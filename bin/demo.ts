@@ -13,6 +13,7 @@ import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import Ajv2020 from 'ajv/dist/2020';
 import type { Outbox } from '../lib/domain/outbox';
+import { exampleReads } from '../lib/http/handlers';
 import { startLocalApi } from '../lib/local/api-server';
 import { DevSigningKey } from '../lib/local/dev-auth';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
@@ -59,6 +60,8 @@ async function main(): Promise<void> {
       : await startLocalApi({
           tools: TOOLS,
           services,
+          logger: services.logger,
+          ...exampleReads(services),
           runtime: createToolRuntime(services),
           verifyToken: (t) => key.verify(t),
           issuer: key.settings.issuer,

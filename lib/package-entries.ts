@@ -21,6 +21,9 @@ export const PACKAGE_ENTRIES = {
   'lambda/erase': 'lib/lambda/erase.ts',
   'testing/index': 'lib/testing/index.ts',
   'cdk/index': 'lib/infra/index.ts',
+  config: 'lib/dev/config.ts',
+  // The `retrysafe` command (package.json `bin`); not a subpath of `exports`.
+  cli: 'lib/cli/bin.ts',
   // The construct's own entry files (health, not_found, get_operation, erase), bundled for the app's
   // functions from here (`packageEntryFile`); not a subpath of `exports`.
   'lambdas/health': 'lambdas/health.ts',
@@ -49,4 +52,5 @@ export const PACKAGE_SUBPATHS = {
   './lambda/erase': 'lambda/erase',
   './testing': 'testing/index',
   './cdk': 'cdk/index',
+  './config': 'config',
 } as const satisfies Record<string, keyof typeof PACKAGE_ENTRIES>;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
-import { DEFAULT_ROUTE_ENTRY, INVOCATION_TIMEOUT_SECONDS, type RouteDefinition, routesFor } from '../api/routes';
+import { apiRoutes, DEFAULT_ROUTE_ENTRY, INVOCATION_TIMEOUT_SECONDS, type RouteDefinition } from '../api/routes';
 import { identityFromTokenClaims } from '../auth/token-claims';
 import type { LambdaHandler } from '../http/boundary';
 import type { ApiEvent } from '../http/event';
@@ -252,8 +252,11 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
     ...LOOPBACK_HOST_NAMES,
     ...(options.allowedHosts ?? []).map((name) => name.toLowerCase()),
   ]);
-  const routes: readonly RouteDefinition[] = routesFor(options.tools);
-  const handlers: Readonly<Record<string, LambdaHandler>> = createHandlers(options);
+  const routes: readonly RouteDefinition[] = apiRoutes(
+    options.tools,
+    (options.reads ?? []).map((read) => read.route),
+  );
+  const handlers: Readonly<Record<string, LambdaHandler>> = createHandlers<T, string>(options);
 
   async function handle(request: IncomingMessage): Promise<HttpResponse> {
     if (!fromAllowedHost(request, hostNames)) {

@@ -10,14 +10,14 @@ export interface ServerProcessOptions {
   readonly env: NodeJS.ProcessEnv;
   /** Where its stdout and stderr go, appended across restarts. */
   readonly logFile: string;
-  /** The repository root, where `bin/start.ts` is. @default process.cwd() */
+  /** The repository root, where `retrysafe.config.ts` is. @default process.cwd() */
   readonly cwd?: string;
   /** How long to wait for it to answer `GET /health`. @default 60_000 */
   readonly startTimeoutMs?: number;
 }
 
 /**
- * `npm start`'s program (`bin/start.ts`) as a process of its own, which can be killed outright and
+ * `npm start`'s program (`retrysafe dev` over the example's config) as a process of its own, which can be killed outright and
  * started again on the same port. It runs as one Node process (`node --import tsx`, not the `tsx`
  * wrapper, which would put a second process between a signal and the server) under a watchdog
  * (`spawnWatched`), so it never outlives this process and a kill reaches it and nothing else. With
@@ -61,7 +61,7 @@ export class ServerProcess {
     try {
       server = spawnWatched(
         process.execPath,
-        ['--import', 'tsx', join('bin', 'start.ts'), '--port', String(this.options.port)],
+        ['--import', 'tsx', join('lib', 'cli', 'bin.ts'), 'dev', '--port', String(this.options.port)],
         { name: 'retrysafe-server', cwd: this.options.cwd, env: this.options.env, stdout: log, stderr: log },
       );
     } finally {

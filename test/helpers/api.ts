@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NextStep } from '../../lib/api/next-step';
 import type { TokenVerifier } from '../../lib/auth/token-claims';
+import { exampleReads } from '../../lib/http/handlers';
 import { startLocalApi } from '../../lib/local/api-server';
 import { DevSigningKey } from '../../lib/local/dev-auth';
 import { freePort } from '../../lib/local/free-port';
@@ -53,6 +54,8 @@ export async function startTestApi(
   const api = await startLocalApi({
     tools: options.tools ?? TOOLS,
     services,
+    logger: services.logger,
+    ...exampleReads(services),
     runtime,
     verifyToken: options.verifyToken ?? ((token) => key.verify(token)),
     issuer: key.settings.issuer,
@@ -84,6 +87,8 @@ export async function startTestApi(
     url: api.url,
     key,
     services,
+    logger: services.logger,
+    ...exampleReads(services),
     runtime,
     token: (tenant: string, user = 'ada', ttl = '1h') => key.mint(tenant, user, ttl),
     /** A token signed by the server's own key, but minted with other settings (issuer, audience). */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
 import type { EntryName } from '../../lib/api/routes';
-import { createHandlers } from '../../lib/http/handlers';
+import { createHandlers, exampleReads } from '../../lib/http/handlers';
 import { createServices, type Services } from '../../lib/services';
 import { TABLES, type TableId, tableName } from '../../lib/store/tables';
 import type { AnyToolModule } from '../../lib/tools/tool-module';
@@ -34,6 +34,8 @@ export async function observeAccess<T extends AnyToolModule>(
   let tenant = '';
   const handlers = createHandlers({
     services,
+    logger: services.logger,
+    ...exampleReads(services),
     runtime: createToolRuntime(services),
     tools,
     // The MCP endpoint checks tokens itself: here every token names the exercise's caller.

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +14,7 @@ function start(env: NodeJS.ProcessEnv): {
   server: ChildProcess;
   ready: Promise<{ url: string; dynamodbPort: string; accessKey: string }>;
 } {
-  const server = spawn(process.execPath, ['--import', 'tsx', 'bin/start.ts'], {
+  const server = spawn(process.execPath, ['--import', 'tsx', 'lib/cli/bin.ts', 'dev'], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -23,10 +23,15 @@ function start(env: NodeJS.ProcessEnv): {
   const ready = new Promise<{ url: string; dynamodbPort: string; accessKey: string }>((resolve, reject) => {
     server.stdout?.on('data', (chunk: Buffer) => {
       output += chunk.toString();
-      const url = /retrysafe local API: (\S+)/.exec(output)?.[1];
-      const dynamodbPort = /DynamoDB: http:\/\/127\.0\.0\.1:(\d+)/.exec(output)?.[1];
-      const accessKey = /AWS_ACCESS_KEY_ID=(\w+)/.exec(output)?.[1];
-      if (url && dynamodbPort && accessKey) resolve({ url, dynamodbPort, accessKey });
+      const url = /REST {2}(\S+)\/tools\/<name>/.exec(output)?.[1];
+      const dynamodbPort = /DynamoDB Local http:\/\/127\.0\.0\.1:(\d+)/.exec(output)?.[1];
+      if (url && dynamodbPort) {
+        // The operations commands find its store in the state file it writes beside the dev key.
+        const state = JSON.parse(readFileSync(join(env.DEV_KEY_DIR!, 'dev-store.json'), 'utf8')) as {
+          accessKeyId: string;
+        };
+        resolve({ url, dynamodbPort, accessKey: state.accessKeyId });
+      }
     });
     server.once('exit', (code) => reject(new Error(`server exited with ${code}: ${output}`)));
   });
@@ -88,7 +93,7 @@ afterEach(() => {
   for (const server of started.splice(0)) if (server.exitCode === null) server.kill('SIGKILL');
 });
 
-describe('npm start', () => {
+describe('npm start (retrysafe dev over the example config)', () => {
   // Its own DynamoDB Local and its own dev key, as on a fresh checkout.
   const { DYNAMODB_ENDPOINT: _shared, ...baseEnv } = process.env;
   const env = { ...baseEnv, DEV_KEY_DIR: mkdtempSync(join(tmpdir(), 'retrysafe-start-')) };
@@ -103,7 +108,7 @@ describe('npm start', () => {
     accessKeys.push(accessKey);
     const { stdout: token } = await run(
       process.execPath,
-      ['--import', 'tsx', 'bin/token.ts', '--tenant', 'acme', '--user', 'ada'],
+      ['--import', 'tsx', 'lib/cli/bin.ts', 'token', '--tenant', 'acme', '--user', 'ada'],
       { env: portEnv },
     );
 
@@ -141,6 +146,7 @@ describe('npm start', () => {
     expect(peerTables).toEqual([]);
     expect(await stopped).toBe(0);
     expect(await until(() => javaOn(dynamodbPort).length === 0, 10_000)).toBe(true);
+    expect(existsSync(join(portEnv.DEV_KEY_DIR, 'dev-store.json'))).toBe(false); // nothing left pointing at it
   }, 90_000);
 
   it('leaves no Java behind when the server is killed outright — and each run has its own access key', async () => {

@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { PACKAGE_ENTRIES, PACKAGE_SUBPATHS } from '../../lib/package-entries';
 import packageJson from '../../package.json';
 
@@ -38,16 +38,56 @@ describe('the exports map', () => {
     }
   });
 
-  it('depends on nothing an agent app would install: every server dependency is an optional peer', () => {
+  it('installs what its code loads with one line: every package lib/ imports is a dependency or a peer', () => {
     const manifest = packageJson as unknown as {
-      dependencies?: Record<string, string>;
+      dependencies: Record<string, string>;
+      optionalDependencies: Record<string, string>;
       peerDependencies: Record<string, string>;
       peerDependenciesMeta: Record<string, { optional?: boolean }>;
     };
-
-    expect(manifest.dependencies ?? {}).toEqual({});
-    for (const name of Object.keys(manifest.peerDependencies)) {
-      expect([name, manifest.peerDependenciesMeta[name]?.optional]).toEqual([name, true]);
+    const installed = new Set([
+      ...Object.keys(manifest.dependencies),
+      ...Object.keys(manifest.optionalDependencies),
+      ...Object.keys(manifest.peerDependencies),
+    ]);
+    // What the package's code really loads: from each entry, every import or require that is not
+    // type-only, followed through the package's own files; Node's own modules aside.
+    const loaded = new Set<string>();
+    const seen = new Set<string>();
+    const pending = Object.values(PACKAGE_ENTRIES).map((file) => join(ROOT, file));
+    while (pending.length > 0) {
+      const file = pending.pop()!;
+      if (seen.has(file)) continue;
+      seen.add(file);
+      const text = readFileSync(file, 'utf8');
+      for (const match of text.matchAll(/^(?:import|export) (?!type )[^;'`]*?from '([^']+)'|require\('([^']+)'\)/gm)) {
+        const specifier = match[1] ?? match[2]!;
+        if (specifier.startsWith('.')) {
+          const base = join(dirname(file), specifier);
+          const found = [`${base}.ts`, join(base, 'index.ts')].find((candidate) => existsSync(candidate));
+          if (found) pending.push(found);
+          continue;
+        }
+        if (specifier.startsWith('node:')) continue;
+        const parts = specifier.split('/');
+        loaded.add(specifier.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!);
+      }
     }
+
+    expect([...loaded].filter((name) => !installed.has(name)).sort()).toEqual([]);
+  });
+
+  it("keeps as peers only what an app's own code must share one copy of, and the construct's toolchain", () => {
+    const manifest = packageJson as unknown as {
+      peerDependencies: Record<string, string>;
+      peerDependenciesMeta: Record<string, { optional?: boolean }>;
+    };
+    const required = Object.keys(manifest.peerDependencies).filter(
+      (name) => !manifest.peerDependenciesMeta[name]?.optional,
+    );
+
+    // npm installs required peers with the package: the app's schemas (zod) and the DynamoDB client its
+    // stores are given (an error class from a second copy fails instanceof) are the app's own copies.
+    expect(required.sort()).toEqual(['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', 'zod']);
   });
 });

@@ -1,0 +1,265 @@
+import { type CallInFlight, callsInFlight } from '../admin/calls-in-flight';
+import { createCompleter } from '../admin/completer';
+import { parseEraseRequest } from '../admin/erase-request';
+import { eraseTenant } from '../admin/erase-tenant';
+import type { RetrysafeConfig } from '../dev/config';
+import { DevError } from '../dev/dev-error';
+import { type CompleterPassReport, completerPass } from '../local/completer-pass';
+import { DevSigningKey } from '../local/dev-auth';
+import { LocalRecheckQueue } from '../local/recheck-queue';
+import { LocalStreamFeed } from '../local/stream-feed';
+import { createStreamsClient } from '../local/streams-client';
+import { createToolRuntime } from '../tools/tool-runtime';
+import { flagsOf, portFlag, UsageError } from './args';
+import { findConfig, loadConfig } from './load-config';
+import { openStore, STORE_FLAGS, STORE_USAGE, type Store } from './store';
+
+const TOKEN_USAGE = `usage: retrysafe token --tenant TENANT --user USER [--ttl 1h] [--port N]
+
+Prints a token (and nothing else on stdout) that retrysafe dev on that port accepts: signed by the dev
+key in .local/ (DEV_KEY_DIR), issuer http://127.0.0.1:<port> (or JWT_ISSUER).
+
+  --tenant T   the token's tenant (every record and item it writes is scoped to it)
+  --user U     the token's user (sub)
+  --ttl D      how long it is valid, as 1h, 30m, 7d (default 1h)
+  --port N     the dev server's port (default PORT, else 3000)`;
+
+export async function tokenCommand(argv: readonly string[], _cwd: string, env: NodeJS.ProcessEnv): Promise<number> {
+  const { values, help } = flagsOf(
+    argv,
+    {
+      tenant: { type: 'string' },
+      user: { type: 'string' },
+      ttl: { type: 'string', default: '1h' },
+      port: { type: 'string' },
+    },
+    TOKEN_USAGE,
+  );
+  if (help) return printed(TOKEN_USAGE);
+  if (!values.tenant || !values.user) throw new UsageError('--tenant and --user are both required', TOKEN_USAGE);
+  if (!/^\d+\s*[smhdw]$/.test(values.ttl ?? ''))
+    throw new UsageError(`--ttl: "${values.ttl}" is not a duration like 1h`, TOKEN_USAGE);
+  const port = portFlag(values.port, TOKEN_USAGE);
+  const key = await DevSigningKey.loadOrCreate(port === undefined ? env : { ...env, PORT: String(port) });
+  process.stdout.write(`${await key.mint(values.tenant, values.user, values.ttl)}\n`);
+  return 0;
+}
+
+function printed(text: string): number {
+  console.log(text);
+  return 0;
+}
+
+/** The config when the command needs one; with `optional`, none when no file is there. */
+function configFor(cwd: string, given: string | undefined, optional: boolean): RetrysafeConfig<unknown> | undefined {
+  try {
+    return loadConfig(findConfig(cwd, given));
+  } catch (error) {
+    if (optional && given === undefined && error instanceof DevError && error.message.startsWith('no '))
+      return undefined;
+    throw error;
+  }
+}
+
+const CALLS_USAGE = `usage: retrysafe calls --tenant T [--state pending|abandoned] [--json] [--config FILE] [store flags]
+
+Lists a tenant's calls in flight, oldest first: tool, state, age, attempts, when the lock ends, user and
+client key. pending: an attempt holds the lock (running, or parked until a provider answers); abandoned:
+the lock ended with no outcome, and the completer or a retry with the same key finishes it.
+Cost: one Scan of the idempotency table filtered on the tenant (record keys are hashes; an index by tenant
+would cost every call a write unit): its read units are printed.
+
+${STORE_USAGE}`;
+
+function seconds(s: number | undefined): string {
+  if (s === undefined) return '?';
+  return s < 120 ? `${s}s` : s < 7200 ? `${Math.round(s / 60)}m` : `${Math.round(s / 3600)}h`;
+}
+
+export async function callsCommand(argv: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<number> {
+  const { values, help } = flagsOf(
+    argv,
+    {
+      tenant: { type: 'string' },
+      state: { type: 'string' },
+      json: { type: 'boolean' },
+      config: { type: 'string' },
+      ...STORE_FLAGS,
+    },
+    CALLS_USAGE,
+  );
+  if (help) return printed(CALLS_USAGE);
+  if (!values.tenant) throw new UsageError('--tenant is required', CALLS_USAGE);
+  if (values.state !== undefined && values.state !== 'pending' && values.state !== 'abandoned') {
+    throw new UsageError(`--state: "${values.state}" is not pending or abandoned`, CALLS_USAGE);
+  }
+  const config = configFor(cwd, values.config, true);
+  const store = openStore(values, config?.tables ?? {}, CALLS_USAGE, cwd, env);
+  try {
+    const ttlSecondsByTool = Object.fromEntries(
+      (config?.tools ?? [])
+        .filter((tool) => tool.ttlSeconds !== undefined)
+        .map((tool) => [tool.name, tool.ttlSeconds!]),
+    );
+    const nowMs = Date.now();
+    const report = await callsInFlight(store.core.client, store.idempotencyTable, values.tenant, {
+      ...(values.state ? { state: values.state as CallInFlight['state'] } : {}),
+      ttlSecondsByTool,
+      nowMs,
+    });
+    if (values.json) {
+      console.log(JSON.stringify({ tenant: values.tenant, store: store.where, ...report }, null, 2));
+      return 0;
+    }
+    console.log(
+      `tenant ${values.tenant}: ${report.calls.length} call(s) in flight — ${store.where}; the Scan read ${report.readUnits} units`,
+    );
+    if (report.calls.length > 0) {
+      const rows = report.calls.map((call) => [
+        call.tool,
+        call.state,
+        seconds(call.ageSeconds),
+        String(call.attempts),
+        call.lockEndsMs === undefined
+          ? '?'
+          : call.lockEndsMs >= nowMs
+            ? `in ${seconds(Math.ceil((call.lockEndsMs - nowMs) / 1000))}`
+            : `${seconds(Math.round((nowMs - call.lockEndsMs) / 1000))} ago`,
+        call.user ?? '?',
+        call.clientKey ?? '?',
+      ]);
+      const header = ['TOOL', 'STATE', 'AGE', 'ATTEMPTS', 'LOCK ENDS', 'USER', 'KEY'];
+      const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i]!.length)));
+      for (const row of [header, ...rows])
+        console.log(
+          `  ${row
+            .map((cell, i) => cell.padEnd(widths[i]!))
+            .join('  ')
+            .trimEnd()}`,
+        );
+    }
+    return 0;
+  } finally {
+    store.core.client.destroy();
+  }
+}
+
+const COMPLETE_USAGE = `usage: retrysafe complete [--config FILE] [store flags]
+
+One completer pass, as the stack's completer runs on the table's stream: reads the idempotency table's
+stream from its trim horizon, finishes the calls whose worker died (their lock ended with no outcome),
+and waits for the rechecks due within a few seconds. A call whose lock is still live is counted, not
+waited for: run it again once the lock ended. On AWS the deployed completer does this by itself.
+
+${STORE_USAGE}`;
+
+/** The whole run's deadline, as one completer invocation's. */
+const COMPLETE_RUN_MS = 60_000;
+/** Rechecks due within this long are waited for (an abandoned call's first one is due within a second). */
+const WAIT_FOR_DUE_MS = 5_000;
+
+export async function completeCommand(argv: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<number> {
+  const { values, help } = flagsOf(argv, { config: { type: 'string' }, ...STORE_FLAGS }, COMPLETE_USAGE);
+  if (help) return printed(COMPLETE_USAGE);
+  const config = configFor(cwd, values.config, false)!;
+  const store = openStore(values, config.tables ?? {}, COMPLETE_USAGE, cwd, env);
+  const streams = createStreamsClient(store.env);
+  try {
+    const queue = new LocalRecheckQueue();
+    const services = config.services(store.core);
+    const runtime = createToolRuntime(store.core, store.env);
+    const completer = createCompleter(
+      {
+        services: { ...(services as object), client: store.core.client, logger: store.core.logger },
+        runtime,
+        tools: config.tools,
+        queue,
+      },
+      store.env,
+    );
+    const feed = new LocalStreamFeed(streams, store.idempotencyTable);
+    const end = Date.now() + COMPLETE_RUN_MS;
+    const deadline = { getRemainingTimeInMillis: () => end - Date.now() };
+    const waitUntil = Date.now() + WAIT_FOR_DUE_MS;
+    const passes: CompleterPassReport[] = [await completerPass(completer, feed, queue, deadline)];
+    for (let next = queue.nextDueAt(); next !== undefined && next <= waitUntil; next = queue.nextDueAt()) {
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, next! - Date.now())));
+      passes.push(await completerPass(completer, feed, queue, deadline));
+    }
+    const total = (count: (pass: CompleterPassReport) => number) => passes.reduce((sum, pass) => sum + count(pass), 0);
+    console.log(
+      `completer (${store.where}): ${total((pass) => pass.recordsRead)} stream records read, ` +
+        `${total((pass) => pass.figures.rechecksScheduled)} rechecks scheduled; ` +
+        `${total((pass) => pass.rechecks.outcomes.finished)} calls finished, ` +
+        `${total((pass) => pass.rechecks.outcomes.settled)} already settled, ` +
+        `${total((pass) => pass.rechecks.failedMessageIds.length)} rechecks failed, ` +
+        `${total((pass) => pass.gaveUp)} given up; ` +
+        `${queue.size} rechecks still waiting (a live lock, or a failed recheck): run it again later`,
+    );
+    return 0;
+  } finally {
+    streams.destroy();
+    store.core.client.destroy();
+  }
+}
+
+const ERASE_USAGE = `usage: retrysafe erase --tenant T [--include-domain] [--dry-run] [--json] [--config FILE] [store flags]
+
+Erases a tenant (docs/state-machine.md, rule 6): its idempotency records become tombstones or go, and with
+--include-domain its items in the app's own tables — each table whose schema in the config declares a
+tenantAttribute (a table declared keptByErase is kept, and said so). A call still in flight is kept and
+reported, and while one is, the app's tables wait: run it again once they settled. Final and safe to rerun.
+
+  --include-domain  also the app's own tables
+  --dry-run         count only: nothing is deleted
+
+${STORE_USAGE}`;
+
+export async function eraseCommand(argv: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<number> {
+  const { values, help } = flagsOf(
+    argv,
+    {
+      tenant: { type: 'string' },
+      'include-domain': { type: 'boolean' },
+      'dry-run': { type: 'boolean' },
+      json: { type: 'boolean' },
+      config: { type: 'string' },
+      ...STORE_FLAGS,
+    },
+    ERASE_USAGE,
+  );
+  if (help) return printed(ERASE_USAGE);
+  let request: ReturnType<typeof parseEraseRequest>;
+  try {
+    request = parseEraseRequest({
+      tenant: values.tenant,
+      includeDomain: values['include-domain'] ?? false,
+      dryRun: values['dry-run'] ?? false,
+    });
+  } catch (error) {
+    throw new UsageError(`--${(error as Error).message.replace(/^request\./, '')}`, ERASE_USAGE);
+  }
+  const config = configFor(cwd, values.config, !request.includeDomain);
+  const store = openStore(values, config?.tables ?? {}, ERASE_USAGE, cwd, env);
+  try {
+    const report = await eraseTenant(store.core.client, request, store.env, config?.tables ?? {});
+    if (values.json) {
+      console.log(JSON.stringify({ store: store.where, ...report }, null, 2));
+      return 0;
+    }
+    console.log(`tenant ${report.tenant} — ${store.where}${report.dryRun ? ' (dry run: nothing deleted)' : ''}`);
+    for (const [table, counts] of Object.entries(report.tables)) {
+      console.log(
+        `  ${table.padEnd(12)} found ${counts.found}, deleted ${counts.deleted}, in flight (kept) ${counts.inFlight}, read units ${counts.readUnits}`,
+      );
+    }
+    for (const [table, why] of Object.entries(report.kept)) console.log(`  ${table.padEnd(12)} kept: ${why}`);
+    const found = Object.values(report.tables).reduce((sum, counts) => sum + counts.found, 0);
+    if (found === 0) console.log('  nothing to erase (already erased, or no such tenant)');
+    return 0;
+  } finally {
+    store.core.client.destroy();
+  }
+}
+
+export type { Store };

@@ -1,0 +1,110 @@
+/**
+ * `retrysafe.config.ts`: what the `retrysafe` command (`dev`, `calls`, `complete`, `erase`) knows of an
+ * app — its tools, the one function that composes their services, and its tables. The same three things
+ * its Lambda entries and its CDK app are built from, so the local server runs what the stack deploys.
+ *
+ * Types and a pass-through only: a config file loads nothing of the runtime through this module.
+ */
+
+import type { ServedRead } from '../http/handlers';
+import type { ComposeServices, CoreServices, ToolsOver } from '../lambda/core-services';
+import type { McpTool } from '../mcp/tools';
+import type { TableSchema } from '../store/tables';
+import type { AnyToolModule } from '../tools/tool-module';
+
+/** An app, as the `retrysafe` command serves and operates it. */
+export interface RetrysafeConfig<Svc = unknown> {
+  /** The app's tools: the list its MCP entry and its completer serve. */
+  readonly tools: ToolsOver<NoInfer<Svc>>;
+  /** The app's services composition: the one function its entry points pass (`toolEntry(tool, services)`). */
+  readonly services: ComposeServices<Svc>;
+  /**
+   * The app's own tables, by the names in the tools' `access` — the schemas its CDK app
+   * (`definedTable`) and its tests (`startTestStore`) build them from. `retrysafe dev` creates them on
+   * DynamoDB Local; `retrysafe erase` erases a tenant's items where a schema declares `tenantAttribute`.
+   * @default {} (the idempotency table only)
+   */
+  readonly tables?: Readonly<Record<string, TableSchema>>;
+  /**
+   * The app's own reads over MCP, as its MCP entry serves them (`mcpEntry`'s `reads`).
+   * @default none (`get_operation` only)
+   */
+  readonly mcpReads?: (services: Svc, core: CoreServices) => readonly McpTool[];
+  /**
+   * The app's own reads over REST (`GET <path>`), each a route and its handler, as its read entries
+   * serve them.
+   * @default none (`get_operation` only)
+   */
+  readonly reads?: (services: Svc, core: CoreServices) => readonly ServedRead[];
+}
+
+/**
+ * Declares an app's config (`export default defineConfig({ tools, services, tables })`): checks nothing at
+ * run time, but lets the compiler check that every tool's services are part of what `services` builds.
+ */
+export function defineConfig<Svc>(config: RetrysafeConfig<Svc>): RetrysafeConfig<Svc> {
+  return config;
+}
+
+/** The table name the runtime keeps for itself. */
+const RESERVED_TABLE = 'idempotency';
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Every problem of a loaded config, each naming the field: what the types cannot catch (a file that
+ * exports something else, a tool whose table is not declared, two tools of one name).
+ */
+export function configProblems(config: unknown): string[] {
+  if (!isObject(config))
+    return ['the file exports no config: `export default defineConfig({ tools, services, tables })`'];
+  const problems: string[] = [];
+  const tools = config.tools;
+  if (!Array.isArray(tools) || tools.length === 0) {
+    problems.push('tools: the config exports no tools (a non-empty list of defineToolModule(...) values)');
+  }
+  if (typeof config.services !== 'function') {
+    problems.push('services: not a function (the one `(core) => services` function the entry points pass)');
+  }
+  for (const field of ['mcpReads', 'reads'] as const) {
+    if (config[field] !== undefined && typeof config[field] !== 'function') {
+      problems.push(`${field}: not a function of (services, core)`);
+    }
+  }
+  const tables = config.tables ?? {};
+  if (!isObject(tables)) problems.push('tables: not an object of table schemas by name');
+  const declared = isObject(tables) ? tables : {};
+  for (const [name, schema] of Object.entries(declared)) {
+    if (name === RESERVED_TABLE)
+      problems.push(`tables.${name}: the idempotency table is the runtime's own; name it otherwise`);
+    if (!isObject(schema) || !isObject(schema.partitionKey) || typeof schema.partitionKey.name !== 'string') {
+      problems.push(`tables.${name}: no partitionKey ({ name, type: 'S' })`);
+      continue;
+    }
+    if (schema.tenantAttribute !== undefined && schema.keptByErase !== undefined) {
+      problems.push(
+        `tables.${name}: declares both tenantAttribute and keptByErase; erase either reaches a table or keeps it`,
+      );
+    }
+  }
+  const names = new Set<string>();
+  for (const [index, tool] of (Array.isArray(tools) ? tools : []).entries()) {
+    const module = tool as Partial<AnyToolModule> | undefined;
+    if (!isObject(module) || typeof module.name !== 'string' || typeof module.bind !== 'function') {
+      problems.push(`tools[${index}]: not a tool module (defineToolModule from retrysafe/tools)`);
+      continue;
+    }
+    if (names.has(module.name)) problems.push(`tools[${index}]: a second tool named ${module.name}`);
+    names.add(module.name);
+    for (const table of Object.keys(module.access ?? {})) {
+      if (!Object.hasOwn(declared, table)) {
+        problems.push(
+          `tools.${module.name}.access: names the table ${table}, which the config's tables do not declare`,
+        );
+      }
+    }
+  }
+  return problems;
+}

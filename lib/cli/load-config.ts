@@ -29,15 +29,18 @@ export function findConfig(cwd: string, given?: string): string {
 }
 
 /**
- * Loads an app's config — TypeScript with no build step, through tsx's loader (the same transform the
+ * Loads an app's config — TypeScript with no build step, through tsx's require hook (the same transform the
  * app's tests get from ts-jest or tsx) — and checks it, every problem in one error.
  */
 export function loadConfig(file: string): RetrysafeConfig<unknown> {
   let loaded: unknown;
   try {
     // Required here, not at the top: only the commands that read a config load the TypeScript loader.
-    const tsx = require('tsx/cjs/api') as { require(id: string, fromFile: string): unknown };
-    loaded = tsx.require(file, __filename);
+    // Registered on Node's own module cache (no namespace): the app's imports of retrysafe are then the
+    // very modules this command runs — one copy, so its errors are the runtime's own classes.
+    const tsx = require('tsx/cjs/api') as { register(): () => void };
+    tsx.register();
+    loaded = require(file);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     throw new DevError(`${file}: cannot load it: ${message}`, { cause: error });

@@ -11,6 +11,12 @@ export function createStreamsClient(env: NodeJS.ProcessEnv = process.env): Dynam
   const endpoint = env.DYNAMODB_ENDPOINT || undefined;
   return new DynamoDBStreamsClient({
     ...(endpoint ? { endpoint } : {}),
+    // The environment's region and (against a local endpoint) its key, as the table client gets them —
+    // `env` need not be the process's.
+    ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}),
+    ...(endpoint && env.AWS_ACCESS_KEY_ID
+      ? { credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY || 'local' } }
+      : {}),
     requestHandler: { connectionTimeout: 1_000, requestTimeout: REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true },
   });
 }

@@ -4,31 +4,41 @@
  */
 import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
-import { definedTable, Retrysafe } from 'retrysafe/cdk';
+import { definedTable, eraseAccessOf, Retrysafe } from 'retrysafe/cdk';
 import { TABLES } from '../src/tables';
 import { logCall } from '../src/tools/log-call';
 import { openAccount } from '../src/tools/open-account';
+import { pushContact } from '../src/tools/push-contact';
 
 const app = new App();
 const stack = new Stack(app, 'OwnTools', { description: 'An app of its own on retrysafe' });
 const lambdas = join(__dirname, '..', 'src', 'lambdas');
 const entry = (name: string) => join(lambdas, `${name}.ts`);
 
-new Retrysafe(stack, 'Tools', {
+const retrysafe = new Retrysafe(stack, 'Tools', {
   tools: [
     { tool: openAccount, entry: entry('open_account') },
     { tool: logCall, entry: entry('log_call') },
+    { tool: pushContact, entry: entry('push_contact') },
   ],
   entries: {
     mcp: entry('mcp'),
     complete: entry('complete'),
     list_tools: entry('list_tools'),
     openapi: entry('openapi'),
+    erase: entry('erase'),
   },
   tables: {
     accounts: definedTable(stack, 'Accounts', TABLES.accounts),
     calls: definedTable(stack, 'Calls', TABLES.calls),
   },
+  // Tenant erase reaches the tables whose schema names the tenant (src/tables.ts), with what it sends them.
+  eraseAccess: eraseAccessOf(TABLES),
   issuer: app.node.tryGetContext('issuer') ?? 'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_example',
   audience: app.node.tryGetContext('audience') ?? 'own-tools',
 });
+// The CRM's URL for every function that may run push_contact (its own, the MCP endpoint, the completer).
+const crmUrl = app.node.tryGetContext('crmUrl') ?? 'https://crm.example.com/api';
+for (const fn of [retrysafe.functions.push_contact!, retrysafe.functions.mcp!, retrysafe.completer]) {
+  fn.addEnvironment('CRM_URL', crmUrl);
+}

@@ -1,0 +1,4 @@
+import { eraseEntry } from 'retrysafe/lambda/erase';
+import { TABLES } from '../tables';
+
+export const handler = eraseEntry(TABLES);

@@ -10,7 +10,9 @@ export type Written<T> =
 /**
  * Puts `item` unless an item with its key exists (`attribute_not_exists(<key attribute>)`); then the
  * existing item comes back on the same round trip (`ReturnValuesOnConditionCheckFailure: ALL_OLD`).
- * Every "create once per id" in retrysafe — invoice, ticket, outbox message, ledger movement — is this.
+ * Every "create once per id" in retrysafe — invoice, ticket, outbox message, ledger movement — is this;
+ * a tool file reaches it through `createOnce` (`retrysafe/tools/dynamodb`), which also stamps the call and
+ * decides `replayed` from the stamp (`written` alone cannot: a crashed call's retry finds its own write).
  */
 export async function putIfAbsent<T extends object>(
   documents: DynamoDBDocumentClient,

@@ -4,4 +4,10 @@
 
 export { type KeyAttribute, type TableSchema, tableEnvVar } from '../store/tables';
 export { newTenant, startTestStore, type TestStore, type TestStoreOptions } from './test-store';
-export type { CallArguments, CrashAndRetry, ToolHarness, ToolHarnessOptions } from './tool-harness';
+export type {
+  CallArguments,
+  CrashAndRetry,
+  CrashAndRetryOptions,
+  ToolHarness,
+  ToolHarnessOptions,
+} from './tool-harness';

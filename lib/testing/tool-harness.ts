@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type * as z from 'zod/mini';
-import type { Identity, InvocationDeadline, JsonObject, ToolDefinition, ToolResult, ToolRuntime } from '../idempotency';
+import type {
+  Execution,
+  Identity,
+  InvocationDeadline,
+  JsonObject,
+  ToolDefinition,
+  ToolResult,
+  ToolRuntime,
+} from '../idempotency';
 import { defineTool } from '../idempotency/definition';
 import type { CoreServices } from '../lambda/core-services';
 import type { AnyToolModule } from '../tools/tool-module';
@@ -16,6 +24,23 @@ export interface ToolHarnessOptions {
 
 /** The arguments a call sends: the tool's arguments and its `idempotency_key`. */
 export type CallArguments<M extends AnyToolModule> = z.input<M['args']> & { readonly idempotency_key: string };
+
+/** How `crashAndRetry` runs, and how it sees the tool's effect. */
+export interface CrashAndRetryOptions {
+  /**
+   * How long the dying worker's lock holds: its deadline, and the real wait before the retry.
+   * @default 300
+   */
+  readonly lockMs?: number;
+  /**
+   * How many times the effect has happened so far, as the world shows it: the items the tool creates (a
+   * Query of the test's tenant), the requests a fake provider received. Read before the first worker,
+   * after its crash and at the end: the crash must have made the effect once, and the retry and the
+   * replay nothing more. Without it the harness cannot see the effect; the test then checks its tables.
+   * @default undefined (the effect is not counted)
+   */
+  readonly effects?: () => Promise<number>;
+}
 
 /** What `crashAndRetry` observed, in order. */
 export interface CrashAndRetry<R extends JsonObject> {
@@ -39,13 +64,16 @@ export interface ToolHarness<M extends AnyToolModule> {
   /**
    * A worker that dies right after the tool's effect (its `execute` ran, nothing was stored), then the
    * same call again: first while its lock holds, then after it ran out (a real wait of `lockMs`), then
-   * once more. The tool passes if the retry did not do the effect a second time — which the test checks
-   * in its own tables — and the replay returns the retry's receipt.
+   * once more. It fails (rejects, naming the rule) unless exactly one of these answers says
+   * `idempotent: false` — the retry: it is the call whose write committed the effect, run again with the
+   * same `callId` — and, with `effects`, unless the effect happened once. (If the dying worker's
+   * `execute` said `replayed: true`, the effect was another call's, and no answer may say false.) The
+   * test then checks the receipts: the replay returns the retry's.
    */
   crashAndRetry(
     args: CallArguments<M>,
     caller?: Identity,
-    options?: { readonly lockMs?: number },
+    options?: CrashAndRetryOptions,
   ): Promise<CrashAndRetry<ReceiptOf<M>>>;
 }
 
@@ -60,6 +88,53 @@ function deadlineIn(ms: number): InvocationDeadline {
 /** A caller no other test uses. */
 function newCaller(): Identity {
   return { tenant: `tenant-${randomUUID()}`, user: 'user' };
+}
+
+/** Whether an answer tells its caller that this call made the effect. */
+function saysExecuted(answer: ToolResult<JsonObject>): boolean {
+  return 'idempotent' in answer && answer.idempotent === false;
+}
+
+/**
+ * Rule 5 of docs/state-machine.md over one crash: the dying worker never answered, so of the answers its
+ * call and the others got, exactly one says `idempotent: false` — the retry's, the same call (same
+ * `callId`) whose write committed the effect — unless the dying worker's execute found the effect
+ * another call's (`replayed: true`): then none.
+ */
+function checkOneExecutedAnswer(
+  tool: string,
+  crashed: Execution<JsonObject>,
+  answers: Readonly<Record<keyof CrashAndRetry<JsonObject>, ToolResult<JsonObject>>>,
+): void {
+  const executed = Object.entries(answers).filter(([, answer]) => saysExecuted(answer));
+  const wanted = crashed.replayed ? 0 : 1;
+  if (executed.length === wanted) return;
+  const said = Object.entries(answers)
+    .map(
+      ([name, answer]) =>
+        `${name}: ${'idempotent' in answer ? `idempotent: ${answer.idempotent}` : JSON.stringify(answer)}`,
+    )
+    .join(', ');
+  const why = crashed.replayed
+    ? `the dying worker's execute said replayed: true (another call made the effect), yet ${executed.length} answer(s) said idempotent: false`
+    : `the dying worker's execute committed the effect (replayed: false) and never answered, so its retry — the same call, the same context.callId — must say idempotent: false, and only it; ${executed.length} answer(s) did`;
+  throw new Error(
+    `crashAndRetry: ${tool} breaks the rule "exactly one answer per effect says idempotent: false — the call whose write committed the effect": ${why} (${said}). Stamp the commit with context.callId and answer replayed: stamp !== context.callId (createOnce in retrysafe/tools/dynamodb does), not replayed: !written.`,
+  );
+}
+
+/** With `effects`: the dying worker made the effect once (unless it was another call's), and nobody since. */
+function checkEffectOnce(
+  tool: string,
+  crashed: Execution<JsonObject>,
+  [before, afterCrash, atEnd]: readonly [number, number, number],
+): void {
+  const byCrash = afterCrash - before;
+  const wanted = crashed.replayed ? 0 : 1;
+  if (byCrash === wanted && atEnd === afterCrash) return;
+  throw new Error(
+    `crashAndRetry: ${tool}'s effect must happen once per downstreamKey, however often a crashed call is run again: effects() counted ${before} before, ${afterCrash} after the crash (want ${before + wanted}), ${atEnd} after the retry and the replay (want ${before + wanted}). Derive what execute creates from context.downstreamKey and write it conditionally, or send the key to a provider that honours it.`,
+  );
 }
 
 export function toolHarness<M extends AnyToolModule>(
@@ -81,34 +156,39 @@ export function toolHarness<M extends AnyToolModule>(
     runtime,
     caller: defaultCaller,
     call,
-    async crashAndRetry(args, caller = defaultCaller, { lockMs = 300 } = {}) {
-      let died!: () => void;
-      const effectDone = new Promise<void>((resolve) => {
+    async crashAndRetry(args, caller = defaultCaller, { lockMs = 300, effects } = {}) {
+      let died!: (execution: Execution<JsonObject>) => void;
+      const effectDone = new Promise<Execution<JsonObject>>((resolve) => {
         died = resolve;
       });
       const dying = defineTool({
         ...definition,
         async execute(toolArgs, context) {
-          await definition.execute(toolArgs, context);
-          died();
+          died(await definition.execute(toolArgs, context));
           return new Promise<never>(function neverAnswers() {});
         },
       });
+      const effectsBefore = await effects?.();
       const lockEnds = Date.now() + lockMs;
       // The first worker claims, does the effect, and is never heard of again. If it answers instead (the
       // key was used before: a replay; the tool refused), there was no crash to retry: say so at once.
       const first = runtime.invoke(dying, caller, args, deadlineIn(lockMs));
-      const answeredFirst = await Promise.race([effectDone.then(() => undefined), first]);
-      if (answeredFirst !== undefined) {
+      const crashed = await Promise.race([effectDone.then((execution) => ({ execution })), first]);
+      if (!('execution' in crashed)) {
         throw new Error(
-          `crashAndRetry: the first worker never ran ${definition.name}'s effect, it answered ${JSON.stringify(answeredFirst)} — use a key no earlier call used, and arguments the tool accepts`,
+          `crashAndRetry: the first worker never ran ${definition.name}'s effect, it answered ${JSON.stringify(crashed)} — use a key no earlier call used, and arguments the tool accepts`,
         );
       }
+      const effectsAfterCrash = await effects?.();
       const whileLocked = await call(args, caller);
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, lockEnds - Date.now()) + 50));
       const retry = await call(args, caller);
       const replay = await call(args, caller);
-      return { whileLocked, retry, replay };
+      const observed = { whileLocked, retry, replay };
+      checkOneExecutedAnswer(definition.name, crashed.execution, observed);
+      if (effects)
+        checkEffectOnce(definition.name, crashed.execution, [effectsBefore!, effectsAfterCrash!, await effects()]);
+      return observed;
     },
   };
 }

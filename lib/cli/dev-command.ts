@@ -84,8 +84,9 @@ export async function devCommand(argv: readonly string[], cwd: string, env: Node
     console.log(DEV_USAGE);
     return 0;
   }
-  const file = findConfig(cwd, values.config);
+  // The flags first: a bad one is named before anything is looked for.
   const port = portFlag(values.port ?? env.PORT, DEV_USAGE) ?? 3000;
+  const file = findConfig(cwd, values.config);
   if (values.watch) return watchAndServe({ cwd, env, file, port, dataDir: values.data });
 
   const config = loadConfig(file);
@@ -146,6 +147,10 @@ async function watchAndServe({
   port: number;
   dataDir?: string;
 }): Promise<number> {
+  // One port for every reload (--port 0: picked once, here), so the URL, and the tokens minted for its
+  // issuer, stay good across reloads.
+  const { freePort } = await import('../local/free-port');
+  const servedPort = port === 0 ? await freePort() : port;
   const { checkJava } = await import('../dev/dev-server');
   const { startDynamoDBLocal } = await import('../local/dynamodb-local');
   let dynamodb: Awaited<ReturnType<typeof startDynamoDBLocal>> | undefined;
@@ -171,7 +176,7 @@ async function watchAndServe({
     '--config',
     file,
     '--port',
-    String(port),
+    String(servedPort),
     '--watch-child',
     String(process.pid),
   ];

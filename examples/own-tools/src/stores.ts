@@ -1,47 +1,16 @@
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { ToolContext } from 'retrysafe/tools';
+import { type CreatedOnce, createOnce, type Stamped } from 'retrysafe/tools/dynamodb';
 
-/** What a conditional create found: it wrote the item, or the item was there already (returned). */
-export type Created<T> = { readonly written: true; readonly item: T } | { readonly written: false; readonly existing: T };
-
-/**
- * Writes `item` unless an item with its key exists; one round trip either way (the existing item comes
- * back with the refusal).
- */
-async function createOnce<T extends Record<string, unknown>>(
-  documents: DynamoDBDocumentClient,
-  table: string,
-  item: T,
-  partitionKey: string,
-): Promise<Created<T>> {
-  try {
-    await documents.send(
-      new PutCommand({
-        TableName: table,
-        Item: item,
-        ConditionExpression: 'attribute_not_exists(#pk)',
-        ExpressionAttributeNames: { '#pk': partitionKey },
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }),
-    );
-    return { written: true, item };
-  } catch (error) {
-    if (error instanceof ConditionalCheckFailedException && error.Item) {
-      return { written: false, existing: unmarshall(error.Item) as T };
-    }
-    throw error;
-  }
-}
-
-export interface Account extends Record<string, unknown> {
+export interface Account {
   readonly tenant: string;
   readonly external_id: string;
   readonly account_id: string;
   readonly name: string;
-  /** The call that opened it (`callId`): that call executed, every other one replays. */
-  readonly opened_by: string;
 }
+
+/** An account as the table holds it: `opened_by` is the call that opened it (its `callId`). */
+export type OpenedAccount = Stamped<Account, 'opened_by'>;
 
 export class AccountStore {
   constructor(
@@ -49,17 +18,26 @@ export class AccountStore {
     private readonly table: string,
   ) {}
 
-  open(account: Account): Promise<Created<Account>> {
-    return createOnce(this.documents, this.table, account, 'tenant');
+  /** Opens the account once per (tenant, external id); `replayed` unless this call opened it. */
+  open(account: Account, context: Pick<ToolContext, 'callId'>): Promise<CreatedOnce<OpenedAccount>> {
+    return createOnce(this.documents, {
+      table: this.table,
+      key: 'tenant',
+      item: account,
+      context,
+      stampAttribute: 'opened_by',
+    });
   }
 }
 
-export interface LoggedCall extends Record<string, unknown> {
+export interface LoggedCall {
   readonly tenant: string;
   readonly call_id: string;
   readonly summary: string;
-  readonly logged_by: string;
 }
+
+/** A logged call as the table holds it: `logged_by` is the call that logged it. */
+export type StoredCall = Stamped<LoggedCall, 'logged_by'>;
 
 export class CallLog {
   constructor(
@@ -67,7 +45,14 @@ export class CallLog {
     private readonly table: string,
   ) {}
 
-  log(call: LoggedCall): Promise<Created<LoggedCall>> {
-    return createOnce(this.documents, this.table, call, 'tenant');
+  /** Logs the call once per (tenant, call id); `replayed` unless this call logged it. */
+  log(call: LoggedCall, context: Pick<ToolContext, 'callId'>): Promise<CreatedOnce<StoredCall>> {
+    return createOnce(this.documents, {
+      table: this.table,
+      key: 'tenant',
+      item: call,
+      context,
+      stampAttribute: 'logged_by',
+    });
   }
 }

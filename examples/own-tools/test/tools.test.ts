@@ -54,17 +54,19 @@ describe('open_account (natural key external_id)', () => {
     expect(invalid.error.message).toMatch(/^external_id: /);
   });
 
-  it('survives a worker that dies after opening the account: one account, one receipt', async () => {
+  it('survives a worker that dies after opening the account: one account, the retry says it executed', async () => {
     const caller = { tenant: newTenant(), user: 'ada' };
     const tool = store.tool(openAccount, services);
 
+    // The harness fails unless exactly one answer says idempotent: false, and the account was opened once.
     const { whileLocked, retry, replay } = await tool.crashAndRetry(
       { idempotency_key: 'k1', external_id: 'crm-9', name: 'Ada' },
       caller,
+      { effects: async () => (await itemsOf('accounts', caller.tenant)).length },
     );
 
     expect(whileLocked).toMatchObject({ ok: false, status: 'pending' });
-    expect(retry).toMatchObject({ ok: true, receipt: { external_id: 'crm-9' } });
+    expect(retry).toMatchObject({ ok: true, idempotent: false, receipt: { external_id: 'crm-9' } });
     expect(replay).toEqual({ ...retry, idempotent: true });
     expect(await itemsOf('accounts', caller.tenant)).toHaveLength(1);
   });
@@ -86,17 +88,18 @@ describe('log_call (client key only)', () => {
     expect(await itemsOf('calls', tool.caller.tenant)).toHaveLength(2);
   });
 
-  it('survives a worker that dies after logging: one call logged, the replay answers the retry', async () => {
+  it('survives a worker that dies after logging: one call logged, the retry says it executed, the replay answers it', async () => {
     const caller = { tenant: newTenant(), user: 'ada' };
     const tool = store.tool(logCall, services);
 
     const { whileLocked, retry, replay } = await tool.crashAndRetry(
       { idempotency_key: 'k1', summary: 'Signed' },
       caller,
+      { effects: async () => (await itemsOf('calls', caller.tenant)).length },
     );
 
     expect(whileLocked).toMatchObject({ ok: false, status: 'pending' });
-    expect(retry).toMatchObject({ ok: true, receipt: { summary: 'Signed' } });
+    expect(retry).toMatchObject({ ok: true, idempotent: false, receipt: { summary: 'Signed' } });
     expect(replay).toEqual({ ...retry, idempotent: true });
     const logged = await itemsOf('calls', caller.tenant);
     expect(logged).toHaveLength(1);

@@ -13,15 +13,13 @@ export const logCall = defineToolModule({
   annotations: { destructiveHint: false, openWorldHint: false },
   receipt: z.strictObject({ call_id: z.string(), summary: z.string() }),
   access: { calls: ['dynamodb:PutItem'] },
-  async execute(args, { identity, downstreamKey, callId }, { calls }: Pick<Services, 'calls'>) {
-    // The id is derived from the downstream key: a crashed call's retry finds what it wrote.
-    const logged = await calls.log({
-      tenant: identity.tenant,
-      call_id: derivedId('call', downstreamKey),
-      summary: args.summary,
-      logged_by: callId,
-    });
-    const call = logged.written ? logged.item : logged.existing;
-    return { receipt: { call_id: call.call_id, summary: call.summary }, replayed: call.logged_by !== callId };
+  async execute(args, context, { calls }: Pick<Services, 'calls'>) {
+    // The id is derived from the downstream key: a crashed call's retry finds what it wrote, stamped with
+    // its own callId, and is told it executed (replayed: false) — the one answer that says so.
+    const { item: call, replayed } = await calls.log(
+      { tenant: context.identity.tenant, call_id: derivedId('call', context.downstreamKey), summary: args.summary },
+      context,
+    );
+    return { receipt: { call_id: call.call_id, summary: call.summary }, replayed };
   },
 });

@@ -1,5 +1,4 @@
-import { derivedId, InvalidArgsError } from 'retrysafe/tools';
-import { defineToolModule } from 'retrysafe/tools';
+import { defineToolModule, derivedId, InvalidArgsError } from 'retrysafe/tools';
 import * as z from 'zod/mini';
 import type { Services } from '../services';
 
@@ -18,19 +17,22 @@ export const openAccount = defineToolModule({
   naturalKey: ['external_id'],
   receipt: z.strictObject({ account_id: z.string(), external_id: z.string(), name: z.string() }),
   access: { accounts: ['dynamodb:PutItem'] },
-  async execute(args, { identity, downstreamKey, callId }, { accounts }: Pick<Services, 'accounts'>) {
-    const opened = await accounts.open({
-      tenant: identity.tenant,
-      external_id: args.external_id,
-      account_id: derivedId('acc', downstreamKey),
-      name: args.name,
-      opened_by: callId,
-    });
-    const account = opened.written ? opened.item : opened.existing;
+  async execute(args, context, { accounts }: Pick<Services, 'accounts'>) {
+    // Whoever opened the account (the natural key's downstream key is the same for every caller), the one
+    // whose callId it is stamped with is told it executed; every other call replays.
+    const { item: account, replayed } = await accounts.open(
+      {
+        tenant: context.identity.tenant,
+        external_id: args.external_id,
+        account_id: derivedId('acc', context.downstreamKey),
+        name: args.name,
+      },
+      context,
+    );
     if (account.name !== args.name) {
       throw new InvalidArgsError(`name: account ${account.external_id} was opened as ${account.name}`);
     }
     const receipt = { account_id: account.account_id, external_id: account.external_id, name: account.name };
-    return { receipt, replayed: account.opened_by !== callId };
+    return { receipt, replayed };
   },
 });

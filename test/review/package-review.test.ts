@@ -2,9 +2,10 @@
  * Review of issue 15 (installable package): each test here states what an app adopting retrysafe for its
  * own tools would hit, and fails while the defect is there.
  *
- * The packaging tests use the built package (`npm run build` → dist/) through its `exports` map, as an
- * app's node_modules/retrysafe would: a temporary project whose node_modules/retrysafe links to this
- * repository.
+ * The packaging tests use the built package through its `exports` map, as an app's node_modules/retrysafe
+ * would: the sources as they are now, built once for this file into a temporary directory
+ * (test/helpers/built-package.ts: nothing has to be built first, and no stale dist/ is tested), and a
+ * temporary project whose node_modules/retrysafe links to that build.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -18,16 +19,29 @@ import { Retrysafe, type RetrysafeProps } from '../../lib/infra/retrysafe';
 import { tableFromDefinition } from '../../lib/infra/table';
 import { TABLES } from '../../lib/store/tables';
 import { sendReminder } from '../fixtures/tools/send-reminder';
+import { type BuiltPackage, buildPackage } from '../helpers/built-package';
 
 const ROOT = join(__dirname, '..', '..');
 const LAMBDAS = join(ROOT, 'lambdas');
 const FIXTURE_LAMBDAS = join(ROOT, 'test', 'fixtures', 'lambdas');
 
-/** A project of an app's own with `node_modules/retrysafe` → this repository (its package.json and dist/). */
+let built: BuiltPackage | undefined;
+beforeAll(async () => {
+  built = await buildPackage();
+}, 180_000);
+afterAll(() => built?.cleanup());
+
+/** The package built for this file: its package.json and dist/. */
+function builtPackage(): string {
+  if (built === undefined) throw new Error('the package was not built (see beforeAll)');
+  return built.dir;
+}
+
+/** A project of an app's own with `node_modules/retrysafe` → the package built for this file. */
 function appProject(): { dir: string; cleanup(): void } {
   const dir = mkdtempSync(join(tmpdir(), 'retrysafe-review-'));
   mkdirSync(join(dir, 'node_modules'));
-  symlinkSync(ROOT, join(dir, 'node_modules', 'retrysafe'), 'dir');
+  symlinkSync(builtPackage(), join(dir, 'node_modules', 'retrysafe'), 'dir');
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
@@ -127,7 +141,7 @@ describe('finding 1: the functions the construct bundles from the installed pack
   it("the package's own get_operation and erase entries (dist/lambdas/*.mjs, bundled by the construct) initialize", async () => {
     for (const file of ['get_operation', 'erase_records']) {
       const stderr = await bundleAndLoad(
-        `export { handler } from ${JSON.stringify(join(ROOT, 'dist', 'lambdas', `${file}.mjs`))};`,
+        `export { handler } from ${JSON.stringify(join(builtPackage(), 'dist', 'lambdas', `${file}.mjs`))};`,
       );
       expect([file, stderr]).toEqual([file, '']);
     }

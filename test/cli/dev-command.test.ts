@@ -77,7 +77,6 @@ tables: { contacts: { partitionKey: { name: 'tenant', type: 'S' }, sortKey: { na
 };`,
 };
 
-
 describe('retrysafe dev: what a newcomer gets wrong', () => {
   it.each([
     ['no config file', {}, [], /no retrysafe\.config\.ts in .*: write one that exports default defineConfig/],
@@ -113,7 +112,6 @@ describe('retrysafe dev: what a newcomer gets wrong', () => {
     expect(stderr).toMatch(message);
     expect(stderr).not.toMatch(STACK);
   });
-
 
   it('a port in use: says so and how to pick another', async () => {
     const dir = app(VALID);

@@ -25,7 +25,7 @@ export interface SourceEdit {
 
 export interface Ablation {
   readonly label: string;
-  /** The feature taken out, as README names it. */
+  /** The feature taken out, as docs/benchmark.md names it. */
   readonly feature: string;
   readonly edits: readonly SourceEdit[];
 }

@@ -90,7 +90,7 @@ export const NO_TENANT_ATTRIBUTE = 'not erased: its schema declares no tenantAtt
  *
  * How it finds the idempotency records, by cost: a parallel, paginated Scan filtered on the tenant. It
  * reads the whole table (records live 24 h), a few read units per thousand records, a few times a year —
- * instead of a `by-tenant` index that would add a write unit to every call. Measured in the README.
+ * instead of a `by-tenant` index that would add a write unit to every call. Measured in docs/operations.md.
  */
 export async function eraseTenant(
   client: DynamoDBClient,

@@ -16,7 +16,7 @@ const USAGE = `usage: retrysafe <command> [flags]   (retrysafe <command> --help 
   complete   run one completer pass: finish the calls whose worker died
   erase      erase a tenant across the idempotency table and the app's own tables
 
-The app is described by retrysafe.config.ts in the current directory (see README, "Your own tools").`;
+The app is described by retrysafe.config.ts in the current directory (see the package's README, "Your own tools").`;
 
 const COMMANDS: Record<string, (argv: readonly string[], cwd: string, env: NodeJS.ProcessEnv) => Promise<number>> = {
   dev: devCommand,

@@ -26,7 +26,7 @@ export const FUNCTION_DEFAULTS = {
  *  - `calls`: besides, a subsegment for every DynamoDB and SQS call and every HTTPS call (the payment
  *    provider's), by the Powertools Tracer and the X-Ray SDK from the layer. The X-Ray SDK turns on a
  *    process-wide async hook: every call of the function pays for it, and so does its cold start
- *    (README, Benchmark, has the figures `npm run bench` measures).
+ *    (docs/benchmark.md has the figures `npm run bench` measures).
  * It is Powertools' own switch, `POWERTOOLS_TRACE_ENABLED`, that the stack sets (`tracingEnvironment`);
  * an operator can flip it on one deployed function. `lambdas/shared/process.ts` loads the Tracer only
  * when it is on.
@@ -94,8 +94,8 @@ export function stackEsbuildOptions() {
  * ended window's intent waited for its holder to settle (~0.7 KB). The SDK's error
  * classification (`@smithy/service-error-classification`, ~14 KB when bundled) is left to the runtime like
  * the SDK itself. Bytes here are cold start: the refund function (~144 KB) initializes in 1.15–1.26× the
- * time of a bare Powertools handler doing the same DynamoDB calls (~51 KB; `npm run bench`, README
- * Benchmark) — the goal is 1.0×, so a write's bundle should not grow.
+ * time of a bare Powertools handler doing the same DynamoDB calls (~51 KB; `npm run bench`,
+ * docs/benchmark.md) — the goal is 1.0×, so a write's bundle should not grow.
  */
 export const BUNDLE_BUDGET_BYTES = 146 * 1024;
 

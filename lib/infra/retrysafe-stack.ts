@@ -97,7 +97,7 @@ export interface RetrysafeStackOptions<T extends AnyToolModule = RegisteredTool>
   readonly alarmTopicArn?: string;
   /**
    * How deep X-Ray traces the functions (`TRACING_DEPTHS`): each invocation, or also every DynamoDB, SQS
-   * and HTTPS call — which costs each call and each cold start (README, Benchmark).
+   * and HTTPS call — which costs each call and each cold start (docs/benchmark.md).
    * @default DEFAULT_TRACING_DEPTH ('invocations')
    */
   readonly tracing?: TracingDepth;

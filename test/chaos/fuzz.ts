@@ -7,7 +7,7 @@ import type { ChaosContext, ScenarioResult } from './scenario';
 import { ChaosCaller, inBatches } from './tally';
 
 /**
- * The error codes and statuses README documents ("Answers"): an error answer must carry one of these
+ * The error codes and statuses docs/api.md documents ("Answers"): an error answer must carry one of these
  * codes with exactly this status. Written out from the documentation, not imported from the status
  * map the server answers with, so a drift between the two shows here.
  */
@@ -355,7 +355,7 @@ export function fuzzRequests(world: FuzzWorld): fc.Arbitrary<FuzzRequest> {
     });
 }
 
-/** What a request is aimed at, by the routes README lists. */
+/** What a request is aimed at, by the routes docs/api.md lists. */
 function targetOf(method: string, path: string): Target {
   // The server routes on the WHATWG-normalised path (dot segments, `%2e` included, resolved).
   let pathname: string;
@@ -396,7 +396,7 @@ function errorShapeProblem(status: number, body: Record<string, unknown>): strin
 /**
  * Why an answer breaks the contract, or undefined: no answer of 500 or more but 503 `unavailable`;
  * a JSON body always; errors as `{ ok: false, error: { code, message } }` with the documented status;
- * successes in the shape README gives for the route. `/mcp` may also answer as JSON-RPC.
+ * successes in the shape docs/api.md gives for the route. `/mcp` may also answer as JSON-RPC.
  */
 export function answerProblem(
   request: FuzzRequest,

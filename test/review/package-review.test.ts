@@ -298,7 +298,7 @@ describe('finding 4: crashAndRetry hangs (never fails) when the dying worker doe
 });
 
 describe('finding 5: the construct cannot point the MCP function at a JWKS other than <issuer>/.well-known/jwks.json', () => {
-  // README (Deploy): "Any OIDC provider that signs its tokens with RSA (RS256) works". The JWT
+  // docs/deploy.md: "Any OIDC provider that signs its tokens with RSA (RS256) works". The JWT
   // authorizer discovers the keys; the MCP function fetches `<issuer>/.well-known/jwks.json` unless
   // JWKS_URL is set — Cognito's and Auth0's location, not Okta's (/v1/keys), Keycloak's or Entra ID's.
   // RetrysafeProps has issuer, audience, tenantClaim and no JWKS location; the construct sets no JWKS_URL.

@@ -56,6 +56,51 @@ function importedBytes(entries: readonly string[]): number {
   return [...seen].reduce((total, file) => total + statSync(file).size, 0);
 }
 
+/** A typed agent app's source: every client subpath's types used, one deliberate mistake expected. */
+const AGENT_APP_SOURCE = `import { RetrysafeClient, type RetrysafeTools, mintKey } from 'retrysafe/client';
+import type * as openai from 'retrysafe/client/openai';
+import type * as anthropic from 'retrysafe/client/anthropic';
+import type * as aiSdk from 'retrysafe/client/ai-sdk';
+
+export type Adapters = [typeof openai, typeof anthropic, typeof aiSdk];
+const client = new RetrysafeClient<RetrysafeTools>({ baseUrl: 'http://127.0.0.1:3000', getToken: async () => 't' });
+export async function refundOnce(invoice_id: string): Promise<number> {
+  const { receipt } = await client.call('refund', { invoice_id, amount: 4200 }, { key: mintKey() });
+  // @ts-expect-error amount is an integer of cents, never a string
+  await client.call('refund', { invoice_id, amount: '42.00' });
+  return receipt.amount;
+}
+`;
+
+/** Type-checks a TypeScript agent app in `app` (whose node_modules holds retrysafe alone); its problems. */
+function typeCheckAgentApp(app: string): string[] {
+  writeFileSync(join(app, 'agent.mts'), AGENT_APP_SOURCE);
+  writeFileSync(join(app, 'agent.cts'), AGENT_APP_SOURCE);
+  writeFileSync(
+    join(app, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        skipLibCheck: false,
+        noEmit: true,
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        target: 'es2022',
+        lib: ['es2022', 'dom'],
+        types: [],
+      },
+      files: ['agent.mts', 'agent.cts'],
+    }),
+  );
+  try {
+    run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app], app);
+    return [];
+  } catch (error) {
+    const output = (error as { stdout?: string }).stdout ?? (error as Error).message;
+    return [`a TypeScript agent app (skipLibCheck off, retrysafe alone) does not type-check:\n${output}`];
+  }
+}
+
 function main(): void {
   const problems: string[] = [];
   const work = mkdtempSync(join(tmpdir(), 'retrysafe-package-'));
@@ -106,6 +151,10 @@ function main(): void {
         problems.push(`${subpath} does not load without the server's dependencies: ${(error as Error).message}`);
       }
     }
+    // A TypeScript agent app with the same node_modules (retrysafe alone): the client's declarations stand
+    // alone — skipLibCheck off, no zod, SDK, Powertools or aws-lambda types — both ways (.mts resolves the
+    // `import` condition, .cts the `require` one), and `RetrysafeTools` still refuses wrong arguments.
+    for (const problem of typeCheckAgentApp(app)) problems.push(problem);
     const clientBytes = importedBytes(
       files
         .filter((path) => /^dist\/client\/.+\.mjs$/.test(path))

@@ -4,7 +4,7 @@
 // agent client's answer — carries `next`, built here and nowhere else. Types only from the server: the agent
 // client imports this file.
 import type { HttpErrorCode } from '../http/status';
-import type { ToolResult } from '../idempotency/definition';
+import type { ToolResult } from '../idempotency/types';
 
 /**
  * - `none`: nothing more to do; for a write, it is done and must not be repeated.

@@ -7,6 +7,7 @@ import { DevError } from '../dev/dev-error';
 import { UsageError } from './args';
 import { devCommand } from './dev-command';
 import { callsCommand, completeCommand, eraseCommand, tokenCommand } from './operations';
+import { typesCommand } from './types-command';
 
 const USAGE = `usage: retrysafe <command> [flags]   (retrysafe <command> --help for its flags)
 
@@ -15,6 +16,7 @@ const USAGE = `usage: retrysafe <command> [flags]   (retrysafe <command> --help 
   calls      list a tenant's calls in flight (pending, abandoned)
   complete   run one completer pass: finish the calls whose worker died
   erase      erase a tenant across the idempotency table and the app's own tables
+  types      write the tools' argument and receipt types for an agent app's typed client
 
 The app is described by retrysafe.config.ts in the current directory (see the package's README, "Your own tools").`;
 
@@ -24,6 +26,7 @@ const COMMANDS: Record<string, (argv: readonly string[], cwd: string, env: NodeJ
   calls: callsCommand,
   complete: completeCommand,
   erase: eraseCommand,
+  types: typesCommand,
 };
 
 export async function main(argv: readonly string[], cwd = process.cwd(), env = process.env): Promise<number> {

@@ -2,13 +2,13 @@
 // subpaths (`retrysafe/client/openai`, `/anthropic`, `/ai-sdk`), so a caller loads only the one it uses.
 // Nothing here loads the server's code: its types are imported as types.
 
-export type { ToolDescription } from '../tools/catalog';
+export type { ToolDescription } from '../tools/description';
 export { type AgentAnswer, answerToolCall, type ModelToolCall, modelInputSchema, type ToolCaller } from './agent';
 export { RetrysafeClient } from './client';
 export { CLIENT_DEFAULTS } from './defaults';
 export { GaveUpError, type LastOutcome, RetrysafeClientError, ToolCallError, UnexpectedAnswerError } from './errors';
 export { isValidKey, keyForToolCall, mintKey } from './keys';
-export type { RetrysafeTools, ToolTypesOf } from './tools';
+export type { RetrysafeTools } from './tools';
 export type {
   AnswerErrorCode,
   CallOptions,

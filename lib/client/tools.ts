@@ -1,34 +1,84 @@
-// Types only: the registered tools' argument and receipt types, for `RetrysafeClient<RetrysafeTools>`.
-// Every import is `import type`, so no server code (zod, Powertools, DynamoDB) reaches the client's runtime.
-import type * as z from 'zod/mini';
-import type { closeTicket } from '../tools/close-ticket';
-import type { createInvoice } from '../tools/create-invoice';
-import type { createTicket } from '../tools/create-ticket';
-import type { refund } from '../tools/refund';
-import type { ToolName } from '../tools/registry';
-import type { sendEmail } from '../tools/send-email';
-import type { ToolModule } from '../tools/tool-module';
+// Generated from retrysafe.config.ts by:
+//   retrysafe types --out lib/client/tools.ts --name RetrysafeTools --import ./types
+// The tools' arguments (as a caller sends them) and receipts as plain types, no zod and no server
+// package: new RetrysafeClient<RetrysafeTools>(…). Regenerate it when a schema changes; do not edit it.
 import type { ToolTypes } from './types';
 
-/**
- * A tool module's types: `args` is the zod schema's *input* (what a caller may send: defaults are
- * optional), `receipt` the receipt its `execute` returns — the one stored and replayed.
- */
-export type ToolTypesOf<M> = M extends ToolModule<string, infer S, infer R> ? ToolTypes<z.input<S>, R> : never;
-
-/**
- * Checks the map against the registry: a registered tool missing here, or a name here that the
- * registry does not serve, fails to compile. (The registry's own entries are typed wide, so the
- * modules are named here; the compiler keeps the two lists equal.)
- */
-type Registered<M extends { readonly [N in ToolName]: ToolTypes<object, object> }> =
-  Exclude<keyof M, ToolName> extends never ? M : never;
-
-/** Every tool retrysafe serves, by name, with its argument and receipt types. */
-export type RetrysafeTools = Registered<{
-  readonly create_invoice: ToolTypesOf<typeof createInvoice>;
-  readonly refund: ToolTypesOf<typeof refund>;
-  readonly create_ticket: ToolTypesOf<typeof createTicket>;
-  readonly close_ticket: ToolTypesOf<typeof closeTicket>;
-  readonly send_email: ToolTypesOf<typeof sendEmail>;
-}>;
+// A type alias, not an interface: it must satisfy the client's ToolMap (an index signature).
+export type RetrysafeTools = {
+  /** Create an invoice for a customer. Returns its invoice_id. */
+  readonly create_invoice: ToolTypes<
+    {
+      /** Who is invoiced. */
+      customer: string;
+      /** Integer minor units (cents), > 0. */
+      amount: number;
+      /** ISO 4217 code, lowercase. */
+      currency?: string;
+    },
+    {
+      invoice_id: string;
+      customer: string;
+      amount: number;
+      currency: string;
+    }
+  >;
+  /** Refund an invoice in full. One refund per invoice: repeating it returns the first receipt. */
+  readonly refund: ToolTypes<
+    {
+      /** The invoice to refund, as returned by create_invoice. */
+      invoice_id: string;
+      /** The full invoice amount in integer minor units (cents): refunds are full refunds. */
+      amount: number;
+    },
+    {
+      refund_id: string;
+      invoice_id: string;
+      amount: number;
+      currency: string;
+    }
+  >;
+  /** Open a support ticket. Returns its ticket_key. An identical ticket (same title and body) within 10 minutes is the same ticket, whatever its key. */
+  readonly create_ticket: ToolTypes<
+    {
+      /** One line that says what is wrong. */
+      title: string;
+      /** Details. */
+      body?: string;
+    },
+    {
+      ticket_key: string;
+      title: string;
+      status: 'open';
+    }
+  >;
+  /** Close a ticket with a resolution. One close per ticket: repeating it returns the first receipt. */
+  readonly close_ticket: ToolTypes<
+    {
+      /** The ticket to close, as returned by create_ticket. */
+      ticket_key: string;
+      /** How it was resolved. */
+      resolution: string;
+    },
+    {
+      ticket_key: string;
+      status: 'closed';
+      resolution: string;
+    }
+  >;
+  /** Send an email. Delivered once per idempotency_key; an identical email (same to, subject, body) within 10 minutes is the same send, whatever its key. */
+  readonly send_email: ToolTypes<
+    {
+      /** Recipient address. */
+      to: string;
+      subject: string;
+      /** Plain text. Never logged. */
+      body: string;
+    },
+    {
+      message_id: string;
+      to: string;
+      subject: string;
+    }
+  >;
+};

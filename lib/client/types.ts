@@ -2,7 +2,7 @@
 // imported as types, so the client's runtime never loads them.
 import type { NextStep } from '../api/next-step';
 import type { HttpErrorCode } from '../http/status';
-import type { JsonObject, JsonValue } from '../idempotency/definition';
+import type { JsonObject, JsonValue } from '../idempotency/types';
 
 export type { JsonObject, JsonValue, NextStep };
 

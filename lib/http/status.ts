@@ -6,7 +6,8 @@ import {
   type ReadResult,
   UNAVAILABLE_RETRY_AFTER_MS,
 } from '../api/next-step';
-import type { ErrorCode, ToolResult } from '../idempotency';
+import type { ErrorCode } from '../idempotency/errors';
+import type { ToolResult } from '../idempotency/types';
 
 /** Codes that only the HTTP edge produces, before a call reaches the runtime. */
 export type EdgeErrorCode = 'unauthorized' | 'forbidden' | 'method_not_allowed' | 'payload_too_large' | 'timeout';

@@ -11,4 +11,5 @@ export {
   type ToolHandler,
   type ToolModule,
   type ToolSpec,
+  type ToolTypesOf,
 } from './tool-module';

@@ -1,4 +1,5 @@
 import type * as z from 'zod/mini';
+import type { ToolTypes } from '../client/types';
 import type { LambdaHandler } from '../http/boundary';
 import {
   defineTool,
@@ -54,6 +55,13 @@ export interface ToolModule<
   /** The runnable definition, its domain logic bound to `services`. */
   bind(services: Svc): ToolDefinition<S, R>;
 }
+
+/**
+ * A tool module's types, for a client typed by the tools' own code: `args` is the zod schema's *input*
+ * (what a caller may send: defaults are optional), `receipt` the receipt `execute` returns. An agent app
+ * without the tools' code uses `retrysafe types` instead (plain types, no zod).
+ */
+export type ToolTypesOf<M> = M extends ToolModule<string, infer S, infer R> ? ToolTypes<z.input<S>, R> : never;
 
 /** Any tool module, whatever its schema, receipt and services. */
 // biome-ignore lint/suspicious/noExplicitAny: the registry holds tools of every schema, receipt and services

@@ -205,3 +205,20 @@ describe('retrysafe dev --watch', () => {
     expect(await exited).toBe(0);
   }, 90_000);
 });
+
+describe('retrysafe types', () => {
+  it("prints the app's tools' types as plain TypeScript, and refuses a name that is no type name", async () => {
+    const dir = app(VALID);
+
+    const printed = await retrysafe(dir, ['types']);
+    const refused = await retrysafe(dir, ['types', '--name', 'app-tools']);
+
+    expect(printed.code).toBe(0);
+    expect(printed.stdout).toContain("import type { ToolTypes } from 'retrysafe/client';");
+    expect(printed.stdout).toMatch(
+      /export type AppTools = \{\n {2}\/\*\* Add a contact\. \*\/\n {2}readonly add_contact: ToolTypes<\n {4}\{\n {6}email: string;/,
+    );
+    expect(printed.stdout).not.toMatch(/from 'zod/);
+    expect(refused).toMatchObject({ code: 2, stderr: expect.stringMatching(/--name: "app-tools" is not a type name/) });
+  });
+});

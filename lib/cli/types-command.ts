@@ -1,0 +1,53 @@
+import { writeFileSync } from 'node:fs';
+import { relative, resolve } from 'node:path';
+import { flagsOf, UsageError } from './args';
+import { findConfig, loadConfig } from './load-config';
+import { toolTypesSource } from './tool-types';
+
+export const TYPES_USAGE = `usage: retrysafe types [--out FILE] [--name NAME] [--import MODULE] [--config FILE]
+
+Writes the app's tools' argument and receipt types as plain TypeScript — one type, tool name →
+ToolTypes<args, receipt>, read from the JSON Schema the tools are listed with — for an agent app's
+typed client: new RetrysafeClient<AppTools>(…). The file imports no zod and no server package.
+
+  --out FILE       write it there (default: print it)
+  --name NAME      the type's name (default AppTools)
+  --import MODULE  where ToolTypes is imported from (default retrysafe/client)
+  --config FILE    the app's config (default retrysafe.config.ts here)`;
+
+/** `retrysafe types`: the app's tool types as a TypeScript module. */
+export async function typesCommand(argv: readonly string[], cwd: string): Promise<number> {
+  const { values, help } = flagsOf(
+    argv,
+    {
+      out: { type: 'string' },
+      name: { type: 'string', default: 'AppTools' },
+      import: { type: 'string', default: 'retrysafe/client' },
+      config: { type: 'string' },
+    },
+    TYPES_USAGE,
+  );
+  if (help) {
+    console.log(TYPES_USAGE);
+    return 0;
+  }
+  const name = values.name ?? 'AppTools';
+  if (!/^[A-Z][A-Za-z0-9_]*$/.test(name))
+    throw new UsageError(`--name: "${name}" is not a type name (PascalCase)`, TYPES_USAGE);
+  const file = findConfig(cwd, values.config);
+  const config = loadConfig(file);
+  const command = ['retrysafe types', ...argv.filter((arg) => !arg.startsWith('--config'))].join(' ');
+  const source = toolTypesSource(config.tools, {
+    name,
+    importFrom: values.import ?? 'retrysafe/client',
+    header: [
+      `Generated from ${relative(cwd, file)} by:`,
+      `  ${command}`,
+      "The tools' arguments (as a caller sends them) and receipts as plain types, no zod and no server",
+      `package: new RetrysafeClient<${name}>(…). Regenerate it when a schema changes; do not edit it.`,
+    ].join('\n'),
+  });
+  if (values.out === undefined) process.stdout.write(source);
+  else writeFileSync(resolve(cwd, values.out), source);
+  return 0;
+}

@@ -6,11 +6,13 @@
 import { DevError } from '../dev/dev-error';
 import { UsageError } from './args';
 import { devCommand } from './dev-command';
+import { initCommand } from './init-command';
 import { callsCommand, completeCommand, eraseCommand, tokenCommand } from './operations';
 import { typesCommand } from './types-command';
 
 const USAGE = `usage: retrysafe <command> [flags]   (retrysafe <command> --help for its flags)
 
+  init       write an app skeleton: one tool, its test, the config, the Lambda entries, a CDK app
   dev        serve the app's tools locally: REST + MCP, DynamoDB Local, the completer
   token      mint a token the dev server accepts (--tenant T --user U)
   calls      list a tenant's calls in flight (pending, abandoned)
@@ -21,6 +23,7 @@ const USAGE = `usage: retrysafe <command> [flags]   (retrysafe <command> --help 
 The app is described by retrysafe.config.ts in the current directory (see the package's README, "Your own tools").`;
 
 const COMMANDS: Record<string, (argv: readonly string[], cwd: string, env: NodeJS.ProcessEnv) => Promise<number>> = {
+  init: initCommand,
   dev: devCommand,
   token: tokenCommand,
   calls: callsCommand,

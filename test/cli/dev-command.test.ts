@@ -3,7 +3,7 @@
  * for the mistakes a newcomer makes — one message, exit 2, never a stack — and `--watch`.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -220,5 +220,32 @@ describe('retrysafe types', () => {
     );
     expect(printed.stdout).not.toMatch(/from 'zod/);
     expect(refused).toMatchObject({ code: 2, stderr: expect.stringMatching(/--name: "app-tools" is not a type name/) });
+  });
+});
+
+describe('retrysafe init', () => {
+  it('writes the skeleton into an empty directory, and never into one with files unless told, nor over a file', async () => {
+    const parent = app({});
+    const written = await retrysafe(parent, ['init', 'notes-app', '--retrysafe', 'file:../retrysafe.tgz']);
+    const again = await retrysafe(parent, ['init', 'notes-app']);
+    const forced = await retrysafe(parent, ['init', 'notes-app', '--force']);
+    const badName = await retrysafe(parent, ['init', 'other', '--name', 'Notes App']);
+
+    expect(written).toMatchObject({ code: 0, stdout: expect.stringContaining('cd notes-app\n  npm install') });
+    const manifest = JSON.parse(readFileSync(join(parent, 'notes-app', 'package.json'), 'utf8'));
+    expect(manifest).toMatchObject({ name: 'notes-app', dependencies: { retrysafe: 'file:../retrysafe.tgz' } });
+    expect(again).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/is not empty: init writes into an empty directory/),
+    });
+    expect(forced).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/package\.json, .* already exist in .*: init never overwrites a file/),
+    });
+    expect(badName).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/--name: "Notes App" is not an npm package name/),
+    });
+    for (const result of [again, forced, badName]) expect(result.stderr).not.toMatch(STACK);
   });
 });

@@ -23,9 +23,16 @@ import { createWorld, deadline, newTenant } from '../helpers/world';
 // biome-ignore lint/suspicious/noExplicitAny: CloudFormation properties are asserted structurally
 type Resources = Record<string, { Type: string; Properties: Record<string, any>; DeletionPolicy?: string }>;
 
-/** The stack as `cdk synth` builds it (bundles included), with cdk-nag's AwsSolutions pack. */
-function synthesize<T extends AnyToolModule>(props: RetrysafeStackOptions<T> = {}) {
-  const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'retrysafe-cdk-')) });
+/**
+ * The stack as `cdk synth` builds it (bundles included), with cdk-nag's AwsSolutions pack. `bundled:
+ * false` skips esbuild (cdk's own `bundling-stacks` context), for what a test reads off the template
+ * alone: each bundled synthesis costs ~10 s.
+ */
+function synthesize<T extends AnyToolModule>(props: RetrysafeStackOptions<T> = {}, { bundled = true } = {}) {
+  const app = new App({
+    outdir: mkdtempSync(join(tmpdir(), 'retrysafe-cdk-')),
+    ...(bundled ? {} : { context: { 'aws:cdk:bundling-stacks': [] } }),
+  });
   outdir = app.outdir;
   const stack = new RetrysafeStack<T>(app, 'Retrysafe', {
     issuer: 'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_example',
@@ -146,7 +153,7 @@ describe('the idempotency table', () => {
   });
 
   it('deletes the tables with the stack only when asked', () => {
-    const { template: destroying } = synthesize({ destroyTablesOnRemoval: true });
+    const { template: destroying } = synthesize({ destroyTablesOnRemoval: true }, { bundled: false });
 
     const tables = Object.values(destroying.toJSON().Resources as Resources).filter(
       (r) => r.Type === 'AWS::DynamoDB::Table',
@@ -415,9 +422,10 @@ function recordAccess(client: DynamoDBClient): Partial<Record<TableId, string[]>
 
 describe('alarms and the dashboard', () => {
   it('alarms on internal answers and the unavailable rate per tool, errors and throttles per function, DynamoDB throttles and system errors, the completer — to the topic given', () => {
-    const { stack: alarmed, template: withTopic } = synthesize({
-      alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:oncall',
-    });
+    const { stack: alarmed, template: withTopic } = synthesize(
+      { alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:oncall' },
+      { bundled: false },
+    );
     const alarms = Object.values(withTopic.toJSON().Resources as Resources).filter(
       (r) => r.Type === 'AWS::CloudWatch::Alarm',
     );
@@ -708,13 +716,16 @@ describe('the deployed bundles', () => {
 
 describe('a tool added the documented way', () => {
   it('gets a function from its entry file, a JWT route and exactly its declared grants', () => {
-    const fixture = synthesize({
-      tools: TOOLS_WITH_FIXTURE,
-      entryFile: (entry) =>
-        entry === 'send_reminder'
-          ? join(FIXTURE_ENTRY_DIR, `${entry}.ts`)
-          : join(__dirname, '../../lambdas', `${entry}.ts`),
-    });
+    const fixture = synthesize(
+      {
+        tools: TOOLS_WITH_FIXTURE,
+        entryFile: (entry) =>
+          entry === 'send_reminder'
+            ? join(FIXTURE_ENTRY_DIR, `${entry}.ts`)
+            : join(__dirname, '../../lambdas', `${entry}.ts`),
+      },
+      { bundled: false },
+    );
     const fixtureResources = fixture.template.toJSON().Resources as Resources;
     const routes = Object.values(fixtureResources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Route');
 
@@ -731,7 +742,8 @@ describe('a tool added the documented way', () => {
 
 describe('cdk-nag', () => {
   it('finds nothing unacknowledged in the AwsSolutions pack', () => {
-    const { app } = synthesize();
+    // The rules read resources and their properties, not the bundles' code.
+    const { app } = synthesize({}, { bundled: false });
 
     expect(() => app.synth()).not.toThrow();
   }, 120_000);

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DevError } from '../dev/dev-error';
+import { outputValues, tableOutputId } from '../infra/output-names';
 import { type CoreServices, createCoreServices } from '../lambda/core-services';
 import { TABLES, type TableSchema, tableEnvVar } from '../store/tables';
 import { UsageError } from './args';
@@ -77,7 +78,10 @@ export interface Store {
   readonly idempotencyTable: string;
 }
 
-/** `--outputs`: a `cdk deploy --outputs-file` JSON, `{ Stack: { IdempotencyTableName, InvoicesTableName } }`. */
+/**
+ * `--outputs`: a `cdk deploy --outputs-file` JSON, `{ Stack: { IdempotencyTableName, AccountsTableName } }`
+ * — at the stack's top (this repository's stack) or under the `Retrysafe` construct's path and hash.
+ */
 function tablesFromOutputs(file: string, names: readonly string[]): Record<string, string> {
   let outputs: Record<string, Record<string, string>>;
   try {
@@ -85,11 +89,15 @@ function tablesFromOutputs(file: string, names: readonly string[]): Record<strin
   } catch (error) {
     throw new DevError(`--outputs: cannot read ${file}: ${(error as Error).message}`);
   }
-  const merged = Object.assign({}, ...Object.values(outputs)) as Record<string, string>;
   const found: Record<string, string> = {};
   for (const name of ['idempotency', ...names]) {
-    const value = merged[`${name[0]!.toUpperCase()}${name.slice(1)}TableName`];
-    if (value) found[name] = value;
+    const values = [...new Set(outputValues(outputs, tableOutputId(name)))];
+    if (values.length > 1) {
+      throw new DevError(
+        `--outputs: ${file} names ${values.length} tables for ${name} (${values.join(', ')}): pass --table ${name}=PHYSICAL`,
+      );
+    }
+    if (values[0]) found[name] = values[0];
   }
   return found;
 }

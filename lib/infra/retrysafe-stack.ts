@@ -14,6 +14,7 @@ import type { CompleterTriggers } from './completer-triggers';
 import { FUNCTION_DEFAULTS, JWT_DEFAULTS, type TracingDepth } from './defaults';
 import { IdempotencyTable } from './idempotency-table';
 import type { Observability } from './observability';
+import { tableOutputId } from './output-names';
 import { Retrysafe, type RetrysafeProps, retrysafePropProblems } from './retrysafe';
 import { tableFromDefinition } from './table';
 
@@ -189,6 +190,8 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     }
     this.retrysafe = new Retrysafe(this, 'Retrysafe', {
       ...construct,
+      // The stack writes its outputs at its top, under the names its docs give (ApiUrl, …).
+      outputs: false,
       issuer: jwt.issuer,
       audience: jwt.audience,
       tenantClaim: jwt.tenantClaim,
@@ -202,9 +205,9 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     this.observability = this.retrysafe.observability;
 
     new CfnOutput(this, 'ApiUrl', { value: this.api.apiEndpoint });
-    new CfnOutput(this, 'IdempotencyTableName', { value: this.idempotencyTable.table.tableName });
+    new CfnOutput(this, tableOutputId('idempotency'), { value: this.idempotencyTable.table.tableName });
     for (const [table, resource] of Object.entries(this.tables)) {
-      new CfnOutput(this, `${table[0]!.toUpperCase()}${table.slice(1)}TableName`, { value: resource.tableName });
+      new CfnOutput(this, tableOutputId(table), { value: resource.tableName });
     }
     if (this.agentUserPool) {
       const pool = this.agentUserPool;

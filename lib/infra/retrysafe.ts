@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Annotations, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpNoneAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2';
@@ -48,6 +48,7 @@ import {
 } from './defaults';
 import { IdempotencyTable } from './idempotency-table';
 import { Observability } from './observability';
+import { tableOutputId } from './output-names';
 
 /** Why a route has no API Gateway authorizer, for cdk-nag. */
 const UNAUTHORIZED_ROUTE_REASONS = {
@@ -172,6 +173,13 @@ export interface RetrysafeProps {
    * @default {} (erase reaches the idempotency table only)
    */
   readonly eraseAccess?: TableAccess;
+  /**
+   * Stack outputs for the API's URL (`ApiUrl`) and every table's name (`IdempotencyTableName`,
+   * `<Name>TableName`), which `retrysafe calls|complete|erase --aws --outputs FILE` reads back from
+   * `cdk deploy --outputs-file FILE`.
+   * @default true
+   */
+  readonly outputs?: boolean;
   /**
    * How many invocations of the MCP function may run at once (its reserved concurrency), or `'none'`.
    * @default MCP_RESERVED_CONCURRENCY (50)
@@ -342,6 +350,13 @@ export class Retrysafe extends Construct {
       );
     }
     this.api = this.#api(functions, apiRoutes(tools, reads), jwt);
+    if (props.outputs ?? true) {
+      new CfnOutput(this, 'ApiUrl', { value: this.api.apiEndpoint });
+      new CfnOutput(this, tableOutputId('idempotency'), { value: this.idempotencyTable.table.tableName });
+      for (const [name, table] of Object.entries(this.#tables)) {
+        new CfnOutput(this, tableOutputId(name), { value: table.tableName });
+      }
+    }
   }
 
   /** Exactly the DynamoDB access an entry point's code needs, through the tables' grant methods. */

@@ -1,6 +1,9 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import { openStore } from '../../lib/cli/store';
 import { CLAIM_ACTIONS } from '../../lib/infra/idempotency-table';
 import { packageEntryFile, Retrysafe, type RetrysafeProps } from '../../lib/infra/retrysafe';
 import { tableFromDefinition } from '../../lib/infra/table';
@@ -37,6 +40,47 @@ function appStack(overrides: Partial<RetrysafeProps> = {}) {
 }
 
 describe('the Retrysafe construct in an app’s own stack', () => {
+  it('outputs the API URL and every table name, which retrysafe calls/complete/erase --aws --outputs read back', () => {
+    const { stack, outbox, retrysafe } = appStack();
+    const outputs = Template.fromStack(stack).toJSON().Outputs as Record<string, { Value: { Ref?: string } }>;
+    // A `cdk deploy --outputs-file`: each output's key, and (standing in for the deployed name) its Ref.
+    const file = join(mkdtempSync(join(tmpdir(), 'retrysafe-outputs-')), 'outputs.json');
+    const deployed = Object.fromEntries(
+      Object.entries(outputs).map(([key, output]) => [key, output.Value.Ref ?? JSON.stringify(output.Value)]),
+    );
+    writeFileSync(file, JSON.stringify({ App: deployed }));
+
+    const store = openStore(
+      { aws: true, region: 'eu-west-1', outputs: file },
+      { outbox: TABLES.outbox },
+      'usage',
+      '/',
+      {},
+    );
+    const same = openStore(
+      { aws: true, region: 'eu-west-1', outputs: file, table: ['outbox=mine'] },
+      { outbox: TABLES.outbox },
+      'usage',
+      '/',
+      {},
+    );
+
+    expect(
+      Object.keys(outputs)
+        .map((key) => key.replace(/[0-9A-F]{8}$/, ''))
+        .sort(),
+    ).toEqual(['ToolsApiUrl', 'ToolsIdempotencyTableName', 'ToolsOutboxTableName'].sort());
+    expect(store.where).toBe('AWS, eu-west-1');
+    expect(store.env.IDEMPOTENCY_TABLE).toBe(
+      stack.getLogicalId(retrysafe.idempotencyTable.table.node.defaultChild as never),
+    );
+    expect(store.env.OUTBOX_TABLE).toBe(stack.getLogicalId(outbox.node.defaultChild as never));
+    expect(same.env.OUTBOX_TABLE).toBe('mine');
+    expect(() => openStore({ aws: true, region: 'eu-west-1' }, { outbox: TABLES.outbox }, 'usage', '/', {})).toThrow(
+      /AWS: no name for the tables idempotency \(IDEMPOTENCY_TABLE\), outbox \(OUTBOX_TABLE\)/,
+    );
+  });
+
   it('creates a function per tool and per entry of its own, with the app’s table names and no other', () => {
     const { stack, outbox, retrysafe, resources } = appStack();
 

@@ -5,18 +5,9 @@ import {
   type DynamoDBClient,
   QueryCommand,
   ScanCommand,
-  UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import {
-  type CallRecord,
-  CallRecords,
-  type CallState,
-  classify,
-  IntentStore,
-  recordKeyOfCallId,
-  STATUS,
-} from '../idempotency';
+import { type CallRecord, CallRecords, type CallState, classify, IntentStore, recordKeyOfCallId } from '../idempotency';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR, TABLES, type TableSchema, tableEnvVar, tableName } from '../store/tables';
 
 /** What an erase asks for. */
@@ -143,6 +134,7 @@ async function eraseIdempotencyRecords(
 ): Promise<TableErasure> {
   const totals = { found: 0, deleted: 0, inFlight: 0, readUnits: 0 };
   const records = new CallRecords(client, table, ATTR);
+  const intents = new IntentStore(client, table, ATTR);
   async function scanSegment(segment: number): Promise<void> {
     let startKey: ScanCommand['input']['ExclusiveStartKey'];
     do {
@@ -165,8 +157,8 @@ async function eraseIdempotencyRecords(
         const item = unmarshall(raw);
         const outcome =
           item[ATTR.intentOwner] === undefined
-            ? await eraseCallRecord(client, table, records.fromItem(item), dryRun)
-            : await eraseIntent(client, table, records, item, dryRun);
+            ? await eraseCallRecord(records, records.fromItem(item), dryRun)
+            : await eraseIntent(records, intents, item, dryRun);
         if (outcome === 'erased') totals.deleted += 1;
         if (outcome === 'in_flight') totals.inFlight += 1;
       }
@@ -183,97 +175,41 @@ async function eraseIdempotencyRecords(
 type Erasure = 'erased' | 'in_flight' | 'nothing';
 
 /**
- * A call record, by its state (`call-state`): a completed one becomes a tombstone — its outcome, its
- * arguments and its hashes gone, and no claim, takeover or completer can pass it until its TTL; a call
- * in flight (live, or abandoned: its effect may have happened) is kept and reported, to be finished
- * and erased by a later run; an expired one is deleted.
+ * A call record, by its state (`call-state`): a completed one becomes a tombstone
+ * (`CallRecords.tombstone`); a call in flight (live, or abandoned: its effect may have happened) is kept
+ * and reported, to be finished and erased by a later run; an expired one is deleted. A record that
+ * changed meanwhile is left to a rerun.
  */
-async function eraseCallRecord(
-  client: DynamoDBClient,
-  table: string,
-  record: CallRecord,
-  dryRun: boolean,
-): Promise<Erasure> {
-  const state = classify(record, Date.now());
+async function eraseCallRecord(records: CallRecords, record: CallRecord, dryRun: boolean): Promise<Erasure> {
+  const now = Date.now();
+  const state = classify(record, now);
   if (state === 'live' || state === 'abandoned') return 'in_flight';
   if (state === 'erased' || state === 'absent' || dryRun) return 'nothing';
-  try {
-    if (state === 'expired') {
-      await client.send(
-        new DeleteItemCommand({
-          TableName: table,
-          Key: { [ATTR.key]: { S: record.key } },
-          ConditionExpression: '#expiry < :now',
-          ExpressionAttributeNames: { '#expiry': ATTR.expiry },
-          ExpressionAttributeValues: { ':now': { N: String(Date.now() / 1000) } },
-        }),
-      );
-      return 'erased';
-    }
-    await client.send(
-      new UpdateItemCommand({
-        TableName: table,
-        Key: { [ATTR.key]: { S: record.key } },
-        // The claim goes too: no write conditioned on a claim (a late store, a park) can touch a tombstone.
-        UpdateExpression: 'SET #status = :erased REMOVE #data, #call, #validation, #downstream, #claim',
-        ConditionExpression: '#status = :completed',
-        ExpressionAttributeNames: {
-          '#status': ATTR.status,
-          '#data': ATTR.data,
-          '#call': ATTR.call,
-          '#validation': ATTR.validation,
-          '#downstream': ATTR.downstreamKey,
-          '#claim': ATTR.claim,
-        },
-        ExpressionAttributeValues: { ':erased': { S: STATUS.erased }, ':completed': { S: STATUS.completed } },
-      }),
-    );
-    return 'erased';
-  } catch (error) {
-    if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    return 'nothing'; // changed meanwhile (deleted by its TTL, or claimed again after it): a rerun decides
-  }
+  const done = state === 'expired' ? await records.deleteExpired(record.key, now) : await records.tombstone(record.key);
+  return done === 'erased' ? 'erased' : 'nothing';
 }
 
 /**
  * A dedupe window's intent: kept while the call that holds it is in flight (a fresh key inside the
- * window would otherwise run beside it); deleted otherwise — on the holder it read, so an intent taken
- * over meanwhile stays.
+ * window would otherwise run beside it); deleted otherwise, on the holder it was read with
+ * (`IntentStore.erase`).
  */
 async function eraseIntent(
-  client: DynamoDBClient,
-  table: string,
   records: CallRecords,
+  intents: IntentStore,
   item: Record<string, unknown>,
   dryRun: boolean,
 ): Promise<Erasure> {
   const owner = item[ATTR.intentOwner] as string;
-  const claim = item[ATTR.claim] as string | undefined;
   const holder = await records.read(owner);
   const state = classify(holder, Date.now());
   if ((state === 'live' || state === 'abandoned') && IntentStore.holds(holder, item, ATTR)) return 'in_flight';
   if (dryRun) return 'nothing';
-  try {
-    await client.send(
-      new DeleteItemCommand({
-        TableName: table,
-        Key: { [ATTR.key]: { S: item[ATTR.key] as string } },
-        ConditionExpression:
-          claim === undefined
-            ? '#owner = :owner AND attribute_not_exists(#claim)'
-            : '#owner = :owner AND #claim = :claim',
-        ExpressionAttributeNames: { '#owner': ATTR.intentOwner, '#claim': ATTR.claim },
-        ExpressionAttributeValues: {
-          ':owner': { S: owner },
-          ...(claim === undefined ? {} : { ':claim': { S: claim } }),
-        },
-      }),
-    );
-    return 'erased';
-  } catch (error) {
-    if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    return 'nothing';
-  }
+  const done = await intents.erase(item[ATTR.key] as string, {
+    recordKey: owner,
+    claimId: item[ATTR.claim] as string | undefined,
+  });
+  return done === 'erased' ? 'erased' : 'nothing';
 }
 
 /**

@@ -227,6 +227,31 @@ export class IntentStore {
   }
 
   /**
+   * Erase: deletes the intent under `key` unless its holder changed since it was read (`from`), so an
+   * intent taken over meanwhile stays. `changed` when it did.
+   */
+  async erase(key: string, from: { recordKey: string; claimId: string | undefined }): Promise<'erased' | 'changed'> {
+    try {
+      await this.#client.send(
+        new DeleteItemCommand({
+          TableName: this.#tableName,
+          Key: marshall({ [this.#attr.key]: key }),
+          ConditionExpression: stillHeldBy(from),
+          ExpressionAttributeNames: { '#owner': this.#attr.intentOwner, '#claim': this.#attr.claim },
+          ExpressionAttributeValues: marshall(
+            { ':from': from.recordKey, ':fromClaim': from.claimId },
+            { removeUndefinedValues: true },
+          ),
+        }),
+      );
+      return 'erased';
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return 'changed';
+      throw error;
+    }
+  }
+
+  /**
    * Moves the intent from its holder to this call, unless someone else moved it first; with
    * `downstreamKey`, the intent starts afresh under it (its holder was erased).
    */

@@ -40,15 +40,22 @@ import { sendEmail as sendEmailTool } from '../lib/tools/send-email';
 import { createToolRuntime } from '../lib/tools/tool-runtime';
 import { describeDeployedNode, resolveDeployedNode } from './bench/deployed-node';
 import { benchGoals } from './bench/goals';
+import { commandFlags } from './cli-args';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
 const GOAL_ROUNDS = Number(process.env.BENCH_GOAL_ROUNDS ?? 200);
 const INIT_SAMPLES = Number(process.env.BENCH_INIT_SAMPLES ?? 15);
 const ABLATION_ROUNDS = Number(process.env.BENCH_ABLATION_ROUNDS ?? 600);
-const BEFORE = (() => {
-  const at = process.argv.indexOf('--before');
-  return at === -1 ? undefined : process.argv[at + 1];
-})();
+const BEFORE = commandFlags(
+  `usage: npm run bench -- [--before REF]
+
+DynamoDB requests, write units and latency per kind of call, next to a bare Powertools handler, and
+cold start; prints the tables docs/benchmark.md shows. BENCH_ROUNDS, BENCH_GOAL_ROUNDS,
+BENCH_INIT_SAMPLES and BENCH_ABLATION_ROUNDS set the rounds.
+
+  --before REF   also measure the git revision REF, for a before/after table`,
+  { before: { type: 'string' } },
+).before;
 
 interface Meter {
   requests: Map<string, number>;

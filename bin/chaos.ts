@@ -25,11 +25,21 @@ import type { ChaosContext, ScenarioResult } from '../test/chaos/scenario';
 import { killAndRestart, lostResponses, newKeyBursts, sameKeyBursts, storeOutage } from '../test/chaos/scenarios';
 import { type OutageProxy, startOutageProxy } from '../test/faults/outage-proxy';
 import { ServerProcess } from '../test/faults/server-process';
+import { commandFlags } from './cli-args';
 
 /** The server's completer runs a pass every second here, so abandoned claims are finished within the run. */
 const COMPLETER_INTERVAL_SECONDS = '1';
 
 async function main(): Promise<number> {
+  commandFlags(
+    `usage: npm run chaos
+
+The fault suite: lost answers, same-key and new-key bursts, a store outage, SIGKILL and restart, fuzzing,
+against npm start's server in a process of its own; exits 1 on any violation. No flags: CHAOS_SEED
+replays the fuzzer's requests, CHAOS_SCENARIOS=1,6 runs only those scenarios, CHAOS_BUDGET_SECONDS
+(default 300) bounds the run.`,
+    {},
+  );
   applyLocalDefaults(process.env);
   const runStarted = Date.now();
   const budgetMs = Number(process.env.CHAOS_BUDGET_SECONDS || 300) * 1000;

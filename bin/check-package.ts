@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { commandFlags } from './cli-args';
 
 const ROOT = join(__dirname, '..');
 /** What may ship: the build, the README, the manifest, the licence. */
@@ -102,6 +103,13 @@ function typeCheckAgentApp(app: string): string[] {
 }
 
 function main(): void {
+  commandFlags(
+    `usage: npm run check:package   (after npm run build)
+
+Packs the tarball and checks it as the ecosystem does (what ships, publint, arethetypeswrong), installs it
+in an agent app and loads and type-checks the client there with nothing else installed. No flags.`,
+    {},
+  );
   const problems: string[] = [];
   const work = mkdtempSync(join(tmpdir(), 'retrysafe-package-'));
   try {

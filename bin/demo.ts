@@ -6,7 +6,6 @@
  * a model that forgets its key on send_email: one email.
  */
 import { randomUUID } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -23,6 +22,7 @@ import { createServices } from '../lib/services';
 import { createTables } from '../lib/store/create-tables';
 import { TOOLS } from '../lib/tools/registry';
 import { createToolRuntime } from '../lib/tools/tool-runtime';
+import { commandFlags } from './cli-args';
 
 interface Reply {
   status: number;
@@ -44,7 +44,18 @@ function describe(reply: Reply): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { url: { type: 'string' } } });
+  const values = commandFlags(
+    `usage: npm run demo -- [--url URL]
+
+A scripted agent loop over REST, then over MCP, against a local API: the one at --url (started with
+npm start), else one it starts here on a free port with its own DynamoDB Local.
+
+  --url URL   the local API to drive (default: start one)`,
+    { url: { type: 'string' } },
+  );
+  // The story is what the demo prints: the handlers' EMF metric lines (one per call) would interleave with
+  // it. POWERTOOLS_METRICS_DISABLED=false brings them back.
+  process.env.POWERTOOLS_METRICS_DISABLED ||= 'true';
   applyLocalDefaults();
 
   // The dev issuer is the server's own URL: the one --url names, or the one started here.

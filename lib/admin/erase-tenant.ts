@@ -7,7 +7,18 @@ import {
   ScanCommand,
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { type CallRecord, CallRecords, type CallState, classify, IntentStore, recordKeyOfCallId } from '../idempotency';
+import {
+  type CallRecord,
+  CallRecords,
+  type CallState,
+  classify,
+  deleteExpired,
+  deleteIntent,
+  type ErasureTable,
+  IntentStore,
+  recordKeyOfCallId,
+  tombstone,
+} from '../idempotency';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR, TABLES, type TableSchema, tableEnvVar, tableName } from '../store/tables';
 
 /** What an erase asks for. */
@@ -134,7 +145,7 @@ async function eraseIdempotencyRecords(
 ): Promise<TableErasure> {
   const totals = { found: 0, deleted: 0, inFlight: 0, readUnits: 0 };
   const records = new CallRecords(client, table, ATTR);
-  const intents = new IntentStore(client, table, ATTR);
+  const erasure: ErasureTable = { client, tableName: table, attr: ATTR };
   async function scanSegment(segment: number): Promise<void> {
     let startKey: ScanCommand['input']['ExclusiveStartKey'];
     do {
@@ -157,8 +168,8 @@ async function eraseIdempotencyRecords(
         const item = unmarshall(raw);
         const outcome =
           item[ATTR.intentOwner] === undefined
-            ? await eraseCallRecord(records, records.fromItem(item), dryRun)
-            : await eraseIntent(records, intents, item, dryRun);
+            ? await eraseCallRecord(erasure, records.fromItem(item), dryRun)
+            : await eraseIntent(erasure, records, item, dryRun);
         if (outcome === 'erased') totals.deleted += 1;
         if (outcome === 'in_flight') totals.inFlight += 1;
       }
@@ -177,26 +188,26 @@ type Erasure = 'erased' | 'in_flight' | 'nothing';
 /**
  * A call record, by its state (`call-state`): a completed one becomes a tombstone
  * (`CallRecords.tombstone`); a call in flight (live, or abandoned: its effect may have happened) is kept
- * and reported, to be finished and erased by a later run; an expired one is deleted. A record that
+ * and reported, to be finished and erased by a later run; an expired one is deleted (`deleteExpired`). A record that
  * changed meanwhile is left to a rerun.
  */
-async function eraseCallRecord(records: CallRecords, record: CallRecord, dryRun: boolean): Promise<Erasure> {
+async function eraseCallRecord(table: ErasureTable, record: CallRecord, dryRun: boolean): Promise<Erasure> {
   const now = Date.now();
   const state = classify(record, now);
   if (state === 'live' || state === 'abandoned') return 'in_flight';
   if (state === 'erased' || state === 'absent' || dryRun) return 'nothing';
-  const done = state === 'expired' ? await records.deleteExpired(record.key, now) : await records.tombstone(record.key);
+  const done = state === 'expired' ? await deleteExpired(table, record.key, now) : await tombstone(table, record.key);
   return done === 'erased' ? 'erased' : 'nothing';
 }
 
 /**
  * A dedupe window's intent: kept while the call that holds it is in flight (a fresh key inside the
  * window would otherwise run beside it); deleted otherwise, on the holder it was read with
- * (`IntentStore.erase`).
+ * (`deleteIntent`).
  */
 async function eraseIntent(
+  table: ErasureTable,
   records: CallRecords,
-  intents: IntentStore,
   item: Record<string, unknown>,
   dryRun: boolean,
 ): Promise<Erasure> {
@@ -205,7 +216,7 @@ async function eraseIntent(
   const state = classify(holder, Date.now());
   if ((state === 'live' || state === 'abandoned') && IntentStore.holds(holder, item, ATTR)) return 'in_flight';
   if (dryRun) return 'nothing';
-  const done = await intents.erase(item[ATTR.key] as string, {
+  const done = await deleteIntent(table, item[ATTR.key] as string, {
     recordKey: owner,
     claimId: item[ATTR.claim] as string | undefined,
   });

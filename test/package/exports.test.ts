@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import * as ts from 'typescript';
 import { PACKAGE_ENTRIES, PACKAGE_SUBPATHS } from '../../lib/package-entries';
 import packageJson from '../../package.json';
 
@@ -10,6 +11,31 @@ const exportsMap = packageJson.exports as unknown as Record<
   string,
   { import: Conditions; require: Conditions } | string
 >;
+
+/** The modules `text` loads at run time: value imports and re-exports, `require(…)` and `import(…)`. */
+function runtimeSpecifiers(file: string, text: string): string[] {
+  const specifiers: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isImportDeclaration(node) && !node.importClause?.isTypeOnly && ts.isStringLiteral(node.moduleSpecifier)) {
+      specifiers.push(node.moduleSpecifier.text);
+    } else if (
+      ts.isExportDeclaration(node) &&
+      !node.isTypeOnly &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
+      specifiers.push(node.moduleSpecifier.text);
+    } else if (ts.isCallExpression(node) && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
+      const callee = node.expression;
+      if ((ts.isIdentifier(callee) && callee.text === 'require') || callee.kind === ts.SyntaxKind.ImportKeyword) {
+        specifiers.push(node.arguments[0].text);
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false));
+  return specifiers;
+}
 
 describe('the exports map', () => {
   it('names every public subpath, and nothing else but package.json', () => {
@@ -50,8 +76,8 @@ describe('the exports map', () => {
       ...Object.keys(manifest.optionalDependencies),
       ...Object.keys(manifest.peerDependencies),
     ]);
-    // What the package's code really loads: from each entry, every import or require that is not
-    // type-only, followed through the package's own files; Node's own modules aside.
+    // What the package's code really loads: from each entry, every import, require or import() that is
+    // not type-only (parsed, so a template's text is not an import), followed through the package's own files; Node's own modules aside.
     const loaded = new Set<string>();
     const seen = new Set<string>();
     const pending = Object.values(PACKAGE_ENTRIES).map((file) => join(ROOT, file));
@@ -59,9 +85,7 @@ describe('the exports map', () => {
       const file = pending.pop()!;
       if (seen.has(file)) continue;
       seen.add(file);
-      const text = readFileSync(file, 'utf8');
-      for (const match of text.matchAll(/^(?:import|export) (?!type )[^;'`]*?from '([^']+)'|require\('([^']+)'\)/gm)) {
-        const specifier = match[1] ?? match[2]!;
+      for (const specifier of runtimeSpecifiers(file, readFileSync(file, 'utf8'))) {
         if (specifier.startsWith('.')) {
           const base = join(dirname(file), specifier);
           const found = [`${base}.ts`, join(base, 'index.ts')].find((candidate) => existsSync(candidate));

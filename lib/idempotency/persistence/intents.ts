@@ -227,31 +227,6 @@ export class IntentStore {
   }
 
   /**
-   * Erase: deletes the intent under `key` unless its holder changed since it was read (`from`), so an
-   * intent taken over meanwhile stays. `changed` when it did.
-   */
-  async erase(key: string, from: { recordKey: string; claimId: string | undefined }): Promise<'erased' | 'changed'> {
-    try {
-      await this.#client.send(
-        new DeleteItemCommand({
-          TableName: this.#tableName,
-          Key: marshall({ [this.#attr.key]: key }),
-          ConditionExpression: stillHeldBy(from),
-          ExpressionAttributeNames: { '#owner': this.#attr.intentOwner, '#claim': this.#attr.claim },
-          ExpressionAttributeValues: marshall(
-            { ':from': from.recordKey, ':fromClaim': from.claimId },
-            { removeUndefinedValues: true },
-          ),
-        }),
-      );
-      return 'erased';
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return 'changed';
-      throw error;
-    }
-  }
-
-  /**
    * Moves the intent from its holder to this call, unless someone else moved it first; with
    * `downstreamKey`, the intent starts afresh under it (its holder was erased).
    */
@@ -299,7 +274,7 @@ export class IntentStore {
  * The condition that the intent is still held as it was read (`:from`, `:fromClaim`). An intent written
  * before intents named their holder's claim has none: it matches as it is.
  */
-function stillHeldBy(from: { claimId: string | undefined }): string {
+export function stillHeldBy(from: { claimId: string | undefined }): string {
   return from.claimId === undefined
     ? '#owner = :from AND attribute_not_exists(#claim)'
     : '#owner = :from AND #claim = :fromClaim';

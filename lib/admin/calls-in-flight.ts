@@ -1,7 +1,7 @@
-import { type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CallRecords, classify, DEFAULT_TTL_SECONDS, STATUS } from '../idempotency';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../store/tables';
+import { scanTenantRecords } from './tenant-scan';
 
 /** A call in flight, as an operator reads it. */
 export interface CallInFlight {
@@ -53,51 +53,40 @@ export async function callsInFlight(
   const segments = options.segments ?? 4;
   const records = new CallRecords(client, table, ATTR);
   const calls: CallInFlight[] = [];
-  let readUnits = 0;
-  async function scanSegment(segment: number): Promise<void> {
-    let startKey: ScanCommand['input']['ExclusiveStartKey'];
-    do {
-      const page = await client.send(
-        new ScanCommand({
-          TableName: table,
-          Segment: segment,
-          TotalSegments: segments,
-          // Intents (dedupe windows) carry no call: only call records.
-          FilterExpression: '#tenant = :tenant AND #status = :inProgress AND attribute_not_exists(#owner)',
-          ExpressionAttributeNames: { '#tenant': ATTR.tenant, '#status': ATTR.status, '#owner': ATTR.intentOwner },
-          ExpressionAttributeValues: { ':tenant': { S: tenant }, ':inProgress': { S: STATUS.inProgress } },
-          ExclusiveStartKey: startKey,
-          ConsistentRead: true,
-          ReturnConsumedCapacity: 'TOTAL',
-        }),
-      );
-      readUnits += page.ConsumedCapacity?.CapacityUnits ?? 0;
-      for (const raw of page.Items ?? []) {
-        const record = records.fromItem(unmarshall(raw));
-        const state = classify(record, nowMs);
-        if (state !== 'live' && state !== 'abandoned') continue; // expired: no call any more
-        const shown = state === 'live' ? 'pending' : 'abandoned';
-        if (options.state !== undefined && options.state !== shown) continue;
-        const tool = record.tool ?? record.key.slice(0, record.key.indexOf('#'));
-        const ttl = options.ttlSecondsByTool?.[tool] ?? DEFAULT_TTL_SECONDS;
-        calls.push({
-          tool,
-          state: shown,
-          recordKey: record.key,
-          user: record.call?.user,
-          clientKey: record.call?.key,
-          attempts: record.attempt,
-          ageSeconds:
-            record.expiresAt === undefined
-              ? undefined
-              : Math.max(0, Math.round(nowMs / 1000 - (record.expiresAt - ttl))),
-          lockEndsMs: record.lockEndsMs,
-        });
-      }
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
-  }
-  await Promise.all(Array.from({ length: segments }, (_, segment) => scanSegment(segment)));
+  // Intents (dedupe windows) carry no call: only call records.
+  const readUnits = await scanTenantRecords(
+    client,
+    table,
+    tenant,
+    {
+      segments,
+      filter: {
+        expression: '#status = :inProgress AND attribute_not_exists(#owner)',
+        names: { '#status': ATTR.status, '#owner': ATTR.intentOwner },
+        values: { ':inProgress': { S: STATUS.inProgress } },
+      },
+    },
+    (item) => {
+      const record = records.fromItem(item);
+      const state = classify(record, nowMs);
+      if (state !== 'live' && state !== 'abandoned') return; // expired: no call any more
+      const shown = state === 'live' ? 'pending' : 'abandoned';
+      if (options.state !== undefined && options.state !== shown) return;
+      const tool = record.tool ?? record.key.slice(0, record.key.indexOf('#'));
+      const ttl = options.ttlSecondsByTool?.[tool] ?? DEFAULT_TTL_SECONDS;
+      calls.push({
+        tool,
+        state: shown,
+        recordKey: record.key,
+        user: record.call?.user,
+        clientKey: record.call?.key,
+        attempts: record.attempt,
+        ageSeconds:
+          record.expiresAt === undefined ? undefined : Math.max(0, Math.round(nowMs / 1000 - (record.expiresAt - ttl))),
+        lockEndsMs: record.lockEndsMs,
+      });
+    },
+  );
   calls.sort((a, b) => (b.ageSeconds ?? 0) - (a.ageSeconds ?? 0) || a.recordKey.localeCompare(b.recordKey));
   return { calls, readUnits };
 }

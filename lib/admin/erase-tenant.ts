@@ -6,7 +6,6 @@ import {
   QueryCommand,
   ScanCommand,
 } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import {
   type CallRecord,
   CallRecords,
@@ -20,6 +19,7 @@ import {
   tombstone,
 } from '../idempotency';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR, TABLES, type TableSchema, tableEnvVar, tableName } from '../store/tables';
+import { scanTenantRecords } from './tenant-scan';
 
 /** What an erase asks for. */
 export interface EraseRequest {
@@ -146,40 +146,15 @@ async function eraseIdempotencyRecords(
   const totals = { found: 0, deleted: 0, inFlight: 0, readUnits: 0 };
   const records = new CallRecords(client, table, ATTR);
   const erasure: ErasureTable = { client, tableName: table, attr: ATTR };
-  async function scanSegment(segment: number): Promise<void> {
-    let startKey: ScanCommand['input']['ExclusiveStartKey'];
-    do {
-      const page = await client.send(
-        new ScanCommand({
-          TableName: table,
-          Segment: segment,
-          TotalSegments: segments,
-          FilterExpression: '#tenant = :tenant',
-          ExpressionAttributeNames: { '#tenant': ATTR.tenant },
-          ExpressionAttributeValues: { ':tenant': { S: tenant } },
-          ExclusiveStartKey: startKey,
-          ConsistentRead: true,
-          ReturnConsumedCapacity: 'TOTAL',
-        }),
-      );
-      totals.readUnits += page.ConsumedCapacity?.CapacityUnits ?? 0;
-      for (const raw of page.Items ?? []) {
-        totals.found += 1;
-        const item = unmarshall(raw);
-        const outcome =
-          item[ATTR.intentOwner] === undefined
-            ? await eraseCallRecord(erasure, records.fromItem(item), dryRun)
-            : await eraseIntent(erasure, records, item, dryRun);
-        if (outcome === 'erased') totals.deleted += 1;
-        if (outcome === 'in_flight') totals.inFlight += 1;
-      }
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
-  }
-  // Every segment runs to its end; the first failure is reported after (a rerun resumes).
-  const settled = await Promise.allSettled(Array.from({ length: segments }, (_, segment) => scanSegment(segment)));
-  const failed = settled.find((result) => result.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
+  totals.readUnits = await scanTenantRecords(client, table, tenant, { segments }, async (item) => {
+    totals.found += 1;
+    const outcome =
+      item[ATTR.intentOwner] === undefined
+        ? await eraseCallRecord(erasure, records.fromItem(item), dryRun)
+        : await eraseIntent(erasure, records, item, dryRun);
+    if (outcome === 'erased') totals.deleted += 1;
+    if (outcome === 'in_flight') totals.inFlight += 1;
+  });
   return totals;
 }
 

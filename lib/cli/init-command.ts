@@ -313,7 +313,9 @@ export async function initCommand(argv: readonly string[], cwd: string): Promise
     mkdirSync(dirname(join(dir, file)), { recursive: true });
     writeFileSync(join(dir, file), text);
   }
-  const where = relative(cwd, dir) || '.';
+  // As the user would cd there: relative below here, else the absolute path.
+  const below = relative(cwd, dir);
+  const where = below === '' ? '.' : below.startsWith('..') ? dir : below;
   console.log(
     [
       `retrysafe init: wrote ${Object.keys(files).length} files in ${where} (one tool, add_note, its test and a CDK app).`,

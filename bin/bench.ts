@@ -47,13 +47,15 @@ const GOAL_ROUNDS = Number(process.env.BENCH_GOAL_ROUNDS ?? 200);
 const INIT_SAMPLES = Number(process.env.BENCH_INIT_SAMPLES ?? 15);
 const ABLATION_ROUNDS = Number(process.env.BENCH_ABLATION_ROUNDS ?? 600);
 const BEFORE = commandFlags(
-  `usage: npm run bench -- [--before REF]
+  `usage: npm run bench -- [--before DIR]
 
-DynamoDB requests, write units and latency per kind of call, next to a bare Powertools handler, and
-cold start; prints the tables docs/benchmark.md shows. BENCH_ROUNDS, BENCH_GOAL_ROUNDS,
-BENCH_INIT_SAMPLES and BENCH_ABLATION_ROUNDS set the rounds.
+DynamoDB requests, write units and latency per kind of call on DynamoDB Local, then the performance goals
+next to a bare Powertools handler (CPU per call, latency, cold init), and the completer's fold rate.
+BENCH_ROUNDS (30), BENCH_GOAL_ROUNDS (200), BENCH_INIT_SAMPLES (15) and BENCH_ABLATION_ROUNDS (600) set
+the rounds; BENCH_NODE=/path/to/node (or current) the functions' Node binary.
 
-  --before REF   also measure the git revision REF, for a before/after table`,
+  --before DIR   also measure another checkout of retrysafe (its node_modules installed), deployed as it
+                 was before the performance work`,
   { before: { type: 'string' } },
 ).before;
 

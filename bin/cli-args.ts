@@ -1,4 +1,4 @@
-// The flags of this repository's own commands (npm run explore, chaos, bench, demo, openapi,
+// The flags of this repository's own commands (npm run explore, chaos, bench, bench:profile, demo, openapi,
 // check:package), parsed as the package's `retrysafe` command parses its own (lib/cli/args.ts): `--help`
 // prints the usage and exits 0; an unknown flag or a missing value prints one line naming it and the
 // usage, and exits 2 — never a stack.
@@ -22,7 +22,12 @@ export function commandFlags<O extends Options>(
     return values;
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
-    console.error(`${error.message}\n\n${usage}`);
-    process.exit(2);
+    return refuse(error.message, usage);
   }
+}
+
+/** A command line the command cannot run: `message` on one line, then the usage; exit 2. */
+export function refuse(message: string, usage: string): never {
+  console.error(`${message}\n\n${usage}`);
+  process.exit(2);
 }

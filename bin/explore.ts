@@ -3,19 +3,22 @@ import { applyLocalDefaults } from '../lib/local/local-env';
 import { explore } from '../test/explore/explore';
 import { commandFlags } from './cli-args';
 
-const USAGE = `usage: npm run explore -- [--schedules N] [--scenario S --seed N [--at STEP:FAULT]] [--trace] [--endpoint URL]
+const USAGE = `usage: npm run explore -- [--schedules N] [--scenario S [--seed N [--at STEP:FAULT]]] [--trace]
+                          [--stop-at-first] [--endpoint URL]
 
 The deterministic explorer: seeded schedules over every scenario, with crashes and lost answers at every
 step, on DynamoDB Local; a violation prints its seed and trace and exits 1.
 
-  --schedules N      how many schedules (default 2000)
-  --scenario S       one scenario (with --seed: replay one schedule)
-  --seed N           the schedule's seed
-  --at STEP:FAULT    force a fault at a step of the replayed schedule
-  --trace            print every step
+  --schedules N      how many schedules, over all the scenarios run (default 2000)
+  --scenario S       only this scenario's schedules (with --seed: replay one schedule)
+  --seed N           replay the schedule of this seed (its trace printed)
+  --at STEP:FAULT    the replayed schedule's faults, each at its step (STEP:FAULT,STEP:FAULT…)
+  --trace            print a schedule's trace even when none fails
+  --stop-at-first    stop a scenario's schedules at its first violation
   --endpoint URL     a DynamoDB to use instead of starting DynamoDB Local`;
 
-// Checked here, so a bad flag is one line and --help the usage; explore() parses the same flags.
+// Checked here, so that a bad flag is one line and --help the usage: explore() parses the same flags
+// (a flag it gains must be added here too, or this refuses it).
 commandFlags(USAGE, {
   schedules: { type: 'string' },
   seed: { type: 'string' },
@@ -23,6 +26,7 @@ commandFlags(USAGE, {
   at: { type: 'string' },
   endpoint: { type: 'string' },
   trace: { type: 'boolean' },
+  'stop-at-first': { type: 'boolean' },
 });
 applyLocalDefaults(process.env, 'SILENT');
 explore(process.argv.slice(2)).then(

@@ -431,7 +431,17 @@ function compare(ours: Charged, bare: Charged, per: [number, number], group: (mo
     .slice(0, top);
 }
 
+const USAGE = `usage: npm run bench:profile
+
+Where the time goes: retrysafe's refund entry next to the bare Powertools handler, profiled part by part
+on DynamoDB Local — CPU per first call and per replay by module, then cold module init by module. No
+flags: PROFILE_ROUNDS (300), PROFILE_PASSES (2), PROFILE_INIT_SAMPLES (8), PROFILE_INTERVAL_US (200),
+PROFILE_ABLATE (a label of bin/bench/ablation.ts) and BENCH_NODE (bin/bench/deployed-node.ts) set it.`;
+
 async function main(): Promise<void> {
+  // Imported here, as the driver's other modules are: the bundled worker does not load it.
+  const { commandFlags } = await import('../cli-args');
+  commandFlags(USAGE, {});
   const { startDynamoDBLocal } = await import('../../lib/local/dynamodb-local');
   const { createTables } = await import('../../lib/store/create-tables');
   const { applyLocalDefaults } = await import('../../lib/local/local-env');

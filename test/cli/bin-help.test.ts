@@ -1,24 +1,26 @@
 /**
- * This repository's own commands (npm run explore, chaos, bench, demo, openapi, check:package): `--help`
- * prints the usage and exits 0; an unknown flag is one line naming it and the usage, exit 2, no stack —
- * before any of them starts DynamoDB Local or a server.
+ * This repository's own commands (every bin/ file package.json's scripts run with tsx: npm run explore,
+ * chaos, bench, bench:profile, demo, openapi, check:package): `--help` prints the usage and exits 0; an
+ * unknown flag is one line naming it and the usage, exit 2, no stack — before any of them starts DynamoDB
+ * Local or a server.
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import { scripts } from '../../package.json';
 
 const ROOT = join(__dirname, '..', '..');
 const TSX = pathToFileURL(join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
-const SCRIPTS = ['explore', 'chaos', 'bench', 'demo', 'openapi', 'check-package'];
+/** The bin/ files the scripts run, read from package.json: a command added there is checked here too. */
+const COMMANDS = Object.values(scripts).flatMap((script) => /^tsx (bin\/\S+\.ts)$/.exec(script)?.[1] ?? []);
 
-async function run(script: string, flag: string) {
+async function run(file: string, flag: string) {
   try {
-    const { stdout, stderr } = await promisify(execFile)(
-      process.execPath,
-      ['--import', TSX, join(ROOT, 'bin', `${script}.ts`), flag],
-      { cwd: ROOT, timeout: 60_000 },
-    );
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', TSX, join(ROOT, file), flag], {
+      cwd: ROOT,
+      timeout: 60_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
@@ -26,16 +28,30 @@ async function run(script: string, flag: string) {
   }
 }
 
-describe.each(SCRIPTS)('bin/%s.ts', (script) => {
+it('the scripts run the bin/ commands this suite expects', () => {
+  expect(COMMANDS).toEqual(
+    expect.arrayContaining([
+      'bin/explore.ts',
+      'bin/chaos.ts',
+      'bin/bench.ts',
+      'bin/bench/profile.ts',
+      'bin/demo.ts',
+      'bin/openapi.ts',
+      'bin/check-package.ts',
+    ]),
+  );
+});
+
+describe.each(COMMANDS)('%s', (file) => {
   it('--help: the usage, exit 0', async () => {
-    const { code, stdout } = await run(script, '--help');
+    const { code, stdout } = await run(file, '--help');
 
     expect(code).toBe(0);
     expect(stdout).toMatch(/^usage: npm run /);
   }, 60_000);
 
   it('an unknown flag: named on one line with the usage, exit 2, no stack', async () => {
-    const { code, stderr } = await run(script, '--no-such-flag');
+    const { code, stderr } = await run(file, '--no-such-flag');
 
     expect(code).toBe(2);
     expect(stderr).toMatch(/^Unknown option '--no-such-flag'\n\nusage: npm run /);

@@ -1,6 +1,6 @@
 /** `npm run explore [-- --schedules N | --scenario S --seed N [--at STEP:FAULT]]`: see test/explore/explore.ts. */
 import { applyLocalDefaults } from '../lib/local/local-env';
-import { explore } from '../test/explore/explore';
+import { EXPLORE_OPTIONS, explore } from '../test/explore/explore';
 import { commandFlags } from './cli-args';
 
 const USAGE = `usage: npm run explore -- [--schedules N] [--scenario S [--seed N [--at STEP:FAULT]]] [--trace]
@@ -17,17 +17,8 @@ step, on DynamoDB Local; a violation prints its seed and trace and exits 1.
   --stop-at-first    stop a scenario's schedules at its first violation
   --endpoint URL     a DynamoDB to use instead of starting DynamoDB Local`;
 
-// Checked here, so that a bad flag is one line and --help the usage: explore() parses the same flags
-// (a flag it gains must be added here too, or this refuses it).
-commandFlags(USAGE, {
-  schedules: { type: 'string' },
-  seed: { type: 'string' },
-  scenario: { type: 'string' },
-  at: { type: 'string' },
-  endpoint: { type: 'string' },
-  trace: { type: 'boolean' },
-  'stop-at-first': { type: 'boolean' },
-});
+// Checked here first, so that a bad flag is one line and --help the usage; explore() parses the same ones.
+commandFlags(USAGE, EXPLORE_OPTIONS);
 applyLocalDefaults(process.env, 'SILENT');
 explore(process.argv.slice(2)).then(
   (code) => process.exit(code),

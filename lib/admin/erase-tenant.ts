@@ -161,8 +161,7 @@ async function eraseIdempotencyRecords(
 type Erasure = 'erased' | 'in_flight' | 'nothing';
 
 /**
- * A call record, by its state (`call-state`): a completed one becomes a tombstone
- * (`CallRecords.tombstone`); a call in flight (live, or abandoned: its effect may have happened) is kept
+ * A call record, by its state (`call-state`): a completed one becomes a tombstone (`tombstone`); a call in flight (live, or abandoned: its effect may have happened) is kept
  * and reported, to be finished and erased by a later run; an expired one is deleted (`deleteExpired`). A record that
  * changed meanwhile is left to a rerun.
  */

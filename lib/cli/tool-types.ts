@@ -3,7 +3,7 @@
 // The types are read from the same JSON Schema the tools are listed with (zod's, as `GET /tools` and MCP's
 // `tools/list` give it): arguments as a caller may send them (`io: 'input'`: a field with a default is
 // optional), receipts as `execute` returns them.
-import * as z from 'zod/mini';
+import { jsonSchemaOf } from '../tools/catalog';
 import type { AnyToolModule } from '../tools/tool-module';
 
 /** The part of JSON Schema 2020-12 zod writes for a tool's arguments and receipt. */
@@ -111,10 +111,8 @@ export interface ToolTypesSource {
  */
 export function toolTypesSource(tools: readonly AnyToolModule[], source: ToolTypesSource): string {
   const entries = tools.map((tool) => {
-    const args = z.toJSONSchema(tool.args, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
-    const receipt = tool.receipt
-      ? typeOf(z.toJSONSchema(tool.receipt, { io: 'output', unrepresentable: 'any' }) as JsonSchema, '  ')
-      : 'JsonObject';
+    const args = jsonSchemaOf(tool.args, 'input') as JsonSchema;
+    const receipt = tool.receipt ? typeOf(jsonSchemaOf(tool.receipt) as JsonSchema, '  ') : 'JsonObject';
     return `${docComment(tool.description, '  ')}  readonly ${propertyName(tool.name)}: ToolTypes<\n    ${typeOf(args, '    ')},\n    ${receipt.replaceAll('\n', '\n  ')}\n  >;`;
   });
   const imports = tools.some((tool) => !tool.receipt) ? 'JsonObject, ToolTypes' : 'ToolTypes';

@@ -36,7 +36,13 @@ export async function typesCommand(argv: readonly string[], cwd: string): Promis
     throw new UsageError(`--name: "${name}" is not a type name (PascalCase)`, TYPES_USAGE);
   const file = findConfig(cwd, values.config);
   const config = loadConfig(file);
-  const command = ['retrysafe types', ...argv.filter((arg) => !arg.startsWith('--config'))].join(' ');
+  // The command that regenerates the file, from what was parsed (the config aside: it is named below).
+  const command = [
+    'retrysafe types',
+    ...(values.out === undefined ? [] : ['--out', values.out]),
+    ...(values.name === 'AppTools' ? [] : ['--name', name]),
+    ...(values.import === 'retrysafe/client' ? [] : ['--import', values.import]),
+  ].join(' ');
   const source = toolTypesSource(config.tools, {
     name,
     importFrom: values.import ?? 'retrysafe/client',

@@ -20,7 +20,7 @@ export {
 } from './completer';
 export * from './definition';
 export { CallRecords } from './persistence/call-records';
-export { deleteExpired, type ErasureTable, eraseIntent as deleteIntent, tombstone } from './persistence/erasure';
+export { deleteExpired, deleteIntent, type ErasureTable, tombstone } from './persistence/erasure';
 export { IntentStore } from './persistence/intents';
 export { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 export {

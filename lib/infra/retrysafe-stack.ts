@@ -14,8 +14,7 @@ import type { CompleterTriggers } from './completer-triggers';
 import { FUNCTION_DEFAULTS, JWT_DEFAULTS, type TracingDepth } from './defaults';
 import { IdempotencyTable } from './idempotency-table';
 import type { Observability } from './observability';
-import { tableOutputId } from './output-names';
-import { Retrysafe, type RetrysafeProps, retrysafePropProblems } from './retrysafe';
+import { locationOutputs, Retrysafe, type RetrysafeProps, retrysafePropProblems } from './retrysafe';
 import { tableFromDefinition } from './table';
 
 const PROJECT_ROOT = join(__dirname, '..', '..');
@@ -190,7 +189,7 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     }
     this.retrysafe = new Retrysafe(this, 'Retrysafe', {
       ...construct,
-      // The stack writes its outputs at its top, under the names its docs give (ApiUrl, …).
+      // The stack writes the same outputs at its top (locationOutputs), under the names its docs give.
       outputs: false,
       issuer: jwt.issuer,
       audience: jwt.audience,
@@ -204,11 +203,7 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     this.eraser = this.retrysafe.eraser;
     this.observability = this.retrysafe.observability;
 
-    new CfnOutput(this, 'ApiUrl', { value: this.api.apiEndpoint });
-    new CfnOutput(this, tableOutputId('idempotency'), { value: this.idempotencyTable.table.tableName });
-    for (const [table, resource] of Object.entries(this.tables)) {
-      new CfnOutput(this, tableOutputId(table), { value: resource.tableName });
-    }
+    locationOutputs(this, this.api, { idempotency: this.idempotencyTable.table, ...this.tables });
     if (this.agentUserPool) {
       const pool = this.agentUserPool;
       new CfnOutput(this, 'TokenUrl', {

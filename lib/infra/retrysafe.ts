@@ -50,6 +50,21 @@ import { IdempotencyTable } from './idempotency-table';
 import { Observability } from './observability';
 import { tableOutputId } from './output-names';
 
+/**
+ * The outputs that say where the API and the tables are — `ApiUrl`, `IdempotencyTableName`,
+ * `<Name>TableName` — under `scope`: what `retrysafe calls|complete|erase --outputs` reads back.
+ */
+export function locationOutputs(
+  scope: Construct,
+  api: apigw.HttpApi,
+  tables: Readonly<Record<string, dynamodb.ITable>>,
+): void {
+  new CfnOutput(scope, 'ApiUrl', { value: api.apiEndpoint });
+  for (const [name, table] of Object.entries(tables)) {
+    new CfnOutput(scope, tableOutputId(name), { value: table.tableName });
+  }
+}
+
 /** Why a route has no API Gateway authorizer, for cdk-nag. */
 const UNAUTHORIZED_ROUTE_REASONS = {
   public:
@@ -351,11 +366,7 @@ export class Retrysafe extends Construct {
     }
     this.api = this.#api(functions, apiRoutes(tools, reads), jwt);
     if (props.outputs ?? true) {
-      new CfnOutput(this, 'ApiUrl', { value: this.api.apiEndpoint });
-      new CfnOutput(this, tableOutputId('idempotency'), { value: this.idempotencyTable.table.tableName });
-      for (const [name, table] of Object.entries(this.#tables)) {
-        new CfnOutput(this, tableOutputId(name), { value: table.tableName });
-      }
+      locationOutputs(this, this.api, { idempotency: this.idempotencyTable.table, ...this.#tables });
     }
   }
 

@@ -5,6 +5,17 @@ import { runSchedule, type ScheduleOptions, type ScheduleResult } from './schedu
 import type { Fault } from './scheduler';
 import { createExploreWorld } from './world';
 
+/** The explorer's flags (`npm run explore -- --help` describes them; bin/explore.ts checks them first). */
+export const EXPLORE_OPTIONS = {
+  schedules: { type: 'string', default: '2000' },
+  seed: { type: 'string' },
+  scenario: { type: 'string' },
+  at: { type: 'string' },
+  endpoint: { type: 'string' },
+  trace: { type: 'boolean', default: false },
+  'stop-at-first': { type: 'boolean', default: false },
+} as const;
+
 /**
  * `npm run explore`: the deterministic explorer. For each scenario, first every scheduling point of
  * one schedule in turn gets a crash and a lost answer (systematic), then seeded random schedules (PCT
@@ -12,18 +23,7 @@ import { createExploreWorld } from './world';
  * `--scenario S --seed N [--at STEP:FAULT]` replays that schedule exactly.
  */
 export async function explore(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      schedules: { type: 'string', default: '2000' },
-      seed: { type: 'string' },
-      scenario: { type: 'string' },
-      at: { type: 'string' },
-      endpoint: { type: 'string' },
-      trace: { type: 'boolean', default: false },
-      'stop-at-first': { type: 'boolean', default: false },
-    },
-  });
+  const { values } = parseArgs({ args: argv, options: EXPLORE_OPTIONS });
   const local = values.endpoint ? undefined : await startDynamoDBLocal();
   const endpoint = values.endpoint ?? local!.endpoint;
   // A fresh namespace (its own tables) every WORLD_SCHEDULES schedules: scans over ever larger tables

@@ -75,7 +75,7 @@ export function deleteExpired({ client, tableName, attr }: ErasureTable, key: st
  * A dedupe window's intent deleted unless its holder changed since it was read (`from`): an intent taken
  * over meanwhile stays.
  */
-export function eraseIntent(
+export function deleteIntent(
   { client, tableName, attr }: ErasureTable,
   key: string,
   from: { recordKey: string; claimId: string | undefined },

@@ -62,3 +62,48 @@ export function identityFromTokenClaims(
   if (!isIdentityPart(tenant) || !isIdentityPart(user)) return undefined;
   return { tenant, user };
 }
+
+/**
+ * Why a token was refused, in words a developer can act on (the 401's message and `error_description`):
+ * expired, issued by another issuer or for another audience, a signature this server's keys do not
+ * verify, not a JWT at all, or a token without the caller's tenant and user. Read from jose's error
+ * codes (not its classes: an app may load another copy of jose); nothing of the token is echoed.
+ */
+export function tokenRefusal(error: unknown, env: NodeJS.ProcessEnv = process.env): string {
+  const { code, claim } = (error ?? {}) as { code?: unknown; claim?: unknown };
+  switch (code) {
+    case 'ERR_JWT_EXPIRED':
+      return 'the token has expired; get a new one';
+    case 'ERR_JWT_CLAIM_VALIDATION_FAILED':
+      if (claim === 'iss') return 'the token was issued by another issuer than this server trusts (iss)';
+      if (claim === 'aud') return 'the token was issued for another audience (aud)';
+      if (claim === 'nbf') return 'the token is not valid yet (nbf)';
+      if (claim === 'exp') return 'the token has no expiry (exp)';
+      return `the token's ${typeof claim === 'string' ? claim : ''} claim is not accepted`.replace('  ', ' ');
+    case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED':
+    case 'ERR_JWKS_NO_MATCHING_KEY':
+      return "the token's signature does not verify with this server's keys (signed by another issuer, or a server restarted with a new key)";
+    case 'ERR_JOSE_ALG_NOT_ALLOWED':
+      return "the token's signing algorithm is not accepted";
+    case 'ERR_JWS_INVALID':
+    case 'ERR_JWT_INVALID':
+    case 'ERR_JOSE_NOT_SUPPORTED':
+      return 'the token is not a valid JWT';
+    case MISSING_IDENTITY:
+      return `the token does not name a tenant (${tenantClaimName(env)}) and a user (sub) of at most ${MAX_IDENTITY_LENGTH} characters`;
+    default:
+      return 'the token is not valid';
+  }
+}
+
+const MISSING_IDENTITY = 'RETRYSAFE_MISSING_IDENTITY';
+
+/** The caller a verified token names, or throws what {@link tokenRefusal} words as a missing identity. */
+export function requireIdentity(
+  tokenClaims: Readonly<Record<string, string | undefined>>,
+  env: NodeJS.ProcessEnv = process.env,
+): Identity {
+  const identity = identityFromTokenClaims(tokenClaims, env);
+  if (!identity) throw Object.assign(new Error('the token names no caller'), { code: MISSING_IDENTITY });
+  return identity;
+}

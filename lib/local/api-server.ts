@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
 import { apiRoutes, DEFAULT_ROUTE_ENTRY, INVOCATION_TIMEOUT_SECONDS, type RouteDefinition } from '../api/routes';
-import { identityFromTokenClaims } from '../auth/token-claims';
+import { identityFromTokenClaims, tokenRefusal } from '../auth/token-claims';
 import type { LambdaHandler } from '../http/boundary';
 import type { ApiEvent } from '../http/event';
 import { type ApiComposition, createHandlers } from '../http/handlers';
@@ -280,17 +280,15 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
     if ((route?.auth ?? 'gateway') === 'gateway') {
       const token = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1];
       let verified: Record<string, string> | undefined;
+      let refusal = 'a bearer token is required';
       try {
         verified = token ? await options.verifyToken(token.trim()) : undefined;
-      } catch {
-        verified = undefined;
+      } catch (error) {
+        refusal = tokenRefusal(error);
       }
       if (!verified) {
         request.resume(); // drop the body, so the answer reaches the client
-        return errorResponse(
-          'unauthorized',
-          `authorization: ${token ? 'the token is not valid' : 'a bearer token is required'}`,
-        );
+        return errorResponse('unauthorized', `authorization: ${refusal}`);
       }
       tokenClaims = verified;
     }

@@ -1,10 +1,10 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { identityFromTokenClaims, type TokenVerifier, VerifierUnavailableError } from '../auth/token-claims';
+import { requireIdentity, type TokenVerifier, tokenRefusal, VerifierUnavailableError } from '../auth/token-claims';
 import { type LambdaHandler, withErrorBoundary } from '../http/boundary';
 import { type ApiEvent, bodyText, header, MAX_BODY_BYTES } from '../http/event';
 import { errorResponse, type HttpResponse, json } from '../http/status';
-import type { InvocationDeadline } from '../idempotency';
+import type { Identity, InvocationDeadline } from '../idempotency';
 import { createMcpServer, type McpServerDependencies, mcpRequestAuth } from './server';
 
 /** Where the MCP endpoint is served. */
@@ -42,7 +42,9 @@ function resourceMetadata(event: ApiEvent, issuer: string): HttpResponse {
 function unauthorized(event: ApiEvent, message: string, invalidToken: boolean): HttpResponse {
   const response = errorResponse('unauthorized', message);
   const metadata = `${originOf(event)}${PROTECTED_RESOURCE_METADATA_PATH}${MCP_PATH}`;
-  const challenge = `Bearer resource_metadata="${metadata}"${invalidToken ? ', error="invalid_token"' : ''}`;
+  // RFC 6750 §3: why, as `error_description` too (a quoted string: no quotes or backslashes inside).
+  const description = message.replace(/^authorization: /, '').replace(/["\\]/g, '');
+  const challenge = `Bearer resource_metadata="${metadata}"${invalidToken ? `, error="invalid_token", error_description="${description}"` : ''}`;
   return { ...response, headers: { ...response.headers, 'www-authenticate': challenge } };
 }
 
@@ -113,14 +115,13 @@ export async function handleMcp(
   }
   const token = /^Bearer (.+)$/i.exec(header(event, 'authorization') ?? '')?.[1]?.trim();
   if (!token) return unauthorized(event, 'authorization: a bearer token is required', false);
-  let caller: ReturnType<typeof identityFromTokenClaims>;
+  let caller: Identity;
   try {
-    caller = identityFromTokenClaims(await dependencies.verifyToken(token));
+    caller = requireIdentity(await dependencies.verifyToken(token));
   } catch (error) {
     if (error instanceof VerifierUnavailableError) return verifierUnavailable(error);
-    caller = undefined;
+    return unauthorized(event, `authorization: ${tokenRefusal(error)}`, true);
   }
-  if (!caller) return unauthorized(event, 'authorization: the token is not valid', true);
   const body = bodyText(event);
   if (Buffer.byteLength(body, 'utf8') > MAX_BODY_BYTES) {
     return errorResponse('payload_too_large', `body: larger than ${MAX_BODY_BYTES} bytes`);

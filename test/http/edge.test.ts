@@ -12,11 +12,12 @@ afterAll(() => api.close());
 
 async function foreignToken(
   claims: Record<string, unknown>,
-  options: { issuer?: string; audience?: string; exp?: string } = {},
+  options: { issuer?: string; audience?: string; exp?: string; alg?: 'ES256' | 'RS256' } = {},
 ) {
-  const { privateKey } = await generateKeyPair('ES256');
+  const alg = options.alg ?? 'ES256';
+  const { privateKey } = await generateKeyPair(alg);
   return new SignJWT(claims)
-    .setProtectedHeader({ alg: 'ES256' })
+    .setProtectedHeader({ alg })
     .setIssuer(options.issuer ?? api.key.settings.issuer)
     .setAudience(options.audience ?? 'retrysafe')
     .setExpirationTime(options.exp ?? '1h')
@@ -45,23 +46,34 @@ describe('authorization, as the JWT authorizer does it', () => {
   });
 
   it.each([
-    ['a token signed by another key', () => foreignToken({ tenant_id: 'acme', sub: 'ada' })],
-    ['a garbled token', async () => 'not.a.jwt'],
-    ['an expired token', () => api.token('acme', 'ada', '-1m')],
-  ])('answers 401 for %s', async (_label, makeToken) => {
+    [
+      'a token signed by another key',
+      () => foreignToken({ tenant_id: 'acme', sub: 'ada' }, { alg: 'RS256' }),
+      /signature does not verify/,
+    ],
+    [
+      'a token of another algorithm',
+      () => foreignToken({ tenant_id: 'acme', sub: 'ada' }),
+      /signing algorithm is not accepted/,
+    ],
+    ['a garbled token', async () => 'not.a.jwt', /not a valid JWT/],
+    ['an expired token', () => api.token('acme', 'ada', '-1m'), /has expired/],
+  ])('answers 401 for %s, saying why', async (_label, makeToken, why) => {
     const reply = await api.get('/tools', await makeToken());
 
     expect(reply.status).toBe(401);
     expect(reply.body.error.code).toBe('unauthorized');
+    expect(reply.body.error.message).toMatch(why);
   });
 
   it.each([
-    ['another issuer', { JWT_ISSUER: 'https://someone-else.example' }],
-    ['another audience', { JWT_AUDIENCE: 'another-api' }],
-  ])('answers 401 for a token of %s, even signed by the right key', async (_label, settings) => {
+    ['another issuer', { JWT_ISSUER: 'https://someone-else.example' }, /another issuer .*\(iss\)/],
+    ['another audience', { JWT_AUDIENCE: 'another-api' }, /another audience \(aud\)/],
+  ])('answers 401 for a token of %s, even signed by the right key, saying why', async (_label, settings, why) => {
     const reply = await api.get('/tools', await api.tokenWith(settings));
 
     expect(reply.status).toBe(401);
+    expect(reply.body.error.message).toMatch(why);
   });
 
   it.each([

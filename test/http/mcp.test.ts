@@ -405,6 +405,20 @@ describe('MCP authorization and transport', () => {
     expect(minted.status).toBe(200);
     expect(minted.body.result.tools.length).toBeGreaterThan(0);
     expect(otherServer.status).toBe(401);
+    expect(otherServer.headers.get('www-authenticate')).toMatch(
+      /error="invalid_token", error_description="the token was issued by another issuer than this server trusts \(iss\)"/,
+    );
+  });
+
+  it('says in the 401 that a token expired, in the body and the challenge', async () => {
+    const expired = await rawMcp(
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      { authorization: `Bearer ${await api.token(newTenant(), 'ada', '-1m')}` },
+    );
+
+    expect(expired.status).toBe(401);
+    expect(expired.body.error.message).toBe('authorization: the token has expired; get a new one');
+    expect(expired.headers.get('www-authenticate')).toMatch(/error_description="the token has expired; get a new one"/);
   });
 
   it('answers GET and DELETE on /mcp with 405: stateless, no stream, no session', async () => {

@@ -13,6 +13,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Context } from 'aws-lambda';
 import canonicalize from 'canonicalize';
 import * as z from 'zod/mini';
+import { timeLeftForStoreCall } from '../store/deadline';
 import { parseCall } from './arguments';
 import { classify, type StoredOutcome } from './call-state';
 import {
@@ -470,7 +471,17 @@ export class ToolRuntime {
 
   #failure(tool: string, error: unknown): ToolResult<never> {
     const toolError = toToolError(error);
-    if (!toolError.expose || toolError.code === 'unavailable') {
+    if (toolError.code === 'unavailable' && outOfTime()) {
+      // The invocation's time is up (the tool ran until its deadline): not a fault of the store, and no
+      // stack to read. The claim keeps its lock, which ends with the invocation: abandoned, to be finished.
+      this.#options.logger?.warn(
+        'tool call ran out of time: it stays in flight for a retry with its key or the completer',
+        {
+          tool,
+          code: toolError.code,
+        },
+      );
+    } else if (!toolError.expose || toolError.code === 'unavailable') {
       this.#options.logger?.error('tool call failed', { tool, code: toolError.code, error: error as Error });
     }
     return {
@@ -490,6 +501,12 @@ class IntentRunningError extends Error {
     super('the same intent is being run by another call');
     this.name = 'IntentRunningError';
   }
+}
+
+/** Whether this invocation's time is up: its store calls are refused (`withInvocationDeadline`). */
+function outOfTime(): boolean {
+  const left = timeLeftForStoreCall();
+  return left !== undefined && left <= 0;
 }
 
 /** The business errors after which nothing happened, so a dedupe window's intent is freed. */

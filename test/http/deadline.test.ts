@@ -41,8 +41,26 @@ describe('the invocation deadline, locally as on Lambda', () => {
         return { receipt: { text: args.text }, replayed: false };
       },
     });
+    const logLevel = process.env.POWERTOOLS_LOG_LEVEL;
+    process.env.POWERTOOLS_LOG_LEVEL = 'WARN'; // the suite's default is SILENT: this test reads the log
     const api = await startTestApi({ tools: [...TOOLS, slowNote], timeoutMs: TIMEOUT_MS });
+    process.env.POWERTOOLS_LOG_LEVEL = logLevel;
     const tenant = newTenant();
+
+    const logged: Array<Record<string, unknown>> = [];
+    const capture = (chunk: unknown) => {
+      for (const line of String(chunk).split('\n').filter(Boolean)) {
+        try {
+          logged.push(JSON.parse(line));
+        } catch {
+          // not a log line
+        }
+      }
+      return true;
+    };
+    // Powertools writes WARN and ERROR to stderr, the rest to stdout.
+    const writes = [jest.spyOn(process.stdout, 'write'), jest.spyOn(process.stderr, 'write')];
+    for (const write of writes) write.mockImplementation(capture);
 
     // Act
     const started = Date.now();
@@ -50,6 +68,11 @@ describe('the invocation deadline, locally as on Lambda', () => {
     const answeredAfter = Date.now() - started;
     release.open();
     await attempted.opened;
+    // The late handler's own answer (nobody reads it) is logged once it settles.
+    for (let waited = 0; waited < 3_000 && !logged.some((line) => line.tool === 'slow_note'); waited += 50) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    for (const write of writes) write.mockRestore();
     const messages = await api.services.outbox.list(tenant);
     await api.close();
 
@@ -59,6 +82,16 @@ describe('the invocation deadline, locally as on Lambda', () => {
     expect(answeredAfter).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
     expect(lateWrite).toMatchObject({ name: 'TimeoutError' });
     expect(messages).toEqual([]);
+    // Running out of time is said once, as a warning without a stack — not a store failure at ERROR.
+    const aboutTheCall = logged.filter((line) => line.tool === 'slow_note');
+    expect(aboutTheCall).toEqual([
+      expect.objectContaining({
+        level: 'WARN',
+        message: 'tool call ran out of time: it stays in flight for a retry with its key or the completer',
+        code: 'unavailable',
+      }),
+    ]);
+    expect(aboutTheCall[0]).not.toHaveProperty('error');
   });
 
   describe('in a brownout (DynamoDB accepts connections and never answers)', () => {

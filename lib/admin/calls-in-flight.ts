@@ -1,13 +1,16 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { CallRecords, classify, DEFAULT_TTL_SECONDS, STATUS } from '../idempotency';
+import { CallRecords, classify, DEFAULT_TTL_SECONDS, isInFlight, STATUS } from '../idempotency';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../store/tables';
 import { scanTenantRecords } from './tenant-scan';
 
 /** A call in flight, as an operator reads it. */
 export interface CallInFlight {
   readonly tool: string;
-  /** `pending`: its lock is live (an attempt runs, or it was parked); `abandoned`: its lock ended, a retry or the completer finishes it. */
-  readonly state: 'pending' | 'abandoned';
+  /**
+   * `pending`: its lock is live (an attempt runs, or it was parked); `abandoned`: its lock ended, a retry
+   * or the completer finishes it; `stalled`: the completer gave up on it, only a retry with its key does.
+   */
+  readonly state: 'pending' | 'abandoned' | 'stalled';
   /** The record key (`<tool>#<hash>`): the call's name in the logs and in `get_operation`. */
   readonly recordKey: string;
   readonly user: string | undefined;
@@ -69,8 +72,8 @@ export async function callsInFlight(
     (item) => {
       const record = records.fromItem(item);
       const state = classify(record, nowMs);
-      if (state !== 'live' && state !== 'abandoned') return; // expired: no call any more
-      const shown = state === 'live' ? 'pending' : 'abandoned';
+      if (!isInFlight(state)) return; // expired: no call any more
+      const shown = state === 'live' ? 'pending' : state;
       if (options.state !== undefined && options.state !== shown) return;
       const tool = record.tool ?? record.key.slice(0, record.key.indexOf('#'));
       const ttl = options.ttlSecondsByTool?.[tool] ?? DEFAULT_TTL_SECONDS;

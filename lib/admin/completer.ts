@@ -86,7 +86,7 @@ export async function recheckBatch(
   deadline: InvocationDeadline,
   logger?: Logger,
 ): Promise<RecheckBatchReport> {
-  const outcomes: Record<RecheckOutcome, number> = { finished: 0, settled: 0, later: 0, unsettled: 0 };
+  const outcomes: Record<RecheckOutcome, number> = { finished: 0, settled: 0, later: 0, unsettled: 0, gave_up: 0 };
   const failedMessageIds: string[] = [];
   const settled = await Promise.allSettled(
     deliveries.map(async function recheckOne(delivery) {
@@ -109,7 +109,7 @@ export async function recheckBatch(
 
 /** The metric figures of one stream batch. */
 export function streamFigures(report: StreamReport): CompleterFigures {
-  return { rechecksScheduled: report.rechecksScheduled, callsFinished: 0, rechecksFailed: 0, gaveUp: report.gaveUp };
+  return { rechecksScheduled: report.rechecksScheduled, callsFinished: 0, rechecksFailed: 0, gaveUp: 0 };
 }
 
 /** The metric figures of one batch of rechecks: a recheck answered `later` scheduled another. */
@@ -118,6 +118,6 @@ export function recheckFigures(report: RecheckBatchReport): CompleterFigures {
     rechecksScheduled: report.outcomes.later,
     callsFinished: report.outcomes.finished,
     rechecksFailed: report.failedMessageIds.length,
-    gaveUp: 0,
+    gaveUp: report.outcomes.gave_up,
   };
 }

@@ -11,10 +11,12 @@ import {
   CallRecords,
   type CallState,
   classify,
+  closeStalled,
   deleteExpired,
   deleteIntent,
   type ErasureTable,
   IntentStore,
+  isInFlight,
   recordKeyOfCallId,
   tombstone,
 } from '../idempotency';
@@ -105,6 +107,7 @@ export async function eraseTenant(
     idempotency: await eraseIdempotencyRecords(client, tableName('idempotency', env), request.tenant, {
       dryRun,
       segments: request.segments ?? 4,
+      closeStalled: request.includeDomain ?? false,
     }),
   };
   const records = new CallRecords(client, tableName('idempotency', env), ATTR);
@@ -141,7 +144,7 @@ async function eraseIdempotencyRecords(
   client: DynamoDBClient,
   table: string,
   tenant: string,
-  { dryRun, segments }: { dryRun: boolean; segments: number },
+  { dryRun, segments, closeStalled }: { dryRun: boolean; segments: number; closeStalled: boolean },
 ): Promise<TableErasure> {
   const totals = { found: 0, deleted: 0, inFlight: 0, readUnits: 0 };
   const records = new CallRecords(client, table, ATTR);
@@ -150,8 +153,8 @@ async function eraseIdempotencyRecords(
     totals.found += 1;
     const outcome =
       item[ATTR.intentOwner] === undefined
-        ? await eraseCallRecord(erasure, records.fromItem(item), dryRun)
-        : await eraseIntent(erasure, records, item, dryRun);
+        ? await eraseCallRecord(erasure, records.fromItem(item), { dryRun, closeStalled })
+        : await eraseIntent(erasure, records, item, { dryRun, closeStalled });
     if (outcome === 'erased') totals.deleted += 1;
     if (outcome === 'in_flight') totals.inFlight += 1;
   });
@@ -160,36 +163,58 @@ async function eraseIdempotencyRecords(
 
 type Erasure = 'erased' | 'in_flight' | 'nothing';
 
+interface RecordErasureOptions {
+  readonly dryRun: boolean;
+  /** Erase closes stalled calls (with the app's tables: `includeDomain`). */
+  readonly closeStalled: boolean;
+}
+
 /**
- * A call record, by its state (`call-state`): a completed one becomes a tombstone (`tombstone`); a call in flight (live, or abandoned: its effect may have happened) is kept
- * and reported, to be finished and erased by a later run; an expired one is deleted (`deleteExpired`). A record that
- * changed meanwhile is left to a rerun.
+ * A call record, by its state (`call-state`): a completed one becomes a tombstone (`tombstone`); a call
+ * in flight (live, or abandoned: the completer or a retry may still finish it, and its effect may have
+ * happened) is kept and reported, to be finished and erased by a later run; a stalled one (the completer
+ * gave up on it) is closed with the app's tables (`closeStalled`: nothing else would finish it) and kept
+ * without them; an expired one is deleted (`deleteExpired`). A record that changed meanwhile is left to
+ * a rerun.
  */
-async function eraseCallRecord(table: ErasureTable, record: CallRecord, dryRun: boolean): Promise<Erasure> {
+async function eraseCallRecord(
+  table: ErasureTable,
+  record: CallRecord,
+  options: RecordErasureOptions,
+): Promise<Erasure> {
   const now = Date.now();
   const state = classify(record, now);
-  if (state === 'live' || state === 'abandoned') return 'in_flight';
-  if (state === 'erased' || state === 'absent' || dryRun) return 'nothing';
+  if (state === 'stalled' && options.closeStalled) {
+    if (options.dryRun) return 'nothing';
+    return (await closeStalled(table, record.key, record.claim!)) === 'erased' ? 'erased' : 'in_flight';
+  }
+  if (isInFlight(state)) return 'in_flight';
+  if (state === 'erased' || state === 'absent' || options.dryRun) return 'nothing';
   const done = state === 'expired' ? await deleteExpired(table, record.key, now) : await tombstone(table, record.key);
   return done === 'erased' ? 'erased' : 'nothing';
 }
 
 /**
  * A dedupe window's intent: kept while the call that holds it is in flight (a fresh key inside the
- * window would otherwise run beside it); deleted otherwise, on the holder it was read with
- * (`deleteIntent`).
+ * window would otherwise run beside it) — a stalled holder is closed first when erase closes stalled
+ * calls —; deleted otherwise, on the holder it was read with (`deleteIntent`).
  */
 async function eraseIntent(
   table: ErasureTable,
   records: CallRecords,
   item: Record<string, unknown>,
-  dryRun: boolean,
+  options: RecordErasureOptions,
 ): Promise<Erasure> {
   const owner = item[ATTR.intentOwner] as string;
   const holder = await records.read(owner);
   const state = classify(holder, Date.now());
-  if ((state === 'live' || state === 'abandoned') && IntentStore.holds(holder, item, ATTR)) return 'in_flight';
-  if (dryRun) return 'nothing';
+  if (isInFlight(state) && IntentStore.holds(holder, item, ATTR)) {
+    if (state !== 'stalled' || !options.closeStalled || options.dryRun) return 'in_flight';
+    // Its holder's own record may come later in the scan (or was done already: `changed` then).
+    const closed = await closeStalled(table, holder!.key, holder!.claim!);
+    if (closed === 'changed' && isInFlight(classify(await records.read(owner), Date.now()))) return 'in_flight';
+  }
+  if (options.dryRun) return 'nothing';
   const done = await deleteIntent(table, item[ATTR.key] as string, {
     recordKey: owner,
     claimId: item[ATTR.claim] as string | undefined,
@@ -251,7 +276,7 @@ async function eraseDomainItems(
       let inFlight = false;
       for (const writer of writers) {
         const state = writer === undefined ? 'absent' : await stateOf(writer);
-        if (state === 'live' || state === 'abandoned') inFlight = true;
+        if (isInFlight(state)) inFlight = true;
       }
       if (inFlight) {
         totals.inFlight += 1;

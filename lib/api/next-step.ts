@@ -151,8 +151,11 @@ export function nextAfterWrite(tool: string, result: ToolResult): NextStep {
 /** How long to wait before polling an operation still in flight again. */
 export const OPERATION_POLL_AFTER_MS = 1000;
 
+/** What `get_operation` says of a call it finds (docs/state-machine.md's states, as the caller reads them). */
+export type OperationStatus = 'completed' | 'pending' | 'abandoned' | 'stalled';
+
 /** The next step after `get_operation`'s answer. */
-export function nextAfterOperation(status: 'completed' | 'pending' | 'abandoned'): NextStep {
+export function nextAfterOperation(status: OperationStatus): NextStep {
   switch (status) {
     case 'completed':
       return { action: 'none', message: 'This call completed; its receipt is here. Do not repeat it.' };
@@ -168,6 +171,12 @@ export function nextAfterOperation(status: 'completed' | 'pending' | 'abandoned'
         after_ms: OPERATION_POLL_AFTER_MS,
         message: `The call stopped before it finished; the server finishes it. Ask again after ${OPERATION_POLL_AFTER_MS} ms, or call the write again now with the same idempotency_key and arguments: neither can act twice.`,
       };
+    case 'stalled':
+      return {
+        action: 'call_again',
+        message:
+          'The server stopped retrying this call: its attempts failed. Call the write again with the same idempotency_key and arguments to run it again (it cannot act twice), or tell the user it did not finish. Polling will not change this answer.',
+      };
   }
 }
 
@@ -175,7 +184,7 @@ export function nextAfterOperation(status: 'completed' | 'pending' | 'abandoned'
 export const AFTER_READ: NextStep = { action: 'none', message: 'This is the current state. Nothing to do.' };
 
 /** A read's answer, whichever read: found, an operation's status, or an error. */
-export type ReadResult = { readonly ok: true; readonly status?: 'completed' | 'pending' | 'abandoned' } | ErrorResult;
+export type ReadResult = { readonly ok: true; readonly status?: OperationStatus } | ErrorResult;
 
 /** The next step after a read's answer (`get_operation`, `get_invoice`, `get_ticket`). */
 export function nextAfterRead(answer: ReadResult): NextStep {

@@ -24,6 +24,15 @@ export const operationAnswer = z.lazy(() =>
       hint: z.string().check(z.describe('What happens next: the completer finishes it, or resend with the same key.')),
       next: nextStepSchema,
     }),
+    z.strictObject({
+      ok: z.literal(true),
+      status: z.literal('stalled'),
+      key: z.string(),
+      hint: z
+        .string()
+        .check(z.describe('The completer gave up on it: only a resend with the same key and arguments finishes it.')),
+      next: nextStepSchema,
+    }),
   ]),
 );
 

@@ -90,8 +90,8 @@ export async function callsCommand(argv: readonly string[], cwd: string, env: No
   );
   if (help) return printed(CALLS_USAGE);
   if (!values.tenant) throw new UsageError('--tenant is required', CALLS_USAGE);
-  if (values.state !== undefined && values.state !== 'pending' && values.state !== 'abandoned') {
-    throw new UsageError(`--state: "${values.state}" is not pending or abandoned`, CALLS_USAGE);
+  if (values.state !== undefined && !['pending', 'abandoned', 'stalled'].includes(values.state)) {
+    throw new UsageError(`--state: "${values.state}" is not pending, abandoned or stalled`, CALLS_USAGE);
   }
   const config = configFor(cwd, values.config, true);
   const store = openStore(values, config?.tables ?? {}, CALLS_USAGE, cwd, env);

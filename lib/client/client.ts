@@ -133,7 +133,9 @@ function operationOf(body: unknown): Operation | undefined {
   if (!isObject(body) || body.ok !== true || typeof body.key !== 'string') return undefined;
   // As for a write: the answer's fields, not its `next`.
   const { next: _next, ...operation } = body;
-  if (body.status === 'pending' || body.status === 'abandoned') return operation as unknown as Operation;
+  if (body.status === 'pending' || body.status === 'abandoned' || body.status === 'stalled') {
+    return operation as unknown as Operation;
+  }
   return body.status === 'completed' && isObject(body.receipt) ? (operation as unknown as Operation) : undefined;
 }
 

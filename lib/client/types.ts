@@ -22,14 +22,16 @@ export interface Completed<R = JsonObject> {
 }
 
 /**
- * What `operation(tool, key)` finds: the receipt of a completed call; a call still in flight; or one
+ * What `operation(tool, key)` finds: the receipt of a completed call; a call still in flight; one
  * abandoned (its worker died before it finished), which the server's completer finishes, or which the
- * same call with the same key and arguments finishes now — `hint` says so.
+ * same call with the same key and arguments finishes now; or one stalled (the completer gave up on it
+ * after its attempts failed), which only that same call finishes — `hint` says so.
  */
 export type Operation<R = JsonObject> =
   | { readonly ok: true; readonly status: 'completed'; readonly key: string; readonly receipt: R }
   | { readonly ok: true; readonly status: 'pending'; readonly key: string }
-  | { readonly ok: true; readonly status: 'abandoned'; readonly key: string; readonly hint: string };
+  | { readonly ok: true; readonly status: 'abandoned'; readonly key: string; readonly hint: string }
+  | { readonly ok: true; readonly status: 'stalled'; readonly key: string; readonly hint: string };
 
 /** One tool's types: the arguments a caller sends (without `idempotency_key`) and its receipt. */
 export interface ToolTypes<A = JsonObject, R = JsonObject> {

@@ -1,3 +1,4 @@
+import type { OperationStatus } from '../api/next-step';
 import type { ErrorCode, Identity, JsonObject, ToolRuntime } from '../idempotency';
 import { INTERNAL_MESSAGE, StoredFailureError, ToolError } from '../idempotency/errors';
 import { type InvoiceStore, MAX_INVOICE_ID_LENGTH } from './invoices';
@@ -31,6 +32,9 @@ export interface OperationSource {
   readonly toolNames: readonly string[];
 }
 
+const STALLED_HINT =
+  'the server stopped retrying this call after its attempts failed (its effect may or may not have happened): resend the same arguments with the same key to run it again — it cannot act twice — otherwise it stays unfinished until its record expires';
+
 /**
  * The caller's own record of a client key: completed with its receipt, or pending. The record is keyed
  * by tool, tenant, user and key, so another's key or an expired one is `not_found`; so is an unknown
@@ -41,9 +45,7 @@ export async function readOperation(
   caller: Identity,
   tool: string,
   key: string,
-): Promise<
-  ReadAnswer<{ status: 'completed' | 'pending' | 'abandoned'; key: string; receipt?: JsonObject; hint?: string }>
-> {
+): Promise<ReadAnswer<{ status: OperationStatus; key: string; receipt?: JsonObject; hint?: string }>> {
   if (!toolNames.includes(tool)) return failure('not_found', `tool: no tool ${clip(tool)}`);
   // A key no write could have used (over 255 characters) names no operation: no read is sent.
   if (key.length > MAX_CLIENT_KEY_LENGTH) return failure('not_found', `key: no operation ${clip(key)} for ${tool}`);
@@ -62,11 +64,12 @@ export async function readOperation(
   if (!operation) return failure('not_found', `key: no operation ${key} for ${tool}`);
   if (operation.status === 'completed') return { ok: true, status: 'completed', key, receipt: operation.receipt };
   if (operation.status === 'pending') return { ok: true, status: 'pending', key };
+  if (operation.status === 'stalled') return { ok: true, status: 'stalled', key, hint: STALLED_HINT };
   return {
     ok: true,
     status: 'abandoned',
     key,
-    hint: 'the call stopped before it finished (its worker died): the completer finishes it within a minute, or resend the same arguments with the same key now — neither can act twice',
+    hint: 'the call stopped before it finished (its worker died, or its attempt failed): the server retries it, the first time within a minute, or resend the same arguments with the same key now — neither can act twice',
   };
 }
 

@@ -1,4 +1,5 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { OperationStatus } from '../api/next-step';
 import type { InvoiceStore } from '../domain/invoices';
 import { type OperationSource, type ReadAnswer, readInvoice, readOperation, readTicket } from '../domain/reads';
 import type { TicketStore } from '../domain/tickets';
@@ -8,7 +9,7 @@ import { type ApiEvent, identityFromEvent, pathParameter, UNAUTHORIZED } from '.
 import { errorResponse, type HttpResponse, toReadResponse } from './status';
 
 /** A read's answer as an HTTP response: 200 with the body and its next step, or the error's status. */
-function answerResponse(answer: ReadAnswer<{ status?: 'completed' | 'pending' | 'abandoned' }>): HttpResponse {
+function answerResponse(answer: ReadAnswer<{ status?: OperationStatus }>): HttpResponse {
   return toReadResponse(answer);
 }
 

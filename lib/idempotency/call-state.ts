@@ -10,6 +10,7 @@
  * | `expired`   | any status, `expiration` < now (TTL passed)      | claims it anew (PutItem)                  |
  * | `live`      | INPROGRESS, lock ≥ now                           | is answered `pending` (or `conflict`)     |
  * | `abandoned` | INPROGRESS, lock < now                           | takes it over (same arguments), else `conflict` |
+ * | `stalled`   | abandoned, and the completer gave up on its claim | takes it over (same arguments), else `conflict` |
  * | `completed` | COMPLETED                                        | gets its outcome (`idempotent: true`)     |
  * | `erased`    | ERASED (a tombstone, until its TTL)              | is answered `not_found`                   |
  *
@@ -31,7 +32,17 @@ export const STATUS = {
   erased: 'ERASED',
 } as const;
 
-export type CallState = 'absent' | 'expired' | 'live' | 'abandoned' | 'completed' | 'erased';
+export type CallState = 'absent' | 'expired' | 'live' | 'abandoned' | 'stalled' | 'completed' | 'erased';
+
+/** A call whose lock ended without an outcome: a takeover (a retry, or the completer unless stalled) finishes it. */
+export function isAbandoned(state: CallState): state is 'abandoned' | 'stalled' {
+  return state === 'abandoned' || state === 'stalled';
+}
+
+/** The states of a call that may still commit its effect: its lock is live, or a takeover can finish it. */
+export function isInFlight(state: CallState): state is 'live' | 'abandoned' | 'stalled' {
+  return state === 'live' || state === 'abandoned' || state === 'stalled';
+}
 
 /** A call record as read from the table, every attribute typed. */
 export interface CallRecord {
@@ -57,6 +68,8 @@ export interface CallRecord {
   readonly callId: string;
   /** The stored outcome (COMPLETED). */
   readonly outcome: StoredOutcome | undefined;
+  /** The claim the completer gave up on (`stalled` while it is still `claim`). */
+  readonly stalledClaim: string | undefined;
 }
 
 /** The one rule for "is this record's lock live, abandoned, completed…", at time `nowMs`. */
@@ -67,7 +80,9 @@ export function classify(record: CallRecord | undefined, nowMs: number): CallSta
   if (record.status === STATUS.completed) return 'completed';
   // An in-flight record without a lock deadline is never written (the claim refuses it); read as
   // abandoned so that it can be finished rather than hold its key until the TTL.
-  return record.lockEndsMs !== undefined && record.lockEndsMs >= nowMs ? 'live' : 'abandoned';
+  if (record.lockEndsMs !== undefined && record.lockEndsMs >= nowMs) return 'live';
+  // Given up on by the completer: only while the claim it gave up on is still the record's.
+  return record.stalledClaim !== undefined && record.stalledClaim === record.claim ? 'stalled' : 'abandoned';
 }
 
 /** A call's id: the record key and the instance its first claim started (records from before: the key). */

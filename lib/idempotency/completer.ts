@@ -3,6 +3,8 @@ import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { type CallRecord, classify, isCallRecordKey, STATUS } from './call-state';
 import { CallRecords } from './persistence/call-records';
+import type { RecordTable } from './persistence/conditional-write';
+import { markStalled } from './persistence/stall';
 import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 import type { ToolRuntime } from './runtime';
 import type { ToolDefinition } from './tool';
@@ -49,8 +51,9 @@ export interface CompleterOptions {
   /** @default DEFAULT_RECORD_ATTRIBUTES */
   readonly attributes?: Partial<RecordAttributes>;
   /**
-   * Attempts of one call after which the completer stops re-running it (it stays `abandoned`: a retry
-   * with its key still finishes it), logged as an error.
+   * Attempts of one call after which the completer stops re-running it: the call becomes `stalled`
+   * (docs/state-machine.md) — `get_operation` and `retrysafe calls` say so, a retry with its key still
+   * finishes it, erase with the app's tables closes it — logged as an error.
    * @default 8
    */
   readonly maxAttempts?: number;
@@ -62,10 +65,8 @@ export interface CompleterOptions {
 export interface StreamReport {
   /** Stream records in the batch. */
   readonly recordsRead: number;
-  /** Call records whose last image in the batch was in flight: a recheck each. */
+  /** Call records whose last image in the batch was in flight (not stalled): a recheck each. */
   readonly rechecksScheduled: number;
-  /** In flight past `maxAttempts`: left for a retry with their key, and logged. */
-  readonly gaveUp: number;
 }
 
 /** What one recheck found and did. */
@@ -76,6 +77,8 @@ export type RecheckOutcome =
   | 'settled'
   /** Its lock is still live: looked at again when it ends. */
   | 'later'
+  /** Abandoned after `maxAttempts`: marked `stalled` (on the claim read), not re-run, logged. */
+  | 'gave_up'
   /**
    * The re-run did not settle it (a transient failure, perhaps before anything was written): it is
    * rechecked again after a backoff — and if the attempt did change the record, the stream brings
@@ -105,12 +108,18 @@ export class Completer {
   readonly #attr: RecordAttributes;
   readonly #records: CallRecords;
   readonly #tools: ReadonlyMap<string, ToolDefinition>;
+  readonly #table: RecordTable;
 
   constructor(options: CompleterOptions) {
     this.#options = options;
     this.#attr = { ...DEFAULT_RECORD_ATTRIBUTES, ...options.attributes };
     this.#records = new CallRecords(options.client, options.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME, this.#attr);
     this.#tools = new Map(options.tools.map((tool) => [tool.name, tool]));
+    this.#table = {
+      client: options.client,
+      tableName: options.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME,
+      attr: this.#attr,
+    };
   }
 
   /**
@@ -132,31 +141,24 @@ export class Completer {
       last.set(key, { sequence, image: image ? unmarshall(image as Record<string, AttributeValue>) : undefined });
     }
     const rechecks: Recheck[] = [];
-    let gaveUp = 0;
-    const maxAttempts = this.#options.maxAttempts ?? 8;
     for (const [key, { image }] of last) {
       const record = image ? this.#records.fromItem(image) : undefined;
       if (record?.status !== STATUS.inProgress || !record.claim) continue;
-      if (record.attempt > maxAttempts) {
-        gaveUp += 1;
-        this.#options.logger?.error('completer gave up on a call: it stays abandoned until a retry with its key', {
-          tool: record.tool,
-          attempts: record.attempt,
-        });
-        continue;
-      }
+      // Given up on already (the image of the give-up itself): nothing more to schedule.
+      if (record.stalledClaim === record.claim) continue;
       const untilLockEnds = Math.max(0, Math.ceil(((record.lockEndsMs ?? 0) - Date.now()) / 1000));
       const delay = untilLockEnds + (record.attempt > 1 ? backoffSeconds(record.attempt - 1) : 1);
       rechecks.push({ key, claim: record.claim, delaySeconds: Math.min(900, delay) });
     }
     if (rechecks.length > 0) await this.#options.queue.send(rechecks);
-    return { recordsRead: changes.length, rechecksScheduled: rechecks.length, gaveUp };
+    return { recordsRead: changes.length, rechecksScheduled: rechecks.length };
   }
 
   /**
    * One recheck: the record is read (one consistent GetItem); if the claim it names is still the
    * record's and its lock has ended, the call is re-run as its caller would retry it — the same
-   * arguments under the same key — taking over only that claim.
+   * arguments under the same key — taking over only that claim. Past `maxAttempts` it is not re-run:
+   * it is marked `stalled` instead (on that claim), once.
    */
   async onRecheck(recheck: Pick<Recheck, 'key' | 'claim'>, deadline: InvocationDeadline): Promise<RecheckOutcome> {
     const record = await this.#records.read(recheck.key);
@@ -167,6 +169,7 @@ export class Completer {
       await this.#options.queue.send([{ key: recheck.key, claim: recheck.claim, delaySeconds }]);
       return 'later';
     }
+    if (record.attempt > (this.#options.maxAttempts ?? 8)) return this.#giveUp(record);
     const outcome = await this.#finish(record, deadline);
     if (outcome === 'unsettled') {
       // Never rely on a change that may not have happened (the takeover itself may have failed).
@@ -174,6 +177,16 @@ export class Completer {
       await this.#options.queue.send([{ key: recheck.key, claim: recheck.claim, delaySeconds }]);
     }
     return outcome;
+  }
+
+  async #giveUp(record: CallRecord): Promise<RecheckOutcome> {
+    const marked = await markStalled(this.#table, record.key, record.claim!, Date.now());
+    if (marked === 'changed') return 'settled'; // taken over, finished or erased meanwhile: its own changes follow
+    this.#options.logger?.error('completer gave up on a call: it is stalled until a retry with its key, or erase', {
+      tool: record.tool,
+      attempts: record.attempt,
+    });
+    return 'gave_up';
   }
 
   async #finish(record: CallRecord, deadline: InvocationDeadline): Promise<RecheckOutcome> {

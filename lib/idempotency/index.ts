@@ -6,6 +6,8 @@ export {
   type CallRecord,
   type CallState,
   classify,
+  isAbandoned,
+  isInFlight,
   recordKeyOfCallId,
   STATUS,
 } from './call-state';
@@ -20,7 +22,7 @@ export {
 } from './completer';
 export * from './definition';
 export { CallRecords } from './persistence/call-records';
-export { deleteExpired, deleteIntent, type ErasureTable, tombstone } from './persistence/erasure';
+export { closeStalled, deleteExpired, deleteIntent, type ErasureTable, tombstone } from './persistence/erasure';
 export { IntentStore } from './persistence/intents';
 export { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 export {

@@ -45,6 +45,11 @@ export interface RecordAttributes {
    * window's end plus the records' TTL — so the intent outlives every call asked inside the window.
    */
   readonly windowEnd: string;
+  /**
+   * On a call record: the claim the completer gave up on after its `maxAttempts` (the call is
+   * `stalled` while that claim is still the record's: a retry with its key takes it over as before).
+   */
+  readonly stalledClaim: string;
 }
 
 /** The attribute names retrysafe uses unless told otherwise. */
@@ -64,6 +69,7 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   attempt: 'attempt',
   callInstance: 'call_id',
   windowEnd: 'window_end',
+  stalledClaim: 'stalled_claim',
 };
 
 /** The idempotency table's name unless told otherwise. */

@@ -110,7 +110,9 @@ export function outcomeOf(result: ToolResult): CallOutcome['outcome'] {
 export type Operation<R extends JsonObject> =
   | { status: 'completed'; receipt: R }
   | { status: 'pending' }
-  | { status: 'abandoned' };
+  | { status: 'abandoned' }
+  /** Abandoned, and the completer gave up on it after its attempts: only a resend with its key finishes it. */
+  | { status: 'stalled' };
 
 /** The answer a stored outcome gives, first time or replayed. */
 function answerOf<R extends JsonObject>(stored: StoredOutcome, clientKey: string): ToolResult<R> {
@@ -432,6 +434,8 @@ export class ToolRuntime {
         return { status: 'pending' };
       case 'abandoned':
         return { status: 'abandoned' };
+      case 'stalled':
+        return { status: 'stalled' };
       case 'completed': {
         const outcome = record!.outcome;
         // A stored failure answers the poll as it answered the call.

@@ -13,7 +13,7 @@ export interface CompleterPassReport {
   readonly recordsRead: number;
   /** Rechecks the stream batches scheduled. */
   readonly rechecksScheduled: number;
-  /** Calls in flight past the completer's attempts: left for a retry with their key. */
+  /** Calls given up on past the completer's attempts (now `stalled`: left for a retry with their key). */
   readonly gaveUp: number;
   /** The due rechecks delivered, by outcome, and those that failed (delivered again later). */
   readonly rechecks: RecheckBatchReport;
@@ -47,11 +47,9 @@ export function completerPass(
 ): Promise<CompleterPassReport> {
   return withInvocationDeadline(deadline, async function pass() {
     let rechecksScheduled = 0;
-    let gaveUp = 0;
     const recordsRead = await feed.poll(async function toCompleter(records) {
       const report = await completer.onStream(records);
       rechecksScheduled += report.rechecksScheduled;
-      gaveUp += report.gaveUp;
     });
     const due = queue.due();
     const rechecks = await recheckBatch(
@@ -63,7 +61,7 @@ export function completerPass(
     const redeliverySeconds = options.redeliverySeconds ?? 30;
     await queue.send(rechecks.failedMessageIds.map((id) => ({ ...due[Number(id)]!, delaySeconds: redeliverySeconds })));
     const delivered = recheckFigures(rechecks);
-    const figures = { ...delivered, rechecksScheduled: rechecksScheduled + delivered.rechecksScheduled, gaveUp };
-    return { recordsRead, rechecksScheduled, gaveUp, rechecks, figures };
+    const figures = { ...delivered, rechecksScheduled: rechecksScheduled + delivered.rechecksScheduled };
+    return { recordsRead, rechecksScheduled, gaveUp: delivered.gaveUp, rechecks, figures };
   });
 }

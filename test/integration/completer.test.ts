@@ -35,7 +35,7 @@ afterAll(async () => {
 afterEach(() => jest.restoreAllMocks());
 
 /** The completer as the stack runs it: the stream (locally, DynamoDB Local's) and the recheck queue. */
-function completerFor(tools: Parameters<typeof refundTool.bind>[0]) {
+function completerFor(tools: Parameters<typeof refundTool.bind>[0], options: { maxAttempts?: number } = {}) {
   const queue = new LocalRecheckQueue();
   const feed = new LocalStreamFeed(streams, TABLE);
   const completer = new Completer({
@@ -45,6 +45,7 @@ function completerFor(tools: Parameters<typeof refundTool.bind>[0]) {
     queue,
     tableName: TABLE,
     attributes: IDEMPOTENCY_ATTRIBUTES,
+    ...options,
   });
   return {
     queue,
@@ -146,6 +147,56 @@ describe('the completer', () => {
     // Two rechecks: the one the completer sent itself after the blip, and the one the kept record's
     // change brought; whichever comes first finishes it, the other finds nothing to do.
     expect([...second].sort()).toEqual(['finished', 'settled']);
+    expect(await runtime.lookup('refund', caller, 'k1')).toMatchObject({ status: 'completed' });
+    expect(await world.ledgerRows(caller.tenant)).toHaveLength(1);
+  });
+
+  it('gives up after maxAttempts: the call is stalled (the poll says so, nothing more is scheduled), and a retry with its key still finishes it', async () => {
+    // Prepare: a provider that fails every attempt (down), a completer that re-runs a call once.
+    const caller = identity();
+    const invoice = await world.seedInvoice(caller.tenant);
+    let down = true;
+    let attempts = 0;
+    const provider = {
+      async refund(request: RefundRequest) {
+        attempts += 1;
+        if (down) throw Object.assign(new Error('provider down'), { name: 'TimeoutError' });
+        return world.provider.refund(request);
+      },
+    };
+    const tool = refundTool.bind({ ...world, provider });
+    const completer = completerFor({ ...world, provider }, { maxAttempts: 1 });
+    await completer.stream();
+    completer.queue.due();
+    const call = { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount };
+
+    // Act: attempt 1 (the caller) fails; the completer re-runs it once (attempt 2), fails; then gives up.
+    const first = await runtime.invoke(tool, caller, call, deadline());
+    await completer.stream();
+    advanceClock(3_000);
+    const rerun = await completer.rechecks();
+    await completer.stream();
+    jest.restoreAllMocks();
+    advanceClock(3_000 + 900_000);
+    const givenUp = await completer.rechecks();
+    await completer.stream(); // the give-up's own change: nothing is scheduled for it
+    jest.restoreAllMocks();
+    advanceClock(3_000 + 1_800_000);
+    const afterwards = await completer.rechecks();
+    const polled = await runtime.lookup('refund', caller, 'k1');
+    const attemptsWhileStalled = attempts;
+    down = false;
+    const retry = await runtime.invoke(tool, caller, call, deadline());
+
+    // Assess
+    expect(first).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+    expect(rerun).toEqual(['unsettled']);
+    expect(givenUp).toContain('gave_up');
+    expect(givenUp.filter((outcome) => outcome !== 'gave_up').every((outcome) => outcome === 'settled')).toBe(true);
+    expect(afterwards).toEqual([]);
+    expect(polled).toEqual({ status: 'stalled' });
+    expect(attemptsWhileStalled).toBe(2);
+    expect(retry).toMatchObject({ ok: true, idempotent: false });
     expect(await runtime.lookup('refund', caller, 'k1')).toMatchObject({ status: 'completed' });
     expect(await world.ledgerRows(caller.tenant)).toHaveLength(1);
   });

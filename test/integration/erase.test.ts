@@ -1,6 +1,10 @@
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
-import { type TableId, tableName } from '../../lib/store/tables';
+import { UnavailableError } from '../../lib/idempotency/errors';
+import { CallRecords } from '../../lib/idempotency/persistence/call-records';
+import { markStalled } from '../../lib/idempotency/persistence/stall';
+import { IDEMPOTENCY_ATTRIBUTES, type TableId, tableName } from '../../lib/store/tables';
+import { advanceClock } from '../helpers/clock';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, newTenant, type World } from '../helpers/world';
 
@@ -152,5 +156,49 @@ describe('eraseTenant', () => {
     // The erased call's key answers not_found until its TTL: nothing it erased runs or reappears.
     expect(retried).toMatchObject({ ok: false, error: { code: 'not_found' } });
     expect(await world.runtime.lookup('send_note', caller, 'k1')).toBeUndefined();
+  });
+
+  it('waits for an abandoned call before the app tables, but closes a stalled one (the completer gave up) and erases them', async () => {
+    // Prepare: a tenant with data, and a note call whose every attempt fails — abandoned, then stalled.
+    const tenant = newTenant();
+    await populate(tenant);
+    const caller = identity(tenant, 'ada');
+    const { tool } = noteTool('send_note', async () => {
+      throw new UnavailableError('the note service is down');
+    });
+    const failed = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'secret' }, deadline());
+    advanceClock(1_000);
+    const whileAbandoned = await eraseTenant(world.client, { tenant, includeDomain: true });
+    const records = new CallRecords(world.client, tableName('idempotency'), IDEMPOTENCY_ATTRIBUTES);
+    const key = (await itemsOf(tenant))
+      .idempotency!.map((item) => (item as { id: { S: string } }).id.S)
+      .find((id) => id.startsWith('send_note#'))!;
+    const abandoned = (await records.read(key))!;
+    const table = { client: world.client, tableName: tableName('idempotency'), attr: IDEMPOTENCY_ATTRIBUTES };
+    const gaveUp = await markStalled(table, key, abandoned.claim!, Date.now());
+    const polledStalled = await world.runtime.lookup('send_note', caller, 'k1');
+
+    // Act
+    const recordsOnly = await eraseTenant(world.client, { tenant });
+    const withDomain = await eraseTenant(world.client, { tenant, includeDomain: true });
+    const retried = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'secret' }, deadline());
+    const left = await itemsOf(tenant);
+
+    // Assess
+    expect(failed).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+    // An abandoned call may still be finished by the completer: the app tables wait for it.
+    expect(whileAbandoned.tables.idempotency).toMatchObject({ inFlight: 1 });
+    expect(whileAbandoned.kept.invoices).toMatch(/^deferred: 1 call\(s\) in flight/);
+    expect(gaveUp).toBe('stalled');
+    expect(polledStalled).toEqual({ status: 'stalled' });
+    // Without the app tables a stalled call is kept (the kept domain may still come to show it)…
+    expect(recordsOnly.tables.idempotency).toMatchObject({ deleted: 0, inFlight: 1 });
+    // …with them it is closed, and nothing is deferred.
+    expect(withDomain.tables.idempotency).toMatchObject({ deleted: 1, inFlight: 0 });
+    expect(withDomain.kept.invoices).toBeUndefined();
+    expect(withDomain.tables.invoices).toMatchObject({ deleted: 1, inFlight: 0 });
+    expect(left).toMatchObject({ invoices: [], tickets: [], outbox: [] });
+    expect((await records.read(key))?.status).toBe('ERASED');
+    expect(retried).toMatchObject({ ok: false, error: { code: 'not_found' } });
   });
 });

@@ -119,7 +119,7 @@ describe('recheckBatch', () => {
 
     expect(seen.sort()).toEqual(['k1/c', 'k2/c', 'k3/c', 'k4/c']); // the malformed one never reaches it
     expect(report).toEqual({
-      outcomes: { finished: 1, settled: 1, later: 1, unsettled: 0 },
+      outcomes: { finished: 1, settled: 1, later: 1, unsettled: 0, gave_up: 0 },
       failedMessageIds: ['m-k3', 'm-malformed'],
     });
   });

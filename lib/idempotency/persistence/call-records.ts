@@ -55,5 +55,6 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
     downstreamKey: text(attr.downstreamKey),
     attempt: number(attr.attempt) ?? 1,
     outcome: decodeOutcome(item[attr.data]),
+    stalledClaim: text(attr.stalledClaim),
   };
 }

@@ -1,34 +1,22 @@
 // Erase's writes to the idempotency table (docs/state-machine.md, rule 6), one function per transition,
 // each answering 'erased' or 'changed' (the item moved on since it was read: a rerun decides). A module of
 // their own, so that the functions that never erase do not bundle them.
-import {
-  ConditionalCheckFailedException,
-  DeleteItemCommand,
-  type DynamoDBClient,
-  UpdateItemCommand,
-} from '@aws-sdk/client-dynamodb';
+import { DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { STATUS } from '../call-state';
-import type { RecordAttributes } from '../record';
+import { type RecordTable, conditionally as write } from './conditional-write';
 import { stillHeldBy } from './intents';
 
 export type Erased = 'erased' | 'changed';
 
 /** Where erase writes: the idempotency table and its attribute names. */
-export interface ErasureTable {
-  readonly client: DynamoDBClient;
-  readonly tableName: string;
-  readonly attr: RecordAttributes;
-}
+export type ErasureTable = RecordTable;
 
-async function conditionally(client: DynamoDBClient, command: UpdateItemCommand | DeleteItemCommand): Promise<Erased> {
-  try {
-    await client.send(command as UpdateItemCommand);
-    return 'erased';
-  } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) return 'changed';
-    throw error;
-  }
+async function conditionally(
+  client: RecordTable['client'],
+  command: UpdateItemCommand | DeleteItemCommand,
+): Promise<Erased> {
+  return (await write(client, command)) === 'done' ? 'erased' : 'changed';
 }
 
 /**
@@ -53,6 +41,39 @@ export function tombstone({ client, tableName, attr }: ErasureTable, key: string
         '#claim': attr.claim,
       },
       ExpressionAttributeValues: { ':erased': { S: STATUS.erased }, ':completed': { S: STATUS.completed } },
+    }),
+  );
+}
+
+/**
+ * stalled → erased, with the app's tables (`--include-domain`): a call the completer gave up on is
+ * closed, on the claim it was given up on and read with (a retry that took it over meanwhile is live: it
+ * stays). Nothing would finish it but that retry, and its domain items go with the tenant; the same
+ * tombstone as a completed record's. Without the app's tables a stalled call is kept, like every call in
+ * flight: the kept domain may still come to show its effect.
+ */
+export function closeStalled({ client, tableName, attr }: ErasureTable, key: string, claim: string): Promise<Erased> {
+  return conditionally(
+    client,
+    new UpdateItemCommand({
+      TableName: tableName,
+      Key: { [attr.key]: { S: key } },
+      UpdateExpression: 'SET #status = :erased REMOVE #data, #call, #validation, #downstream, #claim, #stalled',
+      ConditionExpression: '#status = :inProgress AND #claim = :claim AND #stalled = :claim',
+      ExpressionAttributeNames: {
+        '#status': attr.status,
+        '#data': attr.data,
+        '#call': attr.call,
+        '#validation': attr.validation,
+        '#downstream': attr.downstreamKey,
+        '#claim': attr.claim,
+        '#stalled': attr.stalledClaim,
+      },
+      ExpressionAttributeValues: {
+        ':erased': { S: STATUS.erased },
+        ':inProgress': { S: STATUS.inProgress },
+        ':claim': { S: claim },
+      },
     }),
   );
 }

@@ -7,7 +7,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { type CallRecord, classify, type StoredOutcome } from '../call-state';
+import { type CallRecord, classify, isAbandoned, type StoredOutcome } from '../call-state';
 import type { RecordAttributes } from '../record';
 import type { Identity } from '../types';
 import { CallRecords } from './call-records';
@@ -142,7 +142,7 @@ export class IntentStore {
       if (record && isHolder(record, holder)) {
         const state = classify(record, now);
         if (state === 'live') return { kind: 'running', lockEndsMs: record.lockEndsMs };
-        if (state === 'abandoned') return { kind: 'running', lockEndsMs: undefined };
+        if (isAbandoned(state)) return { kind: 'running', lockEndsMs: undefined };
       }
       return (await this.#replace(item, holder))
         ? { kind: 'owned', downstreamKey, created: true }

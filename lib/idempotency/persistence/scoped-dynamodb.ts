@@ -10,7 +10,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { type CallRecord, callIdOf, classify, STATUS } from '../call-state';
+import { type CallRecord, callIdOf, classify, isAbandoned, STATUS } from '../call-state';
 import type { RecordAttributes } from '../record';
 import { callRecordOf } from './call-records';
 
@@ -261,7 +261,7 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
     if (!existing) return;
     const state = classify(existing, now);
     if (state === 'erased') throw new RecordErasedError();
-    if (state === 'abandoned' && existing.validation === record.payloadHash && existing.claim !== undefined) {
+    if (isAbandoned(state) && existing.validation === record.payloadHash && existing.claim !== undefined) {
       await this.#takeOver(record, existing.claim, now);
       return;
     }
@@ -374,7 +374,7 @@ export class ScopedDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
       if (state === 'erased') throw new RecordErasedError();
       if (
         existing.claim === from &&
-        state === 'abandoned' &&
+        isAbandoned(state) &&
         existing.expiresAt !== undefined &&
         existing.expiresAt * 1000 < record.inProgressExpiryTimestamp!
       ) {

@@ -2,15 +2,15 @@
  * The performance goals (issue 16), each printed next to the bare Powertools baseline: what is measured,
  * the figure, the goal, and by how much it is met or missed. Every function's process (cold starts, CPU
  * and latency per call, and the `--before` checkout's) runs on the Node.js the stack deploys
- * (`options.node`: bin/bench/deployed-node.ts).
+ * (`options.node`: bench/deployed-node.ts).
  */
 import { join } from 'node:path';
-import { DEFAULT_TRACING_DEPTH, FUNCTION_DEFAULTS, tracingEnvironment } from '../../lib/infra/defaults';
+import { DEFAULT_TRACING_DEPTH, FUNCTION_DEFAULTS, tracingEnvironment } from '../lib/infra/defaults';
 import { ABLATIONS, ALL_OUT } from './ablation';
 import { type AgainstBareReport, benchAgainstBare, type Entry, type WorkerRun } from './against-bare';
 import type { DeployedNode } from './deployed-node';
 
-const ROOT = join(__dirname, '..', '..');
+const ROOT = join(__dirname, '..');
 
 /** The environment the stack gives every function, as far as performance goes (no NODE_OPTIONS). */
 const DEPLOYED = {
@@ -27,7 +27,7 @@ export interface GoalsOptions {
   readonly before?: string;
   readonly initSamples: number;
   readonly rounds: number;
-  /** Rounds of the ablation run (bin/bench/ablation.ts): its differences are smaller than the goals'. */
+  /** Rounds of the ablation run (bench/ablation.ts): its differences are smaller than the goals'. */
   readonly ablationRounds: number;
 }
 
@@ -203,7 +203,7 @@ export function printGoals(report: AgainstBareReport, withBefore: boolean): void
     `  ${cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ')}`.trimEnd();
   const samples = deployed.refund!.first.samples;
   console.log(
-    `\nretrysafe next to a bare Powertools makeIdempotent handler doing the same DynamoDB calls (bin/bench/bare-*.ts), ` +
+    `\nretrysafe next to a bare Powertools makeIdempotent handler doing the same DynamoDB calls (bench/bare-*.ts), ` +
       `each bundled as deployed, in Lambda-like Node ${report.node} processes on DynamoDB Local; ` +
       `tracing as deployed (${DEFAULT_TRACING_DEPTH}); CPU is user + system of the whole process; medians of ${samples} calls, ` +
       `${init.refund!.samples} cold starts`,
@@ -272,7 +272,7 @@ function printAblation(measured: AgainstBareReport['calls'][string]): void {
       paired('refund', 'bare_refund', 'replay'),
     ],
   ];
-  const header = ['feature taken out (bin/bench/ablation.ts)', 'first call', 'replay'];
+  const header = ['feature taken out (bench/ablation.ts)', 'first call', 'replay'];
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((cells) => cells[column]!.length)));
   console.log(
     `  where the CPU over bare goes: the refund bundled with one feature taken out, called in turn with the ` +

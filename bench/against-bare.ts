@@ -17,14 +17,14 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { build } from 'esbuild';
-import { LAMBDA_RUNTIME, stackEsbuildOptions } from '../../lib/infra/defaults';
-import { DevSigningKey } from '../../lib/local/dev-auth';
+import { LAMBDA_RUNTIME, stackEsbuildOptions } from '../lib/infra/defaults';
+import { DevSigningKey } from '../lib/local/dev-auth';
 import { editsPlugin, type SourceEdit } from './ablation';
 import type { LogLineCost, WorkerConfig, WorkerHandler, WorkerResult } from './cpu-worker';
 import type { DeployedNode } from './deployed-node';
 import { lambdaEnvironment } from './lambda-like';
 
-const ROOT = join(__dirname, '..', '..');
+const ROOT = join(__dirname, '..');
 
 /** One entry point to measure: its source, how it is called, and what its process runs with. */
 export interface Entry {

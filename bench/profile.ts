@@ -1,6 +1,6 @@
 /**
- * Where the time goes: retrysafe's refund entry next to the bare Powertools handler (bin/bench/bare-refund.ts),
- * profiled part by part, on DynamoDB Local, in the bench's Lambda-like environment (bin/bench/lambda-like.ts).
+ * Where the time goes: retrysafe's refund entry next to the bare Powertools handler (bench/bare-refund.ts),
+ * profiled part by part, on DynamoDB Local, in the bench's Lambda-like environment (bench/lambda-like.ts).
  *
  *   npm run bench:profile
  *
@@ -18,10 +18,10 @@
  *
  * The CPU bundles are the deployed ones unminified (function names readable); init uses the deployed
  * minified bundles. PROFILE_ROUNDS (300, split over the passes), PROFILE_PASSES (2), PROFILE_INIT_SAMPLES (8), PROFILE_INTERVAL_US (200),
- * PROFILE_ABLATE (a label of bin/bench/ablation.ts: the refund profiled with that feature taken out).
+ * PROFILE_ABLATE (a label of bench/ablation.ts: the refund profiled with that feature taken out).
  *
  * Every profiled process runs on the Node.js major the stack deploys (`LAMBDA_RUNTIME`, Node 24), as the
- * bench's do: `BENCH_NODE` chooses the binary the same way (bin/bench/deployed-node.ts; `BENCH_NODE=current`
+ * bench's do: `BENCH_NODE` chooses the binary the same way (bench/deployed-node.ts; `BENCH_NODE=current`
  * profiles on this machine's Node, e.g. Node 20 and its AsyncLocalStorage promise hooks). This driver stays on
  * the machine's Node. The stack's defaults (aws-cdk-lib) and the binary's choice are imported in the driver
  * only, so the bundled worker does not load them.
@@ -37,7 +37,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
 import { apiEvent, lambdaContext, lambdaEnvironment, seedBenchInvoices, traceHeader } from './lambda-like';
 
-const ROOT = process.env.PROFILE_ROOT ?? resolve(__dirname, '..', '..');
+const ROOT = process.env.PROFILE_ROOT ?? resolve(__dirname, '..');
 const ROUNDS = Number(process.env.PROFILE_ROUNDS ?? 300);
 const PASSES = Number(process.env.PROFILE_PASSES ?? 2);
 const INIT_SAMPLES = Number(process.env.PROFILE_INIT_SAMPLES ?? 8);
@@ -330,10 +330,10 @@ session.post('Profiler.stop', (error, result) => {
 
 async function bundle(entry: string, outfile: string, minify: boolean, ablate?: string) {
   const { build } = await import('esbuild');
-  const { stackEsbuildOptions } = await import('../../lib/infra/defaults');
+  const { stackEsbuildOptions } = await import('../lib/infra/defaults');
   const { ABLATIONS, ALL_OUT, editsPlugin } = await import('./ablation');
   const ablation = [...ABLATIONS, ALL_OUT].find(({ label }) => label === ablate);
-  if (ablate && !ablation) throw new Error(`PROFILE_ABLATE: no ablation ${ablate} (bin/bench/ablation.ts)`);
+  if (ablate && !ablation) throw new Error(`PROFILE_ABLATE: no ablation ${ablate} (bench/ablation.ts)`);
   const result = await build({
     entryPoints: [entry],
     outfile,
@@ -392,7 +392,7 @@ function partOf(module: string): string {
     module === 'canonicalize' ||
     module.startsWith('lib/') ||
     module.startsWith('lambdas/') ||
-    module.startsWith('bin/')
+    module.startsWith('bench/')
   )
     return "retrysafe's own code (bare: its handler + InvoiceStore, ledger)";
   if (module.startsWith('(bench driver')) return module;
@@ -436,17 +436,17 @@ const USAGE = `usage: npm run bench:profile
 Where the time goes: retrysafe's refund entry next to the bare Powertools handler, profiled part by part
 on DynamoDB Local — CPU per first call and per replay by module, then cold module init by module. No
 flags: PROFILE_ROUNDS (300), PROFILE_PASSES (2), PROFILE_INIT_SAMPLES (8), PROFILE_INTERVAL_US (200),
-PROFILE_ABLATE (a label of bin/bench/ablation.ts) and BENCH_NODE (bin/bench/deployed-node.ts) set it.`;
+PROFILE_ABLATE (a label of bench/ablation.ts) and BENCH_NODE (bench/deployed-node.ts) set it.`;
 
 async function main(): Promise<void> {
   // Imported here, as the driver's other modules are: the bundled worker does not load it.
-  const { commandFlags } = await import('../cli-args');
+  const { commandFlags } = await import('../bin/cli-args');
   commandFlags(USAGE, {});
-  const { startDynamoDBLocal } = await import('../../lib/local/dynamodb-local');
-  const { createTables } = await import('../../lib/store/create-tables');
-  const { applyLocalDefaults } = await import('../../lib/local/local-env');
+  const { startDynamoDBLocal } = await import('../lib/local/dynamodb-local');
+  const { createTables } = await import('../lib/store/create-tables');
+  const { applyLocalDefaults } = await import('../lib/local/local-env');
   const { BUNDLING, DEFAULT_TRACING_DEPTH, FUNCTION_DEFAULTS, LAMBDA_RUNTIME, tracingEnvironment } = await import(
-    '../../lib/infra/defaults'
+    '../lib/infra/defaults'
   );
   const { describeDeployedNode, resolveDeployedNode } = await import('./deployed-node');
   // First: a missing Node binary fails at once, before DynamoDB Local starts.
@@ -487,7 +487,7 @@ async function main(): Promise<void> {
     for (const { label, source } of ENTRIES) {
       const cpu = join(outDir, `${label}-cpu`, 'index.js');
       const init = join(outDir, `${label}-init`, 'index.js');
-      // PROFILE_ABLATE=<label> profiles the refund with that feature taken out (bin/bench/ablation.ts).
+      // PROFILE_ABLATE=<label> profiles the refund with that feature taken out (bench/ablation.ts).
       const ablate = label === 'refund' ? process.env.PROFILE_ABLATE : undefined;
       await bundle(source, cpu, false, ablate);
       files.set(label, { cpu, init, ...(await bundle(source, init, BUNDLING.minify, ablate)) });

@@ -15,9 +15,9 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { LAMBDA_RUNTIME } from '../../lib/infra/defaults';
+import { LAMBDA_RUNTIME } from '../lib/infra/defaults';
 
-const ROOT = join(__dirname, '..', '..');
+const ROOT = join(__dirname, '..');
 
 export interface DeployedNode {
   /** The binary to spawn. */

@@ -10,7 +10,7 @@
  * A refused conditional write consumes a write unit on AWS too, but its error carries no capacity: such
  * writes are counted as requests only.
  *
- * Then the performance goals, next to a bare Powertools handler (`bin/bench/goals.ts`): CPU per call,
+ * Then the performance goals, next to a bare Powertools handler (`bench/goals.ts`): CPU per call,
  * latency, cold module init of a write function and of the MCP function, the tracing and source-map
  * choices, and where the CPU over bare goes (each feature taken out at bundle time: bench/ablation.ts);
  * and the completer's fold rate.
@@ -18,7 +18,7 @@
  * The goals are measured in Lambda-like child processes on the Node.js major the stack deploys
  * (`LAMBDA_RUNTIME`, nodejs24.x → Node 24), whatever Node runs the bench itself: on Node 20,
  * AsyncLocalStorage's promise hooks alone add ~1.2 ms to every call, a cost the deployed runtime does not
- * have. Without a Node 24 at hand the bench installs one once (bin/bench/deployed-node.ts). The per-kind
+ * have. Without a Node 24 at hand the bench installs one once (bench/deployed-node.ts). The per-kind
  * table and the completer's fold rate are measured in this process, on this machine's Node (printed).
  *
  *   npm run bench -- --before <checkout>   also measures another checkout (its node_modules installed),
@@ -28,6 +28,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type AttributeValue, type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { commandFlags } from '../bin/cli-args';
 import { eraseTenant } from '../lib/admin/erase-tenant';
 import { Completer, type StreamChange, type ToolRuntime } from '../lib/idempotency';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
@@ -38,9 +39,8 @@ import { IDEMPOTENCY_ATTRIBUTES, tableName } from '../lib/store/tables';
 import { refund as refundTool } from '../lib/tools/refund';
 import { sendEmail as sendEmailTool } from '../lib/tools/send-email';
 import { createToolRuntime } from '../lib/tools/tool-runtime';
-import { describeDeployedNode, resolveDeployedNode } from './bench/deployed-node';
-import { benchGoals } from './bench/goals';
-import { commandFlags } from './cli-args';
+import { describeDeployedNode, resolveDeployedNode } from './deployed-node';
+import { benchGoals } from './goals';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
 const GOAL_ROUNDS = Number(process.env.BENCH_GOAL_ROUNDS ?? 200);

@@ -32,8 +32,8 @@ async function run(file: string, flag: string) {
 it('the scripts run the commands this suite expects', () => {
   expect(COMMANDS).toEqual(
     expect.arrayContaining([
-      'bin/explore.ts',
-      'bin/chaos.ts',
+      'test/explore/main.ts',
+      'test/chaos/main.ts',
       'bench/bench.ts',
       'bench/profile.ts',
       'bin/demo.ts',

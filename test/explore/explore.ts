@@ -5,7 +5,7 @@ import { runSchedule, type ScheduleOptions, type ScheduleResult } from './schedu
 import type { Fault } from './scheduler';
 import { createExploreWorld } from './world';
 
-/** The explorer's flags (`npm run explore -- --help` describes them; bin/explore.ts checks them first). */
+/** The explorer's flags (`npm run explore -- --help` describes them; main.ts checks them first). */
 export const EXPLORE_OPTIONS = {
   schedules: { type: 'string', default: '2000' },
   seed: { type: 'string' },

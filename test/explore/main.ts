@@ -1,7 +1,7 @@
-/** `npm run explore [-- --schedules N | --scenario S --seed N [--at STEP:FAULT]]`: see test/explore/explore.ts. */
-import { applyLocalDefaults } from '../lib/local/local-env';
-import { EXPLORE_OPTIONS, explore } from '../test/explore/explore';
-import { commandFlags } from './cli-args';
+/** `npm run explore [-- --schedules N | --scenario S --seed N [--at STEP:FAULT]]`: see explore.ts. */
+import { commandFlags } from '../../bin/cli-args';
+import { applyLocalDefaults } from '../../lib/local/local-env';
+import { EXPLORE_OPTIONS, explore } from './explore';
 
 const USAGE = `usage: npm run explore -- [--schedules N] [--scenario S [--seed N [--at STEP:FAULT]]] [--trace]
                           [--stop-at-first] [--endpoint URL]

@@ -127,19 +127,6 @@ export function apiEntries<T extends AnyToolModule, R extends string = never>(
   return entries as Record<EntryName<T, R>, FunctionAccess>;
 }
 
-/** Every entry point of the example app: its tools and its reads (`EXAMPLE_READS`). */
-export function entriesFor<T extends AnyToolModule>(
-  tools: readonly T[],
-): Readonly<Record<EntryName<T>, FunctionAccess>> {
-  return apiEntries(tools, EXAMPLE_READS);
-}
-
-/**
- * The entry points no route reaches: the completer (fed by the idempotency table's stream and its
- * recheck queue; it finishes abandoned calls of every tool, so it needs their access) and tenant erase.
- */
-export const JOB_ENTRIES = ['complete', 'erase'] as const;
-
 /**
  * What tenant erase sends to the app's own tables (`includeDomain`), derived from their schemas: for each
  * table with a `tenantAttribute` (and not `keptByErase`), DeleteItem and the search that finds the

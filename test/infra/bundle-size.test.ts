@@ -1,9 +1,9 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
-import { entriesFor, JOB_ENTRIES } from '../../lib/api/routes';
-import { BUNDLE_BUDGET_BYTES, bundleBudgetOf, stackEsbuildOptions } from '../../lib/infra/defaults';
+import { stackEsbuildOptions } from '../../lib/infra/defaults';
 import { TOOLS } from '../../lib/tools/registry';
+import { BUNDLE_BUDGET_BYTES, bundleBudgetOf, entriesFor, JOB_ENTRIES } from './entries';
 
 const LAMBDAS = join(__dirname, '..', '..', 'lambdas');
 // The example stack's entry points, and the package's own that the example does not deploy (the

@@ -6,8 +6,8 @@ import { App, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
-import { type EntryName, entriesFor } from '../../lib/api/routes';
-import { bundleBudgetOf, POWERTOOLS_LAYER } from '../../lib/infra/defaults';
+import type { EntryName } from '../../lib/api/routes';
+import { POWERTOOLS_LAYER } from '../../lib/infra/defaults';
 import { CLAIM_ACTIONS } from '../../lib/infra/idempotency-table';
 import { RetrysafeStack, type RetrysafeStackOptions } from '../../lib/infra/retrysafe-stack';
 import { createCompleterMetrics } from '../../lib/observability/metrics';
@@ -19,6 +19,7 @@ import { ACCESS_EXERCISES } from '../helpers/access-exercises';
 import { type CompleterAccess, observeCompleterAccess } from '../helpers/completer-access';
 import { type ObservedAccess, observeAccess } from '../helpers/observed-access';
 import { createWorld, deadline, newTenant } from '../helpers/world';
+import { bundleBudgetOf, entriesFor } from './entries';
 
 // biome-ignore lint/suspicious/noExplicitAny: CloudFormation properties are asserted structurally
 type Resources = Record<string, { Type: string; Properties: Record<string, any>; DeletionPolicy?: string }>;

@@ -1,7 +1,7 @@
 // Erase's writes to the idempotency table (docs/state-machine.md, rule 6), one function per transition,
 // each answering 'erased' or 'changed' (the item moved on since it was read: a rerun decides). A module of
 // their own, so that the functions that never erase do not bundle them.
-import { DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { STATUS } from '../call-state';
 import { type RecordTable, conditionally as write } from './conditional-write';
@@ -20,46 +20,23 @@ async function conditionally(
 }
 
 /**
- * completed → erased: the outcome, the arguments, the hashes and the claim go (no write conditioned on a
- * claim — a late store, a park — can touch a tombstone, and no claim or takeover passes it until its TTL).
- * `changed` when the record is no longer completed (deleted by its TTL, or claimed again).
+ * The tombstone's write, on `condition`: the outcome, the arguments, the hashes and the claims go (no
+ * write conditioned on a claim — a late store, a park — can touch a tombstone, and no claim or takeover
+ * passes it until its TTL).
  */
-export function tombstone({ client, tableName, attr }: ErasureTable, key: string): Promise<Erased> {
-  return conditionally(
-    client,
-    new UpdateItemCommand({
-      TableName: tableName,
-      Key: { [attr.key]: { S: key } },
-      UpdateExpression: 'SET #status = :erased REMOVE #data, #call, #validation, #downstream, #claim',
-      ConditionExpression: '#status = :completed',
-      ExpressionAttributeNames: {
-        '#status': attr.status,
-        '#data': attr.data,
-        '#call': attr.call,
-        '#validation': attr.validation,
-        '#downstream': attr.downstreamKey,
-        '#claim': attr.claim,
-      },
-      ExpressionAttributeValues: { ':erased': { S: STATUS.erased }, ':completed': { S: STATUS.completed } },
-    }),
-  );
-}
-
-/**
- * stalled → erased, with the app's tables (`--include-domain`): a call the completer gave up on is
- * closed, on the claim it was given up on and read with (a retry that took it over meanwhile is live: it
- * stays). Nothing would finish it but that retry, and its domain items go with the tenant; the same
- * tombstone as a completed record's. Without the app's tables a stalled call is kept, like every call in
- * flight: the kept domain may still come to show its effect.
- */
-export function closeStalled({ client, tableName, attr }: ErasureTable, key: string, claim: string): Promise<Erased> {
+function toTombstone(
+  { client, tableName, attr }: ErasureTable,
+  key: string,
+  condition: string,
+  values: Record<string, AttributeValue>,
+): Promise<Erased> {
   return conditionally(
     client,
     new UpdateItemCommand({
       TableName: tableName,
       Key: { [attr.key]: { S: key } },
       UpdateExpression: 'SET #status = :erased REMOVE #data, #call, #validation, #downstream, #claim, #stalled',
-      ConditionExpression: '#status = :inProgress AND #claim = :claim AND #stalled = :claim',
+      ConditionExpression: condition,
       ExpressionAttributeNames: {
         '#status': attr.status,
         '#data': attr.data,
@@ -69,13 +46,31 @@ export function closeStalled({ client, tableName, attr }: ErasureTable, key: str
         '#claim': attr.claim,
         '#stalled': attr.stalledClaim,
       },
-      ExpressionAttributeValues: {
-        ':erased': { S: STATUS.erased },
-        ':inProgress': { S: STATUS.inProgress },
-        ':claim': { S: claim },
-      },
+      ExpressionAttributeValues: { ':erased': { S: STATUS.erased }, ...values },
     }),
   );
+}
+
+/**
+ * completed → erased (`toTombstone`). `changed` when the record is no longer completed (deleted by its
+ * TTL, or claimed again).
+ */
+export function tombstone(table: ErasureTable, key: string): Promise<Erased> {
+  return toTombstone(table, key, '#status = :completed', { ':completed': { S: STATUS.completed } });
+}
+
+/**
+ * stalled → erased, with the app's tables (`--include-domain`): a call the completer gave up on is
+ * closed (`toTombstone`), on the claim it was given up on and read with (a retry that took it over
+ * meanwhile is live: it stays). Nothing would finish it but that retry, and its domain items go with the
+ * tenant. Without the app's tables a stalled call is kept, like every call in flight: the kept domain may
+ * still come to show its effect.
+ */
+export function closeStalled(table: ErasureTable, key: string, claim: string): Promise<Erased> {
+  return toTombstone(table, key, '#status = :inProgress AND #claim = :claim AND #stalled = :claim', {
+    ':inProgress': { S: STATUS.inProgress },
+    ':claim': { S: claim },
+  });
 }
 
 /** expired → absent, ahead of DynamoDB's TTL sweep; `changed` when its expiry moved on meanwhile. */

@@ -3,6 +3,9 @@ import { CallRecords, classify, DEFAULT_TTL_SECONDS, isInFlight, STATUS } from '
 import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../store/tables';
 import { scanTenantRecords } from './tenant-scan';
 
+/** The states `retrysafe calls` shows a call in flight in (`CallInFlight.state`). */
+export const CALL_IN_FLIGHT_STATES = ['pending', 'abandoned', 'stalled'] as const;
+
 /** A call in flight, as an operator reads it. */
 export interface CallInFlight {
   readonly tool: string;
@@ -10,7 +13,7 @@ export interface CallInFlight {
    * `pending`: its lock is live (an attempt runs, or it was parked); `abandoned`: its lock ended, a retry
    * or the completer finishes it; `stalled`: the completer gave up on it, only a retry with its key does.
    */
-  readonly state: 'pending' | 'abandoned' | 'stalled';
+  readonly state: (typeof CALL_IN_FLIGHT_STATES)[number];
   /** The record key (`<tool>#<hash>`): the call's name in the logs and in `get_operation`. */
   readonly recordKey: string;
   readonly user: string | undefined;

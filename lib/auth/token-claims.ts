@@ -66,10 +66,10 @@ export function identityFromTokenClaims(
 /**
  * Why a token was refused, in words a developer can act on (the 401's message and `error_description`):
  * expired, issued by another issuer or for another audience, a signature this server's keys do not
- * verify, not a JWT at all, or a token without the caller's tenant and user. Read from jose's error
+ * verify, or not a JWT at all (a token that verifies but names no caller: `noCallerRefusal`). Read from jose's error
  * codes (not its classes: an app may load another copy of jose); nothing of the token is echoed.
  */
-export function tokenRefusal(error: unknown, env: NodeJS.ProcessEnv = process.env): string {
+export function tokenRefusal(error: unknown): string {
   const { code, claim } = (error ?? {}) as { code?: unknown; claim?: unknown };
   switch (code) {
     case 'ERR_JWT_EXPIRED':
@@ -89,21 +89,12 @@ export function tokenRefusal(error: unknown, env: NodeJS.ProcessEnv = process.en
     case 'ERR_JWT_INVALID':
     case 'ERR_JOSE_NOT_SUPPORTED':
       return 'the token is not a valid JWT';
-    case MISSING_IDENTITY:
-      return `the token does not name a tenant (${tenantClaimName(env)}) and a user (sub) of at most ${MAX_IDENTITY_LENGTH} characters`;
     default:
       return 'the token is not valid';
   }
 }
 
-const MISSING_IDENTITY = 'RETRYSAFE_MISSING_IDENTITY';
-
-/** The caller a verified token names, or throws what {@link tokenRefusal} words as a missing identity. */
-export function requireIdentity(
-  tokenClaims: Readonly<Record<string, string | undefined>>,
-  env: NodeJS.ProcessEnv = process.env,
-): Identity {
-  const identity = identityFromTokenClaims(tokenClaims, env);
-  if (!identity) throw Object.assign(new Error('the token names no caller'), { code: MISSING_IDENTITY });
-  return identity;
+/** Why a token that verifies is refused when it names no caller (`identityFromTokenClaims` found none). */
+export function noCallerRefusal(env: NodeJS.ProcessEnv = process.env): string {
+  return `the token does not name a tenant (${tenantClaimName(env)}) and a user (sub) of at most ${MAX_IDENTITY_LENGTH} characters`;
 }

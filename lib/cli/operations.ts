@@ -1,4 +1,4 @@
-import { type CallInFlight, callsInFlight } from '../admin/calls-in-flight';
+import { CALL_IN_FLIGHT_STATES, type CallInFlight, callsInFlight } from '../admin/calls-in-flight';
 import { createCompleter } from '../admin/completer';
 import { parseEraseRequest } from '../admin/erase-request';
 import { eraseTenant } from '../admin/erase-tenant';
@@ -61,11 +61,12 @@ function configFor(cwd: string, given: string | undefined, optional: boolean): R
   }
 }
 
-const CALLS_USAGE = `usage: retrysafe calls --tenant T [--state pending|abandoned] [--json] [--config FILE] [store flags]
+const CALLS_USAGE = `usage: retrysafe calls --tenant T [--state ${CALL_IN_FLIGHT_STATES.join('|')}] [--json] [--config FILE] [store flags]
 
 Lists a tenant's calls in flight, oldest first: tool, state, age, attempts, when the lock ends, user and
 client key. pending: an attempt holds the lock (running, or parked until a provider answers); abandoned:
-the lock ended with no outcome, and the completer or a retry with the same key finishes it.
+the lock ended with no outcome, and the completer or a retry with the same key finishes it; stalled: the
+completer gave up on it after its attempts, and only a retry with the same key finishes it.
 Cost: one Scan of the idempotency table filtered on the tenant (record keys are hashes; an index by tenant
 would cost every call a write unit): its read units are printed.
 
@@ -90,8 +91,8 @@ export async function callsCommand(argv: readonly string[], cwd: string, env: No
   );
   if (help) return printed(CALLS_USAGE);
   if (!values.tenant) throw new UsageError('--tenant is required', CALLS_USAGE);
-  if (values.state !== undefined && !['pending', 'abandoned', 'stalled'].includes(values.state)) {
-    throw new UsageError(`--state: "${values.state}" is not pending, abandoned or stalled`, CALLS_USAGE);
+  if (values.state !== undefined && !(CALL_IN_FLIGHT_STATES as readonly string[]).includes(values.state)) {
+    throw new UsageError(`--state: "${values.state}" is not ${CALL_IN_FLIGHT_STATES.join(', ')}`, CALLS_USAGE);
   }
   const config = configFor(cwd, values.config, true);
   const store = openStore(values, config?.tables ?? {}, CALLS_USAGE, cwd, env);

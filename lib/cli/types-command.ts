@@ -15,14 +15,17 @@ typed client: new RetrysafeClient<AppTools>(…). The file imports no zod and no
   --import MODULE  where ToolTypes is imported from (default retrysafe/client)
   --config FILE    the app's config (default retrysafe.config.ts here)`;
 
+const DEFAULT_NAME = 'AppTools';
+const DEFAULT_IMPORT = 'retrysafe/client';
+
 /** `retrysafe types`: the app's tool types as a TypeScript module. */
 export async function typesCommand(argv: readonly string[], cwd: string): Promise<number> {
   const { values, help } = flagsOf(
     argv,
     {
       out: { type: 'string' },
-      name: { type: 'string', default: 'AppTools' },
-      import: { type: 'string', default: 'retrysafe/client' },
+      name: { type: 'string', default: DEFAULT_NAME },
+      import: { type: 'string', default: DEFAULT_IMPORT },
       config: { type: 'string' },
     },
     TYPES_USAGE,
@@ -31,7 +34,7 @@ export async function typesCommand(argv: readonly string[], cwd: string): Promis
     console.log(TYPES_USAGE);
     return 0;
   }
-  const name = values.name ?? 'AppTools';
+  const name = values.name ?? DEFAULT_NAME;
   if (!/^[A-Z][A-Za-z0-9_]*$/.test(name))
     throw new UsageError(`--name: "${name}" is not a type name (PascalCase)`, TYPES_USAGE);
   const file = findConfig(cwd, values.config);
@@ -40,12 +43,12 @@ export async function typesCommand(argv: readonly string[], cwd: string): Promis
   const command = [
     'retrysafe types',
     ...(values.out === undefined ? [] : ['--out', values.out]),
-    ...(values.name === 'AppTools' ? [] : ['--name', name]),
-    ...(values.import === 'retrysafe/client' ? [] : ['--import', values.import]),
+    ...(name === DEFAULT_NAME ? [] : ['--name', name]),
+    ...(values.import === DEFAULT_IMPORT ? [] : ['--import', values.import]),
   ].join(' ');
   const source = toolTypesSource(config.tools, {
     name,
-    importFrom: values.import ?? 'retrysafe/client',
+    importFrom: values.import ?? DEFAULT_IMPORT,
     header: [
       `Generated from ${relative(cwd, file)} by:`,
       `  ${command}`,

@@ -6,7 +6,6 @@ export {
   type CallRecord,
   type CallState,
   classify,
-  isAbandoned,
   isInFlight,
   recordKeyOfCallId,
   STATUS,

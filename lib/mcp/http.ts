@@ -1,10 +1,16 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { requireIdentity, type TokenVerifier, tokenRefusal, VerifierUnavailableError } from '../auth/token-claims';
+import {
+  identityFromTokenClaims,
+  noCallerRefusal,
+  type TokenVerifier,
+  tokenRefusal,
+  VerifierUnavailableError,
+} from '../auth/token-claims';
 import { type LambdaHandler, withErrorBoundary } from '../http/boundary';
 import { type ApiEvent, bodyText, header, MAX_BODY_BYTES } from '../http/event';
 import { errorResponse, type HttpResponse, json } from '../http/status';
-import type { Identity, InvocationDeadline } from '../idempotency';
+import type { InvocationDeadline } from '../idempotency';
 import { createMcpServer, type McpServerDependencies, mcpRequestAuth } from './server';
 
 /** Where the MCP endpoint is served. */
@@ -115,13 +121,15 @@ export async function handleMcp(
   }
   const token = /^Bearer (.+)$/i.exec(header(event, 'authorization') ?? '')?.[1]?.trim();
   if (!token) return unauthorized(event, 'authorization: a bearer token is required', false);
-  let caller: Identity;
+  let claims: Record<string, string>;
   try {
-    caller = requireIdentity(await dependencies.verifyToken(token));
+    claims = await dependencies.verifyToken(token);
   } catch (error) {
     if (error instanceof VerifierUnavailableError) return verifierUnavailable(error);
     return unauthorized(event, `authorization: ${tokenRefusal(error)}`, true);
   }
+  const caller = identityFromTokenClaims(claims);
+  if (!caller) return unauthorized(event, `authorization: ${noCallerRefusal()}`, true);
   const body = bodyText(event);
   if (Buffer.byteLength(body, 'utf8') > MAX_BODY_BYTES) {
     return errorResponse('payload_too_large', `body: larger than ${MAX_BODY_BYTES} bytes`);

@@ -1,3 +1,6 @@
+const { pathsToModuleNameMapper } = require('ts-jest');
+const { compilerOptions } = require('./tsconfig.json');
+
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
@@ -12,6 +15,9 @@ module.exports = {
     ],
   },
   transformIgnorePatterns: ['/node_modules/(?!jose/)'],
+  // `retrysafe/*` (what app/ and lambdas/ import, as an app of its own does) is the package's sources here,
+  // as tsconfig.json's `paths` say: one copy of every module, whoever imports it.
+  moduleNameMapper: pathsToModuleNameMapper(compilerOptions.paths, { prefix: '<rootDir>/' }),
   // One DynamoDB Local for the whole run: started before the first suite, stopped after the last.
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',

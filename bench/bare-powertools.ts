@@ -10,9 +10,9 @@ import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dyn
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
-import { InvoiceStore } from '../lib/domain/invoices';
-import { LedgerPaymentProvider } from '../lib/payments/ledger';
-import { tableName } from '../lib/store/tables';
+import { InvoiceStore } from '../app/domain/invoices';
+import { LedgerPaymentProvider } from '../app/payments/ledger';
+import { tableName } from '../app/tables';
 
 export interface BareRefundRequest {
   readonly tenant: string;

@@ -28,17 +28,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type AttributeValue, type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { createServices } from '../app/services';
+import { TABLES, tableName } from '../app/tables';
+import { refund as refundTool } from '../app/tools/refund';
+import { sendEmail as sendEmailTool } from '../app/tools/send-email';
 import { commandFlags } from '../bin/cli-args';
 import { eraseTenant } from '../lib/admin/erase-tenant';
 import { Completer, type StreamChange, type ToolRuntime } from '../lib/idempotency';
+import { createToolRuntime } from '../lib/lambda/runtime';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
 import { applyLocalDefaults } from '../lib/local/local-env';
-import { createServices } from '../lib/services';
 import { createTables } from '../lib/store/create-tables';
-import { IDEMPOTENCY_ATTRIBUTES, tableName } from '../lib/store/tables';
-import { refund as refundTool } from '../lib/tools/refund';
-import { sendEmail as sendEmailTool } from '../lib/tools/send-email';
-import { createToolRuntime } from '../lib/tools/tool-runtime';
+import { IDEMPOTENCY_ATTRIBUTES } from '../lib/store/tables';
 import { describeDeployedNode, resolveDeployedNode } from './deployed-node';
 import { benchGoals } from './goals';
 
@@ -114,7 +115,7 @@ async function main(): Promise<void> {
   // First: a missing Node binary fails at once, before DynamoDB Local starts.
   const node = resolveDeployedNode();
   console.log(describeDeployedNode(node));
-  applyLocalDefaults(process.env, 'SILENT');
+  applyLocalDefaults(process.env, 'SILENT', TABLES);
   // The metric lines (one per call) would bury the figures; the metrics are tested on their own.
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   const local = process.env.DYNAMODB_ENDPOINT ? undefined : await startDynamoDBLocal();
@@ -124,7 +125,7 @@ async function main(): Promise<void> {
   const refund = refundTool.bind(services);
   const sendEmail = sendEmailTool.bind(services);
   try {
-    await createTables(services.client);
+    await createTables(services.client, TABLES);
     const counts = meter(services.client);
     const deadline = () => {
       const end = Date.now() + 10_000;
@@ -204,7 +205,7 @@ async function main(): Promise<void> {
 
     // What a tenant erase costs instead of a tenant index: one Scan of the idempotency table.
     const records = await countRecords(services.client);
-    const erase = await eraseTenant(services.client, { tenant: 'bench-nobody', dryRun: true });
+    const erase = await eraseTenant(services.client, { tenant: 'bench-nobody', dryRun: true }, process.env, TABLES);
     const readUnits = erase.tables.idempotency?.readUnits ?? 0;
     console.log(
       `tenant erase: a Scan of ${records} idempotency records read ${readUnits.toFixed(1)} read units ` +

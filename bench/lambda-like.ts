@@ -7,7 +7,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { BatchWriteItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
-import { tableName } from '../lib/store/tables';
+import { tableName } from '../app/tables';
 
 export interface LambdaLikeOptions {
   readonly functionName: string;

@@ -452,7 +452,7 @@ async function main(): Promise<void> {
   // First: a missing Node binary fails at once, before DynamoDB Local starts.
   const node = resolveDeployedNode();
   console.log(describeDeployedNode(node));
-  applyLocalDefaults(process.env, 'SILENT');
+  applyLocalDefaults(process.env, 'SILENT', (await import('../app/tables')).TABLES);
   const local = process.env.DYNAMODB_ENDPOINT ? undefined : await startDynamoDBLocal();
   const store = {
     DYNAMODB_ENDPOINT: local?.endpoint ?? process.env.DYNAMODB_ENDPOINT!,
@@ -466,7 +466,8 @@ async function main(): Promise<void> {
       region: 'us-east-1',
       credentials: { accessKeyId: store.AWS_ACCESS_KEY_ID, secretAccessKey: store.AWS_SECRET_ACCESS_KEY },
     });
-    await createTables(client);
+    const { TABLES } = await import('../app/tables');
+    await createTables(client, TABLES);
     client.destroy();
 
     const deployed = {

@@ -7,8 +7,8 @@
  */
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import type { TracingDepth } from '../lib/infra/defaults';
-import { RetrysafeStack, type TokenIssuerProps } from '../lib/infra/retrysafe-stack';
+import type { TracingDepth } from 'retrysafe/cdk';
+import { RetrysafeStack, type TokenIssuerProps } from '../app/stack';
 
 const app = new App();
 const context = (key: string): string | undefined => app.node.tryGetContext(key) || undefined;

@@ -57,8 +57,12 @@ function importedBytes(entries: readonly string[]): number {
   return [...seen].reduce((total, file) => total + statSync(file).size, 0);
 }
 
-/** A typed agent app's source: every client subpath's types used, one deliberate mistake expected. */
-const AGENT_APP_SOURCE = `import { RetrysafeClient, type RetrysafeTools, mintKey } from 'retrysafe/client';
+/**
+ * A typed agent app's source: every client subpath's types used, the tools' types as `retrysafe types`
+ * wrote them (tools.ts: the example's, app/client-types.ts), one deliberate mistake expected.
+ */
+const AGENT_APP_SOURCE = `import { RetrysafeClient, mintKey } from 'retrysafe/client';
+import type { RetrysafeTools } from './tools.js';
 import type * as openai from 'retrysafe/client/openai';
 import type * as anthropic from 'retrysafe/client/anthropic';
 import type * as aiSdk from 'retrysafe/client/ai-sdk';
@@ -77,6 +81,7 @@ export async function refundOnce(invoice_id: string): Promise<number> {
 function typeCheckAgentApp(app: string): string[] {
   writeFileSync(join(app, 'agent.mts'), AGENT_APP_SOURCE);
   writeFileSync(join(app, 'agent.cts'), AGENT_APP_SOURCE);
+  writeFileSync(join(app, 'tools.ts'), readFileSync(join(ROOT, 'app', 'client-types.ts'), 'utf8'));
   writeFileSync(
     join(app, 'tsconfig.json'),
     JSON.stringify({
@@ -90,7 +95,7 @@ function typeCheckAgentApp(app: string): string[] {
         lib: ['es2022', 'dom'],
         types: [],
       },
-      files: ['agent.mts', 'agent.cts'],
+      files: ['agent.mts', 'agent.cts', 'tools.ts'],
     }),
   );
   try {

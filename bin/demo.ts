@@ -11,17 +11,18 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import Ajv2020 from 'ajv/dist/2020';
-import type { Outbox } from '../lib/domain/outbox';
-import { exampleReads } from '../lib/http/handlers';
+import type { Outbox } from '../app/domain/outbox';
+import { READS } from '../app/reads';
+import { createServices } from '../app/services';
+import { TABLES } from '../app/tables';
+import { TOOLS } from '../app/tools';
+import { createToolRuntime } from '../lib/lambda/runtime';
 import { startLocalApi } from '../lib/local/api-server';
 import { DevSigningKey } from '../lib/local/dev-auth';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
 import { freePort } from '../lib/local/free-port';
 import { applyLocalDefaults } from '../lib/local/local-env';
-import { createServices } from '../lib/services';
 import { createTables } from '../lib/store/create-tables';
-import { TOOLS } from '../lib/tools/registry';
-import { createToolRuntime } from '../lib/tools/tool-runtime';
 import { commandFlags } from './cli-args';
 
 interface Reply {
@@ -56,7 +57,7 @@ npm start), else one it starts here on a free port with its own DynamoDB Local.
   // The story is what the demo prints: the handlers' EMF metric lines (one per call) would interleave with
   // it. POWERTOOLS_METRICS_DISABLED=false brings them back.
   process.env.POWERTOOLS_METRICS_DISABLED ||= 'true';
-  applyLocalDefaults();
+  applyLocalDefaults(process.env, 'WARN', TABLES);
 
   // The dev issuer is the server's own URL: the one --url names, or the one started here.
   const port = values.url ? new URL(values.url).port || '80' : String(await freePort());
@@ -64,7 +65,7 @@ npm start), else one it starts here on a free port with its own DynamoDB Local.
   const dynamodb = values.url || process.env.DYNAMODB_ENDPOINT ? undefined : await startDynamoDBLocal();
   if (dynamodb) process.env.DYNAMODB_ENDPOINT = dynamodb.endpoint;
   const services = process.env.DYNAMODB_ENDPOINT ? createServices(process.env) : undefined;
-  if (services && !values.url) await createTables(services.client);
+  if (services && !values.url) await createTables(services.client, TABLES);
   const api =
     values.url || !services
       ? undefined
@@ -72,7 +73,7 @@ npm start), else one it starts here on a free port with its own DynamoDB Local.
           tools: TOOLS,
           services,
           logger: services.logger,
-          ...exampleReads(services),
+          reads: READS,
           runtime: createToolRuntime(services),
           verifyToken: (t) => key.verify(t),
           issuer: key.settings.issuer,

@@ -1,5 +1,6 @@
-import { closeTicket } from '../lib/tools/close-ticket';
-import { toolEntry } from './shared/tool-entry';
+import { toolEntry } from 'retrysafe/lambda/tool';
+import { services } from '../app/services';
+import { closeTicket } from '../app/tools/close-ticket';
 
 /** POST /tools/close_ticket — behind API Gateway's JWT authorizer. */
-export const handler = toolEntry(closeTicket);
+export const handler = toolEntry(closeTicket, services);

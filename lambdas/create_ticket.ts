@@ -1,5 +1,6 @@
-import { createTicket } from '../lib/tools/create-ticket';
-import { toolEntry } from './shared/tool-entry';
+import { toolEntry } from 'retrysafe/lambda/tool';
+import { services } from '../app/services';
+import { createTicket } from '../app/tools/create-ticket';
 
 /** POST /tools/create_ticket — behind API Gateway's JWT authorizer. */
-export const handler = toolEntry(createTicket);
+export const handler = toolEntry(createTicket, services);

@@ -1,5 +1,6 @@
-import { getTicketHandler } from '../lib/http/reads';
-import { services } from './shared/process';
+import { readEntry } from 'retrysafe/lambda/read';
+import { getTicket } from '../app/reads';
+import { services } from '../app/services';
 
 /** GET /tickets/{ticket_key} — a ticket of the caller's tenant. */
-export const handler = getTicketHandler(services);
+export const handler = readEntry(getTicket, services);

@@ -1,5 +1,5 @@
-import { listToolsEntry } from '../lib/lambda/listing';
-import { TOOLS } from '../lib/tools/registry';
+import { listToolsEntry } from 'retrysafe/lambda/listing';
+import { TOOLS } from '../app/tools';
 
 /** GET /tools — every tool with its JSON Schema and annotations. */
 export const handler = listToolsEntry(TOOLS);

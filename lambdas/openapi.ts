@@ -1,6 +1,6 @@
-import { EXAMPLE_READS } from '../lib/api/routes';
-import { openApiEntry } from '../lib/lambda/listing';
-import { TOOLS } from '../lib/tools/registry';
+import { openApiEntry } from 'retrysafe/lambda/listing';
+import { READS } from '../app/reads';
+import { TOOLS } from '../app/tools';
 
-/** GET /openapi.json — the OpenAPI 3.1 document, derived from the tool registry and the example's reads. No token. */
-export const handler = openApiEntry(TOOLS, EXAMPLE_READS);
+/** GET /openapi.json — the OpenAPI 3.1 document of the example's tools and reads. No token. */
+export const handler = openApiEntry(TOOLS, READS);

@@ -1,5 +1,6 @@
-import { refund } from '../lib/tools/refund';
-import { toolEntry } from './shared/tool-entry';
+import { toolEntry } from 'retrysafe/lambda/tool';
+import { services } from '../app/services';
+import { refund } from '../app/tools/refund';
 
 /** POST /tools/refund — behind API Gateway's JWT authorizer. */
-export const handler = toolEntry(refund);
+export const handler = toolEntry(refund, services);

@@ -1,5 +1,6 @@
-import { sendEmail } from '../lib/tools/send-email';
-import { toolEntry } from './shared/tool-entry';
+import { toolEntry } from 'retrysafe/lambda/tool';
+import { services } from '../app/services';
+import { sendEmail } from '../app/tools/send-email';
 
 /** POST /tools/send_email — behind API Gateway's JWT authorizer. */
-export const handler = toolEntry(sendEmail);
+export const handler = toolEntry(sendEmail, services);

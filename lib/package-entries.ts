@@ -19,6 +19,7 @@ export const PACKAGE_ENTRIES = {
   'lambda/mcp': 'lib/lambda/mcp.ts',
   'lambda/completer': 'lib/lambda/completer.ts',
   'lambda/listing': 'lib/lambda/listing.ts',
+  'lambda/read': 'lib/lambda/read.ts',
   'lambda/erase': 'lib/lambda/erase.ts',
   'testing/index': 'lib/testing/index.ts',
   'cdk/index': 'lib/infra/index.ts',
@@ -26,11 +27,11 @@ export const PACKAGE_ENTRIES = {
   // The `retrysafe` command (package.json `bin`); not a subpath of `exports`.
   cli: 'lib/cli/bin.ts',
   // The construct's own entry files (health, not_found, get_operation, erase), bundled for the app's
-  // functions from here (`packageEntryFile`); not a subpath of `exports`.
-  'lambdas/health': 'lambdas/health.ts',
-  'lambdas/not_found': 'lambdas/not_found.ts',
-  'lambdas/get_operation': 'lambdas/get_operation.ts',
-  'lambdas/erase_records': 'lambdas/erase_records.ts',
+  // functions from here (`packageEntryFile`); not a subpath of `exports`. Built to dist/lambdas/.
+  'lambdas/health': 'lib/lambda/entries/health.ts',
+  'lambdas/not_found': 'lib/lambda/entries/not_found.ts',
+  'lambdas/get_operation': 'lib/lambda/entries/get_operation.ts',
+  'lambdas/erase_records': 'lib/lambda/entries/erase_records.ts',
 } as const;
 
 /** Each public subpath of `exports` and the entry it loads. */
@@ -51,6 +52,7 @@ export const PACKAGE_SUBPATHS = {
   './lambda/mcp': 'lambda/mcp',
   './lambda/completer': 'lambda/completer',
   './lambda/listing': 'lambda/listing',
+  './lambda/read': 'lambda/read',
   './lambda/erase': 'lambda/erase',
   './testing': 'testing/index',
   './cdk': 'cdk/index',

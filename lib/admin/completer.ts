@@ -10,7 +10,7 @@ import {
   type ToolRuntime,
 } from '../idempotency';
 import type { CompleterFigures } from '../observability/names';
-import { IDEMPOTENCY_ATTRIBUTES, tableName } from '../store/tables';
+import { IDEMPOTENCY_ATTRIBUTES, idempotencyTableName } from '../store/tables';
 import type { ToolModule } from '../tools/tool-module';
 import { parseRecheckMessage } from './recheck-queue';
 
@@ -37,7 +37,7 @@ export function createCompleter<Svc>(
     runtime,
     tools: tools.map((tool) => tool.bind(services)),
     queue,
-    tableName: tableName('idempotency', env),
+    tableName: idempotencyTableName(env),
     attributes: IDEMPOTENCY_ATTRIBUTES,
     logger: services.logger,
   });

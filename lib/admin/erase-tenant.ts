@@ -20,7 +20,7 @@ import {
   recordKeyOfCallId,
   tombstone,
 } from '../idempotency';
-import { IDEMPOTENCY_ATTRIBUTES as ATTR, TABLES, type TableSchema, tableEnvVar, tableName } from '../store/tables';
+import { IDEMPOTENCY_ATTRIBUTES as ATTR, appTableName, idempotencyTableName, type TableSchema } from '../store/tables';
 import { scanTenantRecords } from './tenant-scan';
 
 /** What an erase asks for. */
@@ -76,12 +76,6 @@ export interface ErasureReport {
  */
 export type ErasableTables = Readonly<Record<string, TableSchema>>;
 
-/** The example app's tables: its invoices, tickets and outbox items are erased; its ledger is kept. */
-export const EXAMPLE_ERASABLE_TABLES: ErasableTables = (() => {
-  const { idempotency: _runtime, ...domain } = TABLES;
-  return domain;
-})();
-
 /** Why erase passes over a table that declares neither a tenant attribute nor a reason to keep it. */
 export const NO_TENANT_ATTRIBUTE = 'not erased: its schema declares no tenantAttribute (nor keptByErase)';
 
@@ -100,17 +94,17 @@ export async function eraseTenant(
   client: DynamoDBClient,
   request: EraseRequest,
   env: NodeJS.ProcessEnv = process.env,
-  domainTables: ErasableTables = EXAMPLE_ERASABLE_TABLES,
+  domainTables: ErasableTables = {},
 ): Promise<ErasureReport> {
   const dryRun = request.dryRun ?? false;
   const tables: Record<string, TableErasure> = {
-    idempotency: await eraseIdempotencyRecords(client, tableName('idempotency', env), request.tenant, {
+    idempotency: await eraseIdempotencyRecords(client, idempotencyTableName(env), request.tenant, {
       dryRun,
       segments: request.segments ?? 4,
       closeStalled: request.includeDomain ?? false,
     }),
   };
-  const records = new CallRecords(client, tableName('idempotency', env), ATTR);
+  const records = new CallRecords(client, idempotencyTableName(env), ATTR);
   const kept: Record<string, string> = {};
   const erasable: Array<[string, TableSchema & { readonly tenantAttribute: string }]> = [];
   for (const [name, schema] of Object.entries(domainTables)) {
@@ -126,18 +120,13 @@ export async function eraseTenant(
       kept[name] = `deferred: ${inFlight} call(s) in flight; erase again once they settled`;
   } else if (request.includeDomain) {
     for (const [name, schema] of erasable) {
-      tables[name] = await eraseDomainItems(client, schema, domainTableName(name, schema, env), request.tenant, {
+      tables[name] = await eraseDomainItems(client, schema, appTableName(name, schema, env), request.tenant, {
         dryRun,
         records,
       });
     }
   }
   return { tenant: request.tenant, dryRun, tables, kept };
-}
-
-/** An app table's name at run time: `<NAME>_TABLE`, else its schema's `defaultName`, else its name. */
-export function domainTableName(name: string, schema: TableSchema, env: NodeJS.ProcessEnv = process.env): string {
-  return env[tableEnvVar(name)] || schema.defaultName || name;
 }
 
 async function eraseIdempotencyRecords(

@@ -1,7 +1,5 @@
-import { TABLES, type TableSchema } from '../store/tables';
+import type { TableSchema } from '../store/tables';
 import type { AnyToolModule, DynamoAction, TableAccess } from '../tools/tool-module';
-
-const { idempotency: _runtimeTable, ...EXAMPLE_DOMAIN_TABLES } = TABLES;
 
 /**
  * The HTTP API's routes and entry points, derived from a list of tools (the registry, or a test's) and
@@ -31,24 +29,15 @@ export interface FunctionAccess {
 }
 
 /**
- * A read of an app's own domain: `GET path`, served by the entry point `entry`, with the access its code
- * needs. Every app has `get_operation` (the idempotency runtime's poll); these come besides it.
+ * A read of an app's own data as a route: `GET path`, served by the entry point `name`, with the tables
+ * its code reads. A read module (`defineReadModule`) is one; every app has `get_operation` besides.
  */
-export interface ReadRoute<E extends string = string> {
-  readonly entry: E;
+export interface ReadRoute<N extends string = string> {
+  readonly name: N;
   /** API Gateway route path, with `{param}` placeholders. */
   readonly path: string;
-  readonly access: FunctionAccess;
+  readonly access: TableAccess;
 }
-
-/** The example app's reads: an invoice with its refund, a ticket — one domain table each. */
-export const EXAMPLE_READS = [
-  { entry: 'get_invoice', path: '/invoices/{invoice_id}', access: { tables: { invoices: ['dynamodb:GetItem'] } } },
-  { entry: 'get_ticket', path: '/tickets/{ticket_key}', access: { tables: { tickets: ['dynamodb:GetItem'] } } },
-] as const satisfies readonly ReadRoute[];
-
-/** The name of an example read's entry point. */
-export type ExampleReadName = (typeof EXAMPLE_READS)[number]['entry'];
 
 /** The operations poll: it reads the idempotency table. */
 const OPERATION_ACCESS = { idempotencyTable: 'read' } as const satisfies FunctionAccess;
@@ -67,8 +56,8 @@ export const API_ENTRIES = {
 } as const satisfies Record<string, FunctionAccess>;
 
 export type ApiEntryName = keyof typeof API_ENTRIES;
-/** Every entry point of an API serving the tools `T` and the reads `R` (by default the example's). */
-export type EntryName<T extends AnyToolModule, R extends string = ExampleReadName> = ApiEntryName | R | T['name'];
+/** Every entry point of an API serving the tools `T` and the reads `R`. */
+export type EntryName<T extends AnyToolModule, R extends string = never> = ApiEntryName | R | T['name'];
 
 /** What answers a request no route matches (an unknown tool included): a JSON 404. */
 export const DEFAULT_ROUTE_ENTRY = 'not_found' satisfies ApiEntryName;
@@ -94,7 +83,7 @@ export function apiRoutes<T extends AnyToolModule, R extends string = never>(
       auth: 'gateway' as const,
     })),
     { method: 'GET', path: '/tools/{tool}/operations/{key}', entry: 'get_operation', auth: 'gateway' },
-    ...reads.map((read) => ({ method: 'GET' as const, path: read.path, entry: read.entry, auth: 'gateway' as const })),
+    ...reads.map((read) => ({ method: 'GET' as const, path: read.path, entry: read.name, auth: 'gateway' as const })),
     // MCP: the function checks the token (its 401 names the resource metadata); the metadata is public.
     { method: 'POST', path: '/mcp', entry: 'mcp', auth: 'function' },
     { method: 'GET', path: '/mcp', entry: 'mcp', auth: 'function' },
@@ -106,23 +95,18 @@ export function apiRoutes<T extends AnyToolModule, R extends string = never>(
   ];
 }
 
-/** The example app's routes: its tools and its reads (`EXAMPLE_READS`). */
-export function routesFor<T extends AnyToolModule>(tools: readonly T[]): readonly RouteDefinition<EntryName<T>>[] {
-  return apiRoutes(tools, EXAMPLE_READS);
-}
-
 /** Every entry point of an API serving `tools` and `reads`, with the access its code needs: least privilege. */
 export function apiEntries<T extends AnyToolModule, R extends string = never>(
   tools: readonly T[],
   reads: readonly ReadRoute<R>[] = [],
 ): Readonly<Record<EntryName<T, R>, FunctionAccess>> {
   const entries: Record<string, FunctionAccess> = { ...API_ENTRIES };
-  for (const read of reads) entries[read.entry] = read.access;
+  for (const read of reads) entries[read.name] = { tables: read.access };
   for (const tool of tools) entries[tool.name] = { idempotencyTable: 'claims', tables: tool.access };
   // The MCP endpoint serves every tool and every read: the union of their access, nothing more.
   entries.mcp = {
     idempotencyTable: 'claims',
-    tables: unionOf([...tools.map((tool) => tool.access), ...reads.map((read) => tablesOf(read.access))]),
+    tables: unionOf([...tools.map((tool) => tool.access), ...reads.map((read) => read.access)]),
   };
   return entries as Record<EntryName<T, R>, FunctionAccess>;
 }
@@ -143,26 +127,12 @@ export function eraseAccessOf(tables: Readonly<Record<string, TableSchema>>): Ta
 }
 
 /**
- * Tenant erase of the example app (an operator invokes it directly): it scans the idempotency table for
- * the tenant's records and deletes them, and queries and deletes the tenant's items in the erasable
- * domain tables.
- */
-export const ERASE_ACCESS = {
-  idempotencyTable: 'erase',
-  tables: eraseAccessOf(EXAMPLE_DOMAIN_TABLES),
-} as const satisfies FunctionAccess;
-
-/**
  * The completer's DynamoDB access: the idempotency table's claims (a recheck reads the record, a re-run
  * takes over its claim) and every tool's tables. Its triggers' grants (the stream, the queues) come with
  * `CompleterTriggers`.
  */
 export function completerAccess(tools: readonly AnyToolModule[]): FunctionAccess {
   return { idempotencyTable: 'claims', tables: unionOf(tools.map((tool) => tool.access)) };
-}
-
-function tablesOf(access: FunctionAccess): TableAccess {
-  return access.tables ?? {};
 }
 
 /** Every action on every table that any of `accesses` names, sorted. */

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { DevError } from '../dev/dev-error';
 import { outputValues, tableOutputId } from '../infra/output-names';
 import { type CoreServices, createCoreServices } from '../lambda/core-services';
-import { TABLES, type TableSchema, tableEnvVar } from '../store/tables';
+import { IDEMPOTENCY_TABLE, type TableSchema, tableEnvVar } from '../store/tables';
 import { UsageError } from './args';
 
 /** What a running `retrysafe dev` leaves for the operations commands: how to reach its DynamoDB Local. */
@@ -149,12 +149,12 @@ export function openStore(
     where = `AWS, ${env.AWS_REGION}`;
   }
   for (const [name, physical] of Object.entries(named))
-    env[name === 'idempotency' ? TABLES.idempotency.envVar : tableEnvVar(name)] = physical;
+    env[name === 'idempotency' ? IDEMPOTENCY_TABLE.envVar : tableEnvVar(name)] = physical;
   // Locally a table has its default name; on AWS every name must be given.
   const local = env.DYNAMODB_ENDPOINT !== undefined;
   const missing: string[] = [];
-  if (!env[TABLES.idempotency.envVar]) {
-    if (local) env[TABLES.idempotency.envVar] = TABLES.idempotency.defaultName;
+  if (!env[IDEMPOTENCY_TABLE.envVar]) {
+    if (local) env[IDEMPOTENCY_TABLE.envVar] = IDEMPOTENCY_TABLE.defaultName;
     else missing.push('idempotency (IDEMPOTENCY_TABLE)');
   }
   for (const [name, schema] of Object.entries(tables)) {
@@ -174,5 +174,5 @@ export function openStore(
       ? { credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY || 'local' } }
       : {}),
   });
-  return { core, env, where, idempotencyTable: env[TABLES.idempotency.envVar]! };
+  return { core, env, where, idempotencyTable: env[IDEMPOTENCY_TABLE.envVar]! };
 }

@@ -172,7 +172,7 @@ function checkOptions(options: RetrysafeClientOptions): void {
  * within a deadline; refusals (400, 401, 404, 413, 422, …) thrown at once as `ToolCallError`. A replay
  * (`idempotent: true`) is a success: it is the first call's receipt.
  *
- * `Tools` types the calls: `new RetrysafeClient<RetrysafeTools>(…)` knows every registered tool's
+ * `Tools` types the calls: `new RetrysafeClient<AppTools>(…)` (`retrysafe types` writes `AppTools`) knows every tool's
  * arguments and receipt; without it, arguments and receipts are JSON objects.
  */
 export class RetrysafeClient<Tools extends ToolMap = UntypedTools> {

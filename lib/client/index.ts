@@ -8,7 +8,6 @@ export { RetrysafeClient } from './client';
 export { CLIENT_DEFAULTS } from './defaults';
 export { GaveUpError, type LastOutcome, RetrysafeClientError, ToolCallError, UnexpectedAnswerError } from './errors';
 export { isValidKey, keyForToolCall, mintKey } from './keys';
-export type { RetrysafeTools } from './tools';
 export type {
   AnswerErrorCode,
   CallOptions,

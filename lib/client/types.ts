@@ -39,7 +39,7 @@ export interface ToolTypes<A = JsonObject, R = JsonObject> {
   readonly receipt: R;
 }
 
-/** Tool name → its types. `RetrysafeTools` is this map for the tools retrysafe serves. */
+/** Tool name → its types: what `retrysafe types` writes for an app's tools. */
 export type ToolMap = { readonly [tool: string]: ToolTypes<object, object> };
 
 /** The map of a client that knows no tool's types: any name, JSON arguments, JSON receipts. */

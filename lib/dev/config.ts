@@ -6,9 +6,8 @@
  * Types and a pass-through only: a config file loads nothing of the runtime through this module.
  */
 
-import type { ServedRead } from '../http/handlers';
-import type { ComposeServices, CoreServices, ToolsOver } from '../lambda/core-services';
-import type { McpTool } from '../mcp/tools';
+import type { ComposeServices, ReadsOver, ToolsOver } from '../lambda/core-services';
+import type { AnyReadModule } from '../reads/read-module';
 import type { TableSchema } from '../store/tables';
 import type { AnyToolModule } from '../tools/tool-module';
 
@@ -26,16 +25,11 @@ export interface RetrysafeConfig<Svc = unknown> {
    */
   readonly tables?: Readonly<Record<string, TableSchema>>;
   /**
-   * The app's own reads over MCP, as its MCP entry serves them (`mcpEntry`'s `reads`).
+   * The app's own reads (`defineReadModule`): each served over REST (`GET <path>`, as its `readEntry`
+   * serves it) and MCP (as its MCP entry's `reads`), bound to the same services as the tools.
    * @default none (`get_operation` only)
    */
-  readonly mcpReads?: (services: Svc, core: CoreServices) => readonly McpTool[];
-  /**
-   * The app's own reads over REST (`GET <path>`), each a route and its handler, as its read entries
-   * serve them.
-   * @default none (`get_operation` only)
-   */
-  readonly reads?: (services: Svc, core: CoreServices) => readonly ServedRead[];
+  readonly reads?: ReadsOver<NoInfer<Svc>>;
 }
 
 /**
@@ -68,11 +62,8 @@ export function configProblems(config: unknown): string[] {
   if (typeof config.services !== 'function') {
     problems.push('services: not a function (the one `(core) => services` function the entry points pass)');
   }
-  for (const field of ['mcpReads', 'reads'] as const) {
-    if (config[field] !== undefined && typeof config[field] !== 'function') {
-      problems.push(`${field}: not a function of (services, core)`);
-    }
-  }
+  const reads = config.reads ?? [];
+  if (!Array.isArray(reads)) problems.push('reads: not a list of defineReadModule(...) values');
   const tables = config.tables ?? {};
   if (!isObject(tables)) problems.push('tables: not an object of table schemas by name');
   const declared = isObject(tables) ? tables : {};
@@ -90,13 +81,29 @@ export function configProblems(config: unknown): string[] {
     }
   }
   const names = new Set<string>();
+  for (const [index, read] of (Array.isArray(reads) ? reads : []).entries()) {
+    const module = read as Partial<AnyReadModule> | undefined;
+    if (!isObject(module) || typeof module.name !== 'string' || typeof module.bind !== 'function') {
+      problems.push(`reads[${index}]: not a read module (defineReadModule from retrysafe/tools)`);
+      continue;
+    }
+    if (names.has(module.name)) problems.push(`reads[${index}]: a second read named ${module.name}`);
+    names.add(module.name);
+    for (const table of Object.keys(module.access ?? {})) {
+      if (!Object.hasOwn(declared, table)) {
+        problems.push(
+          `reads.${module.name}.access: names the table ${table}, which the config's tables do not declare`,
+        );
+      }
+    }
+  }
   for (const [index, tool] of (Array.isArray(tools) ? tools : []).entries()) {
     const module = tool as Partial<AnyToolModule> | undefined;
     if (!isObject(module) || typeof module.name !== 'string' || typeof module.bind !== 'function') {
       problems.push(`tools[${index}]: not a tool module (defineToolModule from retrysafe/tools)`);
       continue;
     }
-    if (names.has(module.name)) problems.push(`tools[${index}]: a second tool named ${module.name}`);
+    if (names.has(module.name)) problems.push(`tools[${index}]: a second tool or read named ${module.name}`);
     names.add(module.name);
     for (const table of Object.keys(module.access ?? {})) {
       if (!Object.hasOwn(declared, table)) {

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { createCompleter } from '../admin/completer';
-import type { ServedRead } from '../http/handlers';
 import { type CoreServices, createCoreServices } from '../lambda/core-services';
+import { createToolRuntime } from '../lambda/runtime';
 import { type LocalApi, startLocalApi } from '../local/api-server';
 import { completerPass } from '../local/completer-pass';
 import { DevSigningKey } from '../local/dev-auth';
@@ -10,11 +10,9 @@ import { freePort } from '../local/free-port';
 import { LocalRecheckQueue } from '../local/recheck-queue';
 import { LocalStreamFeed } from '../local/stream-feed';
 import { createStreamsClient } from '../local/streams-client';
-import type { McpTool } from '../mcp/tools';
 import { createCompleterMetrics } from '../observability/metrics';
 import { createTable } from '../store/create-tables';
-import { TABLES, tableEnvVar } from '../store/tables';
-import { createToolRuntime } from '../tools/tool-runtime';
+import { IDEMPOTENCY_TABLE, tableEnvVar } from '../store/tables';
 import type { RetrysafeConfig } from './config';
 import { DevError } from './dev-error';
 
@@ -128,7 +126,7 @@ export async function startDevServer<Svc>(
   env.AWS_SECRET_ACCESS_KEY ||= 'local';
 
   // Each table where the construct would name it (`IDEMPOTENCY_TABLE`, `<NAME>_TABLE`).
-  env[TABLES.idempotency.envVar] ||= TABLES.idempotency.defaultName;
+  env[IDEMPOTENCY_TABLE.envVar] ||= IDEMPOTENCY_TABLE.defaultName;
   const appTables = Object.entries(config.tables ?? {});
   for (const [name, schema] of appTables) env[tableEnvVar(name)] ||= schema.defaultName ?? name;
 
@@ -142,8 +140,8 @@ export async function startDevServer<Svc>(
     for (const step of cleanup.reverse()) await Promise.resolve(step()).catch(() => undefined);
   }
   try {
-    const tables: Record<string, string> = { idempotency: env[TABLES.idempotency.envVar]! };
-    await createTable(core.client, TABLES.idempotency, tables.idempotency!);
+    const tables: Record<string, string> = { idempotency: env[IDEMPOTENCY_TABLE.envVar]! };
+    await createTable(core.client, IDEMPOTENCY_TABLE, tables.idempotency!);
     for (const [name, schema] of appTables) {
       tables[name] = core.tableName(name);
       await createTable(core.client, schema, tables[name]!);
@@ -151,15 +149,12 @@ export async function startDevServer<Svc>(
     const services = config.services(core);
     const runtime = createToolRuntime(core, env);
     const key = await DevSigningKey.loadOrCreate(env);
-    const reads: readonly ServedRead[] = config.reads?.(services, core) ?? [];
-    const mcpReads: readonly McpTool[] = config.mcpReads?.(services, core) ?? [];
     const api: LocalApi = await startLocalApi({
       tools: config.tools,
       services,
       logger: core.logger,
       runtime,
-      reads,
-      mcpReads,
+      reads: config.reads ?? [],
       verifyToken: (token) => key.verify(token),
       issuer: key.settings.issuer,
       port,

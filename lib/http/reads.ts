@@ -1,9 +1,8 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type * as z from 'zod/mini';
 import type { OperationStatus } from '../api/next-step';
-import type { InvoiceStore } from '../domain/invoices';
-import { type OperationSource, type ReadAnswer, readInvoice, readOperation, readTicket } from '../domain/reads';
-import type { TicketStore } from '../domain/tickets';
-import type { Services } from '../services';
+import { type OperationSource, readOperation } from '../reads/operation';
+import { type BoundRead, pathParamsOf, type ReadAnswer, type ReadModule } from '../reads/read-module';
 import { type LambdaHandler, withErrorBoundary } from './boundary';
 import { type ApiEvent, identityFromEvent, pathParameter, UNAUTHORIZED } from './event';
 import { errorResponse, type HttpResponse, toReadResponse } from './status';
@@ -23,22 +22,16 @@ export async function handleGetOperation(source: OperationSource, event: ApiEven
   return answerResponse(await readOperation(source, identity, tool, key));
 }
 
-/** `GET /invoices/{invoice_id}`: the caller's tenant's invoice, with its refund receipt or null. */
-export async function handleGetInvoice(invoices: InvoiceStore, event: ApiEvent): Promise<HttpResponse> {
+/**
+ * `GET <path>` of an app's own read: its path parameters are its arguments (one that the read's schema
+ * refuses names nothing: `not_found`, naming the field), the caller from the token.
+ */
+export async function handleRead(read: BoundRead, params: readonly string[], event: ApiEvent): Promise<HttpResponse> {
   const identity = identityFromEvent(event);
   if (!identity) return errorResponse('unauthorized', UNAUTHORIZED);
-  const id = pathParameter(event, 'invoice_id');
-  if (!id) return errorResponse('not_found', 'invoice_id: no invoice');
-  return answerResponse(await readInvoice(invoices, identity, id));
-}
-
-/** `GET /tickets/{ticket_key}`: the caller's tenant's ticket. */
-export async function handleGetTicket(tickets: TicketStore, event: ApiEvent): Promise<HttpResponse> {
-  const identity = identityFromEvent(event);
-  if (!identity) return errorResponse('unauthorized', UNAUTHORIZED);
-  const key = pathParameter(event, 'ticket_key');
-  if (!key) return errorResponse('not_found', 'ticket_key: no ticket');
-  return answerResponse(await readTicket(tickets, identity, key));
+  const args: Record<string, string | undefined> = {};
+  for (const name of params) args[name] = pathParameter(event, name);
+  return answerResponse(await read.call(args, identity, 'not_found'));
 }
 
 /** `GET /tools/{tool}/operations/{key}`. */
@@ -48,16 +41,20 @@ export function getOperationHandler(source: OperationSource, logger: Logger): La
   });
 }
 
-/** `GET /invoices/{invoice_id}`. */
-export function getInvoiceHandler(services: Pick<Services, 'invoices' | 'logger'>): LambdaHandler {
-  return withErrorBoundary('get_invoice', services.logger, function getInvoice(event) {
-    return handleGetInvoice(services.invoices, event);
-  });
-}
-
-/** `GET /tickets/{ticket_key}`. */
-export function getTicketHandler(services: Pick<Services, 'tickets' | 'logger'>): LambdaHandler {
-  return withErrorBoundary('get_ticket', services.logger, function getTicket(event) {
-    return handleGetTicket(services.tickets, event);
-  });
+/** `GET <path>` of an app's own read, bound to `services`. */
+export function readHandler<Svc>(
+  read: ReadModule<string, z.ZodMiniObject, z.ZodMiniObject, Svc>,
+  services: Svc,
+  logger: Logger,
+): LambdaHandler {
+  const bound = read.bind(services);
+  const params = pathParamsOf(read.path);
+  return withErrorBoundary(
+    read.name,
+    logger,
+    function readOwn(event) {
+      return handleRead(bound, params, event);
+    },
+    { read: read.name },
+  );
 }

@@ -7,8 +7,8 @@ import {
   type ToolDefinition,
   type ToolRuntime,
 } from '../idempotency';
-import type { ToolHandler, ToolModule } from '../tools/tool-module';
-import { withErrorBoundary } from './boundary';
+import type { ToolModule } from '../tools/tool-module';
+import { type LambdaHandler, withErrorBoundary } from './boundary';
 import { type ApiEvent, bodyText, header, identityFromEvent, MAX_BODY_BYTES, UNAUTHORIZED } from './event';
 import { errorResponse, type HttpResponse, toHttpResponse } from './status';
 
@@ -72,13 +72,13 @@ export interface ToolHandlerDependencies<Svc> {
 }
 
 /**
- * The handler of one tool's `POST /tools/{tool}`, tagged with the tool's name (so the registry can
- * check that `lambdas/<name>.ts` serves the tool it is named after).
+ * The handler of one tool's `POST /tools/{tool}`, tagged with the tool's name (so an app's tool list can
+ * check that its entry file serves the tool it is named after: `registered`, retrysafe/lambda).
  */
 export function toolHandler<N extends string, Svc>(
   module: ToolModule<N, z.ZodMiniObject, JsonObject, Svc>,
   { services, runtime, logger }: ToolHandlerDependencies<Svc>,
-): ToolHandler<N> {
+): LambdaHandler & { readonly tool: N } {
   const dependencies: ToolWriteDependencies = { runtime, tool: module.bind(services) };
   const handler = withErrorBoundary(
     'tool',

@@ -51,9 +51,8 @@ export const BUNDLING = {
   target: LAMBDA_RUNTIME.name.replace(/^nodejs(\d+)\.x$/, 'node$1'),
   // The SDK and its error classification are the Lambda runtime's (it ships the SDK with its @smithy
   // dependencies): not bundled.
-  // Stripe's SDK is bundled only into the functions that move money, and only when Stripe is configured.
   // The Powertools Tracer (and the X-Ray SDK under it) comes from the Powertools layer (`POWERTOOLS_LAYER`).
-  externalModules: ['@aws-sdk/*', '@smithy/service-error-classification', 'stripe', '@aws-lambda-powertools/tracer'],
+  externalModules: ['@aws-sdk/*', '@smithy/service-error-classification', '@aws-lambda-powertools/tracer'],
   // An app's entry imports the installed package's ES modules, whose shared chunks call
   // `createRequire(import.meta.url)`; bundled as CommonJS, `import.meta` would be empty and every function
   // would fail at init. `import.meta.url` becomes the bundle's own file URL.
@@ -66,14 +65,14 @@ export const BUNDLING = {
  * bundles an entry exactly as the stack does outside CDK (the bundle-size tests, the bench, the package
  * review). Plain data: nothing here loads esbuild.
  */
-export function stackEsbuildOptions() {
+export function stackEsbuildOptions(externalModules: readonly string[] = []) {
   return {
     bundle: true,
     platform: 'node' as const,
     format: 'cjs' as const,
     target: BUNDLING.target,
     minify: BUNDLING.minify as boolean,
-    external: [...BUNDLING.externalModules],
+    external: [...BUNDLING.externalModules, ...externalModules],
     define: { ...BUNDLING.define },
     banner: { js: BUNDLING.banner },
   };

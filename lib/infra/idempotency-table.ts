@@ -2,7 +2,7 @@ import { RemovalPolicy } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
-import { TABLES } from '../store/tables';
+import { IDEMPOTENCY_TABLE } from '../store/tables';
 import { tableFromDefinition } from './table';
 
 export interface IdempotencyTableProps {
@@ -27,7 +27,7 @@ export class IdempotencyTable extends Construct {
 
   constructor(scope: Construct, id: string, props: IdempotencyTableProps = {}) {
     super(scope, id);
-    this.table = tableFromDefinition(this, 'Table', TABLES.idempotency, {
+    this.table = tableFromDefinition(this, 'Table', IDEMPOTENCY_TABLE, {
       removalPolicy: props.destroyOnRemoval ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
     });
   }

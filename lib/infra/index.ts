@@ -4,6 +4,7 @@
 
 export { eraseAccessOf } from '../api/routes';
 export type { KeyAttribute, TableSchema } from '../store/tables';
+export { AgentUserPool, type AgentUserPoolProps } from './agent-user-pool';
 export { CompleterTriggers, type CompleterTriggersProps } from './completer-triggers';
 export {
   ACCESS_LOG_RETENTION_DAYS,
@@ -19,11 +20,13 @@ export {
 export { CLAIM_ACTIONS, IdempotencyTable, type IdempotencyTableProps } from './idempotency-table';
 export { Observability, type ObservabilityProps } from './observability';
 export {
+  locationOutputs,
   Retrysafe,
   type RetrysafeEntries,
   type RetrysafeProps,
   type RetrysafeRead,
   type RetrysafeTool,
   retrysafePropProblems,
+  type ToolNeeds,
 } from './retrysafe';
 export { type DefinedTableOptions, tableFromDefinition as definedTable } from './table';

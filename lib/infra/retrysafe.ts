@@ -11,7 +11,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
-import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
@@ -80,17 +80,31 @@ export interface RetrysafeTool<T extends AnyToolModule = AnyToolModule> {
   /** Its Lambda entry file, e.g. `export const handler = toolEntry(tool, services)` (`retrysafe/lambda`). */
   readonly entry: string;
   /**
-   * It moves money: with `stripeSecretArn`, its function (and the MCP function and the completer, which
-   * run it too) gets `PAYMENT_PROVIDER=stripe`, the secret's ARN, read access to it and Stripe's SDK.
-   * @default false
+   * What the tool's code needs besides its tables, given to every function that runs it — its own, the
+   * MCP function and the completer (which run every tool): environment variables, read access to
+   * secrets, and npm modules bundled although `bundling.externalModules` leaves them out elsewhere (an
+   * SDK only this tool loads, e.g. a payment provider's).
+   * @default none
    */
-  readonly movesMoney?: boolean;
+  readonly needs?: ToolNeeds;
 }
 
-/** A read of the app's own (`GET path`), its entry file, and the access its code needs. */
-export interface RetrysafeRead extends ReadRoute {
-  /** Its Lambda entry file. */
-  readonly file: string;
+/** What a tool's code needs besides its tables (see `RetrysafeTool.needs`). */
+export interface ToolNeeds {
+  /** @default {} */
+  readonly environment?: Readonly<Record<string, string>>;
+  /** Secrets its code reads (each granted `grantRead`). @default [] */
+  readonly secrets?: readonly secretsmanager.ISecret[];
+  /** Modules of `bundling.externalModules` to bundle into its functions after all. @default [] */
+  readonly bundledModules?: readonly string[];
+}
+
+/** A read of the app's own (`defineReadModule`: `GET path`) and its Lambda entry file. */
+export interface RetrysafeRead {
+  /** The read module: its name (the route, the function), path and declared `access`. */
+  readonly read: ReadRoute;
+  /** Its Lambda entry file, e.g. `export const handler = readEntry(read, services)` (`retrysafe/lambda/read`). */
+  readonly entry: string;
 }
 
 /**
@@ -172,12 +186,6 @@ export interface RetrysafeProps {
    */
   readonly alarmTopic?: sns.ITopic;
   /**
-   * Pay through Stripe: the complete ARN of a Secrets Manager secret whose value is the (restricted) API
-   * key. Only the functions that run a tool with `movesMoney` get it.
-   * @default undefined (no function gets a secret)
-   */
-  readonly stripeSecretArn?: string;
-  /**
    * The idempotency table, when the stack already has one (its logical id must not change: a new id is a
    * new, empty table).
    * @default a new `IdempotencyTable`, retained when the stack is deleted
@@ -206,10 +214,16 @@ export interface RetrysafeProps {
    */
   readonly tracing?: TracingDepth;
   /**
-   * Where the functions' code is bundled from (`NodejsFunction`'s `projectRoot` and `depsLockFilePath`).
-   * @default NodejsFunction's own: the lock file found from the working directory up, and its folder
+   * Where the functions' code is bundled from (`NodejsFunction`'s `projectRoot` and `depsLockFilePath`),
+   * and npm modules left out of every bundle besides the AWS SDK's (`externalModules`: an SDK the app
+   * loads only where it is configured; a tool's `needs.bundledModules` brings it back into its functions).
+   * @default NodejsFunction's own root and lock file; no module left out but BUNDLING's
    */
-  readonly bundling?: { readonly projectRoot?: string; readonly depsLockFilePath?: string };
+  readonly bundling?: {
+    readonly projectRoot?: string;
+    readonly depsLockFilePath?: string;
+    readonly externalModules?: readonly string[];
+  };
 }
 
 /** The package's own entry files, by entry: built (`dist/lambdas/*.mjs`) or, in this repository, the sources. */
@@ -220,13 +234,13 @@ const PACKAGE_ENTRY_FILES = {
   erase: 'erase_records',
 } as const;
 
-/** Where the package's own entry file `name` is: beside the built construct, or in this repository's `lambdas/`. */
+/** Where the package's own entry file `name` is: beside the built construct, or in the sources (lib/lambda/entries). */
 export function packageEntryFile(name: keyof typeof PACKAGE_ENTRY_FILES): string {
   const file = PACKAGE_ENTRY_FILES[name];
   const candidates = [
     join(__dirname, 'lambdas', `${file}.mjs`),
     join(__dirname, '..', 'lambdas', `${file}.mjs`),
-    join(__dirname, '..', '..', 'lambdas', `${file}.ts`),
+    join(__dirname, '..', 'lambda', 'entries', `${file}.ts`),
   ];
   const found = candidates.find((candidate) => existsSync(candidate));
   if (!found) throw new Error(`retrysafe: the package's entry ${file} is missing (looked in ${candidates.join(', ')})`);
@@ -261,7 +275,6 @@ export class Retrysafe extends Construct {
   public readonly eraser: NodejsFunction;
   /** Alarms and the dashboard. */
   public readonly observability: Observability;
-  readonly #stripeKey: secretsmanager.ISecret | undefined;
   readonly #powertoolsLayer: lambda.ILayerVersion;
   readonly #tables: Readonly<Record<string, dynamodb.ITable>>;
   readonly #bundling: RetrysafeProps['bundling'];
@@ -299,13 +312,11 @@ export class Retrysafe extends Construct {
       'PowertoolsLayer',
       ssm.StringParameter.valueForStringParameter(this, POWERTOOLS_LAYER.ssmParameter(POWERTOOLS_LAYER.version)),
     );
-    this.#stripeKey = props.stripeSecretArn
-      ? secretsmanager.Secret.fromSecretCompleteArn(this, 'StripeKey', props.stripeSecretArn)
-      : undefined;
-    // A function moves money when it runs a tool that does: the tool's own, the MCP one, the completer.
-    const moneyTools = new Set(props.tools.filter((entry) => entry.movesMoney).map((entry) => entry.tool.name));
-    const movesMoney = (entry: string) =>
-      moneyTools.has(entry) || ((entry === 'mcp' || entry === 'complete') && moneyTools.size > 0);
+    // A function needs what every tool it runs needs: the tool's own function, the MCP one, the completer.
+    const needsOf = (entry: string): ToolNeeds[] =>
+      props.tools
+        .filter((tool) => tool.needs && (tool.tool.name === entry || entry === 'mcp' || entry === 'complete'))
+        .map((tool) => tool.needs as ToolNeeds);
     const files: Record<string, string> = {
       health: props.entries.health ?? packageEntryFile('health'),
       not_found: props.entries.not_found ?? packageEntryFile('not_found'),
@@ -313,14 +324,15 @@ export class Retrysafe extends Construct {
       list_tools: props.entries.list_tools,
       mcp: props.entries.mcp,
       openapi: props.entries.openapi,
-      ...Object.fromEntries(reads.map((read) => [read.entry, read.file])),
+      ...Object.fromEntries(reads.map((read) => [read.read.name, read.entry])),
       ...Object.fromEntries(props.tools.map((entry) => [entry.tool.name, entry.entry])),
     };
 
     const functions: Record<string, NodejsFunction> = {};
-    for (const [entry, access] of Object.entries(apiEntries(tools, reads)) as Array<[string, FunctionAccess]>) {
+    const readRoutes = reads.map((read) => read.read);
+    for (const [entry, access] of Object.entries(apiEntries(tools, readRoutes)) as Array<[string, FunctionAccess]>) {
       const fn = this.#function(entry, files[entry]!, environment, {
-        movesMoney: movesMoney(entry),
+        needs: needsOf(entry),
         reservedConcurrency: entry === 'mcp' ? (props.mcpReservedConcurrency ?? MCP_RESERVED_CONCURRENCY) : undefined,
       });
       this.#grant(fn, access);
@@ -333,7 +345,7 @@ export class Retrysafe extends Construct {
     // CompleterTriggers; it runs as many at a time as its batches need (no checkpoint to share).
     this.completer = this.#function('complete', props.entries.complete, environment, {
       timeoutSeconds: COMPLETER_DEFAULTS.timeoutSeconds,
-      movesMoney: movesMoney('complete'),
+      needs: needsOf('complete'),
       wildcardReason:
         "The stream's event source mapping needs dynamodb:ListStreams, which has no resource-level permissions either.",
     });
@@ -364,7 +376,7 @@ export class Retrysafe extends Construct {
         `No issuer given: the JWT authorizer trusts the placeholder ${JWT_DEFAULTS.issuer} and refuses every token. Set the issuer of your OIDC provider to deploy.`,
       );
     }
-    this.api = this.#api(functions, apiRoutes(tools, reads), jwt);
+    this.api = this.#api(functions, apiRoutes(tools, readRoutes), jwt);
     if (props.outputs ?? true) {
       locationOutputs(this, this.api, { idempotency: this.idempotencyTable.table, ...this.#tables });
     }
@@ -387,14 +399,17 @@ export class Retrysafe extends Construct {
     environment: Record<string, string>,
     overrides: {
       timeoutSeconds?: number;
-      movesMoney?: boolean;
+      /** What the tools it runs need (`RetrysafeTool.needs`). */
+      needs?: readonly ToolNeeds[];
       /** Why the role needs another action on `*` besides X-Ray's, for cdk-nag. */
       wildcardReason?: string;
       /** Its reserved concurrency; `'none'` or undefined reserves none. */
       reservedConcurrency?: number | 'none' | undefined;
     } = {},
   ): NodejsFunction {
-    const stripe = overrides.movesMoney ? this.#stripeKey : undefined;
+    const needs = overrides.needs ?? [];
+    const bundled = new Set(needs.flatMap((need) => need.bundledModules ?? []));
+    const external = [...BUNDLING.externalModules, ...(this.#bundling?.externalModules ?? [])];
     const logGroup = new logs.LogGroup(this, `${name}Logs`, {
       retention: FUNCTION_DEFAULTS.logRetentionDays as logs.RetentionDays,
       removalPolicy: RemovalPolicy.DESTROY,
@@ -428,16 +443,14 @@ export class Retrysafe extends Construct {
         : {}),
       role,
       logGroup,
-      environment: stripe
-        ? { ...environment, PAYMENT_PROVIDER: 'stripe', STRIPE_SECRET_ARN: stripe.secretArn }
-        : environment,
+      environment: Object.assign({}, environment, ...needs.map((need) => need.environment ?? {})),
       // X-Ray traces each invocation; with `tracing: 'calls'` the Powertools Tracer (from the layer) adds
       // the DynamoDB, SQS and HTTPS calls.
       tracing: lambda.Tracing.ACTIVE,
       layers: [this.#powertoolsLayer],
       bundling: {
         ...BUNDLING,
-        externalModules: BUNDLING.externalModules.filter((module) => !(stripe && module === 'stripe')),
+        externalModules: external.filter((module) => !bundled.has(module)),
         // The map maps stack traces (mappings and file names); the sources themselves are not shipped.
         sourceMap: true,
         sourcesContent: false,
@@ -449,7 +462,7 @@ export class Retrysafe extends Construct {
       reason:
         'nodejs24.x, the current Node.js LTS runtime Lambda offers, is the deploy target (cdk-nag may not know it yet).',
     });
-    stripe?.grantRead(fn);
+    for (const secret of new Set(needs.flatMap((need) => need.secrets ?? []))) secret.grantRead(fn);
     return fn;
   }
 
@@ -545,7 +558,10 @@ export function retrysafePropProblems(props: RetrysafeProps): string[] {
   const tools = props.tools ?? [];
   if (tools.length === 0) problems.push('tools: at least one tool');
   const names = new Map<string, number>();
-  for (const name of [...tools.map((entry) => entry.tool?.name), ...(props.reads ?? []).map((read) => read.entry)]) {
+  for (const name of [
+    ...tools.map((entry) => entry.tool?.name),
+    ...(props.reads ?? []).map((read) => read.read?.name),
+  ]) {
     names.set(name, (names.get(name) ?? 0) + 1);
   }
   for (const [name, count] of names) {
@@ -556,7 +572,7 @@ export function retrysafePropProblems(props: RetrysafeProps): string[] {
   }
   const accessOf = [
     ...tools.map((entry) => [`tools.${entry.tool?.name}.access`, entry.tool?.access ?? {}] as const),
-    ...(props.reads ?? []).map((read) => [`reads.${read.entry}.access`, read.access.tables ?? {}] as const),
+    ...(props.reads ?? []).map((read) => [`reads.${read.read?.name}.access`, read.read?.access ?? {}] as const),
     ['eraseAccess', props.eraseAccess ?? {}] as const,
   ];
   for (const [where, access] of accessOf) {
@@ -567,7 +583,9 @@ export function retrysafePropProblems(props: RetrysafeProps): string[] {
   }
   const files: Array<[string, string | undefined]> = [
     ...tools.map((entry) => [`tools.${entry.tool?.name}.entry`, entry.entry] as [string, string | undefined]),
-    ...(props.reads ?? []).map((read) => [`reads.${read.entry}.file`, read.file] as [string, string | undefined]),
+    ...(props.reads ?? []).map(
+      (read) => [`reads.${read.read?.name}.entry`, read.entry] as [string, string | undefined],
+    ),
     ...(['mcp', 'complete', 'list_tools', 'openapi'] as const).map(
       (name) => [`entries.${name}`, props.entries?.[name]] as [string, string | undefined],
     ),
@@ -586,8 +604,15 @@ export function retrysafePropProblems(props: RetrysafeProps): string[] {
   if (props.tracing !== undefined && !TRACING_DEPTHS.includes(props.tracing)) {
     problems.push(`tracing: ${String(props.tracing)} is not one of ${TRACING_DEPTHS.join(', ')}`);
   }
-  if (props.stripeSecretArn !== undefined && !tools.some((entry) => entry.movesMoney)) {
-    problems.push('stripeSecretArn: no tool moves money (movesMoney), so no function would use it');
+  const external = new Set(props.bundling?.externalModules ?? []);
+  for (const entry of tools) {
+    for (const module of entry.needs?.bundledModules ?? []) {
+      if (!external.has(module) && !(BUNDLING.externalModules as readonly string[]).includes(module)) {
+        problems.push(
+          `tools.${entry.tool?.name}.needs.bundledModules: ${module} is bundled anyway (not in bundling.externalModules)`,
+        );
+      }
+    }
   }
   return problems;
 }

@@ -1,7 +1,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
-import type { TableDefinition, TableSchema } from '../store/tables';
+import type { TableSchema } from '../store/tables';
 
 export interface DefinedTableOptions {
   /** @default RemovalPolicy.RETAIN */
@@ -15,10 +15,10 @@ export interface DefinedTableOptions {
 export function tableFromDefinition(
   scope: Construct,
   id: string,
-  definition: TableSchema & Pick<Partial<TableDefinition>, 'globalSecondaryIndexes'>,
+  definition: TableSchema,
   options: DefinedTableOptions = {},
 ): dynamodb.Table {
-  const table = new dynamodb.Table(scope, id, {
+  return new dynamodb.Table(scope, id, {
     partitionKey: { name: definition.partitionKey.name, type: dynamodb.AttributeType.STRING },
     ...(definition.sortKey ? { sortKey: { name: definition.sortKey.name, type: dynamodb.AttributeType.STRING } } : {}),
     billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
@@ -28,13 +28,4 @@ export function tableFromDefinition(
     ...(definition.stream ? { stream: dynamodb.StreamViewType.NEW_IMAGE } : {}),
     removalPolicy: options.removalPolicy ?? RemovalPolicy.RETAIN,
   });
-  for (const index of definition.globalSecondaryIndexes ?? []) {
-    table.addGlobalSecondaryIndex({
-      indexName: index.indexName,
-      partitionKey: { name: index.partitionKey.name, type: dynamodb.AttributeType.STRING },
-      ...(index.sortKey ? { sortKey: { name: index.sortKey.name, type: dynamodb.AttributeType.STRING } } : {}),
-      projectionType: dynamodb.ProjectionType.KEYS_ONLY,
-    });
-  }
-  return table;
 }

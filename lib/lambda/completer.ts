@@ -6,8 +6,8 @@ import type { Completer } from '../idempotency';
 import { createCompleterMetrics } from '../observability/metrics';
 import type { CompleterFigures } from '../observability/names';
 import { withInvocationDeadline } from '../store/deadline';
-import { createToolRuntime } from '../tools/tool-runtime';
 import { type ComposeServices, createCoreServices, createTracer, type ToolsOver } from './core-services';
+import { createToolRuntime } from './runtime';
 
 /**
  * The completer: finishes the calls of `tools` whose worker died. Two triggers, one function — the

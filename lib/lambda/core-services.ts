@@ -3,6 +3,7 @@ import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { ReadModule } from '../reads/read-module';
 import { createDocumentClient, createDynamoDBClient } from '../store/client';
 import { tableEnvVar } from '../store/tables';
 import type { ToolModule } from '../tools/tool-module';
@@ -78,3 +79,7 @@ export function processServices(env: NodeJS.ProcessEnv = process.env): CoreServi
  */
 // biome-ignore lint/suspicious/noExplicitAny: tools of every schema and receipt, bound to the same services
 export type ToolsOver<Svc> = readonly ToolModule<string, any, any, Svc>[];
+
+/** An app's own reads (`defineReadModule`), each bound to (a part of) the services `Svc`, as `ToolsOver`. */
+// biome-ignore lint/suspicious/noExplicitAny: reads of every schema, bound to the same services
+export type ReadsOver<Svc> = readonly ReadModule<string, any, any, Svc>[];

@@ -1,7 +1,7 @@
-import type { ReadRoute } from '../api/routes';
 import type { LambdaHandler } from '../http/boundary';
 import { listToolsHandler } from '../http/list-tools';
 import { openApiHandler } from '../http/openapi';
+import type { AnyReadModule } from '../reads/read-module';
 import type { AnyToolModule } from '../tools/tool-module';
 import { createCoreServices } from './core-services';
 
@@ -11,6 +11,6 @@ export function listToolsEntry(tools: readonly AnyToolModule[], env: NodeJS.Proc
 }
 
 /** `GET /openapi.json`: the OpenAPI 3.1 document of `tools` and the app's own `reads`. No token, no table. */
-export function openApiEntry(tools: readonly AnyToolModule[], reads: readonly ReadRoute[] = []): LambdaHandler {
+export function openApiEntry(tools: readonly AnyToolModule[], reads: readonly AnyReadModule[] = []): LambdaHandler {
   return openApiHandler(tools, reads);
 }

@@ -1,17 +1,18 @@
 import { createJwksVerifier } from '../auth/jwks-verifier';
 import type { LambdaHandler } from '../http/boundary';
 import { mcpHandler } from '../mcp/http';
-import { type McpTool, mcpTools } from '../mcp/tools';
-import { createToolRuntime } from '../tools/tool-runtime';
-import { type ComposeServices, type CoreServices, processServices, type ToolsOver } from './core-services';
+import { mcpTools } from '../mcp/tools';
+import { type ComposeServices, processServices, type ReadsOver, type ToolsOver } from './core-services';
+import { createToolRuntime } from './runtime';
 
 /** What an MCP entry serves besides the tools and `get_operation`. */
 export interface McpEntryOptions<Svc> {
   /**
-   * The app's own reads, as MCP tools (from the services `compose` built).
+   * The app's own reads (`defineReadModule`), each a read-only MCP tool, bound to the services
+   * `compose` builds.
    * @default none
    */
-  readonly reads?: (services: Svc, core: CoreServices) => readonly McpTool[];
+  readonly reads?: ReadsOver<NoInfer<Svc>>;
 }
 
 /**
@@ -28,7 +29,7 @@ export function mcpEntry<Svc>(
   const services = compose(core);
   const issuer = env.JWT_ISSUER ?? '';
   return mcpHandler({
-    tools: mcpTools(tools, services, createToolRuntime(core, env), options.reads?.(services, core) ?? []),
+    tools: mcpTools(tools, services, createToolRuntime(core, env), options.reads ?? []),
     verifyToken: createJwksVerifier({ issuer, audience: env.JWT_AUDIENCE ?? '', jwksUrl: env.JWKS_URL }),
     issuer,
     logger: core.logger,

@@ -1,7 +1,7 @@
 import type { LambdaHandler } from '../http/boundary';
 import { getOperationHandler } from '../http/reads';
-import { createToolRuntime } from '../tools/tool-runtime';
 import { processServices } from './core-services';
+import { createToolRuntime } from './runtime';
 
 /**
  * `GET /tools/{tool}/operations/{key}`: the caller's own record of a client key. The tools' names come

@@ -1,9 +1,10 @@
 import type * as z from 'zod/mini';
 import { toolHandler } from '../http/write';
 import type { JsonObject } from '../idempotency';
-import type { ToolHandler, ToolModule } from '../tools/tool-module';
-import { createToolRuntime } from '../tools/tool-runtime';
+import type { ToolModule } from '../tools/tool-module';
 import { type ComposeServices, processServices } from './core-services';
+import type { ToolHandler } from './registered';
+import { createToolRuntime } from './runtime';
 
 /** `POST /tools/<name>`: one tool, bound to the services `compose` builds, behind the idempotency runtime. */
 export function toolEntry<N extends string, S extends z.ZodMiniObject, R extends JsonObject, Svc>(

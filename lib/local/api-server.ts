@@ -252,11 +252,8 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
     ...LOOPBACK_HOST_NAMES,
     ...(options.allowedHosts ?? []).map((name) => name.toLowerCase()),
   ]);
-  const routes: readonly RouteDefinition[] = apiRoutes(
-    options.tools,
-    (options.reads ?? []).map((read) => read.route),
-  );
-  const handlers: Readonly<Record<string, LambdaHandler>> = createHandlers<T, string>(options);
+  const routes: readonly RouteDefinition[] = apiRoutes(options.tools, options.reads ?? []);
+  const handlers: Readonly<Record<string, LambdaHandler>> = createHandlers(options);
 
   async function handle(request: IncomingMessage): Promise<HttpResponse> {
     if (!fromAllowedHost(request, hostNames)) {

@@ -1,8 +1,4 @@
 import * as z from 'zod/mini';
-import { invoiceAnswer, operationAnswer, readErrorAnswer, ticketAnswer } from '../api/read-answers';
-import { type InvoiceStore, MAX_INVOICE_ID_LENGTH } from '../domain/invoices';
-import { type OperationSource, readInvoice, readOperation, readTicket } from '../domain/reads';
-import { MAX_TICKET_KEY_LENGTH, type TicketStore } from '../domain/tickets';
 import {
   fieldProblem,
   IDEMPOTENCY_KEY_FIELD,
@@ -13,6 +9,9 @@ import {
   type ToolResult,
   type ToolRuntime,
 } from '../idempotency';
+import { foundAnswer, operationAnswer, readErrorAnswer } from '../reads/answers';
+import { type OperationSource, readOperation } from '../reads/operation';
+import type { ReadModule } from '../reads/read-module';
 import { annotationsOf, describeTool, jsonSchemaOf, type KeyKinds } from '../tools/catalog';
 import type { ToolModule } from '../tools/tool-module';
 
@@ -124,20 +123,6 @@ function readOutputSchema(found: z.ZodMiniType): McpToolListing['outputSchema'] 
   return { type: 'object', ...jsonSchemaOf(z.union([found, readErrorAnswer])) } as McpToolListing['outputSchema'];
 }
 
-const invoiceArgs = z.strictObject({
-  invoice_id: z
-    .string()
-    .check(
-      z.minLength(1),
-      z.maxLength(MAX_INVOICE_ID_LENGTH),
-      z.describe('The invoice, as create_invoice returned it.'),
-    ),
-});
-const ticketArgs = z.strictObject({
-  ticket_key: z
-    .string()
-    .check(z.minLength(1), z.maxLength(MAX_TICKET_KEY_LENGTH), z.describe('The ticket, as create_ticket returned it.')),
-});
 const operationArgs = z.strictObject({
   tool: z.string().check(z.minLength(1), z.maxLength(64), z.describe('The write tool the key was used with.')),
   [IDEMPOTENCY_KEY_FIELD]: z.string().check(z.minLength(1), z.maxLength(255), z.describe('The key of the call.')),
@@ -173,50 +158,33 @@ export function operationReadTool(operations: OperationSource): McpTool {
   };
 }
 
-/** The example app's reads of its domain: `get_invoice`, `get_ticket`. */
-export function domainReadTools(stores: { readonly invoices: InvoiceStore; readonly tickets: TicketStore }): McpTool[] {
-  return [
-    {
-      listing: readListing(
-        {
-          name: 'get_invoice',
-          description: "Read one of the caller's invoices, with its refund (or null). Read-only, needs no key.",
-        },
-        invoiceArgs,
-        invoiceAnswer,
-      ),
-      async call(input, caller) {
-        const args = parsed(invoiceArgs, input);
-        return isAnswer(args) ? args : readInvoice(stores.invoices, caller, args.invoice_id);
-      },
-    },
-    {
-      listing: readListing(
-        { name: 'get_ticket', description: "Read one of the caller's tickets. Read-only, needs no key." },
-        ticketArgs,
-        ticketAnswer,
-      ),
-      async call(input, caller) {
-        const args = parsed(ticketArgs, input);
-        return isAnswer(args) ? args : readTicket(stores.tickets, caller, args.ticket_key);
-      },
-    },
-  ];
+/** An app's own read (`defineReadModule`), bound to `services`: a read-only MCP tool of its name. */
+export function readTool<Svc>(read: ReadModule<string, z.ZodMiniObject, z.ZodMiniObject, Svc>, services: Svc): McpTool {
+  const bound = read.bind(services);
+  return {
+    // Its answer's schema is built on first read of the listing, never for a call.
+    listing: readListing(
+      { name: read.name, description: read.description },
+      read.args,
+      z.lazy(() => foundAnswer(read.found)),
+    ),
+    call: (input, caller) => bound.call(input, caller, 'invalid_args'),
+  };
 }
 
 /**
- * Every tool an MCP endpoint serves: each write, bound to `services`, then the app's own reads (`reads`),
- * then `get_operation`.
+ * Every tool an MCP endpoint serves: each write, then the app's own reads (`reads`), each bound to
+ * `services`, then `get_operation`.
  */
 export function mcpTools<Svc>(
   tools: readonly ToolModule<string, z.ZodMiniObject, JsonObject, Svc>[],
   services: Svc,
   runtime: ToolRuntime,
-  reads: readonly McpTool[] = [],
+  reads: readonly ReadModule<string, z.ZodMiniObject, z.ZodMiniObject, Svc>[] = [],
 ): McpTool[] {
   return [
     ...tools.map((tool) => writeTool(tool.bind(services), runtime)),
-    ...reads,
+    ...reads.map((read) => readTool(read, services)),
     operationReadTool({ runtime, toolNames: tools.map((tool) => tool.name) }),
   ];
 }

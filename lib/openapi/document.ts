@@ -1,15 +1,9 @@
-import {
-  type ApiEntryName,
-  apiRoutes,
-  EXAMPLE_READS,
-  type ExampleReadName,
-  INVOCATION_TIMEOUT_SECONDS,
-  type ReadRoute,
-  type RouteDefinition,
-} from '../api/routes';
+import { type ApiEntryName, apiRoutes, INVOCATION_TIMEOUT_SECONDS, type RouteDefinition } from '../api/routes';
 import { MAX_BODY_BYTES } from '../http/event';
 import { HTTP_STATUS, type HttpErrorCode, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../http/status';
 import { clientKeySchema, IDEMPOTENCY_KEY_FIELD, type JsonObject } from '../idempotency/definition';
+import { foundAnswer } from '../reads/answers';
+import type { AnyReadModule } from '../reads/read-module';
 import { describeTool, errorAnswer, jsonSchemaOf, pendingAnswer, receiptAnswer } from '../tools/catalog';
 import type { AnyToolModule } from '../tools/tool-module';
 import { API_SCHEMAS, type ApiSchemaName } from './schemas';
@@ -27,11 +21,11 @@ export interface OpenApiOptions {
   /** `info.version`: the version of the API the document describes (the package's, for `bin/openapi.ts`). @default 'unversioned' */
   readonly version?: string;
   /**
-   * The app's own reads (`GET` routes besides `get_operation`). The example's are documented with their
-   * answers' schemas; any other is documented by its path and a JSON answer.
-   * @default EXAMPLE_READS (this repository's example app)
+   * The app's own reads (`defineReadModule`: `GET` routes besides `get_operation`), each documented
+   * from its definition: its path parameters, its answer's schema and its refusals.
+   * @default none
    */
-  readonly reads?: readonly ReadRoute[];
+  readonly reads?: readonly AnyReadModule[];
 }
 
 export const OPENAPI_DEFAULTS = { title: 'retrysafe', version: 'unversioned' } as const;
@@ -244,22 +238,25 @@ function errorResponses(
   return responses;
 }
 
-/** The path parameters a route's `{placeholders}` name, described; a placeholder without one is refused. */
-function pathParameters(path: string, tools: readonly AnyToolModule[]): OpenApiParameter[] {
+/**
+ * The path parameters a route's `{placeholders}` name, described — the API's own (`tool`, `key`), or a
+ * read's arguments (`args`: their JSON Schema's properties); a placeholder without one is refused.
+ */
+function pathParameters(path: string, tools: readonly AnyToolModule[], args: JsonObject = {}): OpenApiParameter[] {
+  const properties = (args.properties ?? {}) as Readonly<Record<string, JsonObject>>;
+  const own = Object.fromEntries(
+    Object.entries(properties).map(([name, { description, ...schema }]) => [
+      name,
+      { description: typeof description === 'string' ? description : name, schema },
+    ]),
+  );
   const known: Readonly<Record<string, Omit<OpenApiParameter, 'name' | 'in' | 'required'>>> = {
+    ...own,
     tool: {
       description: 'The write tool the key was used with.',
       schema: { type: 'string', ...(tools.length > 0 ? { enum: tools.map((tool) => tool.name) } : {}) },
     },
     key: { description: `The \`${IDEMPOTENCY_KEY_FIELD}\` of the call.`, schema: KEY_SCHEMA },
-    invoice_id: {
-      description: 'The invoice, as `create_invoice` returned it.',
-      schema: { type: 'string', minLength: 1 },
-    },
-    ticket_key: {
-      description: 'The ticket, as `create_ticket` returned it.',
-      schema: { type: 'string', minLength: 1 },
-    },
   };
   return [...path.matchAll(/\{([^}]+)\}/g)].map(([, name = '']) => {
     const described = known[name];
@@ -363,21 +360,33 @@ function readOf(
   };
 }
 
-/** A read of an app's own that the document knows only by its route: its path, its token, a JSON answer. */
-const appReadOperation: OperationBuilder = function buildAppRead(route, tools, components) {
-  const parameters = pathParameters(route.path, tools);
-  const summary = `${route.entry}: GET ${route.path}`;
+/**
+ * `GET <path>` of an app's own read (`defineReadModule`): its arguments as path parameters, its answer's
+ * schema (`<Name>Answer`, a leading `get_` dropped), and what a read of the stores can refuse.
+ */
+function readModuleOperation(
+  read: AnyReadModule,
+  route: RouteDefinition,
+  tools: readonly AnyToolModule[],
+  components: SchemaComponents,
+): OpenApiOperation {
+  const parameters = pathParameters(route.path, tools, jsonSchemaOf(read.args, 'input'));
+  const answer = `${pascal(read.name.replace(/^get_/, ''))}Answer`;
   return {
-    operationId: route.entry,
-    summary,
+    operationId: read.name,
+    summary: firstSentence(read.description),
+    description: read.description,
     security: securityOf(route),
     ...(parameters.length > 0 ? { parameters } : {}),
     responses: {
-      200: { description: summary, content: { 'application/json': { schema: { type: 'object' } } } },
+      200: {
+        description: firstSentence(read.description),
+        content: json(components.add(answer, jsonSchemaOf(foundAnswer(read.found)))),
+      },
       ...errorResponses(STORE_READ_ERRORS, route.auth, components),
     },
   };
-};
+}
 
 /** `/mcp` and its RFC 9728 metadata: one entry, told apart by method and auth. */
 const mcpOperation: OperationBuilder = function buildMcp(route, _tools, components) {
@@ -408,7 +417,7 @@ const mcpOperation: OperationBuilder = function buildMcp(route, _tools, componen
     operationId: 'mcp',
     summary: 'MCP over Streamable HTTP: JSON-RPC, stateless, JSON responses.',
     description:
-      'The same tools as the REST routes (and the reads `get_invoice`, `get_ticket`, `get_operation`), spoken as MCP: `initialize`, `tools/list`, `tools/call`. Send `Accept: application/json, text/event-stream`. The function checks the token itself, so that its 401 names the resource metadata.',
+      'The same tools as the REST routes (and the reads: the app’s own and `get_operation`), spoken as MCP: `initialize`, `tools/list`, `tools/call`. Send `Accept: application/json, text/event-stream`. The function checks the token itself, so that its 401 names the resource metadata.',
     security: securityOf(route),
     requestBody: { required: true, description: 'One JSON-RPC message.', content: json(message) },
     responses: {
@@ -431,7 +440,7 @@ const mcpOperation: OperationBuilder = function buildMcp(route, _tools, componen
  * The operation of each entry point that is not a tool; `not_found` has none (it answers what no route
  * matches). The type wants a line per entry, so a new entry point cannot be left undocumented.
  */
-const API_OPERATIONS: Readonly<Record<ApiEntryName | ExampleReadName, OperationBuilder | null>> = {
+const API_OPERATIONS: Readonly<Record<ApiEntryName, OperationBuilder | null>> = {
   health: readOf('health', 'The API is up. No token.', 'Health', []),
   list_tools: readOf(
     'list_tools',
@@ -445,13 +454,6 @@ const API_OPERATIONS: Readonly<Record<ApiEntryName | ExampleReadName, OperationB
     'OperationAnswer',
     STORE_READ_ERRORS,
   ),
-  get_invoice: readOf(
-    'get_invoice',
-    "One of the caller's tenant's invoices, with its refund or null.",
-    'InvoiceAnswer',
-    STORE_READ_ERRORS,
-  ),
-  get_ticket: readOf('get_ticket', "One of the caller's tenant's tickets.", 'TicketAnswer', STORE_READ_ERRORS),
   not_found: null,
   mcp: mcpOperation,
   openapi: readOf(
@@ -472,17 +474,18 @@ export function openApiDocument(tools: readonly AnyToolModule[], options: OpenAp
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const paths: Record<string, OpenApiPathItem> = {};
   const operationIds = new Set<string>();
-  const reads = options.reads ?? EXAMPLE_READS;
-  const readEntries = new Set(reads.map((read) => read.entry));
+  const reads = options.reads ?? [];
+  const readsByName = new Map(reads.map((read) => [read.name, read]));
   for (const route of apiRoutes(tools, reads)) {
     // An API entry first: a tool named like one (`health`) then shows as an operationId taken twice.
-    const build = Object.hasOwn(API_OPERATIONS, route.entry)
-      ? API_OPERATIONS[route.entry as ApiEntryName]
-      : readEntries.has(route.entry)
-        ? appReadOperation
-        : undefined;
-    const tool = build === undefined ? byName.get(route.entry) : undefined;
-    const operation = tool ? writeOperation(tool, route, components) : build?.(route, tools, components);
+    const build = Object.hasOwn(API_OPERATIONS, route.entry) ? API_OPERATIONS[route.entry as ApiEntryName] : undefined;
+    const read = build === undefined ? readsByName.get(route.entry) : undefined;
+    const tool = build === undefined && read === undefined ? byName.get(route.entry) : undefined;
+    const operation = tool
+      ? writeOperation(tool, route, components)
+      : read
+        ? readModuleOperation(read, route, tools, components)
+        : build?.(route, tools, components);
     if (!operation) throw new Error(`openapi: no operation for ${route.method} ${route.path} (${route.entry})`);
     if (operationIds.has(operation.operationId)) {
       throw new Error(`openapi: two operations are named ${operation.operationId} (a tool named like a read?)`);

@@ -1,9 +1,9 @@
 import * as z from 'zod/mini';
-import { invoiceAnswer, operationAnswer, ticketAnswer } from '../api/read-answers';
 import type { JsonObject } from '../idempotency/definition';
+import { operationAnswer } from '../reads/answers';
 import { jsonSchemaOf } from '../tools/catalog';
 
-// The answers that are not a tool's: the reads, the listing, the MCP endpoint's and the edge's. The
+// The answers that are not a tool's nor an app's read's: `get_operation`, the listing, the MCP endpoint's and the edge's. The
 // tools' own schemas (input, receipt, pending, errors) come from `lib/tools/catalog.ts`.
 
 /** `GET /health`. */
@@ -58,8 +58,6 @@ export const API_SCHEMAS = {
   Health: jsonSchemaOf(health),
   ToolListing: jsonSchemaOf(toolListing),
   OperationAnswer: jsonSchemaOf(operationAnswer),
-  InvoiceAnswer: jsonSchemaOf(invoiceAnswer),
-  TicketAnswer: jsonSchemaOf(ticketAnswer),
   ProtectedResourceMetadata: jsonSchemaOf(protectedResourceMetadata),
   JsonRpcMessage: jsonSchemaOf(jsonRpcMessage),
   GatewayMessage: jsonSchemaOf(gatewayMessage),

@@ -5,19 +5,11 @@ import {
   ResourceInUseException,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
-import { TABLES, type TableDefinition, type TableId, type TableSchema, tableName } from './tables';
+import { appTableName, IDEMPOTENCY_TABLE, idempotencyTableName, type TableSchema } from './tables';
 
-/** The CreateTable request for a table definition (the CDK stack maps the same definition). */
-export function createTableInput(
-  definition: TableSchema & Partial<TableDefinition>,
-  name: string,
-): CreateTableCommandInput {
-  const keyAttributes = [
-    definition.partitionKey,
-    definition.sortKey,
-    ...(definition.globalSecondaryIndexes ?? []).flatMap((index) => [index.partitionKey, index.sortKey]),
-  ].filter((attribute) => attribute !== undefined);
-  const attributeDefinitions = [...new Map(keyAttributes.map((a) => [a.name, a])).values()];
+/** The CreateTable request for a table's schema (the construct's `definedTable` maps the same schema). */
+export function createTableInput(definition: TableSchema, name: string): CreateTableCommandInput {
+  const attributeDefinitions = [definition.partitionKey, ...(definition.sortKey ? [definition.sortKey] : [])];
   return {
     TableName: name,
     BillingMode: 'PAY_PER_REQUEST',
@@ -27,18 +19,6 @@ export function createTableInput(
       { AttributeName: definition.partitionKey.name, KeyType: 'HASH' },
       ...(definition.sortKey ? [{ AttributeName: definition.sortKey.name, KeyType: 'RANGE' as const }] : []),
     ],
-    ...(definition.globalSecondaryIndexes?.length
-      ? {
-          GlobalSecondaryIndexes: definition.globalSecondaryIndexes.map((index) => ({
-            IndexName: index.indexName,
-            KeySchema: [
-              { AttributeName: index.partitionKey.name, KeyType: 'HASH' as const },
-              ...(index.sortKey ? [{ AttributeName: index.sortKey.name, KeyType: 'RANGE' as const }] : []),
-            ],
-            Projection: { ProjectionType: index.projection },
-          })),
-        }
-      : {}),
   };
 }
 
@@ -65,11 +45,16 @@ export async function createTable(client: DynamoDBClient, definition: TableSchem
 }
 
 /**
- * Creates every table of {@link TABLES} that does not exist yet (names from the environment) and
- * turns TTL on where the definition has one. Used by the local runner (the tests: `retrysafe/testing`).
+ * Creates the idempotency table and the app's `tables` that do not exist yet (names from `env`:
+ * `IDEMPOTENCY_TABLE`, `<NAME>_TABLE`, else their default names), TTL on where a schema has one: what
+ * the demo, the benchmark and the explorer run on.
  */
-export async function createTables(client: DynamoDBClient, env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  for (const id of Object.keys(TABLES) as TableId[]) {
-    await createTable(client, TABLES[id], tableName(id, env));
-  }
+export async function createTables(
+  client: DynamoDBClient,
+  tables: Readonly<Record<string, TableSchema>>,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<void> {
+  await createTable(client, IDEMPOTENCY_TABLE, idempotencyTableName(env));
+  for (const [name, schema] of Object.entries(tables))
+    await createTable(client, schema, appTableName(name, schema, env));
 }

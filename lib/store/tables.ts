@@ -1,9 +1,7 @@
 /**
- * The one definition of every DynamoDB table retrysafe uses.
- *
- * The test set-up, the local runner and the CDK stack all build their tables from this data, so a key
- * or index changed here changes everywhere. Plain data only: no SDK or CDK import, so every consumer
- * can load it without pulling the other's dependencies.
+ * What a table is, for the idempotency table and an app's own: the schema the construct (`definedTable`),
+ * the local runner and the test store build them from, so a key changed here changes everywhere. Plain
+ * data only: no SDK or CDK import, so every consumer can load it without pulling the other's dependencies.
  */
 import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES } from '../idempotency/record';
 
@@ -11,14 +9,6 @@ import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES } from '../id
 export interface KeyAttribute {
   readonly name: string;
   readonly type: 'S';
-}
-
-export interface GlobalSecondaryIndexDefinition {
-  readonly indexName: string;
-  readonly partitionKey: KeyAttribute;
-  readonly sortKey?: KeyAttribute;
-  /** Only keys are projected: the index exists to find items, not to read receipts from. */
-  readonly projection: 'KEYS_ONLY';
 }
 
 /**
@@ -69,18 +59,12 @@ export function tableEnvVar(name: string): string {
   return `${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_TABLE`;
 }
 
+/** The idempotency table's definition: its schema, and where its name comes from at run time. */
 export interface TableDefinition extends Omit<TableSchema, 'defaultName'> {
-  /** Environment variable that names the table at run time (set by the stack, the runner, the tests): `tableEnvVar(id)`. */
+  /** Environment variable that names the table at run time (set by the construct, the runner, the tests). */
   readonly envVar: string;
   /** Table name used when the environment variable is not set (local runs and tests). */
   readonly defaultName: string;
-  readonly partitionKey: KeyAttribute;
-  readonly sortKey?: KeyAttribute;
-  /** Attribute holding the DynamoDB TTL, in epoch seconds. */
-  readonly ttlAttribute?: string;
-  readonly globalSecondaryIndexes?: readonly GlobalSecondaryIndexDefinition[];
-  /** The table's change stream, if it has one (the idempotency table's feeds the completer). */
-  readonly stream?: 'NEW_IMAGE';
 }
 
 /**
@@ -90,57 +74,22 @@ export interface TableDefinition extends Omit<TableSchema, 'defaultName'> {
  */
 export const IDEMPOTENCY_ATTRIBUTES = DEFAULT_RECORD_ATTRIBUTES;
 
-export const TABLES = {
-  idempotency: {
-    envVar: 'IDEMPOTENCY_TABLE',
-    defaultName: DEFAULT_IDEMPOTENCY_TABLE_NAME,
-    partitionKey: { name: IDEMPOTENCY_ATTRIBUTES.key, type: 'S' },
-    ttlAttribute: IDEMPOTENCY_ATTRIBUTES.expiry,
-    // The completer reads it to find claims that never got a result: no index write on any call.
-    stream: 'NEW_IMAGE',
-  },
-  invoices: {
-    envVar: 'INVOICES_TABLE',
-    defaultName: 'retrysafe-invoices',
-    partitionKey: { name: 'tenant', type: 'S' },
-    sortKey: { name: 'invoice_id', type: 'S' },
-    tenantAttribute: 'tenant',
-    callStamps: ['created_by', 'refunded_by'],
-  },
-  tickets: {
-    envVar: 'TICKETS_TABLE',
-    defaultName: 'retrysafe-tickets',
-    partitionKey: { name: 'tenant', type: 'S' },
-    sortKey: { name: 'ticket_key', type: 'S' },
-    tenantAttribute: 'tenant',
-    callStamps: ['created_by', 'closed_by'],
-  },
-  outbox: {
-    envVar: 'OUTBOX_TABLE',
-    defaultName: 'retrysafe-outbox',
-    // One item per message id: an email is queued once and delivered once, however often it is sent.
-    partitionKey: { name: 'tenant', type: 'S' },
-    sortKey: { name: 'message_id', type: 'S' },
-    tenantAttribute: 'tenant',
-    // Email bodies are personal data: erased with the tenant.
-    callStamps: ['created_by', 'delivered_by'],
-  },
-  ledger: {
-    envVar: 'LEDGER_TABLE',
-    defaultName: 'retrysafe-ledger',
-    // One item per provider idempotency key: the provider's own guard against moving money twice.
-    partitionKey: { name: 'provider_key', type: 'S' },
-    keptByErase: 'money movements are kept: the provider record',
-  },
-} as const satisfies Record<string, TableDefinition>;
+/** The runtime's own table: call records and intents, with a TTL and the stream the completer reads. */
+export const IDEMPOTENCY_TABLE = {
+  envVar: 'IDEMPOTENCY_TABLE',
+  defaultName: DEFAULT_IDEMPOTENCY_TABLE_NAME,
+  partitionKey: { name: IDEMPOTENCY_ATTRIBUTES.key, type: 'S' },
+  ttlAttribute: IDEMPOTENCY_ATTRIBUTES.expiry,
+  // The completer reads it to find claims that never got a result: no index write on any call.
+  stream: 'NEW_IMAGE',
+} as const satisfies TableDefinition;
 
-export type TableId = keyof typeof TABLES;
+/** The idempotency table's name in this environment: `IDEMPOTENCY_TABLE`, else its default name. */
+export function idempotencyTableName(env: NodeJS.ProcessEnv = process.env): string {
+  return env[IDEMPOTENCY_TABLE.envVar] || IDEMPOTENCY_TABLE.defaultName;
+}
 
-/** The tables tools work on: every table but the idempotency table, which is the runtime's. */
-export type DomainTableId = Exclude<TableId, 'idempotency'>;
-
-/** The table name for `id` in this environment. */
-export function tableName(id: TableId, env: NodeJS.ProcessEnv = process.env): string {
-  const definition: TableDefinition = TABLES[id];
-  return env[definition.envVar] || definition.defaultName;
+/** An app table's name at run time: `<NAME>_TABLE`, else its schema's `defaultName`, else its name. */
+export function appTableName(name: string, schema: TableSchema, env: NodeJS.ProcessEnv = process.env): string {
+  return env[tableEnvVar(name)] || schema.defaultName || name;
 }

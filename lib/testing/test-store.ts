@@ -4,7 +4,7 @@ import type { ComposeServices } from '../lambda/core-services';
 import { type CoreServices, createCoreServices } from '../lambda/core-services';
 import { startDynamoDBLocal } from '../local/dynamodb-local';
 import { createTable } from '../store/create-tables';
-import { TABLES, type TableSchema, tableEnvVar } from '../store/tables';
+import { IDEMPOTENCY_TABLE, type TableSchema, tableEnvVar } from '../store/tables';
 import type { AnyToolModule, ServicesOf } from '../tools/tool-module';
 import { type ToolHarness, type ToolHarnessOptions, toolHarness } from './tool-harness';
 
@@ -68,7 +68,7 @@ export async function startTestStore(options: TestStoreOptions = {}): Promise<Te
     AWS_REGION: process.env.AWS_REGION || 'us-east-1',
     AWS_ACCESS_KEY_ID: accessKeyId,
     AWS_SECRET_ACCESS_KEY: started?.credentials.secretAccessKey ?? (process.env.AWS_SECRET_ACCESS_KEY || 'local'),
-    [TABLES.idempotency.envVar]: DEFAULT_IDEMPOTENCY_TABLE_NAME,
+    [IDEMPOTENCY_TABLE.envVar]: DEFAULT_IDEMPOTENCY_TABLE_NAME,
     ...Object.fromEntries(tables.map(([name, schema]) => [tableEnvVar(name), schema.defaultName ?? name])),
     POWERTOOLS_METRICS_DISABLED: 'true',
     POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL || 'SILENT',
@@ -79,7 +79,7 @@ export async function startTestStore(options: TestStoreOptions = {}): Promise<Te
     credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID!, secretAccessKey: env.AWS_SECRET_ACCESS_KEY! },
   });
   try {
-    await createTable(core.client, TABLES.idempotency, DEFAULT_IDEMPOTENCY_TABLE_NAME);
+    await createTable(core.client, IDEMPOTENCY_TABLE, DEFAULT_IDEMPOTENCY_TABLE_NAME);
     for (const [name, schema] of tables) await createTable(core.client, schema, core.tableName(name));
   } catch (error) {
     core.client.destroy();

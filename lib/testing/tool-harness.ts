@@ -11,8 +11,8 @@ import type {
 } from '../idempotency';
 import { defineTool } from '../idempotency/definition';
 import type { CoreServices } from '../lambda/core-services';
+import { createToolRuntime } from '../lambda/runtime';
 import type { AnyToolModule } from '../tools/tool-module';
-import { createToolRuntime } from '../tools/tool-runtime';
 
 export interface ToolHarnessOptions {
   /**

@@ -5,6 +5,8 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ToolContext } from '../idempotency/definition';
 import { putIfAbsent } from '../store/put-if-absent';
 
+export { putIfAbsent, type Written } from '../store/put-if-absent';
+
 /** The attribute `createOnce` stamps with the id of the call that created the item, unless told another. */
 export const DEFAULT_STAMP_ATTRIBUTE = 'created_by';
 

@@ -1,8 +1,9 @@
 import { IdempotencyRecordStatus } from '@aws-lambda-powertools/idempotency';
 import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import canonicalize from 'canonicalize';
-import type { Services } from '../../lib/services';
-import { IDEMPOTENCY_ATTRIBUTES, tableName } from '../../lib/store/tables';
+import type { Services } from '../../app/services';
+import { tableName } from '../../app/tables';
+import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import type { CallRecord } from './tally';
 
 /** What the tables say about one tenant after a scenario, against what its calls were answered. */

@@ -10,16 +10,18 @@
  * `CHAOS_SEED` replays the fuzzer's requests; `CHAOS_SCENARIOS=1,6` runs only those scenarios;
  * `CHAOS_BUDGET_SECONDS` (default 300) bounds the run.
  */
+
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServices, type Services } from '../../app/services';
+import { TABLES } from '../../app/tables';
 import { commandFlags } from '../../bin/cli-args';
 import { DevSigningKey } from '../../lib/local/dev-auth';
 import { type DynamoDBLocal, startDynamoDBLocal } from '../../lib/local/dynamodb-local';
 import { freePort } from '../../lib/local/free-port';
 import { applyLocalDefaults } from '../../lib/local/local-env';
-import { createServices, type Services } from '../../lib/services';
 import { type OutageProxy, startOutageProxy } from '../faults/outage-proxy';
 import { ServerProcess } from '../faults/server-process';
 import { fuzz } from './fuzz';
@@ -40,7 +42,7 @@ replays the fuzzer's requests, CHAOS_SCENARIOS=1,6 runs only those scenarios, CH
 (default 300) bounds the run.`,
     {},
   );
-  applyLocalDefaults(process.env);
+  applyLocalDefaults(process.env, 'WARN', TABLES);
   const runStarted = Date.now();
   const budgetMs = Number(process.env.CHAOS_BUDGET_SECONDS || 300) * 1000;
   const work = mkdtempSync(join(tmpdir(), 'retrysafe-chaos-'));

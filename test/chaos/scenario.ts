@@ -1,4 +1,4 @@
-import type { Services } from '../../lib/services';
+import type { Services } from '../../app/services';
 import type { LossyProxy } from '../faults/lossy-proxy';
 import type { OutageProxy } from '../faults/outage-proxy';
 import type { ServerProcess } from '../faults/server-process';

@@ -1,8 +1,9 @@
+import { tableName } from '../../app/tables';
 import { Completer } from '../../lib/idempotency';
 import type { InvocationDeadline } from '../../lib/idempotency/types';
 import { LocalRecheckQueue } from '../../lib/local/recheck-queue';
 import { LocalStreamFeed } from '../../lib/local/stream-feed';
-import { IDEMPOTENCY_ATTRIBUTES, tableName } from '../../lib/store/tables';
+import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { Scheduler } from './scheduler';
 import type { ExploreWorld } from './world';
 

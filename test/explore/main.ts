@@ -1,4 +1,5 @@
 /** `npm run explore [-- --schedules N | --scenario S --seed N [--at STEP:FAULT]]`: see explore.ts. */
+import { TABLES } from '../../app/tables';
 import { commandFlags } from '../../bin/cli-args';
 import { applyLocalDefaults } from '../../lib/local/local-env';
 import { EXPLORE_OPTIONS, explore } from './explore';
@@ -19,7 +20,7 @@ step, on DynamoDB Local; a violation prints its seed and trace and exits 1.
 
 // Checked here first, so that a bad flag is one line and --help the usage; explore() parses the same ones.
 commandFlags(USAGE, EXPLORE_OPTIONS);
-applyLocalDefaults(process.env, 'SILENT');
+applyLocalDefaults(process.env, 'SILENT', TABLES);
 explore(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {

@@ -1,9 +1,10 @@
 import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import type { Movement } from '../../app/payments/provider';
+import { TABLES, tableName } from '../../app/tables';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import type { JsonObject, ToolResult } from '../../lib/idempotency/types';
-import type { Movement } from '../../lib/payments/provider';
 import { withInvocationDeadline } from '../../lib/store/deadline';
-import { IDEMPOTENCY_ATTRIBUTES as ATTR, tableName } from '../../lib/store/tables';
+import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../../lib/store/tables';
 import { CompleterDriver } from './completer-driver';
 import { type CallSpec, type IntentSpec, LOCK_JUMP_MS, SCENARIOS, type ScenarioSpec } from './scenarios';
 import { FAULTS, type Fault, type FaultPlan, installClock, Scheduler, SimClock, type TraceLine } from './scheduler';
@@ -177,9 +178,12 @@ class Run {
       scheduler.spawn('erase', async () => {
         if (afterMs) await scheduler.wait(afterMs);
         this.eraseStarted = true;
-        await eraseTenant(this.world.client, { tenant: this.tenant, includeDomain, segments: 1 }, this.world.env).catch(
-          () => undefined,
-        );
+        await eraseTenant(
+          this.world.client,
+          { tenant: this.tenant, includeDomain, segments: 1 },
+          this.world.env,
+          TABLES,
+        ).catch(() => undefined);
       });
     }
     // An agent's call never throws (every failure is an answer); a crash never settles.

@@ -3,22 +3,23 @@ import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { InvoiceStore } from '../../lib/domain/invoices';
-import { Outbox } from '../../lib/domain/outbox';
-import { TicketStore } from '../../lib/domain/tickets';
+import { InvoiceStore } from '../../app/domain/invoices';
+import { Outbox } from '../../app/domain/outbox';
+import { TicketStore } from '../../app/domain/tickets';
+import { LedgerPaymentProvider } from '../../app/payments/ledger';
+import { TABLES, type TableId, tableName } from '../../app/tables';
+import { TOOLS } from '../../app/tools';
 import { type CallOutcome, ToolRuntime } from '../../lib/idempotency';
-import { LedgerPaymentProvider } from '../../lib/payments/ledger';
 import { createDocumentClient, createDynamoDBClient } from '../../lib/store/client';
 import { createTables } from '../../lib/store/create-tables';
-import { IDEMPOTENCY_ATTRIBUTES, TABLES, type TableId, tableName } from '../../lib/store/tables';
-import { TOOLS } from '../../lib/tools/registry';
+import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { Scheduler } from './scheduler';
 
 /** A write the explorer saw succeed, with the actor and the call it was made for. */
 export interface ObservedWrite {
   readonly actor: string;
   readonly call: CallTag | undefined;
-  readonly table: TableId;
+  readonly table: TableId | 'idempotency';
   readonly command: string;
   readonly input: Record<string, unknown>;
   /** Simulated time of the write. */
@@ -52,10 +53,12 @@ export async function createExploreWorld(endpoint: string) {
   const credentials = { accessKeyId: namespace, secretAccessKey: 'explore' };
   const env: NodeJS.ProcessEnv = { DYNAMODB_ENDPOINT: endpoint };
   const client = createDynamoDBClient(env, { maxAttempts: 1, region: 'us-east-1', credentials });
-  const names = new Map<string, TableId>((Object.keys(TABLES) as TableId[]).map((id) => [tableName(id, env), id]));
+  const names = new Map<string, TableId | 'idempotency'>(
+    ([...Object.keys(TABLES), 'idempotency'] as Array<TableId | 'idempotency'>).map((id) => [tableName(id, env), id]),
+  );
   const writes: ObservedWrite[] = [];
   interpose(client, names, writes);
-  await createTables(client, env);
+  await createTables(client, TABLES, env);
 
   const documents = createDocumentClient(client);
   const logger = new Logger({ serviceName: 'explore', logLevel: 'SILENT' });
@@ -101,7 +104,7 @@ export type ExploreWorld = Awaited<ReturnType<typeof createExploreWorld>>;
  */
 function interpose(
   client: DynamoDBClient | DynamoDBStreamsClient,
-  names: ReadonlyMap<string, TableId>,
+  names: ReadonlyMap<string, TableId | 'idempotency'>,
   writes: ObservedWrite[],
 ): void {
   (client.middlewareStack as DynamoDBClient['middlewareStack']).add(
@@ -110,7 +113,7 @@ function interpose(
         const running = Scheduler.current();
         if (!running) return next(args);
         const input = args.input as Record<string, unknown>;
-        const table = names.get(String(input.TableName ?? '')) ?? ('idempotency' as TableId);
+        const table = names.get(String(input.TableName ?? '')) ?? 'idempotency';
         const command = String(context.commandName ?? 'Command').replace(/Command$/, '');
         const request =
           input.TableName === undefined ? `${command} stream` : `${command} ${table}${describeKey(input)}`;

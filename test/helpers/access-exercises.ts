@@ -1,8 +1,9 @@
+import type { ReadName } from '../../app/reads';
 import type { EntryName } from '../../lib/api/routes';
 import type { TOOLS_WITH_FIXTURE } from '../fixtures/registry';
 import type { Exercise } from './observed-access';
 
-type Entry = EntryName<(typeof TOOLS_WITH_FIXTURE)[number]>;
+type Entry = EntryName<(typeof TOOLS_WITH_FIXTURE)[number], ReadName>;
 
 async function seedInvoice({ services, tenant }: Exercise, invoiceId = 'inv_1'): Promise<void> {
   await services.invoices.create({

@@ -1,16 +1,16 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { READS } from '../../app/reads';
+import { createServices } from '../../app/services';
+import { TOOLS } from '../../app/tools';
 import type { NextStep } from '../../lib/api/next-step';
 import type { TokenVerifier } from '../../lib/auth/token-claims';
-import { exampleReads } from '../../lib/http/handlers';
+import { createToolRuntime } from '../../lib/lambda/runtime';
 import { startLocalApi } from '../../lib/local/api-server';
 import { DevSigningKey } from '../../lib/local/dev-auth';
 import { freePort } from '../../lib/local/free-port';
-import { createServices } from '../../lib/services';
-import { TOOLS } from '../../lib/tools/registry';
 import type { AnyToolModule } from '../../lib/tools/tool-module';
-import { createToolRuntime } from '../../lib/tools/tool-runtime';
 
 export interface Reply {
   readonly status: number;
@@ -55,7 +55,7 @@ export async function startTestApi(
     tools: options.tools ?? TOOLS,
     services,
     logger: services.logger,
-    ...exampleReads(services),
+    reads: READS,
     runtime,
     verifyToken: options.verifyToken ?? ((token) => key.verify(token)),
     issuer: key.settings.issuer,
@@ -88,7 +88,7 @@ export async function startTestApi(
     key,
     services,
     logger: services.logger,
-    ...exampleReads(services),
+    reads: READS,
     runtime,
     token: (tenant: string, user = 'ada', ttl = '1h') => key.mint(tenant, user, ttl),
     /** A token signed by the server's own key, but minted with other settings (issuer, audience). */

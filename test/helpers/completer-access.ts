@@ -1,17 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { CreateTableCommand, DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type SendMessageBatchCommandInput, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
+import { createServices, type Services } from '../../app/services';
+import { TABLES, type TableId, tableName } from '../../app/tables';
+import { TOOLS, type ToolName } from '../../app/tools';
 import { RECHECK_QUEUE_URL_VAR } from '../../lib/admin/recheck-queue';
 import type { JsonObject, Operation } from '../../lib/idempotency';
+import { createToolRuntime } from '../../lib/lambda/runtime';
 import { LocalStreamFeed } from '../../lib/local/stream-feed';
 import { createStreamsClient } from '../../lib/local/streams-client';
-import { createServices, type Services } from '../../lib/services';
+import * as storeClient from '../../lib/store/client';
 import { createTableInput } from '../../lib/store/create-tables';
-import { TABLES, type TableId, tableName } from '../../lib/store/tables';
-import { TOOLS, type ToolName } from '../../lib/tools/registry';
-import { createToolRuntime } from '../../lib/tools/tool-runtime';
+import { IDEMPOTENCY_TABLE } from '../../lib/store/tables';
 import { advanceClock } from './clock';
 import type { ObservedAccess } from './observed-access';
 import { deadline, identity } from './world';
@@ -51,7 +53,7 @@ export async function observeCompleterAccess(): Promise<CompleterAccess> {
   const table = `access-completer-${randomUUID().slice(0, 8)}`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    [TABLES.idempotency.envVar]: table,
+    [IDEMPOTENCY_TABLE.envVar]: table,
     [RECHECK_QUEUE_URL_VAR]: 'https://sqs.us-east-1.amazonaws.com/123456789012/rechecks',
   };
   const setup = createServices(env);
@@ -66,11 +68,11 @@ export async function observeCompleterAccess(): Promise<CompleterAccess> {
       Failed: [],
     };
   });
-  await setup.client.send(new CreateTableCommand(createTableInput(TABLES.idempotency, table)));
-  let services: Services | undefined;
+  await setup.client.send(new CreateTableCommand(createTableInput(IDEMPOTENCY_TABLE, table)));
+  let completerClient: DynamoDBClient | undefined;
   try {
-    const handler = await loadCompleter(env);
-    ({ services } = (await import('../../lambdas/shared/process')) as { services: Services });
+    let handler: CompleterHandler;
+    ({ handler, client: completerClient } = await loadCompleter(env));
     const caller = identity();
 
     // Prepare: a call of every tool, each worker dying after its claim, before any domain write answers.
@@ -99,7 +101,7 @@ export async function observeCompleterAccess(): Promise<CompleterAccess> {
       await reached;
     }
     advanceClock(5_000); // every dead worker's lock has ended
-    const recorded = recordAccess(services, env);
+    const recorded = recordAccess(completerClient, env);
 
     // Act: the stream's records as the event source mapping delivers them, then the rechecks as SQS does.
     const context = deadline(30_000) as unknown as Context;
@@ -132,19 +134,32 @@ export async function observeCompleterAccess(): Promise<CompleterAccess> {
     jest.restoreAllMocks();
     sqs.restore();
     await setup.client.send(new DeleteTableCommand({ TableName: table }));
-    for (const client of [setup.client, dying.client, streams, services?.client]) client?.destroy();
+    for (const client of [setup.client, dying.client, streams, completerClient]) client?.destroy();
   }
 }
 
 type CompleterHandler = (event: unknown, context: Context) => Promise<SQSBatchResponse | undefined>;
 
-/** `lambdas/complete.ts` as Lambda loads it: composed once, from the environment, when the module loads. */
-async function loadCompleter(env: NodeJS.ProcessEnv): Promise<CompleterHandler> {
+/**
+ * `lambdas/complete.ts` as Lambda loads it — composed once, from the environment, when the module loads —
+ * and the DynamoDB client it composed for itself (what it sends is recorded on it).
+ */
+async function loadCompleter(env: NodeJS.ProcessEnv): Promise<{ handler: CompleterHandler; client: DynamoDBClient }> {
   const saved = { ...process.env };
   Object.assign(process.env, env);
+  const created: DynamoDBClient[] = [];
+  const create = storeClient.createDynamoDBClient;
+  const spy = jest.spyOn(storeClient, 'createDynamoDBClient').mockImplementation((...args) => {
+    const client = create(...args);
+    created.push(client);
+    return client;
+  });
   try {
-    return ((await import('../../lambdas/complete')) as { handler: CompleterHandler }).handler;
+    const { handler } = (await import('../../lambdas/complete')) as { handler: CompleterHandler };
+    if (created.length !== 1) throw new Error(`the completer composed ${created.length} DynamoDB clients, not one`);
+    return { handler, client: created[0]! };
   } finally {
+    spy.mockRestore();
     for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
     Object.assign(process.env, saved);
   }
@@ -155,9 +170,7 @@ async function loadCompleter(env: NodeJS.ProcessEnv): Promise<CompleterHandler> 
  * its claim — and says when the next one arrived.
  */
 function hangDomainRequests(services: Services, env: NodeJS.ProcessEnv): { next(): Promise<void> } {
-  const domainTables = new Set(
-    (Object.keys(TABLES) as TableId[]).filter((id) => id !== 'idempotency').map((id) => tableName(id, env)),
-  );
+  const domainTables = new Set((Object.keys(TABLES) as TableId[]).map((id) => tableName(id, env)));
   let arrived: (() => void) | undefined;
   services.client.middlewareStack.add(
     (next) => async (args) => {
@@ -176,11 +189,13 @@ function hangDomainRequests(services: Services, env: NodeJS.ProcessEnv): { next(
 }
 
 /** Records the DynamoDB actions `services` sends from now on, per table id, until `stop()`. */
-function recordAccess(services: Services, env: NodeJS.ProcessEnv): { stop(): ObservedAccess } {
-  const ids = new Map((Object.keys(TABLES) as TableId[]).map((id) => [tableName(id, env), id]));
-  const sent = new Map<TableId, Set<string>>();
+function recordAccess(client: DynamoDBClient, env: NodeJS.ProcessEnv): { stop(): ObservedAccess } {
+  const ids = new Map(
+    ([...Object.keys(TABLES), 'idempotency'] as Array<TableId | 'idempotency'>).map((id) => [tableName(id, env), id]),
+  );
+  const sent = new Map<TableId | 'idempotency', Set<string>>();
   let recording = true;
-  services.client.middlewareStack.add(
+  client.middlewareStack.add(
     (next, context) => async (args) => {
       const table = ids.get((args.input as { TableName?: string }).TableName ?? '');
       if (recording && table && context.commandName) {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { StripeApiBase } from '../../lib/payments/stripe';
+import type { StripeApiBase } from '../../app/payments/stripe';
 import { gate } from './tools';
 
 /** A refund as the fake holds it: the fields of Stripe's refund object the provider reads. */

@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
+import { READS, type ReadName } from '../../app/reads';
+import { createServices, type Services } from '../../app/services';
+import { TABLES, type TableId, tableName } from '../../app/tables';
 import type { EntryName } from '../../lib/api/routes';
-import { createHandlers, exampleReads } from '../../lib/http/handlers';
-import { createServices, type Services } from '../../lib/services';
-import { TABLES, type TableId, tableName } from '../../lib/store/tables';
+import { createHandlers } from '../../lib/http/handlers';
+import { createToolRuntime } from '../../lib/lambda/runtime';
 import type { AnyToolModule } from '../../lib/tools/tool-module';
-import { createToolRuntime } from '../../lib/tools/tool-runtime';
 import { deadline, newTenant } from './world';
 
 /** The DynamoDB actions an entry point sent, per table id, each list sorted. */
-export type ObservedAccess = Partial<Record<TableId, string[]>>;
+export type ObservedAccess = Partial<Record<TableId | 'idempotency', string[]>>;
 
 /** What an exercise may do: call any entry point as an authenticated caller, and seed data beforehand. */
 export interface Exercise {
@@ -28,22 +29,24 @@ export interface Exercise {
  */
 export async function observeAccess<T extends AnyToolModule>(
   tools: readonly T[],
-  exercises: Readonly<Record<EntryName<T>, (exercise: Exercise) => Promise<void>>>,
-): Promise<Record<EntryName<T>, ObservedAccess>> {
+  exercises: Readonly<Record<EntryName<T, ReadName>, (exercise: Exercise) => Promise<void>>>,
+): Promise<Record<EntryName<T, ReadName>, ObservedAccess>> {
   const services = createServices(process.env);
   let tenant = '';
   const handlers = createHandlers({
     services,
     logger: services.logger,
-    ...exampleReads(services),
+    reads: READS,
     runtime: createToolRuntime(services),
     tools,
     // The MCP endpoint checks tokens itself: here every token names the exercise's caller.
     verifyToken: async () => ({ tenant_id: tenant, sub: 'ada' }),
     issuer: 'https://issuer.test',
   });
-  const tableIds = new Map((Object.keys(TABLES) as TableId[]).map((id) => [tableName(id), id]));
-  let recording: Map<TableId, Set<string>> | undefined;
+  const tableIds = new Map(
+    ([...Object.keys(TABLES), 'idempotency'] as Array<TableId | 'idempotency'>).map((id) => [tableName(id), id]),
+  );
+  let recording: Map<TableId | 'idempotency', Set<string>> | undefined;
   services.client.middlewareStack.add(
     (next, context) => async (args) => {
       const table = tableIds.get((args.input as { TableName?: string }).TableName ?? '');
@@ -57,10 +60,10 @@ export async function observeAccess<T extends AnyToolModule>(
     { step: 'initialize', name: 'observeAccess' },
   );
 
-  const observed = {} as Record<EntryName<T>, ObservedAccess>;
+  const observed = {} as Record<EntryName<T, ReadName>, ObservedAccess>;
   try {
     for (const [entry, exercise] of Object.entries(exercises) as Array<
-      [EntryName<T>, (e: Exercise) => Promise<void>]
+      [EntryName<T, ReadName>, (e: Exercise) => Promise<void>]
     >) {
       tenant = newTenant(`access-${entry}`);
       const handler = handlers[entry];

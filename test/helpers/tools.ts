@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod/mini';
+import { sendEmailArgs } from '../../app/tools/send-email';
 import { defineTool, type Execution, type ToolContext } from '../../lib/idempotency/tool';
 import type { JsonObject } from '../../lib/idempotency/types';
-import { sendEmailArgs } from '../../lib/tools/send-email';
 
 export const noteArgs = z.strictObject({ text: z.string().check(z.minLength(1)) });
 export type NoteArgs = z.output<typeof noteArgs>;

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { paginateScan } from '@aws-sdk/lib-dynamodb';
-import type { Invoice } from '../../lib/domain/invoices';
+import type { Invoice } from '../../app/domain/invoices';
+import type { Movement } from '../../app/payments/provider';
+import { createServices } from '../../app/services';
+import { tableName } from '../../app/tables';
+import { TOOLS } from '../../app/tools';
 import type { Identity, InvocationDeadline } from '../../lib/idempotency/types';
-import type { Movement } from '../../lib/payments/provider';
-import { createServices } from '../../lib/services';
-import { tableName } from '../../lib/store/tables';
-import { TOOLS } from '../../lib/tools/registry';
-import { createToolRuntime } from '../../lib/tools/tool-runtime';
+import { createToolRuntime } from '../../lib/lambda/runtime';
 
 /** A deadline like a Lambda context's: `ms` from now, counting down in real time. */
 export function deadline(ms = 10_000): InvocationDeadline {

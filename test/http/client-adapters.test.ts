@@ -1,5 +1,6 @@
 import { generateText, jsonSchema, stepCountIs } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
+import type { Invoice } from '../../app/domain/invoices';
 import { type AgentAnswer, RetrysafeClient, type ToolDescription } from '../../lib/client';
 import { aiSdkTools } from '../../lib/client/ai-sdk';
 import { anthropicTools, runAnthropicToolUse } from '../../lib/client/anthropic';
@@ -9,7 +10,6 @@ import {
   runOpenAiChatToolCall,
   runOpenAiFunctionCall,
 } from '../../lib/client/openai';
-import type { Invoice } from '../../lib/domain/invoices';
 import { type LossyProxy, loseFirstAnswersPerKey, startLossyProxy } from '../faults/lossy-proxy';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { strictModeProblems } from '../helpers/openai-strict';

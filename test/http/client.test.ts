@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
+import type { RetrysafeTools } from '../../app/client-types';
+import type { Invoice } from '../../app/domain/invoices';
 import {
   type FetchLike,
   GaveUpError,
   RetrysafeClient,
   type RetrysafeClientOptions,
-  type RetrysafeTools,
   ToolCallError,
 } from '../../lib/client';
-import type { Invoice } from '../../lib/domain/invoices';
 import {
   type LossPolicy,
   type LossyProxy,

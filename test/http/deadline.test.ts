@@ -1,7 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import * as z from 'zod/mini';
+import { TOOLS } from '../../app/tools';
 import { derivedId } from '../../lib/idempotency/definition';
-import { TOOLS } from '../../lib/tools/registry';
 import { defineToolModule } from '../../lib/tools/tool-module';
 import { startTestApi } from '../helpers/api';
 import { gate } from '../helpers/tools';

@@ -1,6 +1,7 @@
 import { generateKeyPair, SignJWT } from 'jose';
-import { routesFor } from '../../lib/api/routes';
-import { TOOLS } from '../../lib/tools/registry';
+import { READS } from '../../app/reads';
+import { TOOLS } from '../../app/tools';
+import { apiRoutes } from '../../lib/api/routes';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { newTenant } from '../helpers/world';
 
@@ -33,7 +34,7 @@ describe('authorization, as the JWT authorizer does it', () => {
   });
 
   it.each(
-    routesFor(TOOLS)
+    apiRoutes(TOOLS, READS)
       .filter((route) => route.auth === 'gateway')
       .map((route) => [`${route.method} ${route.path}`, route] as const),
   )('answers 401 without a token: %s', async (_label, route) => {

@@ -3,15 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import { TABLES } from '../../app/tables';
 import { openStore } from '../../lib/cli/store';
 import { CLAIM_ACTIONS } from '../../lib/infra/idempotency-table';
 import { packageEntryFile, Retrysafe, type RetrysafeProps } from '../../lib/infra/retrysafe';
 import { tableFromDefinition } from '../../lib/infra/table';
-import { TABLES } from '../../lib/store/tables';
 import type { AnyToolModule } from '../../lib/tools/tool-module';
 import { sendReminder } from '../fixtures/tools/send-reminder';
 
-const LAMBDAS = join(__dirname, '..', '..', 'lambdas');
+const LAMBDAS = join(__dirname, '..', '..', 'lib', 'lambda', 'entries');
+/** The example app's entries: an app's own mcp, completer and listings, as the construct wants them. */
+const EXAMPLE_LAMBDAS = join(__dirname, '..', '..', 'lambdas');
 const FIXTURE_LAMBDAS = join(__dirname, '..', 'fixtures', 'lambdas');
 
 // biome-ignore lint/suspicious/noExplicitAny: CloudFormation properties are asserted structurally
@@ -25,10 +27,10 @@ function appStack(overrides: Partial<RetrysafeProps> = {}) {
   const retrysafe = new Retrysafe(stack, 'Tools', {
     tools: [{ tool: sendReminder, entry: join(FIXTURE_LAMBDAS, 'send_reminder.ts') }],
     entries: {
-      mcp: join(LAMBDAS, 'mcp.ts'),
-      complete: join(LAMBDAS, 'complete.ts'),
-      list_tools: join(LAMBDAS, 'list_tools.ts'),
-      openapi: join(LAMBDAS, 'openapi.ts'),
+      mcp: join(EXAMPLE_LAMBDAS, 'mcp.ts'),
+      complete: join(EXAMPLE_LAMBDAS, 'complete.ts'),
+      list_tools: join(EXAMPLE_LAMBDAS, 'list_tools.ts'),
+      openapi: join(EXAMPLE_LAMBDAS, 'openapi.ts'),
     },
     tables: { outbox },
     issuer: 'https://issuer.example',
@@ -152,10 +154,10 @@ describe('the Retrysafe construct in an app’s own stack', () => {
           {
             tool: { ...sendReminder, access: { contacts: ['dynamodb:PutItem'] } },
             entry: join(FIXTURE_LAMBDAS, 'send_reminder.ts'),
+            needs: { bundledModules: ['stripe'] },
           },
         ],
         mcpReservedConcurrency: 0,
-        stripeSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:stripe',
       });
 
     expect(attempt).toThrow(
@@ -165,7 +167,7 @@ describe('the Retrysafe construct in an app’s own stack', () => {
           'tools.send_reminder.access: names the table contacts, which tables does not have',
           'tools.health.entry: /nowhere/health.ts does not exist',
           "mcpReservedConcurrency: 0 is neither a whole number from 1 up nor 'none'",
-          'stripeSecretArn: no tool moves money (movesMoney), so no function would use it',
+          'tools.send_reminder.needs.bundledModules: stripe is bundled anyway (not in bundling.externalModules)',
         ].join('; '),
       ),
     );

@@ -3,14 +3,15 @@
  * bundle-size.test.ts) hold the stack and its bundles to. Test-only: the stack itself builds its functions
  * from `apiEntries` (lib/api/routes.ts) through the construct.
  */
-import { apiEntries, type EntryName, EXAMPLE_READS, type FunctionAccess } from '../../lib/api/routes';
+import { READS, type ReadName } from '../../app/reads';
+import { apiEntries, type EntryName, type FunctionAccess } from '../../lib/api/routes';
 import type { AnyToolModule } from '../../lib/tools/tool-module';
 
-/** Every entry point of the example app: its tools and its reads (`EXAMPLE_READS`). */
+/** Every entry point of the example app: its tools and its reads (app/reads.ts). */
 export function entriesFor<T extends AnyToolModule>(
   tools: readonly T[],
-): Readonly<Record<EntryName<T>, FunctionAccess>> {
-  return apiEntries(tools, EXAMPLE_READS);
+): Readonly<Record<EntryName<T, ReadName>, FunctionAccess>> {
+  return apiEntries(tools, READS);
 }
 
 /**

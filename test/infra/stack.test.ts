@@ -5,14 +5,14 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { App, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { RetrysafeStack, type RetrysafeStackOptions } from '../../app/stack';
+import { TABLES, type TableId, tableName } from '../../app/tables';
+import { TOOLS } from '../../app/tools';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import type { EntryName } from '../../lib/api/routes';
 import { POWERTOOLS_LAYER } from '../../lib/infra/defaults';
 import { CLAIM_ACTIONS } from '../../lib/infra/idempotency-table';
-import { RetrysafeStack, type RetrysafeStackOptions } from '../../lib/infra/retrysafe-stack';
 import { createCompleterMetrics } from '../../lib/observability/metrics';
-import { TABLES, type TableId, tableName } from '../../lib/store/tables';
-import { TOOLS } from '../../lib/tools/registry';
 import type { AnyToolModule } from '../../lib/tools/tool-module';
 import { FIXTURE_ENTRY_DIR, TOOLS_WITH_FIXTURE } from '../fixtures/registry';
 import { ACCESS_EXERCISES } from '../helpers/access-exercises';
@@ -94,11 +94,13 @@ function dynamoAccessOf(
   functionName: string,
   of: RetrysafeStack<AnyToolModule> = stack,
   ofResources: Resources = resources,
-): Partial<Record<TableId, string[]>> {
+): Partial<Record<TableId | 'idempotency', string[]>> {
   const tables = { idempotency: of.idempotencyTable.table, ...of.tables };
-  const access: Partial<Record<TableId, string[]>> = {};
+  const access: Partial<Record<TableId | 'idempotency', string[]>> = {};
   for (const { actions, resources: arns } of statementsOf(functionName, of, ofResources)) {
-    for (const [name, table] of Object.entries(tables) as Array<[TableId, typeof of.idempotencyTable.table]>) {
+    for (const [name, table] of Object.entries(tables) as Array<
+      [TableId | 'idempotency', typeof of.idempotencyTable.table]
+    >) {
       // Table ARNs only: the stream (`StreamArn`) is checked on its own.
       if (arns.some((arn) => arn.includes(`"${logicalId(table, of)}"`) && !arn.includes('"StreamArn"'))) {
         access[name] = [...(access[name] ?? []), ...actions.filter((a) => a.startsWith('dynamodb:'))].sort();
@@ -114,9 +116,12 @@ function dynamoAccessOf(
  * whose record vanished) and release (a business error), so those functions hold CLAIM_ACTIONS,
  * a superset of what one exercise records.
  */
-function expectGrantsMatchObserved(granted: Partial<Record<TableId, string[]>>, sent: ObservedAccess): void {
+function expectGrantsMatchObserved(
+  granted: Partial<Record<TableId | 'idempotency', string[]>>,
+  sent: ObservedAccess,
+): void {
   expect(Object.keys(granted).sort()).toEqual(Object.keys(sent).sort());
-  for (const [table, actions] of Object.entries(granted) as Array<[TableId, string[]]>) {
+  for (const [table, actions] of Object.entries(granted) as Array<[TableId | 'idempotency', string[]]>) {
     if (table === 'idempotency' && actions.length > 1) {
       expect(actions).toEqual([...CLAIM_ACTIONS].sort());
       expect(actions).toEqual(expect.arrayContaining(sent[table]!));
@@ -394,7 +399,7 @@ describe('tenant erase', () => {
     });
     const sent = recordAccess(world.client);
 
-    await eraseTenant(world.client, { tenant, includeDomain: true });
+    await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES);
     world.destroy();
 
     expect(dynamoAccessOf('erase')).toEqual(sent);
@@ -404,9 +409,11 @@ describe('tenant erase', () => {
 });
 
 /** The DynamoDB actions a client sends from now on, per table id, each list sorted. */
-function recordAccess(client: DynamoDBClient): Partial<Record<TableId, string[]>> {
-  const sent: Partial<Record<TableId, string[]>> = {};
-  const ids = new Map((Object.keys(TABLES) as TableId[]).map((id) => [tableName(id), id]));
+function recordAccess(client: DynamoDBClient): Partial<Record<TableId | 'idempotency', string[]>> {
+  const sent: Partial<Record<TableId | 'idempotency', string[]>> = {};
+  const ids = new Map(
+    ([...Object.keys(TABLES), 'idempotency'] as Array<TableId | 'idempotency'>).map((id) => [tableName(id), id]),
+  );
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const table = ids.get((args.input as { TableName?: string }).TableName ?? '');

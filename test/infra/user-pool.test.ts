@@ -4,9 +4,9 @@ import { App, Validations } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { exportJWK, generateKeyPair, type JWK, type JWTPayload, SignJWT } from 'jose';
+import { RetrysafeStack, type RetrysafeStackProps } from '../../app/stack';
 import { createJwksVerifier } from '../../lib/auth/jwks-verifier';
 import { identityFromTokenClaims } from '../../lib/auth/token-claims';
-import { RetrysafeStack, type RetrysafeStackProps } from '../../lib/infra/retrysafe-stack';
 
 // biome-ignore lint/suspicious/noExplicitAny: CloudFormation properties are asserted structurally
 type Resources = Record<string, { Type: string; Properties: Record<string, any> }>;

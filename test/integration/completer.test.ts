@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteItemCommand, DeleteTableCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import type { RefundRequest } from '../../app/payments/provider';
+import { refund as refundTool } from '../../app/tools/refund';
 import { Completer } from '../../lib/idempotency/completer';
 import { ToolRuntime } from '../../lib/idempotency/runtime';
 import { LocalRecheckQueue } from '../../lib/local/recheck-queue';
 import { LocalStreamFeed } from '../../lib/local/stream-feed';
 import { createStreamsClient } from '../../lib/local/streams-client';
-import type { RefundRequest } from '../../lib/payments/provider';
 import { createTableInput } from '../../lib/store/create-tables';
-import { IDEMPOTENCY_ATTRIBUTES, TABLES } from '../../lib/store/tables';
-import { refund as refundTool } from '../../lib/tools/refund';
+import { IDEMPOTENCY_ATTRIBUTES, IDEMPOTENCY_TABLE } from '../../lib/store/tables';
 import { advanceClock } from '../helpers/clock';
 import { gate } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
@@ -24,7 +24,7 @@ let runtime: ToolRuntime;
 beforeAll(async () => {
   world = createWorld();
   streams = createStreamsClient(process.env);
-  await world.client.send(new CreateTableCommand(createTableInput(TABLES.idempotency, TABLE)));
+  await world.client.send(new CreateTableCommand(createTableInput(IDEMPOTENCY_TABLE, TABLE)));
   runtime = new ToolRuntime({ client: world.client, tableName: TABLE, attributes: IDEMPOTENCY_ATTRIBUTES });
 });
 afterAll(async () => {

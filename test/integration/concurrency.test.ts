@@ -1,4 +1,4 @@
-import { refund as refundTool } from '../../lib/tools/refund';
+import { refund as refundTool } from '../../app/tools/refund';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 

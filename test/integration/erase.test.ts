@@ -1,9 +1,10 @@
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
+import { TABLES, type TableId, tableName } from '../../app/tables';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { UnavailableError } from '../../lib/idempotency/errors';
 import { CallRecords } from '../../lib/idempotency/persistence/call-records';
 import { markStalled } from '../../lib/idempotency/persistence/stall';
-import { IDEMPOTENCY_ATTRIBUTES, type TableId, tableName } from '../../lib/store/tables';
+import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { advanceClock } from '../helpers/clock';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, newTenant, type World } from '../helpers/world';
@@ -16,7 +17,7 @@ afterAll(() => world.destroy());
 
 /** Every item of one tenant in every table, as DynamoDB returns it (attribute values untouched). */
 async function itemsOf(tenant: string): Promise<Record<string, unknown[]>> {
-  const tables: TableId[] = ['idempotency', 'invoices', 'tickets', 'outbox', 'ledger'];
+  const tables: Array<TableId | 'idempotency'> = ['idempotency', 'invoices', 'tickets', 'outbox', 'ledger'];
   const found: Record<string, unknown[]> = {};
   for (const id of tables) {
     const { Items = [] } = await world.client.send(
@@ -70,7 +71,7 @@ describe('eraseTenant', () => {
     await populate(other);
     const otherBefore = await itemsOf(other);
 
-    const report = await eraseTenant(world.client, { tenant, includeDomain: true });
+    const report = await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES);
     const after = await itemsOf(tenant);
 
     expect(report.tables).toMatchObject({
@@ -111,10 +112,10 @@ describe('eraseTenant', () => {
     await populate(tenant);
     const before = await itemsOf(tenant);
 
-    const dry = await eraseTenant(world.client, { tenant, includeDomain: true, dryRun: true });
+    const dry = await eraseTenant(world.client, { tenant, includeDomain: true, dryRun: true }, process.env, TABLES);
     const unchanged = await itemsOf(tenant);
-    const first = await eraseTenant(world.client, { tenant, includeDomain: true });
-    const second = await eraseTenant(world.client, { tenant, includeDomain: true });
+    const first = await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES);
+    const second = await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES);
 
     expect(dry).toMatchObject({
       dryRun: true,
@@ -144,10 +145,10 @@ describe('eraseTenant', () => {
     const running = world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'secret' }, deadline());
     await started.opened;
 
-    const whileRunning = await eraseTenant(world.client, { tenant: caller.tenant });
+    const whileRunning = await eraseTenant(world.client, { tenant: caller.tenant }, process.env, TABLES);
     hold.open();
     await running;
-    const afterwards = await eraseTenant(world.client, { tenant: caller.tenant });
+    const afterwards = await eraseTenant(world.client, { tenant: caller.tenant }, process.env, TABLES);
 
     const retried = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'secret' }, deadline());
 
@@ -168,7 +169,7 @@ describe('eraseTenant', () => {
     });
     const failed = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'secret' }, deadline());
     advanceClock(1_000);
-    const whileAbandoned = await eraseTenant(world.client, { tenant, includeDomain: true });
+    const whileAbandoned = await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES);
     const records = new CallRecords(world.client, tableName('idempotency'), IDEMPOTENCY_ATTRIBUTES);
     const key = (await itemsOf(tenant))
       .idempotency!.map((item) => (item as { id: { S: string } }).id.S)
@@ -179,8 +180,8 @@ describe('eraseTenant', () => {
     const polledStalled = await world.runtime.lookup('send_note', caller, 'k1');
 
     // Act
-    const recordsOnly = await eraseTenant(world.client, { tenant });
-    const withDomain = await eraseTenant(world.client, { tenant, includeDomain: true });
+    const recordsOnly = await eraseTenant(world.client, { tenant }, process.env, TABLES);
+    const withDomain = await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES);
     const retried = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'secret' }, deadline());
     const left = await itemsOf(tenant);
 

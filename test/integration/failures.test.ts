@@ -1,10 +1,10 @@
+import { tableName } from '../../app/tables';
+import { refund as refundTool } from '../../app/tools/refund';
 import { InFlightError } from '../../lib/idempotency/errors';
 import { MAX_RECEIPT_BYTES } from '../../lib/idempotency/receipt';
 import { ToolRuntime } from '../../lib/idempotency/runtime';
 import { freePort } from '../../lib/local/free-port';
 import { createDynamoDBClient } from '../../lib/store/client';
-import { tableName } from '../../lib/store/tables';
-import { refund as refundTool } from '../../lib/tools/refund';
 import { advanceClock } from '../helpers/clock';
 import { noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';

@@ -1,8 +1,8 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer } from 'aws-lambda';
 import { handleToolWrite } from '../../lib/http/write';
+import { createToolRuntime } from '../../lib/lambda/runtime';
 import { keyHash } from '../../lib/observability/call-log';
-import { createToolRuntime } from '../../lib/tools/tool-runtime';
 import { noteTool } from '../helpers/tools';
 import { createWorld, deadline, newTenant, type World } from '../helpers/world';
 

@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
+import { TOOLS } from '../../app/tools';
 import type { LambdaHandler } from '../../lib/http/boundary';
-import { TOOLS } from '../../lib/tools/registry';
 import { createWorld, deadline, newTenant, type World } from '../helpers/world';
 
 // The deployed entry points read their configuration from the environment the stack sets.
@@ -13,9 +13,15 @@ beforeAll(() => {
 });
 afterAll(() => world.destroy());
 
-/** The handler a file in lambdas/ exports, exactly as Lambda loads it. */
+/** The package's own entries (lib/lambda/entries), which the construct deploys for every app. */
+const PACKAGE_OWN = new Set(['health', 'not_found', 'get_operation', 'erase_records']);
+
+/** The handler an entry file exports (the example's in lambdas/, else the package's own), exactly as Lambda loads it. */
 async function entry(name: string): Promise<LambdaHandler> {
-  return ((await import(`../../lambdas/${name}`)) as { handler: LambdaHandler }).handler;
+  const loaded = PACKAGE_OWN.has(name)
+    ? await import(`../../lib/lambda/entries/${name}`)
+    : await import(`../../lambdas/${name}`);
+  return (loaded as { handler: LambdaHandler }).handler;
 }
 
 function event(

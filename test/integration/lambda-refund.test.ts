@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
+import { createServices } from '../../app/services';
 import { handler } from '../../lambdas/refund';
-import { createServices } from '../../lib/services';
 import { deadline, newTenant } from '../helpers/world';
 
 /** The test's own view of the tables the entry point's process writes to. */

@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { InvalidArgsError } from '../../lib/idempotency/errors';
-import { createToolRuntime } from '../../lib/tools/tool-runtime';
+import { createToolRuntime } from '../../lib/lambda/runtime';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 

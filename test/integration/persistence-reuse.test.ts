@@ -1,7 +1,8 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { tableName } from '../../app/tables';
 import { ToolRuntime } from '../../lib/idempotency';
 import { createDynamoDBClient } from '../../lib/store/client';
-import { IDEMPOTENCY_ATTRIBUTES, tableName } from '../../lib/store/tables';
+import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { tableName } from '../../lib/store/tables';
-import { sendEmail } from '../../lib/tools/send-email';
+import { tableName } from '../../app/tables';
+import { sendEmail } from '../../app/tools/send-email';
 import { advanceClock } from '../helpers/clock';
 import { gate } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';

@@ -1,5 +1,5 @@
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { tableName } from '../../lib/store/tables';
+import { tableName } from '../../app/tables';
 import { createWorld, deadline, identity, newTenant, type World } from '../helpers/world';
 
 let world: World;

@@ -5,7 +5,7 @@ import { LocalStreamFeed } from '../../lib/local/stream-feed';
 import { createStreamsClient } from '../../lib/local/streams-client';
 import { createDynamoDBClient } from '../../lib/store/client';
 import { createTableInput } from '../../lib/store/create-tables';
-import { TABLES } from '../../lib/store/tables';
+import { IDEMPOTENCY_TABLE } from '../../lib/store/tables';
 
 // A table of its own: the shared idempotency table's stream carries every other suite's writes.
 const TABLE = `stream-feed-${randomUUID().slice(0, 8)}`;
@@ -13,7 +13,7 @@ const client = createDynamoDBClient();
 const streams = createStreamsClient();
 
 beforeAll(async () => {
-  await client.send(new CreateTableCommand(createTableInput(TABLES.idempotency, TABLE)));
+  await client.send(new CreateTableCommand(createTableInput(IDEMPOTENCY_TABLE, TABLE)));
 });
 afterAll(async () => {
   await client.send(new DeleteTableCommand({ TableName: TABLE }));

@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
-import type { Invoice } from '../../lib/domain/invoices';
-import type { JsonObject, ToolResult } from '../../lib/idempotency/types';
-import { LedgerPaymentProvider } from '../../lib/payments/ledger';
-import type { PaymentProvider, ProviderRefund, RefundRequest } from '../../lib/payments/provider';
-import { createPaymentProvider } from '../../lib/payments/select';
+import type { Invoice } from '../../app/domain/invoices';
+import { LedgerPaymentProvider } from '../../app/payments/ledger';
+import type { PaymentProvider, ProviderRefund, RefundRequest } from '../../app/payments/provider';
+import { createPaymentProvider } from '../../app/payments/select';
 import {
   createStripeClient,
   StripePaymentProvider,
   type StripePaymentProviderOptions,
-} from '../../lib/payments/stripe';
-import { refund as refundTool } from '../../lib/tools/refund';
+} from '../../app/payments/stripe';
+import { refund as refundTool } from '../../app/tools/refund';
+import type { JsonObject, ToolResult } from '../../lib/idempotency/types';
 import { advanceClock } from '../helpers/clock';
 import { FakeStripe, type Fault, type Outcome } from '../helpers/fake-stripe';
 import { gate } from '../helpers/tools';
@@ -303,7 +303,7 @@ describe('createPaymentProvider', () => {
   }
 
   it('is the DynamoDB ledger unless PAYMENT_PROVIDER says otherwise', () => {
-    const provider = createPaymentProvider({}, world.documents);
+    const provider = createPaymentProvider({}, world.ledger);
 
     expect(provider).toBeInstanceOf(LedgerPaymentProvider);
   });
@@ -317,14 +317,14 @@ describe('createPaymentProvider', () => {
       /secret \(sk_\) or restricted \(rk_\) key; STRIPE_API_BASE must be protocol, host and port/,
     ],
   ])('refuses %s when the process starts', (_label, env, message) => {
-    expect(() => createPaymentProvider(env, world.documents)).toThrow(message);
+    expect(() => createPaymentProvider(env, world.ledger)).toThrow(message);
   });
 
   it('with PAYMENT_PROVIDER=stripe, refunds at STRIPE_API_BASE with STRIPE_SECRET_KEY', async () => {
     const env = { PAYMENT_PROVIDER: 'stripe', STRIPE_SECRET_KEY: fake.apiKey, STRIPE_API_BASE: fake.url };
     const request = refundRequest();
 
-    const answer = await createPaymentProvider(env, world.documents).refund(request);
+    const answer = await createPaymentProvider(env, world.ledger).refund(request);
 
     expect(answer).toEqual({
       replayed: false,
@@ -342,7 +342,7 @@ describe('createPaymentProvider', () => {
       secrets.on(GetSecretValueCommand, { SecretId: secretArn }).resolves({ SecretString: `${fake.apiKey}\n` });
       const env = { PAYMENT_PROVIDER: 'stripe', STRIPE_SECRET_ARN: secretArn, STRIPE_API_BASE: fake.url };
 
-      const provider = createPaymentProvider(env, world.documents);
+      const provider = createPaymentProvider(env, world.ledger);
       const readAtStart = secrets.commandCalls(GetSecretValueCommand).length;
       await provider.refund(refundRequest());
       await provider.refund(refundRequest());
@@ -371,7 +371,7 @@ describe('createPaymentProvider', () => {
       secrets.on(GetSecretValueCommand).rejectsOnce(outage).resolves({ SecretString: fake.apiKey });
       const provider = createPaymentProvider(
         { PAYMENT_PROVIDER: 'stripe', STRIPE_SECRET_ARN: secretArn, STRIPE_API_BASE: fake.url },
-        world.documents,
+        world.ledger,
       );
 
       const failed = provider.refund(refundRequest());

@@ -1,8 +1,8 @@
 import { DescribeTableCommand, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { Outbox } from '../../lib/domain/outbox';
+import { Outbox } from '../../app/domain/outbox';
+import { TABLES } from '../../app/tables';
 import type { CoreServices } from '../../lib/lambda';
-import { TABLES } from '../../lib/store/tables';
 import { newTenant, startTestStore, type TestStore } from '../../lib/testing';
 import { sendReminder } from '../fixtures/tools/send-reminder';
 

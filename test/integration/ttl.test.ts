@@ -1,7 +1,7 @@
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { tableName } from '../../app/tables';
 import { DEFAULT_TTL_SECONDS } from '../../lib/idempotency/tool';
-import { tableName } from '../../lib/store/tables';
 import { noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 

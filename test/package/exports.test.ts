@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import * as ts from 'typescript';
 import { PACKAGE_ENTRIES, PACKAGE_SUBPATHS } from '../../lib/package-entries';
 import packageJson from '../../package.json';
+import tsconfig from '../../tsconfig.json';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -52,6 +53,18 @@ describe('the exports map', () => {
     expect(Object.keys(conditions.import)[0]).toBe('types');
     expect(Object.keys(conditions.require)[0]).toBe('types');
     expect(existsSync(join(ROOT, PACKAGE_ENTRIES[entry]))).toBe(true);
+  });
+
+  it("maps every public subpath to its source in tsconfig.json's paths, which the example app imports through", () => {
+    const { paths } = (tsconfig as { compilerOptions: { paths: Record<string, string[]> } }).compilerOptions;
+    const expected = Object.fromEntries(
+      Object.entries(PACKAGE_SUBPATHS).map(([subpath, entry]) => [
+        `retrysafe${subpath.slice(1)}`,
+        [`./${PACKAGE_ENTRIES[entry]}`],
+      ]),
+    );
+
+    expect(paths).toEqual(expected);
   });
 
   it('gives TypeScript projects on the old node resolution the same declarations (typesVersions)', () => {

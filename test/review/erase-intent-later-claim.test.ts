@@ -1,3 +1,4 @@
+import { TABLES } from '../../app/tables';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import type { ToolContext } from '../../lib/idempotency/tool';
 import { gate, type NoteArgs, noteTool } from '../helpers/tools';
@@ -48,7 +49,7 @@ describe('erase and a dedupe-window intent whose holder is in flight under a lat
     await runs.reached(3);
 
     // Erase while k1 and k2 are in flight: both records are kept — and so must be the intent they hold.
-    const report = await eraseTenant(world.client, { tenant: caller.tenant });
+    const report = await eraseTenant(world.client, { tenant: caller.tenant }, process.env, TABLES);
 
     // A fresh key, same arguments, still inside k1's window.
     await call('k3', 5_000);

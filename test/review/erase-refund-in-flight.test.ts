@@ -1,6 +1,7 @@
+import type { RefundRequest } from '../../app/payments/provider';
+import { TABLES } from '../../app/tables';
+import { refund as refundTool } from '../../app/tools/refund';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
-import type { RefundRequest } from '../../lib/payments/provider';
-import { refund as refundTool } from '../../lib/tools/refund';
 import { gate } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 import { movableClock } from './helpers';
@@ -37,7 +38,7 @@ describe('erase while a refund is in flight', () => {
     await moved.opened;
 
     // The erase keeps the refund's record (in flight) — and deletes the invoice it is about to commit to.
-    const report = await eraseTenant(world.client, { tenant: caller.tenant, includeDomain: true });
+    const report = await eraseTenant(world.client, { tenant: caller.tenant, includeDomain: true }, process.env, TABLES);
     clock.advance(2_000);
     const retried = await world.runtime.invoke(tool, caller, call, deadline()); // or the completer
 

@@ -1,6 +1,7 @@
+import type { Ticket } from '../../app/domain/tickets';
+import { TABLES } from '../../app/tables';
+import { createTicket } from '../../app/tools/create-ticket';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
-import type { Ticket } from '../../lib/domain/tickets';
-import { createTicket } from '../../lib/tools/create-ticket';
 import { gate } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 import { movableClock, runGates } from './helpers';
@@ -39,7 +40,7 @@ describe('erase of a ticket whose dedupe-window intent another call still holds 
     const ticketKey = k1.ok ? (k1.receipt.ticket_key as string) : '';
 
     // The tenant is erased: k1 settled (tombstone, its ticket deleted); k2 in flight (kept, reported).
-    const report = await eraseTenant(world.client, { tenant: caller.tenant, includeDomain: true });
+    const report = await eraseTenant(world.client, { tenant: caller.tenant, includeDomain: true }, process.env, TABLES);
     const erased = (await world.tickets.get(caller.tenant, ticketKey)) === undefined;
     expect(erased).toBe(report.tables.tickets?.deleted === 1); // the report tells the truth either way
 

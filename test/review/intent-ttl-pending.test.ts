@@ -1,5 +1,5 @@
 import { DeleteItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
-import { tableName } from '../../lib/store/tables';
+import { tableName } from '../../app/tables';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 import { movableClock } from './helpers';

@@ -1,6 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import { tableName } from '../../app/tables';
 import { ToolRuntime } from '../../lib/idempotency/runtime';
-import { IDEMPOTENCY_ATTRIBUTES, tableName } from '../../lib/store/tables';
+import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { noteTool } from '../helpers/tools';
 import { createWorld, identity, type World } from '../helpers/world';
 

@@ -7,13 +7,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import Ajv2020 from 'ajv/dist/2020';
 import * as z from 'zod/mini';
+import { sendEmailArgs } from '../../app/tools/send-email';
 import { VerifierUnavailableError } from '../../lib/auth/token-claims';
 import { RetrysafeClient } from '../../lib/client';
 import { openAiChatTools, runOpenAiChatToolCall } from '../../lib/client/openai';
 import { strictParameters } from '../../lib/client/strict-schema';
 import { ConflictError, defineTool } from '../../lib/idempotency/definition';
 import { jsonSchemaOf } from '../../lib/tools/catalog';
-import { sendEmailArgs } from '../../lib/tools/send-email';
 import { defineToolModule } from '../../lib/tools/tool-module';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { gate, heldSendEmail } from '../helpers/tools';

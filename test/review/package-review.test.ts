@@ -14,10 +14,10 @@ import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { build } from 'esbuild';
+import { TABLES } from '../../app/tables';
 import { stackEsbuildOptions } from '../../lib/infra/defaults';
 import { Retrysafe, type RetrysafeProps } from '../../lib/infra/retrysafe';
 import { tableFromDefinition } from '../../lib/infra/table';
-import { TABLES } from '../../lib/store/tables';
 import { sendReminder } from '../fixtures/tools/send-reminder';
 import { type BuiltPackage, buildPackage } from '../helpers/built-package';
 
@@ -276,7 +276,7 @@ describe('finding 4: crashAndRetry hangs (never fails) when the dying worker doe
       },
     });
     try {
-      const { Outbox } = await import('../../lib/domain/outbox');
+      const { Outbox } = await import('../../app/domain/outbox');
       const tool = store.tool(sendReminder, ({ documents, tableName }) => ({
         outbox: new Outbox(documents, tableName('outbox')),
       }));

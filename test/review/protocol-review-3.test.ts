@@ -1,9 +1,10 @@
+import type { Outbox } from '../../app/domain/outbox';
+import type { RefundRequest } from '../../app/payments/provider';
+import { TABLES } from '../../app/tables';
+import { refund as refundTool } from '../../app/tools/refund';
+import { sendEmail } from '../../app/tools/send-email';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
-import type { Outbox } from '../../lib/domain/outbox';
 import type { ToolResult } from '../../lib/idempotency/types';
-import type { RefundRequest } from '../../lib/payments/provider';
-import { refund as refundTool } from '../../lib/tools/refund';
-import { sendEmail } from '../../lib/tools/send-email';
 import { gate } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 import { movableClock } from './helpers';
@@ -87,7 +88,12 @@ describe('a takeover whose lock would outlive the record’s TTL', () => {
     refund.clock.advance(TTL_MS - 30_000);
     const refused = await refund.invoke(120_000);
     refund.clock.advance(60_000);
-    const report = await eraseTenant(world.client, { tenant: refund.caller.tenant, includeDomain: true });
+    const report = await eraseTenant(
+      world.client,
+      { tenant: refund.caller.tenant, includeDomain: true },
+      process.env,
+      TABLES,
+    );
     const moved = await world.ledgerRows(refund.caller.tenant);
     await refund.end(); // (the first worker, long past its deadline on Lambda, is let go only now)
 

@@ -21,15 +21,15 @@ type LambdaHandler = (event: APIGatewayProxyEventV2WithJWTAuthorizer, context: C
  */
 function loadMcpFunction(tenant: string) {
   const { calls, loaded } = loadWithZodBuildersCounted(COUNTED, () => {
-    const { createServices } = require('../../lib/services') as typeof import('../../lib/services');
+    const { createServices } = require('../../app/services') as typeof import('../../app/services');
     const { mcpHandler } = require('../../lib/mcp/http') as typeof import('../../lib/mcp/http');
-    const { domainReadTools, mcpTools } = require('../../lib/mcp/tools') as typeof import('../../lib/mcp/tools');
-    const { TOOLS } = require('../../lib/tools/registry') as typeof import('../../lib/tools/registry');
-    const { createToolRuntime } =
-      require('../../lib/tools/tool-runtime') as typeof import('../../lib/tools/tool-runtime');
+    const { mcpTools } = require('../../lib/mcp/tools') as typeof import('../../lib/mcp/tools');
+    const { READS } = require('../../app/reads') as typeof import('../../app/reads');
+    const { TOOLS } = require('../../app/tools') as typeof import('../../app/tools');
+    const { createToolRuntime } = require('../../lib/lambda/runtime') as typeof import('../../lib/lambda/runtime');
     const services = createServices(process.env);
     const handler = mcpHandler({
-      tools: mcpTools(TOOLS, services, createToolRuntime(services), domainReadTools(services)),
+      tools: mcpTools(TOOLS, services, createToolRuntime(services), READS),
       verifyToken: async () => ({ tenant_id: tenant, sub: 'ada' }),
       issuer: 'https://issuer.example',
       logger: services.logger,

@@ -1,8 +1,9 @@
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { TABLES, tableName } from '../../app/tables';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { ToolRuntime } from '../../lib/idempotency/runtime';
 import { createDynamoDBClient } from '../../lib/store/client';
-import { IDEMPOTENCY_ATTRIBUTES, tableName } from '../../lib/store/tables';
+import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -27,7 +28,7 @@ describe('erase is final (rule 6)', () => {
         const input = args.input as { UpdateExpression?: string };
         if (armed && context.commandName === 'UpdateItemCommand' && input.UpdateExpression?.includes('REMOVE #call')) {
           armed = false;
-          erasure = await eraseTenant(world.client, { tenant: caller.tenant });
+          erasure = await eraseTenant(world.client, { tenant: caller.tenant }, process.env, TABLES);
           return next(args); // the resend of the request whose answer was lost
         }
         return answer;

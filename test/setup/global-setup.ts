@@ -1,4 +1,5 @@
-import { TABLES } from '../../lib/store/tables';
+import './source-paths';
+import { TABLES } from '../../app/tables';
 import { startTestStore } from '../../lib/testing';
 
 /**
@@ -8,8 +9,7 @@ import { startTestStore } from '../../lib/testing';
  */
 export default async function globalSetup(): Promise<void> {
   await import('./env');
-  const { idempotency: _runtime, ...domainTables } = TABLES;
-  const store = await startTestStore({ tables: domainTables, accessKeyId: process.env.AWS_ACCESS_KEY_ID });
+  const store = await startTestStore({ tables: TABLES, accessKeyId: process.env.AWS_ACCESS_KEY_ID });
   (globalThis as { testStore?: typeof store }).testStore = store;
   process.env.DYNAMODB_ENDPOINT = store.endpoint;
 }

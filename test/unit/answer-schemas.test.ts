@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import type * as ReadAnswers from '../../lib/api/read-answers';
+import type * as ReadAnswers from '../../lib/reads/answers';
 import type * as Catalog from '../../lib/tools/catalog';
 import { loadWithZodBuildersCounted } from '../helpers/zod-builders';
 
@@ -12,7 +12,7 @@ const COUNTED = ['object', 'strictObject', 'looseObject', 'union', 'toJSONSchema
 function loadCounted() {
   const { calls, loaded } = loadWithZodBuildersCounted(COUNTED, () => ({
     catalog: require('../../lib/tools/catalog') as typeof Catalog,
-    reads: require('../../lib/api/read-answers') as typeof ReadAnswers,
+    reads: require('../../lib/reads/answers') as typeof ReadAnswers,
   }));
   return { calls, ...loaded };
 }

@@ -12,10 +12,10 @@ import {
 } from '../../lib/client';
 import { backoffDelay, isNetworkError, retryAfterHeaderMs } from '../../lib/client/retry';
 import type { Completed, FetchLike, JsonObject, Operation } from '../../lib/client/types';
-import type { readOperation } from '../../lib/domain/reads';
 import { HTTP_STATUS } from '../../lib/http/status';
 import { clientKeySchema, type ToolResult } from '../../lib/idempotency/definition';
 import { PACKAGE_ENTRIES, PACKAGE_SUBPATHS } from '../../lib/package-entries';
+import type { readOperation } from '../../lib/reads/operation';
 import packageJson from '../../package.json';
 
 const ROOT = join(__dirname, '..', '..');

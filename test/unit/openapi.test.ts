@@ -1,10 +1,11 @@
 import * as z from 'zod/mini';
-import { routesFor } from '../../lib/api/routes';
+import { READS } from '../../app/reads';
+import { TOOLS } from '../../app/tools';
+import { apiRoutes } from '../../lib/api/routes';
 import { HTTP_STATUS, type HttpErrorCode } from '../../lib/http/status';
 import type { JsonObject } from '../../lib/idempotency/definition';
 import { type OpenApiDocument, type OpenApiResponse, openApiDocument } from '../../lib/openapi/document';
 import { describeTool } from '../../lib/tools/catalog';
-import { TOOLS } from '../../lib/tools/registry';
 import { defineToolModule } from '../../lib/tools/tool-module';
 import { TOOLS_WITH_FIXTURE } from '../fixtures/registry';
 import { type Reply, startTestApi, type TestApi } from '../helpers/api';
@@ -39,7 +40,7 @@ describe('openApiDocument', () => {
     ['the registry', TOOLS],
     ['the registry with the fixture tool', TOOLS_WITH_FIXTURE],
   ])('is a valid OpenAPI 3.1 document for %s', (_label, tools) => {
-    const document = openApiDocument(tools, { serverUrl: 'https://api.example.com', version: '1.2.3' });
+    const document = openApiDocument(tools, { serverUrl: 'https://api.example.com', version: '1.2.3', reads: READS });
 
     const result = validateOpenApi(document);
 
@@ -52,7 +53,7 @@ describe('openApiDocument', () => {
   });
 
   it('is refused by the validator when a reference dangles (the validation can fail)', () => {
-    const document = openApiDocument(TOOLS);
+    const document = openApiDocument(TOOLS, { reads: READS });
     const { PendingAnswer: _removed, ...schemas } = document.components.schemas;
 
     const result = validateOpenApi({ ...document, components: { ...document.components, schemas } });
@@ -62,7 +63,7 @@ describe('openApiDocument', () => {
   });
 
   it('holds schemas that strict JSON Schema 2020-12 compiles, every one of them', () => {
-    const document = openApiDocument(TOOLS_WITH_FIXTURE);
+    const document = openApiDocument(TOOLS_WITH_FIXTURE, { reads: READS });
     const schemas = documentSchemas(document, { strict: true });
 
     const refused = Object.keys(document.components.schemas).filter((name) => {
@@ -78,13 +79,13 @@ describe('openApiDocument', () => {
   });
 
   it('documents every route of the registry, each once, with a unique operationId', () => {
-    const document = openApiDocument(TOOLS);
+    const document = openApiDocument(TOOLS, { reads: READS });
 
     const documented = operationsOf(document).map(({ method, path }) => `${method.toUpperCase()} ${path}`);
     const operationIds = operationsOf(document).map(({ operation }) => operation.operationId);
 
     expect(documented.sort()).toEqual(
-      routesFor(TOOLS)
+      apiRoutes(TOOLS, READS)
         .map((route) => `${route.method} ${route.path}`)
         .sort(),
     );
@@ -92,8 +93,8 @@ describe('openApiDocument', () => {
   });
 
   it('documents a tool added to the registry without a line of its own', () => {
-    const withFixture = openApiDocument(TOOLS_WITH_FIXTURE);
-    const without = openApiDocument(TOOLS);
+    const withFixture = openApiDocument(TOOLS_WITH_FIXTURE, { reads: READS });
+    const without = openApiDocument(TOOLS, { reads: READS });
 
     const write = withFixture.paths['/tools/send_reminder']?.post;
 
@@ -123,7 +124,7 @@ describe('openApiDocument', () => {
   });
 
   it('lists each write body as GET /tools and MCP list it, with no $schema line (MCP and OpenAPI 3.1 both default to 2020-12)', () => {
-    const document = openApiDocument(TOOLS);
+    const document = openApiDocument(TOOLS, { reads: READS });
 
     for (const tool of TOOLS) {
       const { input_schema, output_schema } = describeTool(tool);
@@ -133,7 +134,7 @@ describe('openApiDocument', () => {
   });
 
   it('gives each error status only the codes HTTP_STATUS maps to it', () => {
-    const document = openApiDocument(TOOLS);
+    const document = openApiDocument(TOOLS, { reads: READS });
 
     const misplaced = operationsOf(document).flatMap(({ path, method, operation }) =>
       Object.entries(operation.responses).flatMap(([status, response]) =>
@@ -167,8 +168,8 @@ describe('openApiDocument', () => {
   });
 
   it('asks for the bearer JWT on every route but the public ones', () => {
-    const document = openApiDocument(TOOLS);
-    const routes = routesFor(TOOLS);
+    const document = openApiDocument(TOOLS, { reads: READS });
+    const routes = apiRoutes(TOOLS, READS);
 
     const security = Object.fromEntries(
       operationsOf(document).map(({ path, method, operation }) => [
@@ -226,7 +227,7 @@ describe('openApiDocument', () => {
   it('refuses a tool named like a read, whose operationId would be taken twice', () => {
     const shadow = { ...TOOLS[0], name: 'get_invoice' } as unknown as (typeof TOOLS)[number];
 
-    expect(() => openApiDocument([shadow])).toThrow(/two operations are named get_invoice/);
+    expect(() => openApiDocument([shadow], { reads: READS })).toThrow(/two operations are named get_invoice/);
   });
 });
 
@@ -247,7 +248,7 @@ describe('the local API answers as its document says', () => {
     },
   });
   const tools = [...TOOLS, heldNote];
-  const document = openApiDocument(tools);
+  const document = openApiDocument(tools, { reads: READS });
   let schemas: DocumentSchemas;
   let api: TestApi;
   let token: string;

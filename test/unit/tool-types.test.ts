@@ -7,15 +7,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ts from 'typescript';
 import * as z from 'zod/mini';
+import type { RetrysafeTools } from '../../app/client-types';
+import { TOOLS } from '../../app/tools';
+import type { closeTicket } from '../../app/tools/close-ticket';
+import type { createInvoice } from '../../app/tools/create-invoice';
+import type { createTicket } from '../../app/tools/create-ticket';
+import type { refund } from '../../app/tools/refund';
+import type { sendEmail } from '../../app/tools/send-email';
 import { toolTypesSource } from '../../lib/cli/tool-types';
-import type { RetrysafeTools } from '../../lib/client/tools';
 import type { ToolTypes } from '../../lib/client/types';
-import type { closeTicket } from '../../lib/tools/close-ticket';
-import type { createInvoice } from '../../lib/tools/create-invoice';
-import type { createTicket } from '../../lib/tools/create-ticket';
-import type { refund } from '../../lib/tools/refund';
-import { TOOLS } from '../../lib/tools/registry';
-import type { sendEmail } from '../../lib/tools/send-email';
 import { defineToolModule, type ToolTypesOf } from '../../lib/tools/tool-module';
 
 /** `true` when A and B are assignable both ways (readonly aside, the same type). */
@@ -60,11 +60,11 @@ function compileErrors(source: string): string[] {
 }
 
 describe('retrysafe types', () => {
-  it("lib/client/tools.ts is the command's output over the example's tools (npm run client-types)", () => {
+  it("app/client-types.ts is the command's output over the example's tools (npm run client-types)", () => {
     expect(sameAsTheSchemas.every(Boolean)).toBe(true);
-    const written = readFileSync(join(__dirname, '..', '..', 'lib', 'client', 'tools.ts'), 'utf8');
+    const written = readFileSync(join(__dirname, '..', '..', 'app', 'client-types.ts'), 'utf8');
     const body = (source: string) => source.slice(source.indexOf('import type'));
-    const fresh = toolTypesSource(TOOLS, { name: 'RetrysafeTools', importFrom: './types', header: '' });
+    const fresh = toolTypesSource(TOOLS, { name: 'RetrysafeTools', importFrom: 'retrysafe/client', header: '' });
 
     expect(body(written)).toBe(body(fresh));
   });

@@ -15,11 +15,12 @@ describe('the tracing depth an entry point runs with', () => {
       if (value === undefined) delete process.env[name];
       else process.env[name] = value;
     }
-    let loaded!: typeof import('../../lambdas/shared/process');
+    let loaded!: typeof import('../../lib/lambda/core-services');
     jest.isolateModules(() => {
-      loaded = require('../../lambdas/shared/process');
+      loaded = require('../../lib/lambda/core-services');
     });
-    return loaded;
+    // What every entry factory (`retrysafe/lambda/*`) composes its process with.
+    return { services: loaded.processServices(process.env), tracer: loaded.createTracer(process.env) };
   }
 
   it.each([

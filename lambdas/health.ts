@@ -1,4 +1,0 @@
-import { healthHandler } from '../lib/http/store-free';
-
-/** GET /health — no authorization, no store. */
-export const handler = healthHandler();

@@ -1,0 +1,4 @@
+import { healthHandler } from '../../http/store-free';
+
+/** GET /health — no authorization, no store. */
+export const handler = healthHandler();

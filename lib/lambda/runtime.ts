@@ -1,0 +1,26 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ToolRuntime } from '../idempotency';
+import { createCallLog } from '../observability/call-log';
+import { IDEMPOTENCY_ATTRIBUTES, idempotencyTableName } from '../store/tables';
+
+/**
+ * The idempotency runtime over the services' client and logger, on this app's table layout, logging every
+ * call in one line that also carries its CloudWatch embedded metrics, unless `POWERTOOLS_METRICS_DISABLED`
+ * is `true` (then the line alone).
+ */
+export function createToolRuntime(
+  services: { readonly client: DynamoDBClient; readonly logger: Logger },
+  env: NodeJS.ProcessEnv = process.env,
+): ToolRuntime {
+  return new ToolRuntime({
+    client: services.client,
+    tableName: idempotencyTableName(env),
+    attributes: IDEMPOTENCY_ATTRIBUTES,
+    logger: services.logger,
+    onOutcome: createCallLog(services.logger, {
+      serviceName: env.POWERTOOLS_SERVICE_NAME || 'retrysafe',
+      metrics: env.POWERTOOLS_METRICS_DISABLED?.toLowerCase() !== 'true',
+    }),
+  });
+}

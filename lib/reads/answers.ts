@@ -1,0 +1,50 @@
+import * as z from 'zod/mini';
+import { errorAnswer, nextStepSchema } from '../tools/catalog';
+
+// The reads' answers, as schemas: one source for MCP's `outputSchema` and the OpenAPI document. Every field
+// is named (stored attributes a later version adds may appear: the records are loose objects). Each is built
+// on first use (`z.lazy`): only a listing or the document reads them, never a call, and building them when
+// the module loads was part of the MCP function's cold start.
+
+/** `get_operation` / `GET /tools/{tool}/operations/{key}`: the caller's own record of a client key. */
+export const operationAnswer = z.lazy(() =>
+  z.union([
+    z.strictObject({
+      ok: z.literal(true),
+      status: z.literal('completed'),
+      key: z.string(),
+      receipt: z.record(z.string(), z.unknown()).check(z.describe("The write's receipt, as it first answered.")),
+      next: nextStepSchema,
+    }),
+    z.strictObject({ ok: z.literal(true), status: z.literal('pending'), key: z.string(), next: nextStepSchema }),
+    z.strictObject({
+      ok: z.literal(true),
+      status: z.literal('abandoned'),
+      key: z.string(),
+      hint: z.string().check(z.describe('What happens next: the completer finishes it, or resend with the same key.')),
+      next: nextStepSchema,
+    }),
+    z.strictObject({
+      ok: z.literal(true),
+      status: z.literal('stalled'),
+      key: z.string(),
+      hint: z
+        .string()
+        .check(z.describe('The completer gave up on it: only a resend with the same key and arguments finishes it.')),
+      next: nextStepSchema,
+    }),
+  ]),
+);
+
+/**
+ * An app's read's answer (`defineReadModule`): `ok`, what it found, and its next step — the same shape
+ * every read answers over REST and MCP.
+ */
+export function foundAnswer(found: z.ZodMiniObject): z.ZodMiniObject {
+  return z.strictObject({ ok: z.literal(true), ...found.def.shape, next: nextStepSchema });
+}
+
+/** A read's error: its refusal, or for `get_operation` the call's stored failure (any code a write ends with). */
+export const readErrorAnswer = z.lazy(() =>
+  errorAnswer(['invalid_args', 'not_found', 'conflict', 'unavailable', 'internal']),
+);

@@ -1,0 +1,54 @@
+import type { OperationStatus } from '../api/next-step';
+import type { Identity, JsonObject, ToolRuntime } from '../idempotency';
+import { INTERNAL_MESSAGE, StoredFailureError, ToolError } from '../idempotency/errors';
+import { clip, readFailure as failure, type ReadAnswer } from './read-module';
+
+/** The longest client key a write accepts (`clientKeySchema`). */
+const MAX_CLIENT_KEY_LENGTH = 255;
+
+/** What the operations poll reads: the runtime's records, for the tools the API serves. */
+export interface OperationSource {
+  readonly runtime: ToolRuntime;
+  readonly toolNames: readonly string[];
+}
+
+const STALLED_HINT =
+  'the server stopped retrying this call after its attempts failed (its effect may or may not have happened): resend the same arguments with the same key to run it again — it cannot act twice — otherwise it stays unfinished until its record expires';
+
+/**
+ * The caller's own record of a client key: completed with its receipt, or pending. The record is keyed
+ * by tool, tenant, user and key, so another's key or an expired one is `not_found`; so is an unknown
+ * tool, without a read.
+ */
+export async function readOperation(
+  { runtime, toolNames }: OperationSource,
+  caller: Identity,
+  tool: string,
+  key: string,
+): Promise<ReadAnswer<{ status: OperationStatus; key: string; receipt?: JsonObject; hint?: string }>> {
+  if (!toolNames.includes(tool)) return failure('not_found', `tool: no tool ${clip(tool)}`);
+  // A key no write could have used (over 255 characters) names no operation: no read is sent.
+  if (key.length > MAX_CLIENT_KEY_LENGTH) return failure('not_found', `key: no operation ${clip(key)} for ${tool}`);
+  let operation: Awaited<ReturnType<ToolRuntime['lookup']>>;
+  try {
+    operation = await runtime.lookup(tool, caller, key);
+  } catch (error) {
+    const message = error instanceof ToolError && error.expose ? error.message : INTERNAL_MESSAGE;
+    // The call ended with this error: its outcome, as the call answered it.
+    if (error instanceof StoredFailureError)
+      return { ok: false, idempotent: true, error: { code: error.code, message } };
+    // The runtime classified and logged it: an outage is `unavailable`, anything else `internal`.
+    if (error instanceof ToolError) return failure(error.code, message);
+    throw error;
+  }
+  if (!operation) return failure('not_found', `key: no operation ${key} for ${tool}`);
+  if (operation.status === 'completed') return { ok: true, status: 'completed', key, receipt: operation.receipt };
+  if (operation.status === 'pending') return { ok: true, status: 'pending', key };
+  if (operation.status === 'stalled') return { ok: true, status: 'stalled', key, hint: STALLED_HINT };
+  return {
+    ok: true,
+    status: 'abandoned',
+    key,
+    hint: 'the call stopped before it finished (its worker died, or its attempt failed): the server retries it, the first time within a minute, or resend the same arguments with the same key now — neither can act twice',
+  };
+}

@@ -39,7 +39,11 @@ function main(): void {
   const values = commandFlags(USAGE, { server: { type: 'string' } }, flags);
   if (paths.length > 1) refuse(`Unexpected argument '${paths[1]}': one PATH at most`, USAGE);
   const path = resolve(paths[0] ?? 'openapi.json');
-  const document = openApiDocument(TOOLS, { reads: READS, version, ...(values.server ? { serverUrl: values.server } : {}) });
+  const document = openApiDocument(TOOLS, {
+    reads: READS,
+    version,
+    ...(values.server ? { serverUrl: values.server } : {}),
+  });
   writeFileSync(path, `${JSON.stringify(document, null, 2)}\n`);
   console.log(`${path}: OpenAPI ${document.openapi}, ${Object.keys(document.paths).length} paths`);
 }

@@ -3,8 +3,9 @@
 // asks of the caller must be in the object itself. Every answer — the HTTP body, MCP `structuredContent`, the
 // agent client's answer — carries `next`, built here and nowhere else. Types only from the server: the agent
 // client imports this file.
-import type { HttpErrorCode } from '../http/status';
+
 import type { ToolResult } from '../idempotency/types';
+import type { HttpErrorCode } from './status';
 
 /**
  * - `none`: nothing more to do; for a write, it is done and must not be repeated.

@@ -1,5 +1,11 @@
 import type { TableSchema } from '../store/tables';
-import type { AnyToolModule, DynamoAction, TableAccess } from '../tools/tool-module';
+import type { DynamoAction, FunctionAccess, TableAccess } from './access';
+
+/** A tool as its route and its function's grants need it: its name and the tables its code uses. */
+export interface RoutedTool {
+  readonly name: string;
+  readonly access: TableAccess;
+}
 
 /**
  * The HTTP API's routes and entry points, derived from a list of tools (the registry, or a test's) and
@@ -16,16 +22,6 @@ export interface RouteDefinition<E extends string = string> {
    * the MCP endpoint, whose 401 must name its resource metadata), or nobody (`public`).
    */
   readonly auth: 'gateway' | 'function' | 'public';
-}
-
-/** What one entry point's code sends to DynamoDB: its idempotency-table access and its domain tables' actions. */
-export interface FunctionAccess {
-  /**
-   * `claims`: what the idempotency runtime needs to claim, read, complete and release; `read`: GetItem;
-   * `erase`: Scan and DeleteItem (tenant erase).
-   */
-  readonly idempotencyTable?: 'claims' | 'read' | 'erase';
-  readonly tables?: TableAccess;
 }
 
 /**
@@ -57,7 +53,7 @@ export const API_ENTRIES = {
 
 export type ApiEntryName = keyof typeof API_ENTRIES;
 /** Every entry point of an API serving the tools `T` and the reads `R`. */
-export type EntryName<T extends AnyToolModule, R extends string = never> = ApiEntryName | R | T['name'];
+export type EntryName<T extends RoutedTool, R extends string = never> = ApiEntryName | R | T['name'];
 
 /** What answers a request no route matches (an unknown tool included): a JSON 404. */
 export const DEFAULT_ROUTE_ENTRY = 'not_found' satisfies ApiEntryName;
@@ -69,7 +65,7 @@ export const DEFAULT_ROUTE_ENTRY = 'not_found' satisfies ApiEntryName;
 export const INVOCATION_TIMEOUT_SECONDS = 10;
 
 /** The routes of an API serving `tools` and `reads`, in the order `GET /tools` lists them. */
-export function apiRoutes<T extends AnyToolModule, R extends string = never>(
+export function apiRoutes<T extends RoutedTool, R extends string = never>(
   tools: readonly T[],
   reads: readonly ReadRoute<R>[] = [],
 ): readonly RouteDefinition<EntryName<T, R>>[] {
@@ -96,7 +92,7 @@ export function apiRoutes<T extends AnyToolModule, R extends string = never>(
 }
 
 /** Every entry point of an API serving `tools` and `reads`, with the access its code needs: least privilege. */
-export function apiEntries<T extends AnyToolModule, R extends string = never>(
+export function apiEntries<T extends RoutedTool, R extends string = never>(
   tools: readonly T[],
   reads: readonly ReadRoute<R>[] = [],
 ): Readonly<Record<EntryName<T, R>, FunctionAccess>> {
@@ -131,7 +127,7 @@ export function eraseAccessOf(tables: Readonly<Record<string, TableSchema>>): Ta
  * takes over its claim) and every tool's tables. Its triggers' grants (the stream, the queues) come with
  * `CompleterTriggers`.
  */
-export function completerAccess(tools: readonly AnyToolModule[]): FunctionAccess {
+export function completerAccess(tools: readonly RoutedTool[]): FunctionAccess {
   return { idempotencyTable: 'claims', tables: unionOf(tools.map((tool) => tool.access)) };
 }
 
@@ -145,3 +141,5 @@ function unionOf(accesses: readonly TableAccess[]): TableAccess {
   }
   return Object.fromEntries([...union].map(([table, actions]) => [table, [...actions].sort()]));
 }
+
+export type { FunctionAccess } from './access';

@@ -1,5 +1,5 @@
+import type { ToolDescription } from '../api/description';
 import { type NextStep, nextAfterError, nextAfterWrite } from '../api/next-step';
-import type { ToolDescription } from '../tools/description';
 import { GaveUpError, ToolCallError } from './errors';
 import { isValidKey, keyForToolCall } from './keys';
 import type { AnswerErrorCode, CallOptions, Completed, JsonObject } from './types';

@@ -1,6 +1,6 @@
 // Vercel AI SDK tools (`generateText({ tools })`, `streamText`), without a dependency on `ai`: the caller
 // hands in the SDK's own `jsonSchema`, and gets plain objects of the SDK's `Tool` shape.
-import type { ToolDescription } from '../tools/description';
+import type { ToolDescription } from '../api/description';
 import { type AgentAnswer, answerToolCall, modelInputSchema, type ToolCaller } from './agent';
 
 /** What the AI SDK passes a tool's `execute` besides its input (a subset of its `ToolExecutionOptions`). */

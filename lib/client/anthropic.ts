@@ -1,6 +1,6 @@
 // Anthropic's Messages API tool format (`tools: [{ name, description, input_schema }]`). Plain objects:
 // nothing from `@anthropic-ai/sdk` is loaded.
-import type { ToolDescription } from '../tools/description';
+import type { ToolDescription } from '../api/description';
 import { type AgentAnswer, answerToolCall, modelInputSchema, type ToolCaller } from './agent';
 import type { JsonObject } from './types';
 

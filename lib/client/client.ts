@@ -1,4 +1,4 @@
-import type { ToolDescription } from '../tools/description';
+import type { ToolDescription } from '../api/description';
 import { CLIENT_DEFAULTS } from './defaults';
 import { GaveUpError, type LastOutcome, ToolCallError, UnexpectedAnswerError } from './errors';
 import { isValidKey, keyForToolCall, mintKey } from './keys';

@@ -2,7 +2,7 @@
 // subpaths (`retrysafe/client/openai`, `/anthropic`, `/ai-sdk`), so a caller loads only the one it uses.
 // Nothing here loads the server's code: its types are imported as types.
 
-export type { ToolDescription } from '../tools/description';
+export type { ToolDescription } from '../api/description';
 export { type AgentAnswer, answerToolCall, type ModelToolCall, modelInputSchema, type ToolCaller } from './agent';
 export { RetrysafeClient } from './client';
 export { CLIENT_DEFAULTS } from './defaults';

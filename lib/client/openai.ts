@@ -1,7 +1,7 @@
 // OpenAI's tool formats, for both of its APIs: Chat Completions (`tools: [{ type: 'function', function }]`,
 // also spoken by most OpenAI-compatible servers) and the Responses API (`tools: [{ type: 'function', name }]`).
 // Plain objects: nothing from the `openai` package is loaded.
-import type { ToolDescription } from '../tools/description';
+import type { ToolDescription } from '../api/description';
 import { type AgentAnswer, answerToolCall, modelInputSchema, type ToolCaller } from './agent';
 import { strictParameters } from './strict-schema';
 import type { JsonObject } from './types';

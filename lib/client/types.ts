@@ -1,7 +1,7 @@
 // Types only: what the client sends, answers and is configured with. Types from the server's files are
 // imported as types, so the client's runtime never loads them.
 import type { NextStep } from '../api/next-step';
-import type { HttpErrorCode } from '../http/status';
+import type { HttpErrorCode } from '../api/status';
 import type { JsonObject, JsonValue } from '../idempotency/types';
 
 export type { JsonObject, JsonValue, NextStep };

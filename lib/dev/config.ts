@@ -7,8 +7,8 @@
  */
 
 import type { ComposeServices, ReadsOver, ToolsOver } from '../lambda/core-services';
-import type { AnyReadModule } from '../reads/read-module';
 import type { TableSchema } from '../store/tables';
+import type { AnyReadModule } from '../tools/read-module';
 import type { AnyToolModule } from '../tools/tool-module';
 
 /** An app, as the `retrysafe` command serves and operates it. */

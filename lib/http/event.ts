@@ -5,9 +5,6 @@ import type { Identity } from '../idempotency';
 /** The events every handler takes: API Gateway HTTP API, payload 2.0, behind the JWT authorizer. */
 export type ApiEvent = APIGatewayProxyEventV2WithJWTAuthorizer;
 
-/** Largest request body accepted, in bytes; larger is `413 payload_too_large`. */
-export const MAX_BODY_BYTES = 64 * 1024;
-
 /** Tenant and user from the token claims the authorizer verified — never from the body or the path. */
 export function identityFromEvent(event: ApiEvent): Identity | undefined {
   return identityFromTokenClaims(

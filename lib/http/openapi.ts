@@ -1,5 +1,5 @@
 import { openApiDocument } from '../openapi/document';
-import type { AnyReadModule } from '../reads/read-module';
+import type { AnyReadModule } from '../tools/read-module';
 import type { AnyToolModule } from '../tools/tool-module';
 import type { LambdaHandler } from './boundary';
 import { type HttpResponse, json } from './status';

@@ -2,7 +2,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type * as z from 'zod/mini';
 import type { OperationStatus } from '../api/next-step';
 import { type OperationSource, readOperation } from '../reads/operation';
-import { type BoundRead, pathParamsOf, type ReadAnswer, type ReadModule } from '../reads/read-module';
+import { type BoundRead, pathParamsOf, type ReadAnswer, type ReadModule } from '../tools/read-module';
 import { type LambdaHandler, withErrorBoundary } from './boundary';
 import { type ApiEvent, identityFromEvent, pathParameter, UNAUTHORIZED } from './event';
 import { errorResponse, type HttpResponse, toReadResponse } from './status';

@@ -1,34 +1,6 @@
-import {
-  type NextStep,
-  nextAfterError,
-  nextAfterRead,
-  nextAfterWrite,
-  type ReadResult,
-  UNAVAILABLE_RETRY_AFTER_MS,
-} from '../api/next-step';
-import type { ErrorCode } from '../idempotency/errors';
+import { type NextStep, nextAfterError, nextAfterRead, nextAfterWrite, type ReadResult } from '../api/next-step';
+import { HTTP_STATUS, type HttpErrorCode } from '../api/status';
 import type { ToolResult } from '../idempotency/types';
-
-/** Codes that only the HTTP edge produces, before a call reaches the runtime. */
-export type EdgeErrorCode = 'unauthorized' | 'forbidden' | 'method_not_allowed' | 'payload_too_large' | 'timeout';
-export type HttpErrorCode = ErrorCode | EdgeErrorCode;
-
-/**
- * The one place where an answer becomes an HTTP status. `conflict` is 422, as the IETF
- * Idempotency-Key draft asks, so clients that know the draft do not retry it.
- */
-export const HTTP_STATUS: Readonly<Record<HttpErrorCode, number>> = {
-  invalid_args: 400,
-  unauthorized: 401,
-  forbidden: 403,
-  not_found: 404,
-  method_not_allowed: 405,
-  payload_too_large: 413,
-  conflict: 422,
-  internal: 500,
-  unavailable: 503,
-  timeout: 504,
-};
 
 export interface HttpResponse {
   readonly statusCode: number;
@@ -76,9 +48,6 @@ export function toHttpResponse(tool: string, result: ToolResult): HttpResponse {
 export function toReadResponse(answer: ReadResult & object): HttpResponse {
   return answered(answer.ok ? 200 : HTTP_STATUS[answer.error.code], answer, nextAfterRead(answer));
 }
-
-/** Seconds a 503 asks a client to wait, unless it says otherwise. */
-export const UNAVAILABLE_RETRY_AFTER_SECONDS = UNAVAILABLE_RETRY_AFTER_MS / 1000;
 
 /**
  * An error answered without a tool result, in the same body shape as every other error, with its next step.

@@ -1,5 +1,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type * as z from 'zod/mini';
+import { MAX_BODY_BYTES } from '../api/status';
 import {
   IDEMPOTENCY_KEY_FIELD,
   type InvocationDeadline,
@@ -9,7 +10,7 @@ import {
 } from '../idempotency';
 import type { ToolModule } from '../tools/tool-module';
 import { type LambdaHandler, withErrorBoundary } from './boundary';
-import { type ApiEvent, bodyText, header, identityFromEvent, MAX_BODY_BYTES, UNAUTHORIZED } from './event';
+import { type ApiEvent, bodyText, header, identityFromEvent, UNAUTHORIZED } from './event';
 import { errorResponse, type HttpResponse, toHttpResponse } from './status';
 
 /**

@@ -3,9 +3,9 @@ import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { ReadModule } from '../reads/read-module';
 import { createDocumentClient, createDynamoDBClient } from '../store/client';
 import { tableEnvVar } from '../store/tables';
+import type { ReadModule } from '../tools/read-module';
 import type { ToolModule } from '../tools/tool-module';
 
 /**

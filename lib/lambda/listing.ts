@@ -1,7 +1,7 @@
 import type { LambdaHandler } from '../http/boundary';
 import { listToolsHandler } from '../http/list-tools';
 import { openApiHandler } from '../http/openapi';
-import type { AnyReadModule } from '../reads/read-module';
+import type { AnyReadModule } from '../tools/read-module';
 import type { AnyToolModule } from '../tools/tool-module';
 import { createCoreServices } from './core-services';
 

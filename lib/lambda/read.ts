@@ -1,7 +1,7 @@
 import type * as z from 'zod/mini';
 import type { LambdaHandler } from '../http/boundary';
 import { readHandler } from '../http/reads';
-import type { ReadModule } from '../reads/read-module';
+import type { ReadModule } from '../tools/read-module';
 import { type ComposeServices, processServices } from './core-services';
 
 /**

@@ -6,9 +6,9 @@ import { apiRoutes, DEFAULT_ROUTE_ENTRY, INVOCATION_TIMEOUT_SECONDS, type RouteD
 import { identityFromTokenClaims, tokenRefusal } from '../auth/token-claims';
 import type { LambdaHandler } from '../http/boundary';
 import type { ApiEvent } from '../http/event';
-import { type ApiComposition, createHandlers } from '../http/handlers';
 import { errorResponse, type HttpResponse } from '../http/status';
 import type { AnyToolModule } from '../tools/tool-module';
+import { type ApiComposition, createHandlers } from './handlers';
 
 /**
  * What the local API serves: the tools (their routes and handlers are derived from them, as the stack

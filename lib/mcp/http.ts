@@ -1,5 +1,6 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { MAX_BODY_BYTES } from '../api/status';
 import {
   identityFromTokenClaims,
   noCallerRefusal,
@@ -8,7 +9,7 @@ import {
   VerifierUnavailableError,
 } from '../auth/token-claims';
 import { type LambdaHandler, withErrorBoundary } from '../http/boundary';
-import { type ApiEvent, bodyText, header, MAX_BODY_BYTES } from '../http/event';
+import { type ApiEvent, bodyText, header } from '../http/event';
 import { errorResponse, type HttpResponse, json } from '../http/status';
 import type { InvocationDeadline } from '../idempotency';
 import { createMcpServer, type McpServerDependencies, mcpRequestAuth } from './server';

@@ -11,8 +11,8 @@ import {
 } from '../idempotency';
 import { foundAnswer, operationAnswer, readErrorAnswer } from '../reads/answers';
 import { type OperationSource, readOperation } from '../reads/operation';
-import type { ReadModule } from '../reads/read-module';
 import { annotationsOf, describeTool, jsonSchemaOf, type KeyKinds } from '../tools/catalog';
+import type { ReadModule } from '../tools/read-module';
 import type { ToolModule } from '../tools/tool-module';
 
 /** A tool as an MCP `tools/list` entry. */

@@ -1,10 +1,9 @@
 import { type ApiEntryName, apiRoutes, INVOCATION_TIMEOUT_SECONDS, type RouteDefinition } from '../api/routes';
-import { MAX_BODY_BYTES } from '../http/event';
-import { HTTP_STATUS, type HttpErrorCode, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../http/status';
+import { HTTP_STATUS, type HttpErrorCode, MAX_BODY_BYTES, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../api/status';
 import { clientKeySchema, IDEMPOTENCY_KEY_FIELD, type JsonObject } from '../idempotency/definition';
 import { foundAnswer } from '../reads/answers';
-import type { AnyReadModule } from '../reads/read-module';
 import { describeTool, errorAnswer, jsonSchemaOf, pendingAnswer, receiptAnswer } from '../tools/catalog';
+import type { AnyReadModule } from '../tools/read-module';
 import type { AnyToolModule } from '../tools/tool-module';
 import { API_SCHEMAS, type ApiSchemaName } from './schemas';
 

@@ -1,7 +1,7 @@
 import type { OperationStatus } from '../api/next-step';
 import type { Identity, JsonObject, ToolRuntime } from '../idempotency';
 import { INTERNAL_MESSAGE, StoredFailureError, ToolError } from '../idempotency/errors';
-import { clip, readFailure as failure, type ReadAnswer } from './read-module';
+import { clip, readFailure as failure, type ReadAnswer } from '../tools/read-module';
 
 /** The longest client key a write accepts (`clientKeySchema`). */
 const MAX_CLIENT_KEY_LENGTH = 255;

@@ -1,10 +1,10 @@
 import * as z from 'zod/mini';
+import type { KeyKinds, ToolDescription } from '../api/description';
 import { NEXT_ACTIONS } from '../api/next-step';
 import type { ErrorCode, JsonObject, ToolDefinition } from '../idempotency/definition';
 import { clientKeySchema, DEFAULT_TTL_SECONDS, IDEMPOTENCY_KEY_FIELD } from '../idempotency/definition';
-import type { KeyKinds, ToolDescription } from './description';
 
-export type { KeyKinds, ToolDescription } from './description';
+export type { KeyKinds, ToolDescription } from '../api/description';
 
 /** What a listing needs of a tool: no domain logic, no services. */
 export type ToolListing = Pick<

@@ -10,7 +10,7 @@ export {
   type ReadModule,
   type ReadSpec,
   readFailure,
-} from '../reads/read-module';
+} from './read-module';
 export {
   type AnyToolModule,
   type DynamoAction,

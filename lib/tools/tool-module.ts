@@ -1,4 +1,5 @@
 import type * as z from 'zod/mini';
+import type { TableAccess } from '../api/access';
 import type { ToolTypes } from '../client/types';
 import {
   defineTool,
@@ -7,23 +8,6 @@ import {
   type ToolContext,
   type ToolDefinition,
 } from '../idempotency/definition';
-
-/** A DynamoDB action a tool's own code may send to a domain table. */
-export type DynamoAction =
-  | 'dynamodb:GetItem'
-  | 'dynamodb:PutItem'
-  | 'dynamodb:UpdateItem'
-  | 'dynamodb:DeleteItem'
-  | 'dynamodb:Query'
-  | 'dynamodb:Scan';
-
-/**
- * The DynamoDB access a tool's own code needs, per table, by the table's name in the app (`invoices`,
- * `contacts`: the names the stack's or the construct's `tables` use). The idempotency table's access is
- * the runtime's and every tool gets it; this is what the tool adds. It becomes the tool's IAM grants in
- * the stack, and a test compares it with the commands the tool really sends on DynamoDB Local.
- */
-export type TableAccess<T extends string = string> = Readonly<Partial<Record<T, readonly DynamoAction[]>>>;
 
 /**
  * What a tool file declares: its definition, the access its code needs, and its domain logic over the
@@ -97,3 +81,5 @@ export function defineToolModule<
     },
   };
 }
+
+export type { DynamoAction, TableAccess } from '../api/access';

@@ -4,8 +4,8 @@ import { READS, type ReadName } from '../../app/reads';
 import { createServices, type Services } from '../../app/services';
 import { TABLES, type TableId, tableName } from '../../app/tables';
 import type { EntryName } from '../../lib/api/routes';
-import { createHandlers } from '../../lib/http/handlers';
 import { createToolRuntime } from '../../lib/lambda/runtime';
+import { createHandlers } from '../../lib/local/handlers';
 import type { AnyToolModule } from '../../lib/tools/tool-module';
 import { deadline, newTenant } from './world';
 

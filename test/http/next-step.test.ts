@@ -1,6 +1,6 @@
 import { NEXT_ACTIONS, nextAfterError } from '../../lib/api/next-step';
+import { HTTP_STATUS, type HttpErrorCode } from '../../lib/api/status';
 import { answerToolCall, RetrysafeClient } from '../../lib/client';
-import { HTTP_STATUS, type HttpErrorCode } from '../../lib/http/status';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { heldSendEmail } from '../helpers/tools';
 import { deadline, newTenant } from '../helpers/world';

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
+import { HTTP_STATUS } from '../../lib/api/status';
 import {
   GaveUpError,
   isValidKey,
@@ -12,7 +13,6 @@ import {
 } from '../../lib/client';
 import { backoffDelay, isNetworkError, retryAfterHeaderMs } from '../../lib/client/retry';
 import type { Completed, FetchLike, JsonObject, Operation } from '../../lib/client/types';
-import { HTTP_STATUS } from '../../lib/http/status';
 import { clientKeySchema, type ToolResult } from '../../lib/idempotency/definition';
 import { PACKAGE_ENTRIES, PACKAGE_SUBPATHS } from '../../lib/package-entries';
 import type { readOperation } from '../../lib/reads/operation';

@@ -2,7 +2,7 @@ import * as z from 'zod/mini';
 import { READS } from '../../app/reads';
 import { TOOLS } from '../../app/tools';
 import { apiRoutes } from '../../lib/api/routes';
-import { HTTP_STATUS, type HttpErrorCode } from '../../lib/http/status';
+import { HTTP_STATUS, type HttpErrorCode } from '../../lib/api/status';
 import type { JsonObject } from '../../lib/idempotency/definition';
 import { type OpenApiDocument, type OpenApiResponse, openApiDocument } from '../../lib/openapi/document';
 import { describeTool } from '../../lib/tools/catalog';
@@ -151,8 +151,8 @@ describe('openApiDocument', () => {
   it('takes the statuses from HTTP_STATUS itself: remapping a code there moves it in the document', () => {
     let remapped: OpenApiDocument | undefined;
     jest.isolateModules(() => {
-      const status = jest.requireActual('../../lib/http/status');
-      jest.doMock('../../lib/http/status', () => ({
+      const status = jest.requireActual('../../lib/api/status');
+      jest.doMock('../../lib/api/status', () => ({
         ...status,
         HTTP_STATUS: { ...status.HTTP_STATUS, conflict: 409 },
       }));

@@ -1,17 +1,17 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { ApiEntryName, EntryName } from '../api/routes';
 import type { TokenVerifier } from '../auth/token-claims';
+import type { LambdaHandler } from '../http/boundary';
+import { listToolsHandler } from '../http/list-tools';
+import { openApiHandler } from '../http/openapi';
+import { getOperationHandler, readHandler } from '../http/reads';
+import { healthHandler, notFoundHandler } from '../http/store-free';
+import { toolHandler } from '../http/write';
 import type { ToolRuntime } from '../idempotency';
 import { mcpHandler } from '../mcp/http';
 import { mcpTools } from '../mcp/tools';
-import type { AnyReadModule } from '../reads/read-module';
+import type { AnyReadModule } from '../tools/read-module';
 import type { AnyToolModule } from '../tools/tool-module';
-import type { LambdaHandler } from './boundary';
-import { listToolsHandler } from './list-tools';
-import { openApiHandler } from './openapi';
-import { getOperationHandler, readHandler } from './reads';
-import { healthHandler, notFoundHandler } from './store-free';
-import { toolHandler } from './write';
 
 /** What a whole API is built from: the app's tools over its services, its reads, the runtime. */
 export interface ApiComposition<T extends AnyToolModule, R extends AnyReadModule = AnyReadModule> {

@@ -2,7 +2,7 @@ import type * as z from 'zod/mini';
 import { fieldProblem } from '../idempotency/definition';
 import type { ErrorCode } from '../idempotency/errors';
 import type { Identity, JsonObject } from '../idempotency/types';
-import type { TableAccess } from '../tools/tool-module';
+import type { TableAccess } from './tool-module';
 
 /** What a read answers, whatever carries it (an HTTP body, an MCP tool result). */
 export type ReadAnswer<T extends object> =

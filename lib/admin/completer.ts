@@ -27,7 +27,7 @@ export interface CompleterComposition<Svc> {
   readonly queue: RecheckQueue;
 }
 
-/** The completer over this app's idempotency table, able to finish a call of any registered tool. */
+/** The completer over this app's idempotency table, able to finish a call of any of the app's tools. */
 export function createCompleter<Svc>(
   { services, runtime, tools, queue }: CompleterComposition<Svc>,
   env: NodeJS.ProcessEnv = process.env,

@@ -8,7 +8,7 @@ export interface RoutedTool {
 }
 
 /**
- * The HTTP API's routes and entry points, derived from a list of tools (the registry, or a test's) and
+ * The HTTP API's routes and entry points, derived from a list of tools (an app's, or a test's) and
  * an app's own reads: the local server, the construct and the OpenAPI document all build from these. Plain data; an entry `name` is the
  * Lambda entry `lambdas/<name>.ts`.
  */

@@ -10,13 +10,13 @@ export interface ToolEntryModule {
 }
 
 /**
- * One registry line: a tool module, checked by the compiler against its Lambda entry. The type
+ * One line of an app's tool list: a tool module, checked by the compiler against its Lambda entry. The type
  * argument is the entry module, `typeof import('<the entry file>')`:
  *  - a tool without its entry file does not compile (the import type cannot be resolved);
  *  - an entry that serves another tool does not compile (its handler's `tool` is another name);
  *  - a line without the type argument does not compile (`Entry` defaults to `never`);
  *  - an entry whose handler is typed with a wide `ToolHandler<string>` does not compile either.
- * The type argument is erased at build time: no bundle loads the entry through the registry.
+ * The type argument is erased at build time: no bundle loads the entry through the list.
  */
 export function registered<Entry extends ToolEntryModule = never>(
   module: [Entry] extends [never]

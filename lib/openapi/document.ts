@@ -457,7 +457,7 @@ const API_OPERATIONS: Readonly<Record<ApiEntryName, OperationBuilder | null>> = 
   mcp: mcpOperation,
   openapi: readOf(
     'get_openapi',
-    'This document: every route derived from the tool registry. No token.',
+    'This document: every route derived from the app’s tools and reads. No token.',
     'OpenApiDocument',
     [],
   ),
@@ -465,7 +465,7 @@ const API_OPERATIONS: Readonly<Record<ApiEntryName, OperationBuilder | null>> = 
 
 /**
  * The OpenAPI 3.1 document of an API serving `tools`: every route `routesFor(tools)` gives, so a tool
- * added to the registry is documented without a line here. Schemas come from the same zod schemas the
+ * added to the app's list is documented without a line here. Schemas come from the same zod schemas the
  * handlers validate with; error statuses from `HTTP_STATUS`.
  */
 export function openApiDocument(tools: readonly AnyToolModule[], options: OpenApiOptions = {}): OpenApiDocument {

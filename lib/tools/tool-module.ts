@@ -28,7 +28,7 @@ export interface ToolSpec<N extends string, S extends z.ZodMiniObject, R extends
   execute(args: z.output<S>, context: ToolContext, services: Svc): Promise<Execution<R>>;
 }
 
-/** A tool as the registry holds it: everything but the services, which the entry point binds. */
+/** A tool as an app's tool list holds it: everything but the services, which the entry point binds. */
 export interface ToolModule<
   N extends string = string,
   S extends z.ZodMiniObject = z.ZodMiniObject,
@@ -47,7 +47,7 @@ export interface ToolModule<
 export type ToolTypesOf<M> = M extends ToolModule<string, infer S, infer R> ? ToolTypes<z.input<S>, R> : never;
 
 /** Any tool module, whatever its schema, receipt and services. */
-// biome-ignore lint/suspicious/noExplicitAny: the registry holds tools of every schema, receipt and services
+// biome-ignore lint/suspicious/noExplicitAny: an app's list holds tools of every schema, receipt and services
 export type AnyToolModule = ToolModule<string, any, any, any>;
 
 /** The services a tool module's domain logic is bound to. */

@@ -13,7 +13,6 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Context } from 'aws-lambda';
 import canonicalize from 'canonicalize';
 import * as z from 'zod/mini';
-import { timeLeftForStoreCall } from '../store/deadline';
 import { parseCall } from './arguments';
 import { classify, type StoredOutcome } from './call-state';
 import {
@@ -77,6 +76,14 @@ export interface ToolRuntimeOptions {
    * @default undefined
    */
   readonly onOutcome?: (outcome: CallOutcome, call: CallContext) => void;
+  /**
+   * How long a store call started now may still take in the current invocation (ms; ≤ 0 once its time is
+   * up), or undefined outside one — what bounds the store client's requests. A call answered
+   * `unavailable` because its time was up is logged as a WARN without a stack (it stays in flight for a
+   * retry or the completer), not as a store failure.
+   * @default () => undefined (no invocation deadline is known: every `unavailable` is logged as an error)
+   */
+  readonly storeTimeLeft?: () => number | undefined;
 }
 
 /** What answered a replay: the key's stored record, the tool's natural key, or a dedupe window's intent. */
@@ -475,7 +482,8 @@ export class ToolRuntime {
 
   #failure(tool: string, error: unknown): ToolResult<never> {
     const toolError = toToolError(error);
-    if (toolError.code === 'unavailable' && outOfTime()) {
+    const timeLeft = this.#options.storeTimeLeft?.();
+    if (toolError.code === 'unavailable' && timeLeft !== undefined && timeLeft <= 0) {
       // The invocation's time is up (the tool ran until its deadline): not a fault of the store, and no
       // stack to read. The claim keeps its lock, which ends with the invocation: abandoned, to be finished.
       this.#options.logger?.warn(
@@ -505,12 +513,6 @@ class IntentRunningError extends Error {
     super('the same intent is being run by another call');
     this.name = 'IntentRunningError';
   }
-}
-
-/** Whether this invocation's time is up: its store calls are refused (`withInvocationDeadline`). */
-function outOfTime(): boolean {
-  const left = timeLeftForStoreCall();
-  return left !== undefined && left <= 0;
 }
 
 /** The business errors after which nothing happened, so a dedupe window's intent is freed. */

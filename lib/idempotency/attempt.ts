@@ -112,7 +112,7 @@ async function chooseDownstreamKey<S extends z.ZodMiniObject, R extends JsonObje
     windowSeconds: window,
     ttlSeconds: plan.ttlSeconds,
     askedAtMs: claim.askedAtMs,
-    fix: (key) => fixDownstreamKey(plan.table, claim, key),
+    fix: (intentsKey) => fixDownstreamKey(plan.table, claim, intentsKey),
   });
   switch (intent.kind) {
     case 'running':

@@ -22,11 +22,14 @@ export interface StreamChange {
   };
 }
 
-/** "Look at this claim again, later": what the completer asks its queue to deliver back. */
+/**
+ * "Look at this claim again, later": what the completer asks its queue to deliver back. Its fields are
+ * named as its SQS message body names them (`{"key":…,"claim":…}`, lib/admin/recheck-queue.ts).
+ */
 export interface Recheck {
-  /** The call record's key. */
+  /** The call record's key (`recordKey`). */
   readonly key: string;
-  /** The claim that was in flight: only that exact claim may be taken over. */
+  /** The claim id that was in flight: only that exact claim may be taken over. */
   readonly claim: string;
   /** When to deliver it, in seconds from now (SQS `DelaySeconds`: 0–900). */
   readonly delaySeconds: number;
@@ -127,23 +130,23 @@ export class Completer {
     for (const change of changes) {
       const keys = change.dynamodb?.Keys;
       if (!keys) continue;
-      const key = unmarshall(keys as Record<string, AttributeValue>)[this.#table.attributes.key];
-      if (typeof key !== 'string' || !isCallRecordKey(key)) continue;
+      const recordKey = unmarshall(keys as Record<string, AttributeValue>)[this.#table.attributes.key];
+      if (typeof recordKey !== 'string' || !isCallRecordKey(recordKey)) continue;
       const sequence = BigInt(change.dynamodb?.SequenceNumber ?? '0');
-      const seen = last.get(key);
+      const seen = last.get(recordKey);
       if (seen && seen.sequence > sequence) continue;
       const image = change.dynamodb?.NewImage;
-      last.set(key, { sequence, image: image ? unmarshall(image as Record<string, AttributeValue>) : undefined });
+      last.set(recordKey, { sequence, image: image ? unmarshall(image as Record<string, AttributeValue>) : undefined });
     }
     const rechecks: Recheck[] = [];
-    for (const [key, { image }] of last) {
+    for (const [recordKey, { image }] of last) {
       const record = image ? callRecordOf(image, this.#table.attributes) : undefined;
       if (record?.status !== STATUS.inProgress || !record.claimId) continue;
       // Given up on already (the image of the give-up itself): nothing more to schedule.
       if (record.stalledClaimId === record.claimId) continue;
       const untilLockEnds = Math.max(0, Math.ceil((record.lockEndsMs - Date.now()) / 1000));
       const delay = untilLockEnds + (record.attempt > 1 ? backoffSeconds(record.attempt - 1) : 1);
-      rechecks.push({ key, claim: record.claimId, delaySeconds: Math.min(900, delay) });
+      rechecks.push({ key: recordKey, claim: record.claimId, delaySeconds: Math.min(900, delay) });
     }
     if (rechecks.length > 0) await this.#options.queue.send(rechecks);
     return { recordsRead: changes.length, rechecksScheduled: rechecks.length };

@@ -89,7 +89,7 @@ async function eraseCallRecord(
   if (!record || state === 'absent' || state === 'erased') return 'nothing';
   if (state === 'stalled' && options.closeStalled && record.claimId !== undefined) {
     if (options.dryRun) return 'nothing';
-    return (await closeStalled(table, record.recordKey, record.claimId)) === 'erased' ? 'erased' : 'in_flight';
+    return (await closeStalled(table, record.recordKey, record.claimId, nowMs)) === 'erased' ? 'erased' : 'in_flight';
   }
   if (isInFlight(state)) return 'in_flight';
   if (options.dryRun) return 'nothing';
@@ -119,7 +119,7 @@ async function eraseIntent(
       return 'in_flight';
     }
     // Its holder's own record may come later in the scan (or was done already: `changed` then).
-    const closed = await closeStalled(table, holder.recordKey, holder.claimId);
+    const closed = await closeStalled(table, holder.recordKey, holder.claimId, Date.now());
     if (closed === 'changed' && isInFlight(classify(await readCallRecord(table, holder.recordKey), Date.now()))) {
       return 'in_flight';
     }

@@ -3,6 +3,7 @@ import { GetItemCommand, ResourceNotFoundException } from '@aws-sdk/client-dynam
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { tableName } from '../../app/tables';
 import { type Claim, claim, type FirstClaim, fixDownstreamKey, takeOver } from '../../lib/idempotency/protocol/claim';
+import { classify } from '../../lib/idempotency/call-state';
 import { closeStalled, deleteExpired, tombstone } from '../../lib/idempotency/protocol/erasure';
 import {
   createIntent,
@@ -217,12 +218,12 @@ describe('a call record’s transitions', () => {
 
     const refused = [
       await tombstone(table, first.recordKey), // in flight, not completed
-      await closeStalled(table, first.recordKey, held.claimId), // not stalled
+      await closeStalled(table, first.recordKey, held.claimId, Date.now()), // not stalled
       await deleteExpired(table, first.recordKey, Date.now()), // not expired
     ];
     const afterRefusals = await itemOf(first.recordKey);
     await markStalled(table, first.recordKey, held.claimId, first.lockEndsMs + 1);
-    const closed = await closeStalled(table, first.recordKey, held.claimId);
+    const closed = await closeStalled(table, first.recordKey, held.claimId, first.lockEndsMs + 1);
     const expired = await deleteExpired(table, first.recordKey, (first.expiresAtS + 1) * 1000);
 
     expect(refused).toEqual(['changed', 'changed', 'changed']);
@@ -230,6 +231,21 @@ describe('a call record’s transitions', () => {
     expect(closed).toBe('erased');
     expect(expired).toBe('deleted');
     expect(await itemOf(first.recordKey)).toBeUndefined();
+  });
+
+  it('close stalled: never a call whose lock is live again (its attempt, still running past its lock, parked itself)', async () => {
+    const first = firstClaim(1_000);
+    const held = await claimed(first);
+    await markStalled(table, first.recordKey, held.claimId, first.lockEndsMs + 1);
+    // The attempt given up on was still running (a slow effect past its lock): it parks its own claim.
+    await park(table, held, Date.now() + 60_000);
+    const before = await itemOf(first.recordKey);
+
+    const closed = await closeStalled(table, first.recordKey, held.claimId, Date.now());
+
+    expect(closed).toBe('changed');
+    expect(await itemOf(first.recordKey)).toEqual(before);
+    expect(classify(await readCallRecord(table, first.recordKey), Date.now())).toBe('live');
   });
 
   it('passes every failure other than a failed condition on as it is', async () => {

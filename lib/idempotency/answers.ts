@@ -84,8 +84,12 @@ export const REFUSED = {
    * another call holds the key now, under the same downstream key.
    */
   claimLostAfterEffect: () => new UnavailableError(MAY_HAVE_BEEN_APPLIED),
-  /** The claim was lost before the attempt ran (while it fixed a dedupe window's downstream key). */
-  claimLostBeforeRun: () => new InternalError('the claim was lost before its downstream key was fixed'),
+  /**
+   * The claim was lost before the attempt ran (while it fixed a dedupe window's downstream key): another
+   * attempt holds the call now, and nothing of this one happened — a retry with the key reads its outcome.
+   */
+  claimLostBeforeRun: () =>
+    new UnavailableError('another attempt holds this call now; retry with the same key to read its result'),
   /** The item under the key is not a call record as claims write it (or DynamoDB returned none). */
   notACallRecord: (recordKey: string) =>
     new InternalError(`the item under ${recordKey} is not a call record a claim wrote`),

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { GetItemCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { tableName } from '../../app/tables';
-import { type Claim, claim, type FirstClaim, fixDownstreamKey, takeOver } from '../../lib/idempotency/protocol/claim';
 import { classify } from '../../lib/idempotency/call-state';
+import { type Claim, claim, type FirstClaim, fixDownstreamKey, takeOver } from '../../lib/idempotency/protocol/claim';
 import { closeStalled, deleteExpired, tombstone } from '../../lib/idempotency/protocol/erasure';
 import {
   createIntent,

@@ -54,7 +54,6 @@ export async function runAttempt<S extends z.ZodMiniObject, R extends JsonObject
     validation: plan.validation,
     expiresAtS: expiresAtSOf(plan.ttlSeconds, Date.now()),
     lockEndsMs: plan.lockEndsMs,
-    ttlSeconds: plan.ttlSeconds,
     // The claim carries what it takes to finish the call if this worker dies (the completer).
     call: () => encodeCall({ user: plan.identity.user, clientKey: plan.clientKey, args: plan.args as JsonObject }),
     resume: plan.resume,

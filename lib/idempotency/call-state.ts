@@ -74,6 +74,8 @@ export interface CallRecord {
   readonly outcome: StoredOutcome | undefined;
   /** The claim the completer gave up on (`stalled` while it is still `claimId`). */
   readonly stalledClaimId: string | undefined;
+  /** When the call's first claim was written (epoch ms): when its caller asked. */
+  readonly createdAtMs: number;
 }
 
 /** The one rule for "is this record's lock live, abandoned, completed…", at time `nowMs`. */
@@ -126,8 +128,10 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
   const attempt = number(item, attr.attempt);
   const expiresAtS = number(item, attr.expiry);
   const lockEndsMs = number(item, attr.inProgressExpiry);
+  const createdAtMs = number(item, attr.createdAt);
   if (recordKey === undefined || status === undefined || instance === undefined) return undefined;
   if (attempt === undefined || expiresAtS === undefined || lockEndsMs === undefined) return undefined;
+  if (createdAtMs === undefined) return undefined;
   return {
     recordKey,
     callId: callIdOf(recordKey, instance),
@@ -143,6 +147,7 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
     attempt,
     outcome: decodeOutcome(item[attr.data]),
     stalledClaimId: text(item, attr.stalledClaim),
+    createdAtMs,
   };
 }
 

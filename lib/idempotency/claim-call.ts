@@ -12,8 +12,6 @@ import type { IdempotencyTable } from './protocol/table';
 
 /** What an attempt claims with. */
 export interface ClaimRequest extends Omit<FirstClaim, 'call'> {
-  /** The tool's TTL (a takeover tells its call's first claim from it). */
-  readonly ttlSeconds: number;
   /** The `call` attribute a first claim writes (`encodeCall`); not built for a resume. */
   readonly call: () => string;
   /**

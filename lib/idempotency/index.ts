@@ -33,3 +33,4 @@ export {
   ToolRuntime,
   type ToolRuntimeOptions,
 } from './runtime';
+export { ABANDONED_POLL_MS, type CallTask, STALLED_POLL_MS } from './task';

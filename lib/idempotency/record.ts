@@ -54,6 +54,12 @@ export interface RecordAttributes {
    * `stalled` while that claim is still the record's: a retry with its key takes it over as before).
    */
   readonly stalledClaim: string;
+  /**
+   * On a call record: when its first claim was written (epoch ms) — the moment its caller asked, kept by
+   * every takeover and by the stored outcome: the dedupe window a call falls in, and an MCP task's
+   * `createdAt`. Written by the first claim's own PutItem (no write of its own).
+   */
+  readonly createdAt: string;
 }
 
 /** The attribute names retrysafe uses unless told otherwise. */
@@ -74,6 +80,7 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   callInstance: 'call_id',
   windowEnd: 'window_end',
   stalledClaim: 'stalled_claim',
+  createdAt: 'created_at',
 };
 
 /** The idempotency table's name unless told otherwise. */

@@ -4,13 +4,14 @@ import * as z from 'zod/mini';
 import { answerOf, type Ending, failureOf, pendingAnswer, type ReplayKind, toToolError } from './answers';
 import { parseCall } from './arguments';
 import { type CallPlan, runAttempt } from './attempt';
-import { classify } from './call-state';
+import { type CallRecord, classify } from './call-state';
 import { idempotencyDisabled, recordKeyOf, validationOf } from './derivation';
 import { type ErrorCode, INTERNAL_MESSAGE, InternalError, StoredFailureError, UnavailableError } from './errors';
 import { fingerprint } from './fingerprint';
 import { type IdempotencyTable, readCallRecord } from './protocol/table';
 import { decodeReceipt } from './receipt';
 import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
+import { type CallTask, taskOf } from './task';
 import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
 import type { Identity, InvocationDeadline, JsonObject, ToolResult } from './types';
 
@@ -227,20 +228,7 @@ export class ToolRuntime {
    * unreachable).
    */
   async lookup(toolName: string, identity: Identity, clientKey: string): Promise<Operation<JsonObject> | undefined> {
-    const recordKey = recordKeyOf(toolName, [identity.tenant, identity.user, clientKey]);
-    let record: Awaited<ReturnType<typeof readCallRecord>>;
-    try {
-      record = await readCallRecord(this.#table, recordKey);
-    } catch (error) {
-      // Classified like a write: an outage is `unavailable`, a deployment mistake `internal`; logged.
-      const failure = toToolError(error);
-      this.#options.logger?.error('operation lookup failed', {
-        tool: toolName,
-        code: failure.code,
-        error: error as Error,
-      });
-      throw failure;
-    }
+    const record = await this.#readOwn(toolName, identity, clientKey);
     if (!record) return undefined;
     switch (classify(record, Date.now())) {
       case 'live':
@@ -257,6 +245,37 @@ export class ToolRuntime {
       }
       default:
         return undefined;
+    }
+  }
+
+  /**
+   * The caller's own call under a client key as a task (`taskOf`: docs/state-machine.md's task view): one
+   * consistent read, no write; undefined when there is none — never called, expired, released, erased,
+   * or someone else's (the key is hashed with the caller's tenant and user, as for `lookup`).
+   */
+  async task(
+    tool: Pick<ToolDefinition, 'name' | 'ttlSeconds'>,
+    identity: Identity,
+    clientKey: string,
+  ): Promise<CallTask | undefined> {
+    const record = await this.#readOwn(tool.name, identity, clientKey);
+    return taskOf(record, { nowMs: Date.now(), clientKey, ttlSeconds: tool.ttlSeconds ?? DEFAULT_TTL_SECONDS });
+  }
+
+  /** The record of the caller's own client key, read consistently; a failed read as a `ToolError`, logged. */
+  async #readOwn(toolName: string, identity: Identity, clientKey: string): Promise<CallRecord | undefined> {
+    const recordKey = recordKeyOf(toolName, [identity.tenant, identity.user, clientKey]);
+    try {
+      return await readCallRecord(this.#table, recordKey);
+    } catch (error) {
+      // Classified like a write: an outage is `unavailable`, a deployment mistake `internal`; logged.
+      const failure = toToolError(error);
+      this.#options.logger?.error('operation lookup failed', {
+        tool: toolName,
+        code: failure.code,
+        error: error as Error,
+      });
+      throw failure;
     }
   }
 

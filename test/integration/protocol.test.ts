@@ -104,7 +104,6 @@ describe('a call record’s transitions', () => {
       fromClaimId: held.claimId,
       validation: 'v1',
       lockEndsMs: ended + 5_000,
-      ttlSeconds: TTL_SECONDS,
     };
     const before = await itemOf(first.recordKey);
 
@@ -124,7 +123,8 @@ describe('a call record’s transitions', () => {
         recordKey: first.recordKey,
         attempt: 2,
         callId: held.callId,
-        askedAtMs: (first.expiresAtS - TTL_SECONDS) * 1000,
+        // When the first claim was written (its created_at), however late the takeover runs.
+        askedAtMs: held.askedAtMs,
       },
     });
   });
@@ -140,7 +140,6 @@ describe('a call record’s transitions', () => {
         fromClaimId: held.claimId,
         validation: 'v1',
         lockEndsMs: first.expiresAtS * 1000 + 1_000,
-        ttlSeconds: TTL_SECONDS,
       },
       first.lockEndsMs + 1,
     );
@@ -158,7 +157,6 @@ describe('a call record’s transitions', () => {
         fromClaimId: lostClaim.claimId,
         validation: 'v1',
         lockEndsMs: Date.now() + 10_000,
-        ttlSeconds: TTL_SECONDS,
       },
       first.lockEndsMs + 1,
     );

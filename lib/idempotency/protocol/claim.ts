@@ -69,6 +69,7 @@ export async function claim(table: IdempotencyTable, first: FirstClaim, nowMs: n
         [attr.call]: first.call,
         [attr.expiry]: first.expiresAtS,
         [attr.validation]: first.validation,
+        [attr.createdAt]: nowMs,
       }),
       ConditionExpression: 'attribute_not_exists(#id) OR #expiry < :now',
       ExpressionAttributeNames: { '#id': attr.key, '#expiry': attr.expiry },
@@ -91,8 +92,6 @@ export interface TakeOver {
   readonly validation: string;
   /** The new lock (epoch ms): it must not end after the record's TTL. */
   readonly lockEndsMs: number;
-  /** The tool's TTL: the first claim was asked this long before the record expires. */
-  readonly ttlSeconds: number;
 }
 
 /**
@@ -131,8 +130,7 @@ export async function takeOver(table: IdempotencyTable, from: TakeOver, nowMs: n
     attempt: record.attempt,
     downstreamKey: record.downstreamKey,
     callId: record.callId,
-    // The TTL was set by the first claim (a takeover keeps it): the first claim was TTL earlier.
-    askedAtMs: (record.expiresAtS - from.ttlSeconds) * 1000,
+    askedAtMs: record.createdAtMs,
   };
   return { kind: 'claimed', claim: claimed };
 }

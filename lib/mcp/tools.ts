@@ -1,5 +1,6 @@
 import * as z from 'zod/mini';
 import {
+  type CallTask,
   fieldProblem,
   IDEMPOTENCY_KEY_FIELD,
   type Identity,
@@ -27,6 +28,11 @@ export interface McpToolListing {
     readonly idempotentHint: boolean;
     readonly openWorldHint: boolean;
   };
+  /**
+   * MCP tasks (2025-11-25): a write may be called as a task (`optional`: a client that does not ask for
+   * one gets today's answer); a read may not (no `execution`: `forbidden`).
+   */
+  readonly execution?: { readonly taskSupport: 'optional' };
   /** Which keys protect a write (retrysafe's own field, next to the standard ones). */
   readonly _meta?: { readonly 'retrysafe/idempotency': KeyKinds };
 }
@@ -38,15 +44,28 @@ export type Answer = ToolResult | { ok: true; [key: string]: unknown };
 export interface McpTool {
   readonly listing: McpToolListing;
   call(input: Record<string, unknown>, caller: Identity, deadline: InvocationDeadline): Promise<Answer>;
+  /**
+   * A write's call under the caller's client key, as a task: its record, read (one GetItem, no write);
+   * undefined when there is none. Writes only.
+   */
+  task?(clientKey: string, caller: Identity): Promise<CallTask | undefined>;
 }
 
 const RETRY_HINT =
   ' Mint one idempotency_key per intent and send the same key on every retry of it: a retry with the same key and arguments returns the first receipt instead of doing it again.';
 
-const LISTING_ORDER = ['name', 'description', 'inputSchema', 'outputSchema', 'annotations', '_meta'] as const;
+const LISTING_ORDER = [
+  'name',
+  'description',
+  'inputSchema',
+  'outputSchema',
+  'annotations',
+  'execution',
+  '_meta',
+] as const;
 
 /** What a `tools/call` reads of a listing (the annotations tell a write from a read): built at once. */
-type BuiltAtOnce = Pick<McpToolListing, 'name' | 'description' | 'annotations'>;
+type BuiltAtOnce = Pick<McpToolListing, 'name' | 'description' | 'annotations' | 'execution'>;
 type BuiltLater = Omit<McpToolListing, keyof BuiltAtOnce>;
 
 /**
@@ -81,7 +100,12 @@ function listingOf(
 export function writeTool(tool: ToolDefinition, runtime: ToolRuntime): McpTool {
   return {
     listing: listingOf(
-      { name: tool.name, description: `${tool.description}${RETRY_HINT}`, annotations: annotationsOf(tool) },
+      {
+        name: tool.name,
+        description: `${tool.description}${RETRY_HINT}`,
+        annotations: annotationsOf(tool),
+        execution: { taskSupport: 'optional' },
+      },
       ['inputSchema', 'outputSchema', '_meta'],
       function describeWrite() {
         const description = describeTool(tool);
@@ -93,6 +117,7 @@ export function writeTool(tool: ToolDefinition, runtime: ToolRuntime): McpTool {
       },
     ),
     call: (input, caller, deadline) => runtime.invoke(tool, caller, input, deadline, { transport: 'mcp' }),
+    task: (clientKey, caller) => runtime.task(tool, caller, clientKey),
   };
 }
 

@@ -35,6 +35,14 @@ export interface CallTag {
 
 const callTag = new AsyncLocalStorage<CallTag>();
 
+/** Set around the explorer's polls (get_operation, an MCP task's view): any write made under it is one. */
+const pollTag = new AsyncLocalStorage<string>();
+
+/** Runs `read` as a poll named `what`: a poll must never write (its writes are kept, as violations). */
+export function asPoll<T>(what: string, read: () => Promise<T>): Promise<T> {
+  return pollTag.run(what, read);
+}
+
 /** Runs `work` as the call `tag` (its writes are attributed to it). */
 export function asCall<T>(tag: CallTag, work: () => Promise<T>): Promise<T> {
   return callTag.run(tag, work);
@@ -57,7 +65,8 @@ export async function createExploreWorld(endpoint: string) {
     ([...Object.keys(TABLES), 'idempotency'] as Array<TableId | 'idempotency'>).map((id) => [tableName(id, env), id]),
   );
   const writes: ObservedWrite[] = [];
-  interpose(client, names, writes);
+  const pollWrites: string[] = [];
+  interpose(client, names, writes, pollWrites);
   await createTables(client, TABLES, env);
 
   const documents = createDocumentClient(client);
@@ -77,7 +86,7 @@ export async function createExploreWorld(endpoint: string) {
   });
   const tools = Object.fromEntries(TOOLS.map((tool) => [tool.name, tool.bind(services)]));
   const streams = new DynamoDBStreamsClient({ endpoint, region: 'us-east-1', credentials, maxAttempts: 1 });
-  interpose(streams, names, writes);
+  interpose(streams, names, writes, pollWrites);
   return {
     env,
     client,
@@ -87,6 +96,8 @@ export async function createExploreWorld(endpoint: string) {
     tools,
     streams,
     writes,
+    /** Writes sent from inside a poll (`asPoll`): there must be none. */
+    pollWrites,
     outcomes,
     destroy() {
       client.destroy();
@@ -106,15 +117,18 @@ function interpose(
   client: DynamoDBClient | DynamoDBStreamsClient,
   names: ReadonlyMap<string, TableId | 'idempotency'>,
   writes: ObservedWrite[],
+  pollWrites: string[],
 ): void {
   (client.middlewareStack as DynamoDBClient['middlewareStack']).add(
     (next, context) =>
       async function schedulingPoint(args) {
-        const running = Scheduler.current();
-        if (!running) return next(args);
         const input = args.input as Record<string, unknown>;
         const table = names.get(String(input.TableName ?? '')) ?? 'idempotency';
         const command = String(context.commandName ?? 'Command').replace(/Command$/, '');
+        const poll = pollTag.getStore();
+        if (poll && /^(Put|Update|Delete)Item$/.test(command)) pollWrites.push(`${poll}: ${command} ${table}`);
+        const running = Scheduler.current();
+        if (!running) return next(args);
         const request =
           input.TableName === undefined ? `${command} stream` : `${command} ${table}${describeKey(input)}`;
         const call = callTag.getStore();

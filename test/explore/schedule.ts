@@ -318,7 +318,9 @@ class Run {
         this.world.runtime.task(this.world.tools[intent.tool]!, caller, key),
       );
       const label = `${intent.tool} key ${key} (${when})`;
-      const status = record?.[ATTR.status];
+      // Past its TTL a record is gone, whatever DynamoDB's sweep has not deleted yet (the clock jumps days).
+      const expired = record !== undefined && Number(record[ATTR.expiry]) < Date.now() / 1000;
+      const status = expired ? undefined : record?.[ATTR.status];
       if (status === 'COMPLETED') {
         const receipt = storedReceipt(record!);
         const expected =

@@ -92,6 +92,7 @@ describe('eraseTenant', () => {
           'attempt',
           'call_id',
           'claim_id',
+          'created_at',
           'expiration',
           'id',
           'in_progress_expiration',

@@ -191,6 +191,7 @@ describe('refund, end to end on DynamoDB Local', () => {
         'attempt',
         'call_id',
         'claim_id',
+        'created_at',
         'data',
         'expiration',
         'id',

@@ -34,7 +34,7 @@ import { refund as refundTool } from '../app/tools/refund';
 import { sendEmail as sendEmailTool } from '../app/tools/send-email';
 import { commandFlags } from '../bin/cli-args';
 import { eraseTenant } from '../lib/admin/erase-tenant';
-import { Completer, type StreamChange, type ToolRuntime } from '../lib/idempotency';
+import { Completer, readTask, type StreamChange, type ToolRuntime } from '../lib/idempotency';
 import { createToolRuntime } from '../lib/lambda/runtime';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
 import { applyLocalDefaults } from '../lib/local/local-env';
@@ -165,7 +165,7 @@ async function main(): Promise<void> {
         [kinds[4]!, invoke(sendEmail, { idempotency_key: 'e1', ...email })],
         [kinds[5]!, invoke(sendEmail, { idempotency_key: 'e2', ...email })],
         // What the MCP endpoint's tasks/get sends for the refund's task (and tasks/result for each poll).
-        [kinds[6]!, () => runtime.task(refund, identity, 'k1')],
+        [kinds[6]!, () => readTask(runtime, refund, identity, 'k1')],
       ];
       for (const [kind, call] of calls) {
         counts.requests.clear();

@@ -2,7 +2,7 @@
  * How an attempt ends (`Ending`) and what the caller is told: the stored outcome's answer, the one
  * `pending` answer, and every failure in the closed set of error codes (`toToolError`).
  */
-import type { StoredOutcome } from './call-state';
+import type { CallRecord, StoredOutcome } from './call-state';
 import {
   ConflictError,
   type ErrorCode,
@@ -30,11 +30,27 @@ export type PendingUntil = { readonly atMs: number | undefined } | { readonly af
 /** How one attempt of a call ends. */
 export type Ending =
   /** An outcome: stored now, or found stored (a replay, and what answered it). */
-  | { readonly kind: 'outcome'; readonly outcome: StoredOutcome; readonly replay?: ReplayKind }
-  /** The call is in flight (here or elsewhere), and its record is pollable: ask again later. */
-  | { readonly kind: 'pending'; readonly until: PendingUntil }
-  /** Refused or failed: a `ToolError`, or anything else that `toToolError` words. */
-  | { readonly kind: 'failed'; readonly error: unknown };
+  (
+    | { readonly kind: 'outcome'; readonly outcome: StoredOutcome; readonly replay?: ReplayKind }
+    /** The call is in flight (here or elsewhere), and its record is pollable: ask again later. */
+    | { readonly kind: 'pending'; readonly until: PendingUntil }
+    /** Refused or failed: a `ToolError`, or anything else that `toToolError` words. */
+    | { readonly kind: 'failed'; readonly error: unknown }
+  ) &
+    EndingCall;
+
+/** The call an ending is about — what an MCP task of this request is (`CallTask`). */
+export interface EndingCall {
+  /**
+   * This call's record as the attempt left it — written by it, or read when it refused the claim (a
+   * replay, `pending`). Undefined when the answer is about no call of these arguments under the key
+   * (refused before a claim, other arguments, erased, a released first attempt) or its state is not
+   * known (the claim was lost to another attempt).
+   */
+  readonly call?: CallRecord;
+  /** This request's attempt made the call's first claim: the call began with it. */
+  readonly fresh?: boolean;
+}
 
 export function failed(error: unknown): Ending {
   return { kind: 'failed', error };

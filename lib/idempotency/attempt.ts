@@ -6,7 +6,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type * as z from 'zod/mini';
 import { type Ending, failed, REFUSED, type ReplayKind, retryAfterMs, StoreWriteError } from './answers';
-import { encodeCall, type IntentHolder, type StoredOutcome } from './call-state';
+import { type CallRecord, encodeCall, type IntentHolder, STATUS, type StoredOutcome } from './call-state';
 import { claimCall } from './claim-call';
 import { expiresAtSOf } from './derivation';
 import { type ErrorCode, InFlightError, ToolError } from './errors';
@@ -54,12 +54,22 @@ export async function runAttempt<S extends z.ZodMiniObject, R extends JsonObject
     validation: plan.validation,
     expiresAtS: expiresAtSOf(plan.ttlSeconds, Date.now()),
     lockEndsMs: plan.lockEndsMs,
+    ttlSeconds: plan.ttlSeconds,
     // The claim carries what it takes to finish the call if this worker dies (the completer).
     call: () => encodeCall({ user: plan.identity.user, clientKey: plan.clientKey, args: plan.args as JsonObject }),
     resume: plan.resume,
   });
   if (claimed.kind !== 'claimed') return claimed;
   const { claim } = claimed;
+  // The call began with this request when its attempt made the first claim (a takeover continues one).
+  return { ...(await runClaimed(plan, claim)), ...(claim.attempt === 1 ? { fresh: true } : {}) };
+}
+
+/** The attempt once it holds its claim: choose the downstream key, execute, settle. */
+async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
+  plan: CallPlan<S, R>,
+  claim: Claim,
+): Promise<Ending> {
   let chosen: DownstreamKeyChoice;
   try {
     chosen = await chooseDownstreamKey(plan, claim);
@@ -238,14 +248,51 @@ async function storeOutcome<S extends z.ZodMiniObject, R extends JsonObject>(
   replay: ReplayKind | undefined,
 ): Promise<Ending> {
   let stored: Awaited<ReturnType<typeof store>>;
+  const completedAtMs = Date.now();
+  const expiresAtS = expiresAtSOf(plan.ttlSeconds, completedAtMs);
   try {
-    stored = await store(plan.table, claim, outcome, expiresAtSOf(plan.ttlSeconds, Date.now()));
+    stored = await store(plan.table, claim, outcome, { expiresAtS, completedAtMs });
   } catch (error) {
-    return failed(new StoreWriteError('store', { cause: error }));
+    // Nothing written: the record stays in flight until its lock ends (then a retry or the completer).
+    return { ...failed(new StoreWriteError('store', { cause: error })), call: leftAs(plan, claim, plan.lockEndsMs) };
   }
-  // The effect ran; another call holds the key now (under the same downstream key), or it was erased.
+  // The effect ran; another attempt of the call holds the key now (under the same downstream key), or it
+  // was erased: its state is not this attempt's to tell.
   if (stored === 'claim_lost') return failed(REFUSED.claimLostAfterEffect());
-  return { kind: 'outcome', outcome, replay };
+  const call: CallRecord = {
+    ...leftAs(plan, claim, plan.lockEndsMs),
+    status: STATUS.completed,
+    expiresAtS,
+    outcome,
+    completedAtMs,
+  };
+  return { kind: 'outcome', outcome, replay, call };
+}
+
+/** This attempt's record in flight as it leaves it, its lock ending at `lockEndsMs`. */
+function leftAs<S extends z.ZodMiniObject, R extends JsonObject>(
+  plan: CallPlan<S, R>,
+  claim: Claim,
+  lockEndsMs: number,
+): CallRecord {
+  return {
+    recordKey: claim.recordKey,
+    status: STATUS.inProgress,
+    claimId: claim.claimId,
+    lockEndsMs,
+    expiresAtS: claim.expiresAtS,
+    validation: plan.validation,
+    tenant: plan.identity.tenant,
+    tool: plan.tool.name,
+    call: undefined,
+    downstreamKey: claim.downstreamKey,
+    attempt: claim.attempt,
+    callId: claim.callId,
+    outcome: undefined,
+    stalledClaimId: undefined,
+    createdAtMs: claim.askedAtMs,
+    completedAtMs: undefined,
+  };
 }
 
 /**
@@ -268,11 +315,21 @@ async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
       settled = failed(error);
     }
   }
-  try {
-    if (settlement.kind === 'release') await release(plan.table, claim);
-    else await park(plan.table, claim, settlement.untilMs ?? Date.now());
-  } catch (error) {
-    return failed(new StoreWriteError('settle', { cause: error }));
+  if (settlement.kind === 'release') {
+    try {
+      await release(plan.table, claim);
+    } catch (error) {
+      return { ...failed(new StoreWriteError('settle', { cause: error })), call: leftAs(plan, claim, plan.lockEndsMs) };
+    }
+    return settled; // released: no call of these arguments is left under the key
   }
-  return settled;
+  const untilMs = settlement.untilMs ?? Date.now();
+  let parked: Awaited<ReturnType<typeof park>>;
+  try {
+    parked = await park(plan.table, claim, untilMs);
+  } catch (error) {
+    return { ...failed(new StoreWriteError('settle', { cause: error })), call: leftAs(plan, claim, plan.lockEndsMs) };
+  }
+  // Taken over or erased meanwhile: nothing of this attempt's to settle, and its state not this attempt's.
+  return parked === 'parked' ? { ...settled, call: leftAs(plan, claim, untilMs) } : settled;
 }

@@ -74,8 +74,14 @@ export interface CallRecord {
   readonly outcome: StoredOutcome | undefined;
   /** The claim the completer gave up on (`stalled` while it is still `claimId`). */
   readonly stalledClaimId: string | undefined;
-  /** When the call's first claim was written (epoch ms): when its caller asked. */
-  readonly createdAtMs: number;
+  /**
+   * When the call's first claim was written (epoch ms): when its caller asked. Undefined on a record an
+   * earlier version claimed (a deployment's old functions may still write them): readers derive it from
+   * the TTL the first claim set (`createdAtOf`).
+   */
+  readonly createdAtMs: number | undefined;
+  /** When its outcome was stored (epoch ms); undefined in flight, and on a record an earlier version stored. */
+  readonly completedAtMs: number | undefined;
 }
 
 /** The one rule for "is this record's lock live, abandoned, completed…", at time `nowMs`. */
@@ -87,6 +93,15 @@ export function classify(record: CallRecord | undefined, nowMs: number): CallSta
   if (record.lockEndsMs >= nowMs) return 'live';
   // Given up on by the completer: only while the claim it gave up on is still the record's.
   return record.stalledClaimId !== undefined && record.stalledClaimId === record.claimId ? 'stalled' : 'abandoned';
+}
+
+/**
+ * When a call was first claimed (epoch ms): its record's `created_at`, or — on a record an earlier version
+ * claimed, which has none — its TTL less the tool's TTL, as the first claim set it (a takeover keeps it;
+ * only a stored outcome moves it, so a completed record's is its completion instead).
+ */
+export function createdAtOf(record: Pick<CallRecord, 'createdAtMs' | 'expiresAtS'>, ttlSeconds: number): number {
+  return record.createdAtMs ?? (record.expiresAtS - ttlSeconds) * 1000;
 }
 
 /** A call's id: the record key and the instance its first claim started. */
@@ -128,10 +143,8 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
   const attempt = number(item, attr.attempt);
   const expiresAtS = number(item, attr.expiry);
   const lockEndsMs = number(item, attr.inProgressExpiry);
-  const createdAtMs = number(item, attr.createdAt);
   if (recordKey === undefined || status === undefined || instance === undefined) return undefined;
   if (attempt === undefined || expiresAtS === undefined || lockEndsMs === undefined) return undefined;
-  if (createdAtMs === undefined) return undefined;
   return {
     recordKey,
     callId: callIdOf(recordKey, instance),
@@ -147,7 +160,8 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
     attempt,
     outcome: decodeOutcome(item[attr.data]),
     stalledClaimId: text(item, attr.stalledClaim),
-    createdAtMs,
+    createdAtMs: number(item, attr.createdAt),
+    completedAtMs: number(item, attr.completedAt),
   };
 }
 

@@ -12,6 +12,8 @@ import type { IdempotencyTable } from './protocol/table';
 
 /** What an attempt claims with. */
 export interface ClaimRequest extends Omit<FirstClaim, 'call'> {
+  /** The tool's TTL (a takeover of a record an earlier version claimed derives its first claim's time from it). */
+  readonly ttlSeconds: number;
   /** The `call` attribute a first claim writes (`encodeCall`); not built for a resume. */
   readonly call: () => string;
   /**
@@ -82,7 +84,7 @@ async function takeOverOnce(
     // The new lock would outlive the record: past its TTL it counts as expired — a fresh claim, erase and
     // the poll would all treat the running call as gone. Pending until the record expires (then a fresh
     // claim runs it, under the same downstream key).
-    return { kind: 'pending', until: { atMs: existing.expiresAtS * 1000 } };
+    return { kind: 'pending', until: { atMs: existing.expiresAtS * 1000 }, call: existing };
   }
   if (request.resume !== undefined && existing.claimId !== request.resume && state !== 'completed') {
     // Someone else took it, finished it, or it was erased and claimed again: not ours to finish.
@@ -99,9 +101,11 @@ function answerOfRecord(existing: CallRecord, request: ClaimRequest): ClaimPhase
   if (existing.validation !== request.validation) return failed(REFUSED.conflict());
   // The write saw it unexpired; it expired since: claim again.
   if (classify(existing, Date.now()) === 'expired') return EXPIRED_MEANWHILE;
-  if (existing.status === STATUS.inProgress) return { kind: 'pending', until: { atMs: existing.lockEndsMs } };
+  if (existing.status === STATUS.inProgress) {
+    return { kind: 'pending', until: { atMs: existing.lockEndsMs }, call: existing };
+  }
   if (existing.status === STATUS.completed) {
-    return { kind: 'outcome', outcome: { ...existing.outcome, replayed: true }, replay: 'client_key' };
+    return { kind: 'outcome', outcome: { ...existing.outcome, replayed: true }, replay: 'client_key', call: existing };
   }
   return failed(REFUSED.notACallRecord(existing.recordKey));
 }

@@ -1,6 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { backoffSeconds } from './backoff';
 import { type CallRecord, callRecordOf, classify, isCallRecordKey, STATUS } from './call-state';
 import { markStalled } from './protocol/stall';
 import { type IdempotencyTable, readCallRecord } from './protocol/table';
@@ -87,11 +88,6 @@ export type RecheckOutcome =
    * that change too (a recheck of a claim that is no longer the record's settles at once).
    */
   | 'unsettled';
-
-/** Backoff between re-runs of one call, by attempt: 30 s, 60 s, … at most 15 min (SQS's longest delay). */
-function backoffSeconds(attempt: number): number {
-  return Math.min(900, 30 * 2 ** Math.max(0, attempt - 1));
-}
 
 /**
  * Finishes abandoned work: a call whose worker died, or whose attempt failed after its claim, leaves

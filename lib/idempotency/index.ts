@@ -23,6 +23,7 @@ export { type InFlightCall, inFlightCallOf, inFlightFilter } from './in-flight';
 export { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 export {
   type CallContext,
+  type CalledAnswer,
   type CallOutcome,
   type InvokeOptions,
   MAX_RETRY_AFTER_MS,
@@ -33,4 +34,4 @@ export {
   ToolRuntime,
   type ToolRuntimeOptions,
 } from './runtime';
-export { ABANDONED_POLL_MS, type CallTask, STALLED_POLL_MS } from './task';
+export { type CallTask, callAsTask, readTask, STALLED_POLL_MS, type TaskAnswer } from './task';

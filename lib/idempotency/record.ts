@@ -60,6 +60,11 @@ export interface RecordAttributes {
    * `createdAt`. Written by the first claim's own PutItem (no write of its own).
    */
   readonly createdAt: string;
+  /**
+   * On a call record: when its outcome was stored (epoch ms), written by the store's own UpdateItem: an MCP
+   * task's `lastUpdatedAt` once it is terminal.
+   */
+  readonly completedAt: string;
 }
 
 /** The attribute names retrysafe uses unless told otherwise. */
@@ -81,6 +86,7 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   windowEnd: 'window_end',
   stalledClaim: 'stalled_claim',
   createdAt: 'created_at',
+  completedAt: 'completed_at',
 };
 
 /** The idempotency table's name unless told otherwise. */

@@ -1,7 +1,15 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod/mini';
-import { answerOf, type Ending, failureOf, pendingAnswer, type ReplayKind, toToolError } from './answers';
+import {
+  answerOf,
+  type Ending,
+  type EndingCall,
+  failureOf,
+  pendingAnswer,
+  type ReplayKind,
+  toToolError,
+} from './answers';
 import { parseCall } from './arguments';
 import { type CallPlan, runAttempt } from './attempt';
 import { type CallRecord, classify } from './call-state';
@@ -11,7 +19,6 @@ import { fingerprint } from './fingerprint';
 import { type IdempotencyTable, readCallRecord } from './protocol/table';
 import { decodeReceipt } from './receipt';
 import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
-import { type CallTask, taskOf } from './task';
 import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
 import type { Identity, InvocationDeadline, JsonObject, ToolResult } from './types';
 
@@ -101,10 +108,19 @@ export interface CallContext {
   readonly transport: string | undefined;
 }
 
-/** A call's answer, and what answered it when it is a replay. */
-interface Answered<R extends JsonObject> {
+/** A call's answer, what answered it when it is a replay, and the call it is about (`EndingCall`). */
+interface Answered<R extends JsonObject> extends EndingCall {
   readonly result: ToolResult<R>;
   readonly replay?: ReplayKind;
+  /** The client key the call was made under, once it was read. */
+  readonly clientKey?: string;
+}
+
+/** A call's answer and the call it is about, as its attempt left it (`ToolRuntime.invokeForCall`). */
+export interface CalledAnswer<R extends JsonObject> extends EndingCall {
+  readonly result: ToolResult<R>;
+  /** The client key the call was made under, once it was read. */
+  readonly clientKey?: string;
 }
 
 /** The identity must be complete before anything is hashed: `[null, null]` would be one shared record. */
@@ -141,6 +157,31 @@ export class ToolRuntime {
     deadline: InvocationDeadline,
     options: InvokeOptions = {},
   ): Promise<ToolResult<R>> {
+    return (await this.#invoke(tool, identity, input, deadline, options)).result;
+  }
+
+  /**
+   * `invoke`, and the call its answer is about — the same call, the same writes, the same answer and log
+   * line: what an MCP task of this request is made of (`callAsTask`, task.ts), without another read.
+   */
+  async invokeForCall<S extends z.ZodMiniObject, R extends JsonObject>(
+    tool: ToolDefinition<S, R>,
+    identity: Identity,
+    input: unknown,
+    deadline: InvocationDeadline,
+    options: InvokeOptions = {},
+  ): Promise<CalledAnswer<R>> {
+    const { result, call, fresh, clientKey } = await this.#invoke(tool, identity, input, deadline, options);
+    return { result, ...(call ? { call } : {}), ...(fresh ? { fresh } : {}), ...(clientKey ? { clientKey } : {}) };
+  }
+
+  async #invoke<S extends z.ZodMiniObject, R extends JsonObject>(
+    tool: ToolDefinition<S, R>,
+    identity: Identity,
+    input: unknown,
+    deadline: InvocationDeadline,
+    options: InvokeOptions,
+  ): Promise<Answered<R>> {
     const started = Date.now();
     let answered: Answered<R>;
     try {
@@ -167,7 +208,7 @@ export class ToolRuntime {
       // A metric that fails must not change an answer whose effect is stored.
       this.#options.logger?.error('recording a call outcome failed', { tool: tool.name, error: error as Error });
     }
-    return result;
+    return answered;
   }
 
   /**
@@ -206,7 +247,8 @@ export class ToolRuntime {
       resume: options.resume?.claimId,
       logger: this.#options.logger,
     };
-    return this.#answer<R>(tool.name, await runAttempt(plan), clientKey);
+    const ending = await runAttempt(plan);
+    return { ...this.#answer<R>(tool.name, ending, clientKey), call: ending.call, fresh: ending.fresh, clientKey };
   }
 
   /** The answer an attempt's ending gives: its outcome, `pending`, or its failure worded (and logged). */
@@ -228,7 +270,7 @@ export class ToolRuntime {
    * unreachable).
    */
   async lookup(toolName: string, identity: Identity, clientKey: string): Promise<Operation<JsonObject> | undefined> {
-    const record = await this.#readOwn(toolName, identity, clientKey);
+    const record = await this.readCall(toolName, identity, clientKey);
     if (!record) return undefined;
     switch (classify(record, Date.now())) {
       case 'live':
@@ -249,21 +291,10 @@ export class ToolRuntime {
   }
 
   /**
-   * The caller's own call under a client key as a task (`taskOf`: docs/state-machine.md's task view): one
-   * consistent read, no write; undefined when there is none — never called, expired, released, erased,
-   * or someone else's (the key is hashed with the caller's tenant and user, as for `lookup`).
+   * The record of the caller's own client key, read consistently (one GetItem, no write); undefined when
+   * there is none. A failed read is a `ToolError` (an outage `unavailable`), logged.
    */
-  async task(
-    tool: Pick<ToolDefinition, 'name' | 'ttlSeconds'>,
-    identity: Identity,
-    clientKey: string,
-  ): Promise<CallTask | undefined> {
-    const record = await this.#readOwn(tool.name, identity, clientKey);
-    return taskOf(record, { nowMs: Date.now(), clientKey, ttlSeconds: tool.ttlSeconds ?? DEFAULT_TTL_SECONDS });
-  }
-
-  /** The record of the caller's own client key, read consistently; a failed read as a `ToolError`, logged. */
-  async #readOwn(toolName: string, identity: Identity, clientKey: string): Promise<CallRecord | undefined> {
+  async readCall(toolName: string, identity: Identity, clientKey: string): Promise<CallRecord | undefined> {
     const recordKey = recordKeyOf(toolName, [identity.tenant, identity.user, clientKey]);
     try {
       return await readCallRecord(this.#table, recordKey);

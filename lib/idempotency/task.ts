@@ -16,12 +16,14 @@
  * Terminal states are terminal: a completed record only becomes a tombstone (erased: not found) or
  * expires, so a task never moves from `completed` or `failed` to anything but gone.
  */
+import type * as z from 'zod/mini';
 import { answerOf, MIN_RETRY_AFTER_MS } from './answers';
-import { type CallRecord, classify } from './call-state';
-import type { JsonObject, ToolResult } from './types';
+import { backoffSeconds } from './backoff';
+import { type CallRecord, classify, createdAtOf } from './call-state';
+import type { InvokeOptions, ToolRuntime } from './runtime';
+import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
+import type { Identity, InvocationDeadline, JsonObject, ToolResult } from './types';
 
-/** How often a task that waits on the completer or on a resend is worth polling. */
-export const ABANDONED_POLL_MS = 1_000;
 /** A stalled call finishes only when its caller resends it: polling it often changes nothing. */
 export const STALLED_POLL_MS = 60_000;
 
@@ -54,27 +56,41 @@ export type CallTask = TaskTimes &
       }
   );
 
+/** How a task is read. */
+export interface TaskReading {
+  readonly nowMs: number;
+  /** The caller's client key, which the answer names. */
+  readonly clientKey: string;
+  /** The tool's TTL: the times of a record an earlier version wrote (no `created_at`) derive from it. */
+  readonly ttlSeconds: number;
+}
+
+/**
+ * When the completer looks at an abandoned call again: its stream image schedules a recheck at the
+ * lock's end, later after repeated attempts (`backoffSeconds`), and so does a re-run that did not settle.
+ */
+function nextLookMs(record: CallRecord, nowMs: number): number {
+  const next = record.lockEndsMs + (record.attempt > 1 ? backoffSeconds(record.attempt - 1) : 1) * 1000;
+  return Math.max(1_000, Math.ceil(next - nowMs));
+}
+
 /**
  * The task a call record is at `nowMs`, for the caller who owns `clientKey` (the record was found under
- * their scope), or undefined when there is none. `ttlSeconds` is the tool's: a completed record's TTL was
- * set when its outcome was stored, which is therefore its last update.
+ * their scope), or undefined when there is none.
  */
 export function taskOf(
   record: CallRecord | undefined,
-  { nowMs, clientKey, ttlSeconds }: { readonly nowMs: number; readonly clientKey: string; readonly ttlSeconds: number },
+  { nowMs, clientKey, ttlSeconds }: TaskReading,
 ): CallTask | undefined {
   const state = classify(record, nowMs);
   if (record === undefined) return undefined;
-  const times = {
-    callId: record.callId,
-    createdAtMs: record.createdAtMs,
-    expiresAtMs: record.expiresAtS * 1000,
-  };
+  const createdAtMs = createdAtOf(record, ttlSeconds);
+  const times = { callId: record.callId, createdAtMs, expiresAtMs: record.expiresAtS * 1000 };
   switch (state) {
     case 'live':
       return {
         ...times,
-        lastUpdatedAtMs: record.createdAtMs,
+        lastUpdatedAtMs: createdAtMs,
         status: 'working',
         state,
         // Nothing changes before its lock ends (its attempt stores, parks or dies by then).
@@ -85,17 +101,19 @@ export function taskOf(
       return {
         ...times,
         // It stopped running when its lock ended.
-        lastUpdatedAtMs: Math.max(record.createdAtMs, record.lockEndsMs),
+        lastUpdatedAtMs: Math.max(createdAtMs, record.lockEndsMs),
         status: 'working',
         state,
-        pollIntervalMs: state === 'stalled' ? STALLED_POLL_MS : ABANDONED_POLL_MS,
+        pollIntervalMs: state === 'stalled' ? STALLED_POLL_MS : nextLookMs(record, nowMs),
       };
     case 'completed': {
-      const outcome = record.outcome ?? { replayed: false };
-      const result = answerOf<JsonObject>(outcome, clientKey);
+      const result = answerOf<JsonObject>(record.outcome ?? { replayed: false }, clientKey);
+      // Stored with its outcome (`completed_at`); a record an earlier version stored: its TTL less the tool's.
+      const completedAtMs = record.completedAtMs ?? (record.expiresAtS - ttlSeconds) * 1000;
       return {
         ...times,
-        lastUpdatedAtMs: Math.max(record.createdAtMs, (record.expiresAtS - ttlSeconds) * 1000),
+        createdAtMs: record.createdAtMs === undefined ? completedAtMs : createdAtMs,
+        lastUpdatedAtMs: Math.max(createdAtMs, completedAtMs),
         status: result.ok ? 'completed' : 'failed',
         result,
       };
@@ -103,4 +121,67 @@ export function taskOf(
     default:
       return undefined;
   }
+}
+
+/**
+ * The task a request's call began as: `working`, whatever it is now — a task begins working (MCP tasks),
+ * and this request's own call was in flight when it began; `tasks/get` tells what it is now.
+ */
+export function begunTask(task: CallTask): CallTask {
+  if (task.status === 'working') return task;
+  const { result: _result, status: _status, ...times } = task;
+  return {
+    ...times,
+    lastUpdatedAtMs: times.createdAtMs,
+    status: 'working',
+    state: 'live',
+    pollIntervalMs: MIN_RETRY_AFTER_MS,
+  };
+}
+
+/** A call's answer and the MCP task the call is (`callAsTask`). */
+export interface TaskAnswer<R extends JsonObject> {
+  readonly result: ToolResult<R>;
+  /**
+   * The call this request ran, or whose record answered it (a replay, `pending`), as a task — built from
+   * what the attempt wrote or read, without another read; undefined when the answer is about no call of
+   * these arguments under the key (a conflict, invalid arguments, an erased key, a released first
+   * attempt) or its state is unknown (its claim was lost to another attempt).
+   */
+  readonly task: CallTask | undefined;
+}
+
+/**
+ * A call made as an MCP task: `ToolRuntime.invoke` (the same call, writes, answer and log line), and the
+ * task the call is — a call that began with this request reads `working` (`begunTask`), one that was
+ * there already as it is now. A module of its own: a write's function never bundles it.
+ */
+export async function callAsTask<S extends z.ZodMiniObject, R extends JsonObject>(
+  runtime: ToolRuntime,
+  tool: ToolDefinition<S, R>,
+  identity: Identity,
+  input: unknown,
+  deadline: InvocationDeadline,
+  options: InvokeOptions = {},
+): Promise<TaskAnswer<R>> {
+  const answered = await runtime.invokeForCall(tool, identity, input, deadline, options);
+  const { call, clientKey } = answered;
+  const reading = { nowMs: Date.now(), clientKey: clientKey ?? '', ttlSeconds: tool.ttlSeconds ?? DEFAULT_TTL_SECONDS };
+  const task = call && clientKey !== undefined ? taskOf(call, reading) : undefined;
+  return { result: answered.result, task: task && answered.fresh ? begunTask(task) : task };
+}
+
+/**
+ * The caller's own call under a client key as a task (`tasks/get`): one consistent read, no write;
+ * undefined when there is none — never called, expired, released, erased, or someone else's (the key is
+ * hashed with the caller's tenant and user, as for `lookup`).
+ */
+export async function readTask(
+  runtime: ToolRuntime,
+  tool: Pick<ToolDefinition, 'name' | 'ttlSeconds'>,
+  identity: Identity,
+  clientKey: string,
+): Promise<CallTask | undefined> {
+  const record = await runtime.readCall(tool.name, identity, clientKey);
+  return taskOf(record, { nowMs: Date.now(), clientKey, ttlSeconds: tool.ttlSeconds ?? DEFAULT_TTL_SECONDS });
 }

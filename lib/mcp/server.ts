@@ -121,7 +121,7 @@ function lazyAjvValidator(): jsonSchemaValidator {
 }
 
 /** A write that can be called as a task. */
-type TaskTool = McpTool & Required<Pick<McpTool, 'task'>>;
+type TaskTool = McpTool & Required<Pick<McpTool, 'task' | 'callAsTask'>>;
 
 /** What a task says of itself, for one call of `tool` under `clientKey`. */
 function wordingOf(tool: string, clientKey: string): TaskWording {
@@ -233,23 +233,25 @@ export function createMcpServer({ tools, logger }: McpServerDependencies): Serve
     }
   }
 
-  /** The task a task-augmented call is, once it ran: its record, read after its answer. */
+  /**
+   * A task-augmented call: the same call, and the task it is — built from what its attempt wrote or read
+   * (`callAsTask`), never a read of whatever sits under the key afterwards; no call of its own, no task.
+   */
   async function taskCreated(
     tool: TaskTool,
     name: string,
     input: Record<string, unknown>,
-    answer: Answer,
-    { caller, askedTtl }: { readonly caller: Identity; readonly askedTtl: unknown },
+    { caller, deadline, askedTtl }: McpRequestContext & { readonly askedTtl: unknown },
   ): Promise<CreateTaskResult> {
+    let answered: { readonly answer: Answer; readonly task: CallTask | undefined };
+    try {
+      answered = await tool.callAsTask(input, caller, deadline);
+    } catch (error) {
+      logger.error('tool call failed', { tool: name, transport: 'mcp', error: error as Error });
+      throw noTask(name, { ok: false, error: { code: 'internal', message: INTERNAL_MESSAGE } });
+    }
+    const { answer, task } = answered;
     const clientKey = input[IDEMPOTENCY_KEY_FIELD];
-    // Refused before its claim: the key's record, if any, is another call's (other arguments) or none.
-    const refused = !answer.ok && 'error' in answer && ['invalid_args', 'conflict'].includes(answer.error.code);
-    const task =
-      refused || typeof clientKey !== 'string'
-        ? undefined
-        : await tool.task(clientKey, caller).catch((error: unknown) => {
-            throw taskReadError(error);
-          });
     if (!task || typeof clientKey !== 'string') throw noTask(name, answer);
     const created = mcpTaskOf(taskIdOf(name, clientKey, task.callId), task, wordingOf(name, clientKey));
     const note = ttlNote(askedTtl, created.ttl);
@@ -271,7 +273,7 @@ export function createMcpServer({ tools, logger }: McpServerDependencies): Serve
     const { name, arguments: args = {}, idempotencyKey, task } = request.params;
     const tool = byName.get(name);
     if (!tool) throw new JsonRpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
-    if (task !== undefined && !tool.task) {
+    if (task !== undefined && !(tool.task && tool.callAsTask)) {
       throw new JsonRpcError(ErrorCode.MethodNotFound, `Tool ${name} does not support task-augmented execution`);
     }
     const isWrite = !tool.listing.annotations.readOnlyHint;
@@ -290,10 +292,13 @@ export function createMcpServer({ tools, logger }: McpServerDependencies): Serve
       }
       input = { ...args, [IDEMPOTENCY_KEY_FIELD]: idempotencyKey };
     }
+    if (task !== undefined) {
+      // Refused before the call: no call, no task.
+      if (answer) throw noTask(name, answer);
+      return taskCreated(tool as TaskTool, name, input, { ...context, askedTtl: task.ttl });
+    }
     // A write's log line (with its metrics) is the runtime's.
-    answer ??= await answerCall(tool, name, input, context);
-    if (task === undefined || !tool.task) return toCallToolResult(name, isWrite, answer);
-    return taskCreated(tool as TaskTool, name, input, answer, { caller: context.caller, askedTtl: task.ttl });
+    return toCallToolResult(name, isWrite, answer ?? (await answerCall(tool, name, input, context)));
   });
 
   server.setRequestHandler(GetTaskRequestSchema, async function getTask(request, extra) {

@@ -1,11 +1,13 @@
 import * as z from 'zod/mini';
 import {
   type CallTask,
+  callAsTask,
   fieldProblem,
   IDEMPOTENCY_KEY_FIELD,
   type Identity,
   type InvocationDeadline,
   type JsonObject,
+  readTask,
   type ToolDefinition,
   type ToolResult,
   type ToolRuntime,
@@ -49,6 +51,15 @@ export interface McpTool {
    * undefined when there is none. Writes only.
    */
   task?(clientKey: string, caller: Identity): Promise<CallTask | undefined>;
+  /**
+   * A write called as a task: `call`, and the task the call is — what its attempt wrote or read, never
+   * another read (`callAsTask`). Writes only.
+   */
+  callAsTask?(
+    input: Record<string, unknown>,
+    caller: Identity,
+    deadline: InvocationDeadline,
+  ): Promise<{ readonly answer: Answer; readonly task: CallTask | undefined }>;
 }
 
 const RETRY_HINT =
@@ -117,7 +128,11 @@ export function writeTool(tool: ToolDefinition, runtime: ToolRuntime): McpTool {
       },
     ),
     call: (input, caller, deadline) => runtime.invoke(tool, caller, input, deadline, { transport: 'mcp' }),
-    task: (clientKey, caller) => runtime.task(tool, caller, clientKey),
+    task: (clientKey, caller) => readTask(runtime, tool, caller, clientKey),
+    async callAsTask(input, caller, deadline) {
+      const { result, task } = await callAsTask(runtime, tool, caller, input, deadline, { transport: 'mcp' });
+      return { answer: result, task };
+    },
   };
 }
 

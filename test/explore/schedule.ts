@@ -3,6 +3,7 @@ import type { Movement } from '../../app/payments/provider';
 import { TABLES, tableName } from '../../app/tables';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { recordKeyOf } from '../../lib/idempotency/derivation';
+import { readTask } from '../../lib/idempotency/task';
 import type { JsonObject, ToolResult } from '../../lib/idempotency/types';
 import { withInvocationDeadline } from '../../lib/store/deadline';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../../lib/store/tables';
@@ -235,7 +236,7 @@ class Run {
       const [operation, task] = await Scheduler.observe(() =>
         asPoll('get_operation and tasks/get', async () => [
           await this.world.runtime.lookup(intent.tool, caller, call.key).catch(() => 'error' as const),
-          await this.world.runtime.task(tool, caller, call.key).catch(() => 'error' as const),
+          await readTask(this.world.runtime, tool, caller, call.key).catch(() => 'error' as const),
         ]),
       );
       if (operation === undefined) {
@@ -315,7 +316,7 @@ class Run {
       const caller = { tenant: this.tenant, user };
       const record = byId.get(recordKeyOf(intent.tool, [caller.tenant, caller.user, key]));
       const task = await asPoll('tasks/get', () =>
-        this.world.runtime.task(this.world.tools[intent.tool]!, caller, key),
+        readTask(this.world.runtime, this.world.tools[intent.tool]!, caller, key),
       );
       const label = `${intent.tool} key ${key} (${when})`;
       // Past its TTL a record is gone, whatever DynamoDB's sweep has not deleted yet (the clock jumps days).

@@ -104,7 +104,7 @@ describe('MCP tasks, negotiated as the 2025-11-25 revision says', () => {
 });
 
 describe('a write called as a task', () => {
-  it('is created completed when the call finishes within the request; tasks/get and tasks/result read it; the same key is the same task', async () => {
+  it('begins working (as a task must), reads completed once done; tasks/result is the call; the same key is the same task', async () => {
     const token = await api.token(newTenant());
 
     const created = await rpc(token, 'tools/call', { name: 'create_invoice', arguments: invoice('t1'), task: {} });
@@ -113,24 +113,34 @@ describe('a write called as a task', () => {
     const result = await rpc(token, 'tasks/result', { taskId });
     const again = await rpc(token, 'tools/call', { name: 'create_invoice', arguments: invoice('t1'), task: {} });
 
+    // The call began with this request, and finished within it: the task begins working all the same.
     expect(created.result).toEqual({
       task: {
         taskId: expect.stringMatching(/^rs1\./),
-        status: 'completed',
+        status: 'working',
+        statusMessage: expect.stringContaining('"t1"'),
         createdAt: expect.any(String),
         lastUpdatedAt: expect.any(String),
         ttl: expect.any(Number),
+        pollInterval: expect.any(Number),
       },
       _meta: { 'io.modelcontextprotocol/model-immediate-response': expect.stringMatching(/^Done, once/) },
     });
     expect(created.result.task.ttl).toBeGreaterThan(86_000_000); // the key's 24 h, from its first claim
-    expect(got.result).toEqual(created.result.task);
+    expect(got.result).toEqual({
+      taskId,
+      status: 'completed',
+      createdAt: created.result.task.createdAt,
+      lastUpdatedAt: expect.any(String),
+      ttl: expect.any(Number),
+    });
     expect(got.result._meta).toBeUndefined();
     // The call's own answer: idempotent false, it committed the invoice (as the call would have answered).
     expect(result.result.structuredContent).toMatchObject({ ok: true, idempotent: false, key: 't1' });
     expect(result.result.isError).toBe(false);
     expect(result.result._meta).toEqual({ 'io.modelcontextprotocol/related-task': { taskId } });
-    expect(again.result.task.taskId).toBe(taskId);
+    // Asked again: the same task, as it is now (this request did not begin it).
+    expect(again.result.task).toMatchObject({ taskId, status: 'completed' });
     expect(again.result._meta['io.modelcontextprotocol/model-immediate-response']).toMatch(/^Already done/);
   });
 

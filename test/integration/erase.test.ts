@@ -92,6 +92,7 @@ describe('eraseTenant', () => {
           'attempt',
           'call_id',
           'claim_id',
+          'completed_at',
           'created_at',
           'expiration',
           'id',

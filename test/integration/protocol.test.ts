@@ -104,6 +104,7 @@ describe('a call record’s transitions', () => {
       fromClaimId: held.claimId,
       validation: 'v1',
       lockEndsMs: ended + 5_000,
+      ttlSeconds: TTL_SECONDS,
     };
     const before = await itemOf(first.recordKey);
 
@@ -140,6 +141,7 @@ describe('a call record’s transitions', () => {
         fromClaimId: held.claimId,
         validation: 'v1',
         lockEndsMs: first.expiresAtS * 1000 + 1_000,
+        ttlSeconds: TTL_SECONDS,
       },
       first.lockEndsMs + 1,
     );
@@ -157,13 +159,19 @@ describe('a call record’s transitions', () => {
         fromClaimId: lostClaim.claimId,
         validation: 'v1',
         lockEndsMs: Date.now() + 10_000,
+        ttlSeconds: TTL_SECONDS,
       },
       first.lockEndsMs + 1,
     );
     const before = await itemOf(first.recordKey);
 
     const answers = [
-      await store(table, lostClaim, { receipt: '{"n":1}', replayed: false }, first.expiresAtS),
+      await store(
+        table,
+        lostClaim,
+        { receipt: '{"n":1}', replayed: false },
+        { expiresAtS: first.expiresAtS, completedAtMs: Date.now() },
+      ),
       await park(table, lostClaim, Date.now()),
       await release(table, lostClaim),
       await fixDownstreamKey(table, lostClaim, 'rs1_other'),
@@ -177,11 +185,21 @@ describe('a call record’s transitions', () => {
     const first = firstClaim();
     const own = await claimed(first);
 
-    const stored = await store(table, own, { receipt: '{"n":1}', replayed: false }, first.expiresAtS + 10);
+    const completedAtMs = Date.now();
+    const stored = await store(
+      table,
+      own,
+      { receipt: '{"n":1}', replayed: false },
+      { expiresAtS: first.expiresAtS + 10, completedAtMs },
+    );
 
     expect(stored).toBe('stored');
     const record = await readCallRecord(table, first.recordKey);
-    expect(record).toMatchObject({ status: 'COMPLETED', outcome: { receipt: '{"n":1}', replayed: false } });
+    expect(record).toMatchObject({
+      status: 'COMPLETED',
+      outcome: { receipt: '{"n":1}', replayed: false },
+      completedAtMs,
+    });
     expect(record?.call).toBeUndefined();
     expect(record?.expiresAtS).toBe(first.expiresAtS + 10);
   });

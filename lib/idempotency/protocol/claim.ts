@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { type CallRecord, callIdOf, callRecordOf, STATUS } from '../call-state';
+import { type CallRecord, callIdOf, callRecordOf, createdAtOf, STATUS } from '../call-state';
 import { conditionally, type IdempotencyTable, lockEndedOn } from './table';
 
 /** The claim one attempt holds: written once, by `claim` or `takeOver`, and read by everything after it. */
@@ -23,6 +23,8 @@ export interface Claim {
    * window it falls in — however late an attempt (a retry, the completer) runs it.
    */
   readonly askedAtMs: number;
+  /** The record's TTL (epoch s) while in flight: the first claim set it, a takeover keeps it. */
+  readonly expiresAtS: number;
 }
 
 /** What a first claim writes. */
@@ -81,7 +83,15 @@ export async function claim(table: IdempotencyTable, first: FirstClaim, nowMs: n
   const callId = callIdOf(first.recordKey, claimId);
   return {
     kind: 'claimed',
-    claim: { recordKey: first.recordKey, claimId, attempt: 1, downstreamKey: undefined, callId, askedAtMs: nowMs },
+    claim: {
+      recordKey: first.recordKey,
+      claimId,
+      attempt: 1,
+      downstreamKey: undefined,
+      callId,
+      askedAtMs: nowMs,
+      expiresAtS: first.expiresAtS,
+    },
   };
 }
 
@@ -92,6 +102,8 @@ export interface TakeOver {
   readonly validation: string;
   /** The new lock (epoch ms): it must not end after the record's TTL. */
   readonly lockEndsMs: number;
+  /** The tool's TTL: when a record an earlier version claimed (no `created_at`) was first claimed. */
+  readonly ttlSeconds: number;
 }
 
 /**
@@ -130,7 +142,8 @@ export async function takeOver(table: IdempotencyTable, from: TakeOver, nowMs: n
     attempt: record.attempt,
     downstreamKey: record.downstreamKey,
     callId: record.callId,
-    askedAtMs: record.createdAtMs,
+    askedAtMs: createdAtOf(record, from.ttlSeconds),
+    expiresAtS: record.expiresAtS,
   };
   return { kind: 'claimed', claim: claimed };
 }

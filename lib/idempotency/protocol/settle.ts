@@ -17,7 +17,7 @@ export async function store(
   table: IdempotencyTable,
   claim: Claim,
   outcome: StoredOutcome,
-  expiresAtS: number,
+  { expiresAtS, completedAtMs }: { readonly expiresAtS: number; readonly completedAtMs: number },
 ): Promise<'stored' | 'claim_lost'> {
   const attr = table.attributes;
   const written = await conditionally(
@@ -25,7 +25,7 @@ export async function store(
     new UpdateItemCommand({
       TableName: table.tableName,
       Key: marshall({ [attr.key]: claim.recordKey }),
-      UpdateExpression: 'SET #expiry = :expiry, #status = :status, #data = :data REMOVE #call',
+      UpdateExpression: 'SET #expiry = :expiry, #status = :status, #data = :data, #completed = :completed REMOVE #call',
       ConditionExpression: '#claim = :claim',
       ExpressionAttributeNames: {
         '#expiry': attr.expiry,
@@ -33,9 +33,16 @@ export async function store(
         '#data': attr.data,
         '#claim': attr.claim,
         '#call': attr.call,
+        '#completed': attr.completedAt,
       },
       ExpressionAttributeValues: marshall(
-        { ':expiry': expiresAtS, ':status': STATUS.completed, ':data': outcome, ':claim': claim.claimId },
+        {
+          ':expiry': expiresAtS,
+          ':status': STATUS.completed,
+          ':data': outcome,
+          ':completed': completedAtMs,
+          ':claim': claim.claimId,
+        },
         { removeUndefinedValues: true },
       ),
     }),

@@ -10,7 +10,7 @@ import { runSchedule } from './schedule';
 import { createExploreWorld, type ExploreWorld } from './world';
 
 /** Schedules per scenario: small enough for a run per mutant, every scenario's faults included. */
-const PER_SCENARIO = Number(process.env.MUTATE_EXPLORE_PER_SCENARIO ?? 12);
+const PER_SCENARIO = Number(process.env.MUTATE_EXPLORE_PER_SCENARIO ?? 8);
 
 let world: ExploreWorld;
 beforeAll(async () => {

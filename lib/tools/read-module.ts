@@ -1,6 +1,6 @@
 import type * as z from 'zod/mini';
 import { fieldProblem } from '../idempotency/definition';
-import type { ErrorCode } from '../idempotency/errors';
+import { type ErrorCode, InternalError } from '../idempotency/errors';
 import type { Identity, JsonObject } from '../idempotency/types';
 import type { TableAccess } from './tool-module';
 
@@ -41,7 +41,12 @@ export interface ReadSpec<N extends string, S extends z.ZodMiniObject, F extends
    * names nothing), naming the field; nothing is read.
    */
   readonly args: S;
-  /** What it finds: the answer's fields besides `ok` and `next` (its MCP `outputSchema`, its OpenAPI answer). */
+  /**
+   * What it finds: the answer's fields besides `ok` and `next` (its MCP `outputSchema`, its OpenAPI answer).
+   * Every answer is parsed with it before it is sent: a field it does not name (a stored row's `tenant`,
+   * `created_by`) or a value of another type answers `internal`, logged with the read's name and the field,
+   * never the data.
+   */
   readonly found: F;
   /** The tables and actions `read` uses (through `services`), by the tables' names in the app. */
   readonly access: TableAccess;
@@ -121,7 +126,17 @@ export function defineReadModule<
         async call(input, caller, refused) {
           const args = spec.args.safeParse(input);
           if (!args.success) return readFailure(refused, fieldProblem(args.error, 'arguments'));
-          return (await read(args.data, caller, services)) as ReadAnswer<JsonObject>;
+          const answer = await read(args.data, caller, services);
+          if (!answer.ok) return answer;
+          // What it found, as `found` says it (a typed row may hold more): both transports send this.
+          const { ok, ...fields } = answer;
+          const found = spec.found.safeParse(fields);
+          if (!found.success) {
+            throw new InternalError(
+              `read ${spec.name}: found refuses its answer: ${fieldProblem(found.error, 'found')}`,
+            );
+          }
+          return { ok, ...found.data } as ReadAnswer<JsonObject>;
         },
       };
     },

@@ -16,15 +16,16 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import {
-  API_ENTRIES,
   apiEntries,
   apiRoutes,
   completerAccess,
   DEFAULT_ROUTE_ENTRY,
+  entryNameProblems,
   type FunctionAccess,
   INVOCATION_TIMEOUT_SECONDS,
   type ReadRoute,
   type RouteDefinition,
+  readRouteProblems,
 } from '../api/routes';
 import { tableEnvVar } from '../store/tables';
 import type { AnyToolModule, TableAccess } from '../tools/tool-module';
@@ -556,23 +557,15 @@ export function retrysafePropProblems(props: RetrysafeProps): string[] {
   const problems: string[] = [];
   const tables = props.tables ?? {};
   const tools = props.tools ?? [];
+  const reads = props.reads ?? [];
   if (tools.length === 0) problems.push('tools: at least one tool');
-  const names = new Map<string, number>();
-  for (const name of [
-    ...tools.map((entry) => entry.tool?.name),
-    ...(props.reads ?? []).map((read) => read.read?.name),
-  ]) {
-    names.set(name, (names.get(name) ?? 0) + 1);
-  }
-  for (const [name, count] of names) {
-    if (count > 1) problems.push(`${name}: ${count} tools or reads have this name`);
-    if (Object.hasOwn(API_ENTRIES, name) || name === 'complete' || name === 'erase') {
-      problems.push(`${name}: a tool or read cannot be named like one of retrysafe's own entry points`);
-    }
-  }
+  problems.push(
+    ...entryNameProblems([...tools.map((entry) => entry.tool?.name), ...reads.map((read) => read.read?.name)]),
+    ...readRouteProblems(reads.map((read) => read.read).filter(Boolean)),
+  );
   const accessOf = [
     ...tools.map((entry) => [`tools.${entry.tool?.name}.access`, entry.tool?.access ?? {}] as const),
-    ...(props.reads ?? []).map((read) => [`reads.${read.read?.name}.access`, read.read?.access ?? {}] as const),
+    ...reads.map((read) => [`reads.${read.read?.name}.access`, read.read?.access ?? {}] as const),
     ['eraseAccess', props.eraseAccess ?? {}] as const,
   ];
   for (const [where, access] of accessOf) {
@@ -583,9 +576,7 @@ export function retrysafePropProblems(props: RetrysafeProps): string[] {
   }
   const files: Array<[string, string | undefined]> = [
     ...tools.map((entry) => [`tools.${entry.tool?.name}.entry`, entry.entry] as [string, string | undefined]),
-    ...(props.reads ?? []).map(
-      (read) => [`reads.${read.read?.name}.entry`, read.entry] as [string, string | undefined],
-    ),
+    ...reads.map((read) => [`reads.${read.read?.name}.entry`, read.entry] as [string, string | undefined]),
     ...(['mcp', 'complete', 'list_tools', 'openapi'] as const).map(
       (name) => [`entries.${name}`, props.entries?.[name]] as [string, string | undefined],
     ),

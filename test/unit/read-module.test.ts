@@ -127,3 +127,43 @@ describe("a read's answer, checked against its found schema before either transp
     expect(structured).toEqual(body);
   });
 });
+
+describe("defineReadModule's checks of the arguments", () => {
+  /** A read at `/pages/{page}` whose one argument is `page`. */
+  const pageRead = (page: z.ZodMiniType) => () =>
+    defineReadModule({
+      name: 'get_page',
+      description: 'A page of notes.',
+      path: '/pages/{page}',
+      args: z.strictObject({ page }),
+      found: z.strictObject({ notes: z.array(z.string()) }),
+      access: {},
+      async read() {
+        return { ok: true, notes: [] };
+      },
+    });
+
+  it.each([
+    ['an integer', z.int().check(z.positive())],
+    ['a number', z.number()],
+    ['a boolean', z.boolean()],
+    ['an optional number', z.optional(z.number())],
+    ['a number literal', z.literal(2)],
+    ['an object', z.strictObject({ n: z.string() })],
+  ])('refuses %s: REST sends a path parameter as text, so it could never match', (_label, page) => {
+    expect(pageRead(page)).toThrow(
+      new Error('read get_page: args.page: not a string (REST sends a path parameter as text)'),
+    );
+  });
+
+  it.each([
+    ['a string', z.string().check(z.minLength(1))],
+    ['a string of a format', z.uuid()],
+    ['a string enum', z.enum(['first', 'last'])],
+    ['a string literal', z.literal('first')],
+    ['an optional string', z.optional(z.string())],
+    ['a string piped into a number', z.pipe(z.string(), z.transform(Number))],
+  ])('accepts %s', (_label, page) => {
+    expect(pageRead(page)).not.toThrow();
+  });
+});

@@ -1,9 +1,10 @@
 // `retrysafe init`: a working app skeleton — one tool written the correct way (createOnce), its test on
 // DynamoDB Local, the config `retrysafe dev` reads, the Lambda entries and a CDK app — so that a new app
 // starts from something CI has run (examples/init/run creates one from the packed tarball and runs it).
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { DevError } from '../dev/dev-error';
+import { packageManifest } from '../package-manifest';
 import { flagsOf, UsageError } from './args';
 
 export const INIT_USAGE = `usage: retrysafe init [DIR] [--name NAME] [--retrysafe SPEC] [--force]
@@ -16,21 +17,9 @@ jest.config.js and cdk.json. Then: npm install && npm test && npx retrysafe dev.
   --retrysafe SPEC  the retrysafe dependency to write (default: ^<this version>; a tarball: file:PATH)
   --force           write into a directory that is not empty (never overwrites a file)`;
 
-/** This package's manifest, found by walking up from this file (lib/cli in the sources, dist/ built). */
-function ownManifest(): { version: string; peerDependencies: Record<string, string> } {
-  for (let dir = __dirname; ; dir = dirname(dir)) {
-    const file = join(dir, 'package.json');
-    if (existsSync(file)) {
-      const manifest = JSON.parse(readFileSync(file, 'utf8'));
-      if (manifest.name === 'retrysafe') return manifest;
-    }
-    if (dirname(dir) === dir) throw new Error("retrysafe init: cannot find retrysafe's package.json");
-  }
-}
-
 /** The skeleton's files, by path. */
 function skeleton(name: string, retrysafe: string): Record<string, string> {
-  const peers = ownManifest().peerDependencies;
+  const peers = packageManifest().peerDependencies;
   const packageJson = {
     name,
     private: true,
@@ -298,7 +287,7 @@ export async function initCommand(argv: readonly string[], cwd: string): Promise
   if (!/^(@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/.test(name)) {
     throw new UsageError(`--name: "${name}" is not an npm package name (lowercase, no spaces)`, INIT_USAGE);
   }
-  const files = skeleton(name, values.retrysafe ?? `^${ownManifest().version}`);
+  const files = skeleton(name, values.retrysafe ?? `^${packageManifest().version}`);
   if (existsSync(dir)) {
     const present = readdirSync(dir).filter((entry) => entry !== '.git');
     if (present.length > 0 && !values.force) {

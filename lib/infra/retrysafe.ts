@@ -28,6 +28,7 @@ import {
   type RouteDefinition,
   readRouteProblems,
 } from '../api/routes';
+import { packageManifest } from '../package-manifest';
 import { tableEnvVar } from '../store/tables';
 import type { AnyToolModule, TableAccess } from '../tools/tool-module';
 import { CompleterTriggers } from './completer-triggers';
@@ -646,7 +647,7 @@ export function retrysafePropProblems(props: RetrysafeProps): string[] {
   if (props.tracing !== undefined && !TRACING_DEPTHS.includes(props.tracing)) {
     problems.push(`tracing: ${String(props.tracing)} is not one of ${TRACING_DEPTHS.join(', ')}`);
   }
-  problems.push(...needsProblems(props));
+  problems.push(...bundlingProblems(props), ...needsProblems(props));
   return problems;
 }
 
@@ -682,6 +683,54 @@ function needsProblems(props: RetrysafeProps): string[] {
     }
   }
   return problems;
+}
+
+/**
+ * The packages retrysafe's own code loads in the functions that the Lambda runtime does not provide: its
+ * dependencies and required peers (zod), but for those `BUNDLING` leaves to the runtime (the AWS SDK, the
+ * Powertools layer's Tracer). Read from its own package.json, from the sources or from dist/.
+ */
+function ownBundledPackages(): string[] {
+  const manifest = packageManifest();
+  const peers = Object.keys(manifest.peerDependencies).filter(
+    (name) => !manifest.peerDependenciesMeta?.[name]?.optional,
+  );
+  return [...Object.keys(manifest.dependencies), ...peers].filter(
+    (name) => !BUNDLING.externalModules.some((pattern) => leavesOut(pattern, name)),
+  );
+}
+
+/**
+ * Whether esbuild's `external` entry `pattern` (a name, a subpath, or a `*` wildcard) leaves out the
+ * package `name` or a part of it: `zod/mini` leaves out what `zod` is loaded for, `@aws-sdk/*` every SDK
+ * client.
+ */
+function leavesOut(pattern: string, name: string): boolean {
+  const matcher = new RegExp(
+    `^${pattern
+      .split('*')
+      .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  );
+  return matcher.test(name) || pattern.startsWith(`${name}/`);
+}
+
+/**
+ * Every problem of `bundling.externalModules`: an entry that leaves out a package retrysafe's own code
+ * loads (its functions would `require` it at init, where the runtime has none, and fail).
+ */
+function bundlingProblems(props: RetrysafeProps): string[] {
+  const externals = props.bundling?.externalModules ?? [];
+  if (externals.length === 0) return [];
+  const own = ownBundledPackages();
+  return externals.flatMap((pattern) => {
+    const left = own.filter((name) => leavesOut(pattern, name));
+    return left.length === 0
+      ? []
+      : [
+          `bundling.externalModules: ${pattern} would leave retrysafe's own ${left.join(', ')} out of the bundles (its code loads them in the functions, and the Lambda runtime has none: they would fail at init)`,
+        ];
+  });
 }
 
 /** Every prop checked up front, every problem in one error. */

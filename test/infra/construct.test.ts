@@ -308,6 +308,23 @@ describe("what the tools' and reads' code needs (needs)", () => {
     expect(given.sort()).toEqual(['get_balance', 'mcp']);
     expect(granted.sort()).toEqual(['get_balance', 'mcp']);
   });
+
+  it("refuses to leave out of the bundles a package retrysafe's own code loads", () => {
+    const attempt = () =>
+      appStack({ bundling: { externalModules: ['canonicalize', 'stripe', 'zod/mini', '@modelcontextprotocol/*'] } });
+
+    expect(attempt).toThrow(
+      new Error(
+        ['canonicalize', ['zod/mini', 'zod'], ['@modelcontextprotocol/*', '@modelcontextprotocol/sdk']]
+          .map((entry) => {
+            const [pattern, left] = typeof entry === 'string' ? [entry, entry] : entry;
+            return `bundling.externalModules: ${pattern} would leave retrysafe's own ${left} out of the bundles (its code loads them in the functions, and the Lambda runtime has none: they would fail at init)`;
+          })
+          .join('; ')
+          .replace(/^/, 'Retrysafe: '),
+      ),
+    );
+  });
 });
 
 describe('the bundles of an app whose tool and read import packages its bundling leaves out', () => {

@@ -10,8 +10,8 @@ import { flagsOf, UsageError } from './args';
 export const INIT_USAGE = `usage: retrysafe init [DIR] [--name NAME] [--retrysafe SPEC] [--force]
 
 Writes an app skeleton into DIR (default: the current directory): one tool (add_note) with its test, its
-table, retrysafe.config.ts, the Lambda entries and a CDK app, with package.json, tsconfig.json,
-jest.config.js and cdk.json. Then: npm install && npm test && npx retrysafe dev.
+table, its (empty) list of reads, retrysafe.config.ts, the Lambda entries and a CDK app, with package.json,
+tsconfig.json, jest.config.js and cdk.json. Then: npm install && npm test && npx retrysafe dev.
 
   --name NAME       the package's name (default: DIR's name)
   --retrysafe SPEC  the retrysafe dependency to write (default: ^<this version>; a tarball: file:PATH)
@@ -83,11 +83,12 @@ module.exports = {
     'retrysafe.config.ts': `// What \`retrysafe dev\`, \`calls\`, \`complete\` and \`erase\` know of this app: the same tools, services and
 // tables its Lambda entries and its CDK app (bin/app.ts) are built from.
 import { defineConfig } from 'retrysafe/config';
+import { READS } from './src/reads';
 import { services } from './src/services';
 import { TABLES } from './src/tables';
 import { TOOLS } from './src/tools';
 
-export default defineConfig({ tools: TOOLS, services, tables: TABLES });
+export default defineConfig({ tools: TOOLS, reads: READS, services, tables: TABLES });
 `,
     'src/tables.ts': `import type { TableSchema } from 'retrysafe/testing';
 
@@ -145,6 +146,13 @@ export const addNote = defineToolModule({
 /** The app's tools: the MCP function, the completer, GET /tools and \`retrysafe dev\` serve these. */
 export const TOOLS = [addNote] as const;
 `,
+    'src/reads/index.ts': `/**
+ * The app's own reads (defineReadModule from retrysafe/tools: a GET route and a read-only MCP tool each),
+ * none yet. The one list the config, the MCP and OpenAPI entries and the CDK app all take: a read added
+ * here is served, listed and deployed everywhere.
+ */
+export const READS = [] as const;
+`,
     'src/lambdas/add_note.ts': `import { toolEntry } from 'retrysafe/lambda/tool';
 import { services } from '../services';
 import { addNote } from '../tools/add-note';
@@ -152,10 +160,11 @@ import { addNote } from '../tools/add-note';
 export const handler = toolEntry(addNote, services);
 `,
     'src/lambdas/mcp.ts': `import { mcpEntry } from 'retrysafe/lambda/mcp';
+import { READS } from '../reads';
 import { services } from '../services';
 import { TOOLS } from '../tools';
 
-export const handler = mcpEntry(TOOLS, services);
+export const handler = mcpEntry(TOOLS, services, { reads: READS });
 `,
     'src/lambdas/complete.ts': `import { completerEntry } from 'retrysafe/lambda/completer';
 import { services } from '../services';
@@ -174,15 +183,17 @@ import { TOOLS } from '../tools';
 export const handler = listToolsEntry(TOOLS);
 `,
     'src/lambdas/openapi.ts': `import { openApiEntry } from 'retrysafe/lambda/listing';
+import { READS } from '../reads';
 import { TOOLS } from '../tools';
 
-export const handler = openApiEntry(TOOLS);
+export const handler = openApiEntry(TOOLS, READS);
 `,
     'bin/app.ts': `// The app's CDK app: its table and the Retrysafe construct over its tools. \`npx cdk synth\` runs offline;
 // to deploy, give your OIDC provider's issuer and audience (-c issuer=… -c audience=…).
 import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { definedTable, eraseAccessOf, Retrysafe } from 'retrysafe/cdk';
+import { READS } from '../src/reads';
 import { TABLES } from '../src/tables';
 import { addNote } from '../src/tools/add-note';
 
@@ -192,6 +203,7 @@ const entry = (file: string) => join(__dirname, '..', 'src', 'lambdas', \`\${fil
 
 new Retrysafe(stack, 'Tools', {
   tools: [{ tool: addNote, entry: entry('add_note') }],
+  reads: READS.map((read) => ({ read, entry: entry(read.name) })),
   entries: {
     mcp: entry('mcp'),
     complete: entry('complete'),

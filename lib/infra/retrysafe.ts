@@ -170,13 +170,13 @@ function needsOf(entry: string, tools: readonly RetrysafeTool[], reads: readonly
  * (`retrysafe/lambda` has a one-line factory for each).
  */
 export interface RetrysafeEntries {
-  /** `export const handler = mcpEntry(tools, services)`. */
+  /** `export const handler = mcpEntry(TOOLS, services, { reads: READS })` (`READS`: the same list as `reads`). */
   readonly mcp: string;
-  /** `export const handler = completerEntry(tools, services)`. */
+  /** `export const handler = completerEntry(TOOLS, services)`. */
   readonly complete: string;
-  /** `export const handler = listToolsEntry(tools)`. */
+  /** `export const handler = listToolsEntry(TOOLS)`. */
   readonly list_tools: string;
-  /** `export const handler = openApiEntry(tools)`. */
+  /** `export const handler = openApiEntry(TOOLS, READS)`. */
   readonly openapi: string;
   /**
    * Tenant erase (`eraseEntry(scope)`), with `eraseAccess` for the domain tables it empties.

@@ -1,0 +1,6 @@
+/**
+ * The app's own reads (`defineReadModule` from retrysafe/tools: a GET route and a read-only MCP tool each),
+ * none yet. The one list retrysafe.config.ts, the MCP and OpenAPI entries and the CDK app (bin/app.ts)
+ * all take: a read added here is served, documented and deployed everywhere at once.
+ */
+export const READS = [] as const;

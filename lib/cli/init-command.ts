@@ -146,12 +146,15 @@ export const addNote = defineToolModule({
 /** The app's tools: the MCP function, the completer, GET /tools and \`retrysafe dev\` serve these. */
 export const TOOLS = [addNote] as const;
 `,
-    'src/reads/index.ts': `/**
+    'src/reads/index.ts': `import type { ReadsOver } from 'retrysafe/lambda';
+import type { Services } from '../services';
+
+/**
  * The app's own reads (defineReadModule from retrysafe/tools: a GET route and a read-only MCP tool each),
- * none yet. The one list the config, the MCP and OpenAPI entries and the CDK app all take: a read added
- * here is served, listed and deployed everywhere.
+ * none yet, over the app's services. The one list the config, the MCP and OpenAPI entries and the CDK app
+ * all take: a read added here is served, documented and deployed everywhere at once.
  */
-export const READS = [] as const;
+export const READS: ReadsOver<Services> = [];
 `,
     'src/lambdas/add_note.ts': `import { toolEntry } from 'retrysafe/lambda/tool';
 import { services } from '../services';

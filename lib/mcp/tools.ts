@@ -220,7 +220,7 @@ export function mcpTools<Svc>(
   tools: readonly ToolModule<string, z.ZodMiniObject, JsonObject, Svc>[],
   services: Svc,
   runtime: ToolRuntime,
-  reads: readonly ReadModule<string, z.ZodMiniObject, z.ZodMiniObject, Svc>[] = [],
+  reads: readonly ReadModule<string, z.ZodMiniObject, z.ZodMiniObject, Svc>[],
 ): McpTool[] {
   return [
     ...tools.map((tool) => writeTool(tool.bind(services), runtime)),

@@ -52,7 +52,8 @@ export const BUNDLE_BUDGET_BYTES = 131 * 1024;
  * the lazy answers' wrappers; 451 KB until a 401 said why a token is refused and `get_operation` answered
  * `stalled` — ~2.4 KB of messages and one schema branch, 464,225 bytes; 454 KB until makeIdempotent went:
 447,734 bytes, the room left for MCP tasks; 442 KB until MCP tasks came: their handlers, task ids, the task
-view and a call's record as its attempt left it, +6.7 KB — 454,422 bytes).
+view and a call's record as its attempt left it, +6.7 KB — 454,422 bytes; then a read's answer parsed with its
+`found` schema and a read's argument that takes no text refused: +515 bytes).
  */
 export const MCP_BUNDLE_BUDGET_BYTES = 446 * 1024;
 

@@ -10,17 +10,21 @@ import { join } from 'node:path';
 import { commandFlags } from '../../bin/cli-args';
 import { startDynamoDBLocal } from '../../lib/local/dynamodb-local';
 
-const USAGE = `usage: npm run mutate [-- --force]
+const USAGE = `usage: npm run mutate [-- --force] [-- --files GLOB[,GLOB…]]
 
 Mutation testing of the write path (stryker.config.mjs): each mutant of call-state, the protocol's
 transitions, the runtime, the attempt, intents, the completer, erase and the task view, run against
 their unit and integration tests and a fixed sample of the explorer's schedules. Writes
 reports/mutation/mutation.{json,html}; incremental (test/mutation/stryker-incremental.json).
 
-  --force     mutate everything, not only what changed since the incremental file`;
+  --force     mutate everything, not only what changed since the incremental file
+  --files     only these of stryker.config.mjs's files (globs, comma-separated)`;
 
 const ROOT = join(__dirname, '..', '..');
-const { force } = commandFlags(USAGE, { force: { type: 'boolean', default: false } });
+const { force, files } = commandFlags(USAGE, {
+  force: { type: 'boolean', default: false },
+  files: { type: 'string' },
+});
 
 async function main(): Promise<number> {
   const store = await startDynamoDBLocal({ accessKeyId: 'local' });
@@ -31,6 +35,7 @@ async function main(): Promise<number> {
         join(ROOT, 'node_modules', '@stryker-mutator', 'core', 'bin', 'stryker.js'),
         'run',
         ...(force ? ['--force'] : []),
+        ...(files ? ['--mutate', files] : []),
       ],
       {
         cwd: ROOT,

@@ -1,6 +1,6 @@
 /**
  * MCP tasks (protocol revision 2025-11-25, experimental; SEP-1686) over the call record: a write called
- * with `task` is the same call, and its task is a view of its record (`ToolRuntime.task`, the core's
+ * with `task` is the same call, and its task is a view of its record (`callAsTask`, `readTask`: the core's
  * `taskOf`) — nothing is kept in memory between requests, no table or write is added, and any process
  * answers any task. What this module adds is the wire: the task id, the `Task` object, the errors.
  *

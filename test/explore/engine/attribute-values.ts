@@ -101,25 +101,44 @@ export function addNumbers(a: string, b: string, sign: 1 | -1 = 1): string {
 
 // ---- comparison and equality ----
 
-const utf8 = (text: string) => Buffer.from(text, 'utf8');
+const utf8Length = (text: string) => Buffer.byteLength(text, 'utf8');
 
 /** A binary value's bytes: base64 text as the wire (JSON) carries it, or bytes. */
 export function bytesOf(binary: Uint8Array | string): Buffer {
   return typeof binary === 'string' ? Buffer.from(binary, 'base64') : Buffer.from(binary);
 }
 
+/**
+ * Two strings in the order of their UTF-8 bytes, which is the order of their code points. UTF-16 code
+ * units (JavaScript's `<`) have that order too, except a surrogate against a unit from U+E000 up.
+ */
+function compareUtf8(a: string, b: string): number {
+  if (a === b) return 0;
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    const surrogate = (c: number) => c >= 0xd800 && c <= 0xdfff;
+    if (surrogate(x) || surrogate(y)) return a.codePointAt(i)! - b.codePointAt(i)!;
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
 /** Order of two scalars of one type (S: UTF-8 bytes, N: numeric, B: bytes); undefined if not comparable. */
 export function compareScalars(a: AttributeValue, b: AttributeValue): number | undefined {
+  if (a.S !== undefined) return b.S !== undefined ? compareUtf8(a.S, b.S) : undefined;
   const type = typeOf(a);
   if (type !== typeOf(b)) return undefined;
   if (type === 'N') return compareNumbers(a.N!, b.N!);
-  if (type === 'S') return Buffer.compare(utf8(a.S!), utf8(b.S!));
   if (type === 'B') return Buffer.compare(bytesOf(a.B!), bytesOf(b.B!));
   return undefined;
 }
 
 /** DynamoDB's equality: same type and value (sets in any order, numbers by value). */
 export function equalValues(a: AttributeValue, b: AttributeValue): boolean {
+  if (a.S !== undefined) return a.S === b.S;
   const type = typeOf(a);
   if (type !== typeOf(b)) return false;
   switch (type) {
@@ -203,13 +222,13 @@ function numberSize(text: string): number {
 export function valueSize(value: AttributeValue): number {
   switch (typeOf(value)) {
     case 'S':
-      return utf8(value.S!).length;
+      return utf8Length(value.S!);
     case 'N':
       return numberSize(value.N!);
     case 'B':
       return bytesOf(value.B!).length;
     case 'SS':
-      return value.SS!.reduce((sum, member) => sum + utf8(member).length, 0);
+      return value.SS!.reduce((sum, member) => sum + utf8Length(member), 0);
     case 'NS':
       return value.NS!.reduce((sum, member) => sum + numberSize(member), 0);
     case 'BS':
@@ -229,7 +248,7 @@ export function valueSize(value: AttributeValue): number {
 /** An item's size: each attribute's name (UTF-8) and value. */
 export function itemSize(item: Item): number {
   let size = 0;
-  for (const [name, value] of Object.entries(item)) size += utf8(name).length + valueSize(value);
+  for (const name in item) size += utf8Length(name) + valueSize(item[name]!);
   return size;
 }
 
@@ -241,7 +260,7 @@ const SALT = Buffer.from('LocalDdb');
 /** The 20-byte hash DynamoDB Local orders partitions by (and splits into Scan segments). */
 export function partitionHash(value: AttributeValue): Buffer {
   const digest = createHash('sha1').update(SALT);
-  if (value.S !== undefined) return digest.update(utf8(value.S)).digest();
+  if (value.S !== undefined) return digest.update(value.S, 'utf8').digest();
   if (value.B !== undefined) return digest.update(bytesOf(value.B)).digest();
   throw new NotModelledError('a number partition key (its hash is not modelled)');
 }

@@ -74,6 +74,8 @@ interface KeyAttribute {
 interface StoredItem {
   /** Replaced in place by a write, so that the scan order (kept until an item comes or goes) stays valid. */
   item: Item;
+  /** Its size (`itemSize`), for pages and capacity units. */
+  size: number;
   /** DynamoDB Local's partition hash of the item's partition key. */
   readonly hash: Buffer;
 }
@@ -173,11 +175,14 @@ class Table {
   write(key: Item, previous: Item | undefined, next: Item | undefined): void {
     const id = this.keyString(key);
     if (next) {
-      if (itemSize(next) > 400 * 1024) throw validation('Item size has exceeded the maximum allowed size');
+      const size = itemSize(next);
+      if (size > 400 * 1024) throw validation('Item size has exceeded the maximum allowed size');
       const entry = this.items.get(id);
-      if (entry) entry.item = next;
-      else {
-        this.items.set(id, { item: next, hash: partitionHash(next[this.hashKey.name]!) });
+      if (entry) {
+        entry.item = next;
+        entry.size = size;
+      } else {
+        this.items.set(id, { item: next, size, hash: partitionHash(next[this.hashKey.name]!) });
         this.#ordered = undefined;
       }
     } else if (previous) {
@@ -217,6 +222,13 @@ class Table {
     return this.#ordered;
   }
 
+  keySchema(): Array<{ AttributeName: string; KeyType: 'HASH' | 'RANGE' }> {
+    return [
+      { AttributeName: this.hashKey.name, KeyType: 'HASH' },
+      ...(this.rangeKey ? [{ AttributeName: this.rangeKey.name, KeyType: 'RANGE' as const }] : []),
+    ];
+  }
+
   describe(): Record<string, unknown> {
     return {
       TableName: this.name,
@@ -224,12 +236,9 @@ class Table {
       TableArn: `arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/${this.name}`,
       CreationDateTime: this.created / 1000,
       AttributeDefinitions: this.definitions,
-      KeySchema: [
-        { AttributeName: this.hashKey.name, KeyType: 'HASH' },
-        ...(this.rangeKey ? [{ AttributeName: this.rangeKey.name, KeyType: 'RANGE' }] : []),
-      ],
+      KeySchema: this.keySchema(),
       ItemCount: this.items.size,
-      TableSizeBytes: [...this.items.values()].reduce((sum, { item }) => sum + itemSize(item), 0),
+      TableSizeBytes: [...this.items.values()].reduce((sum, { size }) => sum + size, 0),
       BillingModeSummary: { BillingMode: 'PAY_PER_REQUEST' },
       ProvisionedThroughput: { ReadCapacityUnits: 0, WriteCapacityUnits: 0, NumberOfDecreasesToday: 0 },
       ...(this.stream
@@ -545,7 +554,7 @@ const OPERATIONS: Record<string, Operation> = {
         StreamViewType: stream.viewType,
         CreationRequestDateTime: table.created / 1000,
         TableName: table.name,
-        KeySchema: table.describe().KeySchema,
+        KeySchema: table.keySchema(),
         Shards: [{ ShardId: stream.shardId, SequenceNumberRange: { StartingSequenceNumber: '1'.padStart(21, '0') } }],
       },
     };
@@ -683,12 +692,11 @@ function page(
   let scanned = 0;
   let last: Item | undefined;
   for (let i = start; i < candidates.length; i++) {
-    const { item } = candidates[i]!;
+    const { item, size } = candidates[i]!;
     scanned += 1;
     if (!parsed.filter || evaluate(parsed.filter.tree, item, placeholders)) {
       items.push(parsed.projection ? project(item, parsed.projection.tree, placeholders) : item);
     }
-    const size = itemSize(item);
     if (bytes + size >= PAGE_BYTES) {
       bytes += size;
       if (i + 1 < candidates.length) last = item;

@@ -1,7 +1,32 @@
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { TABLES, type TableId, tableName } from '../../app/tables';
-import type { ScheduleResult } from './schedule';
+import { runSchedule, type ScheduleOptions, type ScheduleResult } from './schedule';
 import type { Exchange, ExploreWorld } from './world';
+
+/** Where the engines first disagreed on a schedule: the line of its record, on each side. */
+export interface Difference {
+  readonly index: number;
+  readonly local: string;
+  readonly memory: string;
+}
+
+/**
+ * Runs one schedule on DynamoDB Local's world, then on the in-memory engine's (from the same clock
+ * start), both made with `record`; resolves with Local's result and the first difference, if any.
+ */
+export async function crossCheckSchedule(
+  worlds: { readonly local: ExploreWorld; readonly memory: ExploreWorld },
+  options: ScheduleOptions,
+): Promise<{ result: ScheduleResult; difference: Difference | undefined }> {
+  const from = { local: worlds.local.exchanges!.length, memory: worlds.memory.exchanges!.length };
+  const result = await runSchedule(worlds.local, options);
+  const other = await runSchedule(worlds.memory, { ...options, clockStart: result.clockStart });
+  const difference = firstDifference(
+    await scheduleRecord(worlds.local, result, from.local),
+    await scheduleRecord(worlds.memory, other, from.memory),
+  );
+  return { result, difference };
+}
 
 /**
  * The cross-check of the in-memory engine against DynamoDB Local: one schedule, run on each (same
@@ -39,10 +64,7 @@ export async function scheduleRecord(world: ExploreWorld, result: ScheduleResult
 }
 
 /** The first line two records differ at, if any. */
-export function firstDifference(
-  local: readonly string[],
-  memory: readonly string[],
-): { index: number; local: string; memory: string } | undefined {
+export function firstDifference(local: readonly string[], memory: readonly string[]): Difference | undefined {
   for (let index = 0; index < Math.max(local.length, memory.length); index++) {
     if (local[index] !== memory[index]) {
       return { index, local: local[index] ?? '(nothing)', memory: memory[index] ?? '(nothing)' };

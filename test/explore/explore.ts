@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { firstDifference, scheduleRecord } from './cross-check';
+import { crossCheckSchedule } from './cross-check';
 import { type EngineName, type ExploreStore, engineNamed, startExploreStore } from './engine';
 import { SCENARIOS } from './scenarios';
 import { runSchedule, type ScheduleOptions, type ScheduleResult } from './schedule';
@@ -56,16 +56,13 @@ export async function explore(argv: string[]): Promise<number> {
         await freshWorlds();
         worldSchedules = 1;
       }
-      const from = worlds.map((world) => world.exchanges?.length ?? 0);
-      const result = await runSchedule(worlds[0]!, options);
+      if (!crossCheck) {
+        const result = await runSchedule(worlds[0]!, options);
+        checkModelled(stores);
+        return result;
+      }
+      const { result, difference } = await crossCheckSchedule({ local: worlds[0]!, memory: worlds[1]! }, options);
       checkModelled(stores);
-      if (!crossCheck) return result;
-      const other = await runSchedule(worlds[1]!, { ...options, clockStart: result.clockStart });
-      checkModelled(stores);
-      const difference = firstDifference(
-        await scheduleRecord(worlds[0]!, result, from[0]!),
-        await scheduleRecord(worlds[1]!, other, from[1]!),
-      );
       if (!difference) return result;
       differences += 1;
       console.log(`cross-check: the engines differ on ${replayCommand(result)} --cross-check`);

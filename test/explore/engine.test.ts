@@ -494,6 +494,53 @@ describe('condition expressions: the in-memory engine answers as DynamoDB Local 
     expect(JSON.parse(outcomes[0]!).outcome.written).toBe(passes);
   });
 
+  it('a Scan past 1 MB: the same pages, and the next page when the last item read is gone', async () => {
+    const table = `pages${randomBytes(3).toString('hex')}`;
+    const read = async (client: DynamoDBClient) => {
+      await client.send(
+        new CreateTableCommand({
+          TableName: table,
+          BillingMode: 'PAY_PER_REQUEST',
+          AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+          KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+        }),
+      );
+      for (let i = 0; i < 24; i++) {
+        await client.send(
+          new PutItemCommand({ TableName: table, Item: { id: S(`item-${i}`), body: S('x'.repeat(100_000 + i)) } }),
+        );
+      }
+      const pages = [];
+      let start: Record<string, AttributeValue> | undefined;
+      do {
+        const {
+          $metadata: _,
+          Items,
+          ...page
+        } = await client.send(
+          new ScanCommand({
+            TableName: table,
+            ProjectionExpression: 'id',
+            ExclusiveStartKey: start,
+            ConsistentRead: true,
+            ReturnConsumedCapacity: 'TOTAL',
+          }),
+        );
+        pages.push({ ...page, ids: Items?.map((item) => item.id!.S) });
+        start = page.LastEvaluatedKey;
+        // The item the page ended on is deleted before the next page is read.
+        if (start) await client.send(new DeleteItemCommand({ TableName: table, Key: start }));
+      } while (start);
+      return canonical(pages);
+    };
+
+    const local = await read(clients.local!);
+    const inMemory = await read(clients.memory!);
+
+    expect(inMemory).toEqual(local);
+    expect(JSON.parse(local).length).toBeGreaterThan(1);
+  });
+
   it('a parallel Scan: every segment, its order and filter, and a Query with a projection', async () => {
     const tenant = `tenant-${randomBytes(3).toString('hex')}`;
     const read = async (client: DynamoDBClient) => {

@@ -193,7 +193,9 @@ export function stored(value: AttributeValue): AttributeValue {
       return { M: storedItem(value.M!) };
     case 'SS':
     case 'BS':
-      if ((value.SS ?? value.BS)!.length === 0) throw validation('An string set  may not be empty');
+      if ((value.SS ?? value.BS)!.length === 0) {
+        throw validation('One or more parameter values were invalid: An string set  may not be empty');
+      }
       return value;
     default:
       return value;

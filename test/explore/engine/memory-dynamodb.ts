@@ -211,14 +211,15 @@ class Table {
     });
   }
 
-  /** Every item in DynamoDB Local's scan order: by partition hash, then sort key. */
+  /** DynamoDB Local's scan order: by partition hash, then sort key. */
+  compare(a: Pick<StoredItem, 'item' | 'hash'>, b: Pick<StoredItem, 'item' | 'hash'>): number {
+    const range = this.rangeKey?.name;
+    return Buffer.compare(a.hash, b.hash) || (range ? compareScalars(a.item[range]!, b.item[range]!)! : 0);
+  }
+
+  /** Every item, in scan order. */
   ordered(): StoredItem[] {
-    if (!this.#ordered) {
-      const range = this.rangeKey?.name;
-      this.#ordered = [...this.items.values()].sort(
-        (a, b) => Buffer.compare(a.hash, b.hash) || (range ? compareScalars(a.item[range]!, b.item[range]!)! : 0),
-      );
-    }
+    if (!this.#ordered) this.#ordered = [...this.items.values()].sort((a, b) => this.compare(a, b));
     return this.#ordered;
   }
 
@@ -687,9 +688,12 @@ function page(
   const capacity = only(input.ReturnConsumedCapacity, 'ReturnConsumedCapacity', ['NONE', 'TOTAL'], 'NONE');
   let start = 0;
   if (input.ExclusiveStartKey !== undefined) {
-    const after = table.keyString(table.keyOf(input.ExclusiveStartKey as Item, 'key'));
-    start = candidates.findIndex(({ item }) => table.keyString(item) === after) + 1;
-    if (start === 0) throw new NotModelledError('an ExclusiveStartKey of an item no longer in the table');
+    // Past the key's place in the order, whether or not its item is still there.
+    const after = table.keyOf(input.ExclusiveStartKey as Item, 'key');
+    const place = { item: after, hash: partitionHash(after[table.hashKey.name]!) };
+    const direction = input.ScanIndexForward === false ? -1 : 1;
+    start = candidates.findIndex((candidate) => direction * table.compare(candidate, place) > 0);
+    if (start < 0) start = candidates.length;
   }
   const items: Item[] = [];
   let bytes = 0;

@@ -49,8 +49,7 @@ export async function explore(argv: string[]): Promise<number> {
     const scenarios = values.scenario ? [values.scenario] : Object.keys(SCENARIOS);
     for (const name of scenarios)
       if (!SCENARIOS[name]) throw new Error(`no scenario ${name}; there are ${Object.keys(SCENARIOS).join(', ')}`);
-    let differences = 0;
-    /** One schedule on every engine (the first's result is the explorer's); false: the engines disagreed. */
+    /** One schedule on every engine (the first's result is the explorer's); undefined: they disagreed (printed). */
     const run = async (options: ScheduleOptions): Promise<ScheduleResult | undefined> => {
       if (worldSchedules++ >= WORLD_SCHEDULES) {
         await freshWorlds();
@@ -64,7 +63,6 @@ export async function explore(argv: string[]): Promise<number> {
       const { result, difference } = await crossCheckSchedule({ local: worlds[0]!, memory: worlds[1]! }, options);
       checkModelled(stores);
       if (!difference) return result;
-      differences += 1;
       console.log(`cross-check: the engines differ on ${replayCommand(result)} --cross-check`);
       console.log(`  first difference, line ${difference.index} of the schedule's record:`);
       console.log(`  local:  ${difference.local}`);
@@ -88,8 +86,7 @@ export async function explore(argv: string[]): Promise<number> {
       }
     }
     report(results, Date.now() - started, values.trace, engines);
-    if (crossCheck)
-      console.log(`cross-check: ${results.length} schedules on local and memory, ${differences} differences`);
+    if (crossCheck) console.log(`cross-check: ${results.length} schedules compared on local and memory, 0 differences`);
     return results.some((result) => result.violations.length > 0) ? 1 : 0;
   } finally {
     for (const world of worlds) world.destroy();

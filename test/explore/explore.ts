@@ -81,7 +81,10 @@ export async function explore(argv: string[]): Promise<number> {
       for (const options of schedulesFor(name, index, perScenario)) {
         const result = await run(options.next(results.at(-1)));
         if (!result) return 1;
-        results.push(result);
+        // A passing schedule's trace and answers are dropped (the first one's kept for --trace): 100,000
+        // schedules would otherwise hold ~10 KB each.
+        const keep = result.violations.length > 0 || results.length === 0;
+        results.push(keep ? result : { ...result, trace: [], answers: [] });
         if (result.violations.length > 0 && values['stop-at-first']) break;
       }
     }

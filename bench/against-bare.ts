@@ -17,6 +17,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { build } from 'esbuild';
+import { EXTERNAL_MODULES } from '../app/stack';
 import { LAMBDA_RUNTIME, stackEsbuildOptions } from '../lib/infra/defaults';
 import { DevSigningKey } from '../lib/local/dev-auth';
 import { editsPlugin, type SourceEdit } from './ablation';
@@ -92,7 +93,7 @@ async function bundle(entry: string, outfile: string, edits: readonly SourceEdit
   const result = await build({
     entryPoints: [entry],
     outfile,
-    ...stackEsbuildOptions(),
+    ...stackEsbuildOptions(EXTERNAL_MODULES),
     plugins: edits.length > 0 ? [editsPlugin(edits)] : [],
     sourcemap: true,
     sourcesContent: false,

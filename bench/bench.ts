@@ -34,7 +34,7 @@ import { refund as refundTool } from '../app/tools/refund';
 import { sendEmail as sendEmailTool } from '../app/tools/send-email';
 import { commandFlags } from '../bin/cli-args';
 import { eraseTenant } from '../lib/admin/erase-tenant';
-import { Completer, type StreamChange, type ToolRuntime } from '../lib/idempotency';
+import { Completer, readTask, type StreamChange, type ToolRuntime } from '../lib/idempotency';
 import { createToolRuntime } from '../lib/lambda/runtime';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
 import { applyLocalDefaults } from '../lib/local/local-env';
@@ -138,6 +138,7 @@ async function main(): Promise<void> {
       'refund: conflict (same key, other amount)',
       'send_email: first execution (dedupe window)',
       'send_email: replay (new key, same intent)',
+      'refund: MCP tasks/get (the task view, a poll)',
     ];
     const samples = new Map(
       kinds.map((kind) => [kind, { ms: [] as number[], requests: new Map(), keyRequests: 0, key: 0, domain: 0 }]),
@@ -154,21 +155,25 @@ async function main(): Promise<void> {
         created_at: new Date().toISOString(),
       });
       const email = { to: 'a@example.com', subject: 's', body: 'b' };
-      const calls: Array<[string, typeof refund | typeof sendEmail, Record<string, unknown>]> = [
-        [kinds[0]!, refund, { idempotency_key: 'k1', invoice_id: 'inv_1', amount: 1_000 }],
-        [kinds[1]!, refund, { idempotency_key: 'k1', invoice_id: 'inv_1', amount: 1_000 }],
-        [kinds[2]!, refund, { idempotency_key: 'k2', invoice_id: 'inv_1', amount: 1_000 }],
-        [kinds[3]!, refund, { idempotency_key: 'k1', invoice_id: 'inv_1', amount: 999 }],
-        [kinds[4]!, sendEmail, { idempotency_key: 'e1', ...email }],
-        [kinds[5]!, sendEmail, { idempotency_key: 'e2', ...email }],
+      const invoke = (tool: typeof refund | typeof sendEmail, input: Record<string, unknown>) => () =>
+        runtime.invoke(tool as typeof refund, identity, input, deadline());
+      const calls: Array<[string, () => Promise<unknown>]> = [
+        [kinds[0]!, invoke(refund, { idempotency_key: 'k1', invoice_id: 'inv_1', amount: 1_000 })],
+        [kinds[1]!, invoke(refund, { idempotency_key: 'k1', invoice_id: 'inv_1', amount: 1_000 })],
+        [kinds[2]!, invoke(refund, { idempotency_key: 'k2', invoice_id: 'inv_1', amount: 1_000 })],
+        [kinds[3]!, invoke(refund, { idempotency_key: 'k1', invoice_id: 'inv_1', amount: 999 })],
+        [kinds[4]!, invoke(sendEmail, { idempotency_key: 'e1', ...email })],
+        [kinds[5]!, invoke(sendEmail, { idempotency_key: 'e2', ...email })],
+        // What the MCP endpoint's tasks/get sends for the refund's task (and tasks/result for each poll).
+        [kinds[6]!, () => readTask(runtime, refund, identity, 'k1')],
       ];
-      for (const [kind, tool, input] of calls) {
+      for (const [kind, call] of calls) {
         counts.requests.clear();
         counts.keyStoreRequests = 0;
         counts.keyStoreWcu = 0;
         counts.domainWcu = 0;
         const started = process.hrtime.bigint();
-        await runtime.invoke(tool as typeof refund, identity, input, deadline());
+        await call();
         const sample = samples.get(kind)!;
         sample.ms.push(Number(process.hrtime.bigint() - started) / 1e6);
         for (const [command, n] of counts.requests)
@@ -201,6 +206,13 @@ async function main(): Promise<void> {
     console.log(
       `  idempotency table per refund: first call ${onKeyStore[0]} requests, ${onKeyStore[1]!.toFixed(1)} WCU; ` +
         `replay ${onKeyStore[2]} request (goal: 2 / 2.0 and 1, as bare Powertools): ${met ? 'met' : 'MISSED'}`,
+    );
+    const poll = samples.get(kinds[6]!)!;
+    const pollRequests = [...poll.requests].map(([command, n]) => `${command.replace('Command', '')} ${n / ROUNDS}`);
+    const pollMet = pollRequests.join() === 'GetItem 1' && poll.key === 0;
+    console.log(
+      `  an MCP task's poll (tasks/get): ${pollRequests.join(', ')}, ${(poll.key / ROUNDS).toFixed(1)} WCU ` +
+        `(goal: one GetItem, no write): ${pollMet ? 'met' : 'MISSED'}`,
     );
 
     // What a tenant erase costs instead of a tenant index: one Scan of the idempotency table.

@@ -9,11 +9,13 @@ import { DEFAULT_TRACING_DEPTH, FUNCTION_DEFAULTS, tracingEnvironment } from '..
 import { ABLATIONS, ALL_OUT } from './ablation';
 import { type AgainstBareReport, benchAgainstBare, type Entry, type WorkerRun } from './against-bare';
 import type { DeployedNode } from './deployed-node';
+import { deployedTableNames } from './lambda-like';
 
 const ROOT = join(__dirname, '..');
 
 /** The environment the stack gives every function, as far as performance goes (no NODE_OPTIONS). */
 const DEPLOYED = {
+  ...deployedTableNames(),
   POWERTOOLS_SERVICE_NAME: FUNCTION_DEFAULTS.serviceName,
   ...tracingEnvironment(DEFAULT_TRACING_DEPTH),
 };

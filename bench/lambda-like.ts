@@ -7,7 +7,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { BatchWriteItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
-import { tableName } from '../app/tables';
+import { TABLES, tableName } from '../app/tables';
+import { tableEnvVar } from '../lib/store/tables';
 
 export interface LambdaLikeOptions {
   readonly functionName: string;
@@ -146,4 +147,17 @@ export async function seedBenchInvoices(
       }),
     );
   }
+}
+
+/**
+ * The table names every function gets, as the construct sets them (`IDEMPOTENCY_TABLE`, `<NAME>_TABLE`):
+ * here the example's tables under their local names, on DynamoDB Local.
+ */
+export function deployedTableNames(): Readonly<Record<string, string>> {
+  return {
+    IDEMPOTENCY_TABLE: tableName('idempotency'),
+    ...Object.fromEntries(
+      Object.keys(TABLES).map((name) => [tableEnvVar(name), tableName(name as keyof typeof TABLES)]),
+    ),
+  };
 }

@@ -35,7 +35,14 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
-import { apiEvent, lambdaContext, lambdaEnvironment, seedBenchInvoices, traceHeader } from './lambda-like';
+import {
+  apiEvent,
+  deployedTableNames,
+  lambdaContext,
+  lambdaEnvironment,
+  seedBenchInvoices,
+  traceHeader,
+} from './lambda-like';
 
 const ROOT = process.env.PROFILE_ROOT ?? resolve(__dirname, '..');
 const ROUNDS = Number(process.env.PROFILE_ROUNDS ?? 300);
@@ -331,13 +338,14 @@ session.post('Profiler.stop', (error, result) => {
 async function bundle(entry: string, outfile: string, minify: boolean, ablate?: string) {
   const { build } = await import('esbuild');
   const { stackEsbuildOptions } = await import('../lib/infra/defaults');
+  const { EXTERNAL_MODULES } = await import('../app/stack');
   const { ABLATIONS, ALL_OUT, editsPlugin } = await import('./ablation');
   const ablation = [...ABLATIONS, ALL_OUT].find(({ label }) => label === ablate);
   if (ablate && !ablation) throw new Error(`PROFILE_ABLATE: no ablation ${ablate} (bench/ablation.ts)`);
   const result = await build({
     entryPoints: [entry],
     outfile,
-    ...stackEsbuildOptions(),
+    ...stackEsbuildOptions(EXTERNAL_MODULES),
     plugins: ablation ? [editsPlugin(ablation.edits, ROOT)] : [],
     minify,
     sourcemap: true,
@@ -471,6 +479,7 @@ async function main(): Promise<void> {
     client.destroy();
 
     const deployed = {
+      ...deployedTableNames(),
       POWERTOOLS_SERVICE_NAME: FUNCTION_DEFAULTS.serviceName,
       ...tracingEnvironment(DEFAULT_TRACING_DEPTH),
     };

@@ -1,5 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { CallRecords, classify, DEFAULT_TTL_SECONDS, isInFlight, STATUS } from '../idempotency';
+import { DEFAULT_TTL_SECONDS, inFlightCallOf, inFlightFilter } from '../idempotency';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../store/tables';
 import { scanTenantRecords } from './tenant-scan';
 
@@ -57,39 +57,29 @@ export async function callsInFlight(
 ): Promise<CallsInFlightReport> {
   const nowMs = options.nowMs ?? Date.now();
   const segments = options.segments ?? 4;
-  const records = new CallRecords(client, table, ATTR);
   const calls: CallInFlight[] = [];
   // Intents (dedupe windows) carry no call: only call records.
   const readUnits = await scanTenantRecords(
     client,
     table,
     tenant,
-    {
-      segments,
-      filter: {
-        expression: '#status = :inProgress AND attribute_not_exists(#owner)',
-        names: { '#status': ATTR.status, '#owner': ATTR.intentOwner },
-        values: { ':inProgress': { S: STATUS.inProgress } },
-      },
-    },
+    { segments, filter: inFlightFilter(ATTR) },
     (item) => {
-      const record = records.fromItem(item);
-      const state = classify(record, nowMs);
-      if (!isInFlight(state)) return; // expired: no call any more
-      const shown = state === 'live' ? 'pending' : state;
+      const call = inFlightCallOf(item, nowMs, ATTR);
+      if (!call) return; // expired: no call any more
+      const shown = call.state === 'live' ? 'pending' : call.state;
       if (options.state !== undefined && options.state !== shown) return;
-      const tool = record.tool ?? record.key.slice(0, record.key.indexOf('#'));
+      const tool = call.tool ?? call.recordKey.slice(0, call.recordKey.indexOf('#'));
       const ttl = options.ttlSecondsByTool?.[tool] ?? DEFAULT_TTL_SECONDS;
       calls.push({
         tool,
         state: shown,
-        recordKey: record.key,
-        user: record.call?.user,
-        clientKey: record.call?.key,
-        attempts: record.attempt,
-        ageSeconds:
-          record.expiresAt === undefined ? undefined : Math.max(0, Math.round(nowMs / 1000 - (record.expiresAt - ttl))),
-        lockEndsMs: record.lockEndsMs,
+        recordKey: call.recordKey,
+        user: call.user,
+        clientKey: call.clientKey,
+        attempts: call.attempt,
+        ageSeconds: Math.max(0, Math.round(nowMs / 1000 - (call.expiresAtS - ttl))),
+        lockEndsMs: call.lockEndsMs,
       });
     },
   );

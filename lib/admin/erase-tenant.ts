@@ -6,20 +6,7 @@ import {
   QueryCommand,
   ScanCommand,
 } from '@aws-sdk/client-dynamodb';
-import {
-  type CallRecord,
-  CallRecords,
-  type CallState,
-  classify,
-  closeStalled,
-  deleteExpired,
-  deleteIntent,
-  type ErasureTable,
-  IntentStore,
-  isInFlight,
-  recordKeyOfCallId,
-  tombstone,
-} from '../idempotency';
+import { type ErasedTable, eraseRecord, isCallInFlight } from '../idempotency';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR, appTableName, idempotencyTableName, type TableSchema } from '../store/tables';
 import { scanTenantRecords } from './tenant-scan';
 
@@ -104,7 +91,7 @@ export async function eraseTenant(
       closeStalled: request.includeDomain ?? false,
     }),
   };
-  const records = new CallRecords(client, idempotencyTableName(env), ATTR);
+  const idempotency: ErasedTable = { client, tableName: idempotencyTableName(env), attributes: ATTR };
   const kept: Record<string, string> = {};
   const erasable: Array<[string, TableSchema & { readonly tenantAttribute: string }]> = [];
   for (const [name, schema] of Object.entries(domainTables)) {
@@ -122,13 +109,17 @@ export async function eraseTenant(
     for (const [name, schema] of erasable) {
       tables[name] = await eraseDomainItems(client, schema, appTableName(name, schema, env), request.tenant, {
         dryRun,
-        records,
+        idempotency,
       });
     }
   }
   return { tenant: request.tenant, dryRun, tables, kept };
 }
 
+/**
+ * The tenant's idempotency records, found by a Scan, each erased by the core (`eraseRecord`: a completed
+ * call becomes a tombstone, a call in flight is kept and reported, an intent goes with its settled holder).
+ */
 async function eraseIdempotencyRecords(
   client: DynamoDBClient,
   table: string,
@@ -136,79 +127,14 @@ async function eraseIdempotencyRecords(
   { dryRun, segments, closeStalled }: { dryRun: boolean; segments: number; closeStalled: boolean },
 ): Promise<TableErasure> {
   const totals = { found: 0, deleted: 0, inFlight: 0, readUnits: 0 };
-  const records = new CallRecords(client, table, ATTR);
-  const erasure: ErasureTable = { client, tableName: table, attr: ATTR };
+  const idempotency: ErasedTable = { client, tableName: table, attributes: ATTR };
   totals.readUnits = await scanTenantRecords(client, table, tenant, { segments }, async (item) => {
     totals.found += 1;
-    const outcome =
-      item[ATTR.intentOwner] === undefined
-        ? await eraseCallRecord(erasure, records.fromItem(item), { dryRun, closeStalled })
-        : await eraseIntent(erasure, records, item, { dryRun, closeStalled });
+    const outcome = await eraseRecord(idempotency, item, { dryRun, closeStalled });
     if (outcome === 'erased') totals.deleted += 1;
     if (outcome === 'in_flight') totals.inFlight += 1;
   });
   return totals;
-}
-
-type Erasure = 'erased' | 'in_flight' | 'nothing';
-
-interface RecordErasureOptions {
-  readonly dryRun: boolean;
-  /** Erase closes stalled calls (with the app's tables: `includeDomain`). */
-  readonly closeStalled: boolean;
-}
-
-/**
- * A call record, by its state (`call-state`): a completed one becomes a tombstone (`tombstone`); a call
- * in flight (live, or abandoned: the completer or a retry may still finish it, and its effect may have
- * happened) is kept and reported, to be finished and erased by a later run; a stalled one (the completer
- * gave up on it) is closed with the app's tables (`closeStalled`: nothing else would finish it) and kept
- * without them; an expired one is deleted (`deleteExpired`). A record that changed meanwhile is left to
- * a rerun.
- */
-async function eraseCallRecord(
-  table: ErasureTable,
-  record: CallRecord,
-  options: RecordErasureOptions,
-): Promise<Erasure> {
-  const now = Date.now();
-  const state = classify(record, now);
-  if (state === 'stalled' && options.closeStalled) {
-    if (options.dryRun) return 'nothing';
-    return (await closeStalled(table, record.key, record.claim!)) === 'erased' ? 'erased' : 'in_flight';
-  }
-  if (isInFlight(state)) return 'in_flight';
-  if (state === 'erased' || state === 'absent' || options.dryRun) return 'nothing';
-  const done = state === 'expired' ? await deleteExpired(table, record.key, now) : await tombstone(table, record.key);
-  return done === 'erased' ? 'erased' : 'nothing';
-}
-
-/**
- * A dedupe window's intent: kept while the call that holds it is in flight (a fresh key inside the
- * window would otherwise run beside it) — a stalled holder is closed first when erase closes stalled
- * calls —; deleted otherwise, on the holder it was read with (`deleteIntent`).
- */
-async function eraseIntent(
-  table: ErasureTable,
-  records: CallRecords,
-  item: Record<string, unknown>,
-  options: RecordErasureOptions,
-): Promise<Erasure> {
-  const owner = item[ATTR.intentOwner] as string;
-  const holder = await records.read(owner);
-  const state = classify(holder, Date.now());
-  if (isInFlight(state) && IntentStore.holds(holder, item, ATTR)) {
-    if (state !== 'stalled' || !options.closeStalled || options.dryRun) return 'in_flight';
-    // Its holder's own record may come later in the scan (or was done already: `changed` then).
-    const closed = await closeStalled(table, holder!.key, holder!.claim!);
-    if (closed === 'changed' && isInFlight(classify(await records.read(owner), Date.now()))) return 'in_flight';
-  }
-  if (options.dryRun) return 'nothing';
-  const done = await deleteIntent(table, item[ATTR.key] as string, {
-    recordKey: owner,
-    claimId: item[ATTR.claim] as string | undefined,
-  });
-  return done === 'erased' ? 'erased' : 'nothing';
 }
 
 /**
@@ -222,22 +148,20 @@ async function eraseDomainItems(
   schema: TableSchema & { readonly tenantAttribute: string },
   table: string,
   tenant: string,
-  { dryRun, records }: { readonly dryRun: boolean; readonly records: CallRecords },
+  { dryRun, idempotency }: { readonly dryRun: boolean; readonly idempotency: ErasedTable },
 ): Promise<TableErasure> {
   const keyNames = [schema.partitionKey.name, ...(schema.sortKey ? [schema.sortKey.name] : [])];
   const stamps = schema.callStamps ?? [];
   const byQuery = schema.tenantAttribute === schema.partitionKey.name;
   const totals = { found: 0, deleted: 0, inFlight: 0, readUnits: 0 };
-  const states = new Map<string, CallState>();
-  async function stateOf(callId: string): Promise<CallState> {
-    let state = states.get(callId);
-    if (state === undefined) {
-      const record = await records.read(recordKeyOfCallId(callId));
-      // A record of another call under the same key (claimed again after its TTL): that writer is gone.
-      state = record?.callId === callId ? classify(record, Date.now()) : 'absent';
-      states.set(callId, state);
+  const inFlightByCall = new Map<string, Promise<boolean>>();
+  function inFlightCall(callId: string): Promise<boolean> {
+    let inFlight = inFlightByCall.get(callId);
+    if (inFlight === undefined) {
+      inFlight = isCallInFlight(idempotency, callId);
+      inFlightByCall.set(callId, inFlight);
     }
-    return state;
+    return inFlight;
   }
   // Each attribute read once (the tenant attribute is often the partition key too).
   const read = [...new Set([schema.tenantAttribute, ...keyNames, ...stamps])];
@@ -264,8 +188,7 @@ async function eraseDomainItems(
       const writers = stamps.map((name) => item[name]?.S);
       let inFlight = false;
       for (const writer of writers) {
-        const state = writer === undefined ? 'absent' : await stateOf(writer);
-        if (isInFlight(state)) inFlight = true;
+        if (writer !== undefined && (await inFlightCall(writer))) inFlight = true;
       }
       if (inFlight) {
         totals.inFlight += 1;

@@ -55,6 +55,56 @@ export type ApiEntryName = keyof typeof API_ENTRIES;
 /** Every entry point of an API serving the tools `T` and the reads `R`. */
 export type EntryName<T extends RoutedTool, R extends string = never> = ApiEntryName | R | T['name'];
 
+/** retrysafe's entry points that no route reaches: the completer and tenant erase. */
+const JOB_ENTRY_NAMES: readonly string[] = ['complete', 'erase'];
+
+/**
+ * Every problem of the names of an app's tools and reads, each naming the name: one that two of them
+ * have (each gets one function, one route and one MCP tool), or the name of one of retrysafe's own entry
+ * points (`get_operation`, `mcp`, `complete`, …), whose function, route or MCP tool it would take.
+ */
+export function entryNameProblems(names: readonly string[]): string[] {
+  const problems: string[] = [];
+  const counts = new Map<string, number>();
+  for (const name of names) counts.set(name, (counts.get(name) ?? 0) + 1);
+  for (const [name, count] of counts) {
+    if (count > 1) problems.push(`${name}: ${count} tools or reads have this name`);
+    if (Object.hasOwn(API_ENTRIES, name) || JOB_ENTRY_NAMES.includes(name)) {
+      problems.push(`${name}: a tool or read cannot be named like one of retrysafe's own entry points`);
+    }
+  }
+  return problems;
+}
+
+/** A route path as API Gateway matches it: the names of its `{param}`s do not tell two routes apart. */
+function routeShape(path: string): string {
+  return path.replace(/\{[^}]*\}/g, '{}');
+}
+
+/**
+ * Every problem of where the reads' routes are, each naming the read: a read at a path of the API's own
+ * or under one (`/health`, `/tools` — every tool's `POST /tools/<name>` is there —, `/mcp`,
+ * `/openapi.json`, `/.well-known/oauth-protected-resource`), or at the route of another read. Found up
+ * front, by the config and the construct: else they surface as a clash of construct ids at synth, or a
+ * route that answers something else.
+ */
+export function readRouteProblems(reads: readonly Pick<ReadRoute, 'name' | 'path'>[]): string[] {
+  const own = [...new Set(apiRoutes([]).map((route) => routeShape(route.path)))];
+  const problems: string[] = [];
+  const taken = new Map<string, string>();
+  for (const read of reads) {
+    const shape = routeShape(read.path);
+    const under = own.find((path) => shape === path || shape.startsWith(`${path}/`));
+    if (under === shape) problems.push(`reads.${read.name}.path: ${read.path} is a path of retrysafe's own API`);
+    else if (under)
+      problems.push(`reads.${read.name}.path: ${read.path} is under ${under}, a path of retrysafe's own API`);
+    const other = taken.get(shape);
+    if (other === undefined) taken.set(shape, read.name);
+    else problems.push(`reads.${read.name}.path: GET ${read.path} is already the route of reads.${other}`);
+  }
+  return problems;
+}
+
 /** What answers a request no route matches (an unknown tool included): a JSON 404. */
 export const DEFAULT_ROUTE_ENTRY = 'not_found' satisfies ApiEntryName;
 

@@ -30,8 +30,18 @@ function commandPrefix(env: NodeJS.ProcessEnv): { token: string; ops: string } {
     : { token: 'npx retrysafe token', ops: 'npx retrysafe' };
 }
 
-/** What a developer needs on the first screen: the URLs, a token, a curl line for one of their own tools. */
-function banner(
+/** The app's reads the server serves, by name, as the banner and a reload say them. */
+function readNames(config: RetrysafeConfig<unknown>): string {
+  const reads = config.reads ?? [];
+  if (reads.length === 0) return 'no reads (the config lists none)';
+  return `${reads.length} read(s): ${reads.map((read) => read.name).join(', ')}`;
+}
+
+/**
+ * What a developer needs on the first screen: the URLs (each read's route, as the server serves it), a
+ * token, a curl line for one of their own tools.
+ */
+export function devBanner(
   server: DevServer,
   config: RetrysafeConfig<unknown>,
   env: NodeJS.ProcessEnv,
@@ -42,9 +52,13 @@ function banner(
   const tool = config.tools[0]!;
   const sample = sampleArguments(tool);
   const body = JSON.stringify(sample ?? { idempotency_key: 'k1' });
+  const reads = new Set((config.reads ?? []).map((read) => read.name));
   const lines = [
-    `retrysafe dev: ${config.tools.length} tool(s): ${config.tools.map((t) => t.name).join(', ')}`,
+    `retrysafe dev: ${config.tools.length} tool(s): ${config.tools.map((t) => t.name).join(', ')}; ${readNames(config)}`,
     `  REST  ${server.url}/tools/<name>   (GET ${server.url}/tools lists them)`,
+    ...server.routes
+      .filter((route) => reads.has(route.entry))
+      .map((route) => `  READ  ${route.method} ${server.url}${route.path}   (${route.entry}; also over MCP)`),
     `  MCP   ${server.mcpUrl}`,
     `  DynamoDB ${server.dynamodb.started ? `Local ${server.dynamodb.endpoint} (${env.RETRYSAFE_DEV_DATA ? `data in ${env.RETRYSAFE_DEV_DATA}` : 'in memory'})` : server.dynamodb.endpoint}; tables: ${Object.values(server.tables).join(', ')}`,
     '',
@@ -110,9 +124,11 @@ export async function devCommand(argv: readonly string[], cwd: string, env: Node
     tables: server.tables,
   });
   if (values['watch-child'] && env.RETRYSAFE_DEV_RELOADED) {
-    console.log(`reloaded in ${Date.now() - started} ms: ${config.tools.map((t) => t.name).join(', ')}`);
+    console.log(
+      `reloaded in ${Date.now() - started} ms: ${config.tools.map((t) => t.name).join(', ')}; ${readNames(config)}`,
+    );
   } else {
-    console.log(banner(server, config, env, values['watch-child'] !== undefined));
+    console.log(devBanner(server, config, env, values['watch-child'] !== undefined));
   }
   await new Promise<void>((resolve) => {
     let stopping = false;

@@ -1,36 +1,25 @@
 // `retrysafe init`: a working app skeleton — one tool written the correct way (createOnce), its test on
 // DynamoDB Local, the config `retrysafe dev` reads, the Lambda entries and a CDK app — so that a new app
 // starts from something CI has run (examples/init/run creates one from the packed tarball and runs it).
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { DevError } from '../dev/dev-error';
+import { packageManifest } from '../package-manifest';
 import { flagsOf, UsageError } from './args';
 
 export const INIT_USAGE = `usage: retrysafe init [DIR] [--name NAME] [--retrysafe SPEC] [--force]
 
 Writes an app skeleton into DIR (default: the current directory): one tool (add_note) with its test, its
-table, retrysafe.config.ts, the Lambda entries and a CDK app, with package.json, tsconfig.json,
-jest.config.js and cdk.json. Then: npm install && npm test && npx retrysafe dev.
+table, its (empty) list of reads, retrysafe.config.ts, the Lambda entries and a CDK app, with package.json,
+tsconfig.json, jest.config.js and cdk.json. Then: npm install && npm test && npx retrysafe dev.
 
   --name NAME       the package's name (default: DIR's name)
   --retrysafe SPEC  the retrysafe dependency to write (default: ^<this version>; a tarball: file:PATH)
   --force           write into a directory that is not empty (never overwrites a file)`;
 
-/** This package's manifest, found by walking up from this file (lib/cli in the sources, dist/ built). */
-function ownManifest(): { version: string; peerDependencies: Record<string, string> } {
-  for (let dir = __dirname; ; dir = dirname(dir)) {
-    const file = join(dir, 'package.json');
-    if (existsSync(file)) {
-      const manifest = JSON.parse(readFileSync(file, 'utf8'));
-      if (manifest.name === 'retrysafe') return manifest;
-    }
-    if (dirname(dir) === dir) throw new Error("retrysafe init: cannot find retrysafe's package.json");
-  }
-}
-
 /** The skeleton's files, by path. */
 function skeleton(name: string, retrysafe: string): Record<string, string> {
-  const peers = ownManifest().peerDependencies;
+  const peers = packageManifest().peerDependencies;
   const packageJson = {
     name,
     private: true,
@@ -94,11 +83,12 @@ module.exports = {
     'retrysafe.config.ts': `// What \`retrysafe dev\`, \`calls\`, \`complete\` and \`erase\` know of this app: the same tools, services and
 // tables its Lambda entries and its CDK app (bin/app.ts) are built from.
 import { defineConfig } from 'retrysafe/config';
+import { READS } from './src/reads';
 import { services } from './src/services';
 import { TABLES } from './src/tables';
 import { TOOLS } from './src/tools';
 
-export default defineConfig({ tools: TOOLS, services, tables: TABLES });
+export default defineConfig({ tools: TOOLS, reads: READS, services, tables: TABLES });
 `,
     'src/tables.ts': `import type { TableSchema } from 'retrysafe/testing';
 
@@ -156,6 +146,16 @@ export const addNote = defineToolModule({
 /** The app's tools: the MCP function, the completer, GET /tools and \`retrysafe dev\` serve these. */
 export const TOOLS = [addNote] as const;
 `,
+    'src/reads/index.ts': `import type { ReadsOver } from 'retrysafe/lambda';
+import type { Services } from '../services';
+
+/**
+ * The app's own reads (defineReadModule from retrysafe/tools: a GET route and a read-only MCP tool each),
+ * none yet, over the app's services. The one list the config, the MCP and OpenAPI entries and the CDK app
+ * all take: a read added here is served, documented and deployed everywhere at once.
+ */
+export const READS: ReadsOver<Services> = [];
+`,
     'src/lambdas/add_note.ts': `import { toolEntry } from 'retrysafe/lambda/tool';
 import { services } from '../services';
 import { addNote } from '../tools/add-note';
@@ -163,10 +163,11 @@ import { addNote } from '../tools/add-note';
 export const handler = toolEntry(addNote, services);
 `,
     'src/lambdas/mcp.ts': `import { mcpEntry } from 'retrysafe/lambda/mcp';
+import { READS } from '../reads';
 import { services } from '../services';
 import { TOOLS } from '../tools';
 
-export const handler = mcpEntry(TOOLS, services);
+export const handler = mcpEntry(TOOLS, services, { reads: READS });
 `,
     'src/lambdas/complete.ts': `import { completerEntry } from 'retrysafe/lambda/completer';
 import { services } from '../services';
@@ -185,15 +186,17 @@ import { TOOLS } from '../tools';
 export const handler = listToolsEntry(TOOLS);
 `,
     'src/lambdas/openapi.ts': `import { openApiEntry } from 'retrysafe/lambda/listing';
+import { READS } from '../reads';
 import { TOOLS } from '../tools';
 
-export const handler = openApiEntry(TOOLS);
+export const handler = openApiEntry(TOOLS, READS);
 `,
     'bin/app.ts': `// The app's CDK app: its table and the Retrysafe construct over its tools. \`npx cdk synth\` runs offline;
 // to deploy, give your OIDC provider's issuer and audience (-c issuer=… -c audience=…).
 import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { definedTable, eraseAccessOf, Retrysafe } from 'retrysafe/cdk';
+import { READS } from '../src/reads';
 import { TABLES } from '../src/tables';
 import { addNote } from '../src/tools/add-note';
 
@@ -203,6 +206,7 @@ const entry = (file: string) => join(__dirname, '..', 'src', 'lambdas', \`\${fil
 
 new Retrysafe(stack, 'Tools', {
   tools: [{ tool: addNote, entry: entry('add_note') }],
+  reads: READS.map((read) => ({ read, entry: entry(read.name) })),
   entries: {
     mcp: entry('mcp'),
     complete: entry('complete'),
@@ -298,7 +302,7 @@ export async function initCommand(argv: readonly string[], cwd: string): Promise
   if (!/^(@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/.test(name)) {
     throw new UsageError(`--name: "${name}" is not an npm package name (lowercase, no spaces)`, INIT_USAGE);
   }
-  const files = skeleton(name, values.retrysafe ?? `^${ownManifest().version}`);
+  const files = skeleton(name, values.retrysafe ?? `^${packageManifest().version}`);
   if (existsSync(dir)) {
     const present = readdirSync(dir).filter((entry) => entry !== '.git');
     if (present.length > 0 && !values.force) {

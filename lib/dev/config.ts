@@ -6,6 +6,7 @@
  * Types and a pass-through only: a config file loads nothing of the runtime through this module.
  */
 
+import { entryNameProblems, readRouteProblems } from '../api/routes';
 import type { ComposeServices, ReadsOver, ToolsOver } from '../lambda/core-services';
 import type { TableSchema } from '../store/tables';
 import type { AnyReadModule } from '../tools/read-module';
@@ -49,7 +50,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 /**
  * Every problem of a loaded config, each naming the field: what the types cannot catch (a file that
- * exports something else, a tool whose table is not declared, two tools of one name).
+ * exports something else, a tool whose table is not declared, two tools of one name, a read named like a
+ * built-in entry or routed at a path of the API's own or of another read).
  */
 export function configProblems(config: unknown): string[] {
   if (!isObject(config))
@@ -80,15 +82,16 @@ export function configProblems(config: unknown): string[] {
       );
     }
   }
-  const names = new Set<string>();
+  const names: string[] = [];
+  const routes: Array<Pick<AnyReadModule, 'name' | 'path'>> = [];
   for (const [index, read] of (Array.isArray(reads) ? reads : []).entries()) {
     const module = read as Partial<AnyReadModule> | undefined;
     if (!isObject(module) || typeof module.name !== 'string' || typeof module.bind !== 'function') {
       problems.push(`reads[${index}]: not a read module (defineReadModule from retrysafe/tools)`);
       continue;
     }
-    if (names.has(module.name)) problems.push(`reads[${index}]: a second read named ${module.name}`);
-    names.add(module.name);
+    names.push(module.name);
+    if (typeof module.path === 'string') routes.push({ name: module.name, path: module.path });
     for (const table of Object.keys(module.access ?? {})) {
       if (!Object.hasOwn(declared, table)) {
         problems.push(
@@ -103,8 +106,7 @@ export function configProblems(config: unknown): string[] {
       problems.push(`tools[${index}]: not a tool module (defineToolModule from retrysafe/tools)`);
       continue;
     }
-    if (names.has(module.name)) problems.push(`tools[${index}]: a second tool or read named ${module.name}`);
-    names.add(module.name);
+    names.push(module.name);
     for (const table of Object.keys(module.access ?? {})) {
       if (!Object.hasOwn(declared, table)) {
         problems.push(
@@ -113,5 +115,7 @@ export function configProblems(config: unknown): string[] {
       }
     }
   }
+  // As the construct checks them: one name each, none of retrysafe's own, each read at a route of its own.
+  problems.push(...entryNameProblems(names), ...readRouteProblems(routes));
   return problems;
 }

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createCompleter } from '../admin/completer';
+import type { RouteDefinition } from '../api/routes';
 import { type CoreServices, createCoreServices } from '../lambda/core-services';
 import { createToolRuntime } from '../lambda/runtime';
 import { type LocalApi, startLocalApi } from '../local/api-server';
@@ -44,6 +45,8 @@ export interface DevServer {
   readonly url: string;
   readonly mcpUrl: string;
   readonly port: number;
+  /** Every route it serves, the app's reads' included, as the stack routes them. */
+  readonly routes: readonly RouteDefinition[];
   /** The dev issuer: tokens `retrysafe token` mints for this port. */
   readonly issuer: string;
   /** Where its data is, and whether this server started that DynamoDB Local. */
@@ -167,6 +170,7 @@ export async function startDevServer<Svc>(
       url: api.url,
       mcpUrl: `${api.url}/mcp`,
       port,
+      routes: api.routes,
       issuer: key.settings.issuer,
       dynamodb: {
         endpoint: env.DYNAMODB_ENDPOINT,

@@ -72,8 +72,8 @@ function withoutAbsentNulls(schema: z.ZodMiniType, value: unknown): unknown {
   const fields = value as Record<string, unknown>;
   let copy: Record<string, unknown> | undefined;
   for (const [name, field] of Object.entries(fields)) {
-    if (field === undefined || !Object.hasOwn(shape, name)) continue;
-    const fieldSchema = shape[name]!;
+    const fieldSchema = Object.hasOwn(shape, name) ? shape[name] : undefined;
+    if (field === undefined || fieldSchema === undefined) continue;
     if (field === null) {
       if (fieldSchema.safeParse(null).success || !fieldSchema.safeParse(undefined).success) continue;
       copy ??= { ...fields };

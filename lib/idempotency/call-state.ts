@@ -1,6 +1,7 @@
 /**
  * The state of a call, decided in one place. `docs/state-machine.md` is the table this module
- * implements: every record kind, every state, and which write moves a record from one to the next.
+ * implements: every record kind, every state, and which write moves a record from one to the next
+ * (the writes themselves are in `protocol/`, one function per transition).
  *
  * A **call record** (`<tool>#<sha256 of tenant, user, client key>`) is in exactly one of:
  *
@@ -20,12 +21,15 @@
  * call that still runs.
  *
  * Plain data and functions only (no SDK): the runtime, the completer, the poll and erase all read
- * state through {@link classify}, and every stored format is read and written here.
+ * state through {@link classify}, and every stored format is read here ({@link callRecordOf},
+ * {@link intentOf}, the `call` and `data` attributes).
  */
+import canonicalize from 'canonicalize';
 import type { ErrorCode } from './errors';
+import type { RecordAttributes } from './record';
 import type { JsonObject } from './types';
 
-/** The `status` values a call record can hold. Powertools writes the first two; erase the third. */
+/** The `status` values a call record can hold: a claim writes the first, a store the second, erase the third. */
 export const STATUS = {
   inProgress: 'INPROGRESS',
   completed: 'COMPLETED',
@@ -46,15 +50,15 @@ export function isInFlight(state: CallState): state is 'live' | 'abandoned' | 's
 
 /** A call record as read from the table, every attribute typed. */
 export interface CallRecord {
-  readonly key: string;
-  readonly status: string | undefined;
-  /** The claim that wrote the record: only its holder may store, park or release it. */
-  readonly claim: string | undefined;
+  readonly recordKey: string;
+  readonly status: string;
+  /** The claim that holds the record: only it may store, park or release it. None on a tombstone. */
+  readonly claimId: string | undefined;
   /** Epoch ms after which an INPROGRESS record is abandoned. */
-  readonly lockEndsMs: number | undefined;
+  readonly lockEndsMs: number;
   /** Epoch s: the TTL. */
-  readonly expiresAt: number | undefined;
-  /** Hash of the arguments' fingerprint. */
+  readonly expiresAtS: number;
+  /** Hash of the arguments' fingerprint. None on a tombstone. */
   readonly validation: string | undefined;
   readonly tenant: string | undefined;
   readonly tool: string | undefined;
@@ -68,32 +72,47 @@ export interface CallRecord {
   readonly callId: string;
   /** The stored outcome (COMPLETED). */
   readonly outcome: StoredOutcome | undefined;
-  /** The claim the completer gave up on (`stalled` while it is still `claim`). */
-  readonly stalledClaim: string | undefined;
+  /** The claim the completer gave up on (`stalled` while it is still `claimId`). */
+  readonly stalledClaimId: string | undefined;
+  /**
+   * When the call's first claim was written (epoch ms): when its caller asked. Undefined on a record an
+   * earlier version claimed (a deployment's old functions may still write them): readers derive it from
+   * the TTL the first claim set (`createdAtOf`).
+   */
+  readonly createdAtMs: number | undefined;
+  /** When its outcome was stored (epoch ms); undefined in flight, and on a record an earlier version stored. */
+  readonly completedAtMs: number | undefined;
 }
 
 /** The one rule for "is this record's lock live, abandoned, completed…", at time `nowMs`. */
 export function classify(record: CallRecord | undefined, nowMs: number): CallState {
   if (!record) return 'absent';
-  if (record.expiresAt !== undefined && record.expiresAt < nowMs / 1000) return 'expired';
+  if (record.expiresAtS < nowMs / 1000) return 'expired';
   if (record.status === STATUS.erased) return 'erased';
   if (record.status === STATUS.completed) return 'completed';
-  // An in-flight record without a lock deadline is never written (the claim refuses it); read as
-  // abandoned so that it can be finished rather than hold its key until the TTL.
-  if (record.lockEndsMs !== undefined && record.lockEndsMs >= nowMs) return 'live';
+  if (record.lockEndsMs >= nowMs) return 'live';
   // Given up on by the completer: only while the claim it gave up on is still the record's.
-  return record.stalledClaim !== undefined && record.stalledClaim === record.claim ? 'stalled' : 'abandoned';
+  return record.stalledClaimId !== undefined && record.stalledClaimId === record.claimId ? 'stalled' : 'abandoned';
 }
 
-/** A call's id: the record key and the instance its first claim started (records from before: the key). */
-export function callIdOf(key: string, instance: string | undefined): string {
-  return instance === undefined ? key : `${key}@${instance}`;
+/**
+ * When a call was first claimed (epoch ms): its record's `created_at`, or — on a record an earlier version
+ * claimed, which has none — its TTL less the tool's TTL, as the first claim set it (a takeover keeps it;
+ * only a stored outcome moves it, so a completed record's is its completion instead).
+ */
+export function createdAtOf(record: Pick<CallRecord, 'createdAtMs' | 'expiresAtS'>, ttlSeconds: number): number {
+  return record.createdAtMs ?? (record.expiresAtS - ttlSeconds) * 1000;
 }
 
-/** The record key a call id names. */
-export function recordKeyOfCallId(callId: string): string {
+/** A call's id: the record key and the instance its first claim started. */
+export function callIdOf(recordKey: string, instance: string): string {
+  return `${recordKey}@${instance}`;
+}
+
+/** The record key a call id names, or undefined when it names none (not `<record key>@<instance>`). */
+export function recordKeyOfCallId(callId: string): string | undefined {
   const at = callId.lastIndexOf('@');
-  return at < 0 ? callId : callId.slice(0, at);
+  return at < 0 ? undefined : callId.slice(0, at);
 }
 
 /** A key of the idempotency table that names a call record (not an intent, not anything else). */
@@ -101,11 +120,99 @@ export function isCallRecordKey(key: string): boolean {
   return !key.includes('#intent#') && key.includes('#');
 }
 
+/** An attribute of an unmarshalled item, if it is a string. */
+function text(item: Record<string, unknown>, name: string): string | undefined {
+  const value = item[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** An attribute of an unmarshalled item, if it is a number. */
+function number(item: Record<string, unknown>, name: string): number | undefined {
+  const value = item[name];
+  return typeof value === 'number' ? value : undefined;
+}
+
+/**
+ * A table item (unmarshalled) as a typed call record, or undefined when it is not one as every claim
+ * writes it (key, status, call instance, attempt, TTL and lock; a tombstone keeps them all).
+ */
+export function callRecordOf(item: Record<string, unknown>, attr: RecordAttributes): CallRecord | undefined {
+  const recordKey = text(item, attr.key);
+  const status = text(item, attr.status);
+  const instance = text(item, attr.callInstance);
+  const attempt = number(item, attr.attempt);
+  const expiresAtS = number(item, attr.expiry);
+  const lockEndsMs = number(item, attr.inProgressExpiry);
+  if (recordKey === undefined || status === undefined || instance === undefined) return undefined;
+  if (attempt === undefined || expiresAtS === undefined || lockEndsMs === undefined) return undefined;
+  return {
+    recordKey,
+    callId: callIdOf(recordKey, instance),
+    status,
+    claimId: text(item, attr.claim),
+    lockEndsMs,
+    expiresAtS,
+    validation: text(item, attr.validation),
+    tenant: text(item, attr.tenant),
+    tool: text(item, attr.tool),
+    call: decodeCall(item[attr.call]),
+    downstreamKey: text(item, attr.downstreamKey),
+    attempt,
+    outcome: decodeOutcome(item[attr.data]),
+    stalledClaimId: text(item, attr.stalledClaim),
+    createdAtMs: number(item, attr.createdAt),
+    completedAtMs: number(item, attr.completedAt),
+  };
+}
+
+/** The call that holds a dedupe window's intent: its record, the claim it held it with, and the call itself. */
+export interface IntentHolder {
+  readonly recordKey: string;
+  readonly claimId: string;
+  /** The call (`<record key>@<instance>`): the holder is the call, whichever of its attempts runs. */
+  readonly callId: string;
+}
+
+/** A dedupe window's intent item as read from the table. */
+export interface Intent {
+  readonly intentKey: string;
+  readonly holder: IntentHolder;
+  /** The key its effect runs under, fixed when it was created. */
+  readonly downstreamKey: string;
+  /** The end of its dedupe window (epoch s). */
+  readonly windowEndS: number;
+}
+
+/** A table item (unmarshalled) as an intent, or undefined when it is not one as every intent write leaves it. */
+export function intentOf(item: Record<string, unknown>, attr: RecordAttributes): Intent | undefined {
+  const intentKey = text(item, attr.key);
+  const recordKey = text(item, attr.intentHolder);
+  const claimId = text(item, attr.claim);
+  const callId = text(item, attr.callInstance);
+  const downstreamKey = text(item, attr.downstreamKey);
+  const windowEndS = number(item, attr.windowEnd);
+  if (intentKey === undefined || recordKey === undefined || claimId === undefined || callId === undefined) {
+    return undefined;
+  }
+  if (downstreamKey === undefined || windowEndS === undefined) return undefined;
+  return { intentKey, holder: { recordKey, claimId, callId }, downstreamKey, windowEndS };
+}
+
+/** Whether `record` is still the call that holds an intent (whichever of its attempts holds the record now). */
+export function holdsIntent(record: CallRecord | undefined, holder: IntentHolder): record is CallRecord {
+  return record !== undefined && record.callId === holder.callId;
+}
+
 /** What a claim carries while in flight, so that anyone can finish the call. */
 export interface StoredCall {
   readonly user: string;
-  readonly key: string;
+  readonly clientKey: string;
   readonly args: JsonObject;
+}
+
+/** The `call` attribute as a claim writes it: canonical JSON of `{ user, key, args }`. */
+export function encodeCall(call: StoredCall): string {
+  return canonicalize({ user: call.user, key: call.clientKey, args: call.args }) as string;
 }
 
 /** The `call` attribute, or undefined when it is not one (never throws: a bad item must not stop the completer). */
@@ -115,22 +222,22 @@ export function decodeCall(text: unknown): StoredCall | undefined {
     const call = JSON.parse(text) as { user?: unknown; key?: unknown; args?: unknown };
     if (typeof call.user !== 'string' || typeof call.key !== 'string') return undefined;
     if (call.args === null || typeof call.args !== 'object' || Array.isArray(call.args)) return undefined;
-    return call as StoredCall;
+    return { user: call.user, clientKey: call.key, args: call.args as JsonObject };
   } catch {
     return undefined;
   }
 }
 
 /**
- * The outcome a completed record holds — what Powertools stores as the wrapped function's result:
- * strings, a boolean and an optional failure only.
+ * The outcome a completed record holds (its `data` attribute): strings, a boolean and an optional
+ * failure only.
  */
 export interface StoredOutcome {
   /** The receipt as canonical JSON text; absent when the outcome is a failure. */
   readonly receipt?: string;
   /**
    * True when this call did not commit the effect itself: another call had (a natural key's earlier
-   * refund, a dedupe window's owner, a commit made by another key). Exactly one stored outcome per
+   * refund, a dedupe window's holder, a commit made by another key). Exactly one stored outcome per
    * effect says false: the one that committed it.
    */
   readonly replayed: boolean;

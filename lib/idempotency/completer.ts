@@ -1,10 +1,10 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { type CallRecord, classify, isCallRecordKey, STATUS } from './call-state';
-import { CallRecords } from './persistence/call-records';
-import type { RecordTable } from './persistence/conditional-write';
-import { markStalled } from './persistence/stall';
+import { backoffSeconds } from './backoff';
+import { type CallRecord, callRecordOf, classify, isCallRecordKey, STATUS } from './call-state';
+import { markStalled } from './protocol/stall';
+import { type IdempotencyTable, readCallRecord } from './protocol/table';
 import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 import type { ToolRuntime } from './runtime';
 import type { ToolDefinition } from './tool';
@@ -23,11 +23,14 @@ export interface StreamChange {
   };
 }
 
-/** "Look at this claim again, later": what the completer asks its queue to deliver back. */
+/**
+ * "Look at this claim again, later": what the completer asks its queue to deliver back. Its fields are
+ * named as its SQS message body names them (`{"key":…,"claim":…}`, lib/admin/recheck-queue.ts).
+ */
 export interface Recheck {
-  /** The call record's key. */
+  /** The call record's key (`recordKey`). */
   readonly key: string;
-  /** The claim that was in flight: only that exact claim may be taken over. */
+  /** The claim id that was in flight: only that exact claim may be taken over. */
   readonly claim: string;
   /** When to deliver it, in seconds from now (SQS `DelaySeconds`: 0–900). */
   readonly delaySeconds: number;
@@ -86,11 +89,6 @@ export type RecheckOutcome =
    */
   | 'unsettled';
 
-/** Backoff between re-runs of one call, by attempt: 30 s, 60 s, … at most 15 min (SQS's longest delay). */
-function backoffSeconds(attempt: number): number {
-  return Math.min(900, 30 * 2 ** Math.max(0, attempt - 1));
-}
-
 /**
  * Finishes abandoned work: a call whose worker died, or whose attempt failed after its claim, leaves
  * an in-flight record; without anyone retrying it, the completer re-runs it through the same runtime —
@@ -105,20 +103,16 @@ function backoffSeconds(attempt: number): number {
  */
 export class Completer {
   readonly #options: CompleterOptions;
-  readonly #attr: RecordAttributes;
-  readonly #records: CallRecords;
   readonly #tools: ReadonlyMap<string, ToolDefinition>;
-  readonly #table: RecordTable;
+  readonly #table: IdempotencyTable;
 
   constructor(options: CompleterOptions) {
     this.#options = options;
-    this.#attr = { ...DEFAULT_RECORD_ATTRIBUTES, ...options.attributes };
-    this.#records = new CallRecords(options.client, options.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME, this.#attr);
     this.#tools = new Map(options.tools.map((tool) => [tool.name, tool]));
     this.#table = {
       client: options.client,
       tableName: options.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME,
-      attr: this.#attr,
+      attributes: { ...DEFAULT_RECORD_ATTRIBUTES, ...options.attributes },
     };
   }
 
@@ -132,23 +126,23 @@ export class Completer {
     for (const change of changes) {
       const keys = change.dynamodb?.Keys;
       if (!keys) continue;
-      const key = unmarshall(keys as Record<string, AttributeValue>)[this.#attr.key];
-      if (typeof key !== 'string' || !isCallRecordKey(key)) continue;
+      const recordKey = unmarshall(keys as Record<string, AttributeValue>)[this.#table.attributes.key];
+      if (typeof recordKey !== 'string' || !isCallRecordKey(recordKey)) continue;
       const sequence = BigInt(change.dynamodb?.SequenceNumber ?? '0');
-      const seen = last.get(key);
+      const seen = last.get(recordKey);
       if (seen && seen.sequence > sequence) continue;
       const image = change.dynamodb?.NewImage;
-      last.set(key, { sequence, image: image ? unmarshall(image as Record<string, AttributeValue>) : undefined });
+      last.set(recordKey, { sequence, image: image ? unmarshall(image as Record<string, AttributeValue>) : undefined });
     }
     const rechecks: Recheck[] = [];
-    for (const [key, { image }] of last) {
-      const record = image ? this.#records.fromItem(image) : undefined;
-      if (record?.status !== STATUS.inProgress || !record.claim) continue;
+    for (const [recordKey, { image }] of last) {
+      const record = image ? callRecordOf(image, this.#table.attributes) : undefined;
+      if (record?.status !== STATUS.inProgress || !record.claimId) continue;
       // Given up on already (the image of the give-up itself): nothing more to schedule.
-      if (record.stalledClaim === record.claim) continue;
-      const untilLockEnds = Math.max(0, Math.ceil(((record.lockEndsMs ?? 0) - Date.now()) / 1000));
+      if (record.stalledClaimId === record.claimId) continue;
+      const untilLockEnds = Math.max(0, Math.ceil((record.lockEndsMs - Date.now()) / 1000));
       const delay = untilLockEnds + (record.attempt > 1 ? backoffSeconds(record.attempt - 1) : 1);
-      rechecks.push({ key, claim: record.claim, delaySeconds: Math.min(900, delay) });
+      rechecks.push({ key: recordKey, claim: record.claimId, delaySeconds: Math.min(900, delay) });
     }
     if (rechecks.length > 0) await this.#options.queue.send(rechecks);
     return { recordsRead: changes.length, rechecksScheduled: rechecks.length };
@@ -161,16 +155,17 @@ export class Completer {
    * it is marked `stalled` instead (on that claim), once.
    */
   async onRecheck(recheck: Pick<Recheck, 'key' | 'claim'>, deadline: InvocationDeadline): Promise<RecheckOutcome> {
-    const record = await this.#records.read(recheck.key);
+    const record = await readCallRecord(this.#table, recheck.key);
     const state = classify(record, Date.now());
-    if (!record || record.claim !== recheck.claim || (state !== 'live' && state !== 'abandoned')) return 'settled';
+    if (!record || record.claimId !== recheck.claim || (state !== 'live' && state !== 'abandoned')) return 'settled';
     if (state === 'live') {
-      const delaySeconds = Math.min(900, Math.max(1, Math.ceil(((record.lockEndsMs ?? 0) - Date.now()) / 1000)));
+      const delaySeconds = Math.min(900, Math.max(1, Math.ceil((record.lockEndsMs - Date.now()) / 1000)));
       await this.#options.queue.send([{ key: recheck.key, claim: recheck.claim, delaySeconds }]);
       return 'later';
     }
-    if (record.attempt > (this.#options.maxAttempts ?? 8)) return this.#giveUp(record);
-    const outcome = await this.#finish(record, deadline);
+    // The record is abandoned on the claim the recheck names: that claim is what is given up on or resumed.
+    if (record.attempt > (this.#options.maxAttempts ?? 8)) return this.#giveUp(record, recheck.claim);
+    const outcome = await this.#finish(record, recheck.claim, deadline);
     if (outcome === 'unsettled') {
       // Never rely on a change that may not have happened (the takeover itself may have failed).
       const delaySeconds = backoffSeconds(record.attempt);
@@ -179,8 +174,8 @@ export class Completer {
     return outcome;
   }
 
-  async #giveUp(record: CallRecord): Promise<RecheckOutcome> {
-    const marked = await markStalled(this.#table, record.key, record.claim!, Date.now());
+  async #giveUp(record: CallRecord, claimId: string): Promise<RecheckOutcome> {
+    const marked = await markStalled(this.#table, record.recordKey, claimId, Date.now());
     if (marked === 'changed') return 'settled'; // taken over, finished or erased meanwhile: its own changes follow
     this.#options.logger?.error('completer gave up on a call: it is stalled until a retry with its key, or erase', {
       tool: record.tool,
@@ -189,7 +184,7 @@ export class Completer {
     return 'gave_up';
   }
 
-  async #finish(record: CallRecord, deadline: InvocationDeadline): Promise<RecheckOutcome> {
+  async #finish(record: CallRecord, claimId: string, deadline: InvocationDeadline): Promise<RecheckOutcome> {
     const tool = record.tool === undefined ? undefined : this.#tools.get(record.tool);
     const call = record.call;
     if (!tool || !call || record.tenant === undefined) {
@@ -202,9 +197,9 @@ export class Completer {
     const result = await this.#options.runtime.invoke(
       tool,
       { tenant: record.tenant, user: call.user },
-      { ...call.args, idempotency_key: call.key },
+      { ...call.args, idempotency_key: call.clientKey },
       deadline,
-      { resume: { claim: record.claim! }, transport: 'completer' },
+      { resume: { claimId }, transport: 'completer' },
     );
     if (result.ok) return 'finished';
     if ('status' in result) return 'unsettled';

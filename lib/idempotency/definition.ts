@@ -1,5 +1,5 @@
-// What a tool author needs — defining a tool, its errors and ids — without the runtime (Powertools,
-// the persistence layer): a listing or a schema export bundles only this. Re-exported by index.ts.
+// What a tool author needs — defining a tool, its errors and ids — without the runtime (the protocol's
+// writes, the AWS SDK): a listing or a schema export bundles only this. Re-exported by index.ts.
 export { clientKeySchema, fieldProblem, IDEMPOTENCY_KEY_FIELD } from './arguments';
 export {
   ConflictError,

@@ -78,8 +78,9 @@ export class StoredFailureError extends ToolError {
 
 /**
  * Not an error code but an answer: the effect is still being made elsewhere (a payment provider says
- * the same idempotency key is in use by a request still running). A tool throws it; the claim is
- * released and the caller is answered `pending`, to retry with the same key after `retryAfterMs`.
+ * the same idempotency key is in use by a request still running). A tool throws it; the call's record
+ * is kept, parked until `retryAfterMs` from now (pollable), and the caller is answered `pending`, to
+ * retry with the same key then.
  */
 export class InFlightError extends Error {
   constructor(

@@ -1,15 +1,7 @@
 // The core's public surface: what a project that lifts this folder builds on, and the only module the
-// rest of retrysafe imports it through (besides two light subpaths: `definition`, for tool authors, and
-// `errors`). Internals (argument parsing, receipt encoding, the Powertools persistence subclass, intents)
-// stay inside; tests reach them by path.
-export {
-  type CallRecord,
-  type CallState,
-  classify,
-  isInFlight,
-  recordKeyOfCallId,
-  STATUS,
-} from './call-state';
+// rest of retrysafe imports it through (besides light subpaths: `definition`, for tool authors, `errors`,
+// `record` and `types`). Internals (the call's states, the protocol's transitions, the attempt's phases,
+// argument parsing, receipt encoding) stay inside; tests reach them by path.
 export {
   Completer,
   type CompleterOptions,
@@ -20,12 +12,18 @@ export {
   type StreamReport,
 } from './completer';
 export * from './definition';
-export { CallRecords } from './persistence/call-records';
-export { closeStalled, deleteExpired, deleteIntent, type ErasureTable, tombstone } from './persistence/erasure';
-export { IntentStore } from './persistence/intents';
+export {
+  type ErasedTable,
+  type EraseRecordOptions,
+  eraseRecord,
+  isCallInFlight,
+  type RecordErasure,
+} from './erase';
+export { type InFlightCall, inFlightCallOf, inFlightFilter } from './in-flight';
 export { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 export {
   type CallContext,
+  type CalledAnswer,
   type CallOutcome,
   type InvokeOptions,
   MAX_RETRY_AFTER_MS,
@@ -36,3 +34,4 @@ export {
   ToolRuntime,
   type ToolRuntimeOptions,
 } from './runtime';
+export { type CallTask, callAsTask, readTask, STALLED_POLL_MS, type TaskAnswer } from './task';

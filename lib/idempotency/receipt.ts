@@ -33,7 +33,8 @@ function firstNonJson(value: unknown, path: string): string | undefined {
  * canonical JSON text (RFC 8785), which is what gets stored. Storing text (not a DynamoDB map) means the store can never
  * refuse a receipt after the side effect ran: a refused result would leave the claim INPROGRESS and
  * the work would run again once the lock expired. A receipt that breaks the rule is a bug in the tool:
- * it becomes an `internal` error *before* Powertools tries to store it, so the claim is released.
+ * it throws `internal` *before* anything is stored, and the call's outcome is stored as that `internal`
+ * failure (its effect ran: the retry gets the same answer, never a second run).
  */
 export function encodeReceipt(tool: string, receipt: unknown): string {
   if (receipt === null || typeof receipt !== 'object' || Array.isArray(receipt)) {

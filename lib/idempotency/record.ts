@@ -8,7 +8,7 @@ export interface RecordAttributes {
   readonly key: string;
   /** TTL attribute, epoch seconds. Expiry is decided by the claim's condition, not by deletion. */
   readonly expiry: string;
-  /** Epoch milliseconds after which an INPROGRESS claim may be taken over (the invocation deadline). */
+  /** The lock: epoch milliseconds after which an INPROGRESS claim may be taken over (the invocation deadline). */
   readonly inProgressExpiry: string;
   readonly status: string;
   /** The stored result (receipt as JSON text, plus whether it was itself a replay). */
@@ -19,15 +19,18 @@ export interface RecordAttributes {
   readonly tenant: string;
   /** Tool name, also the record key's prefix. */
   readonly tool: string;
-  /** Random id of the claim that wrote the record: a call stores or releases only its own claim. */
+  /**
+   * Random id of the claim that holds the record (its `claimId`): only that claim stores, parks or
+   * releases it. On an intent item: the claim id of its holder, as the holder was when it took the intent.
+   */
   readonly claim: string;
   /**
    * While a claim is in flight: what it takes to finish the call if its worker dies — the user, the
    * client key and the validated arguments, as canonical JSON. Removed when the result is stored.
    */
   readonly call: string;
-  /** On an intent (dedupe window) item: the record key of the call that owns the intent. */
-  readonly intentOwner: string;
+  /** On an intent (dedupe window) item: the record key of the call that holds the intent (its holder). */
+  readonly intentHolder: string;
   /**
    * The downstream key an effect runs under: on an intent item, fixed when the intent is created; on a
    * call record, only when it differs from the one derived from the call (it took an intent over).
@@ -37,7 +40,8 @@ export interface RecordAttributes {
   readonly attempt: string;
   /**
    * On a call record: this call's instance, set by its first claim and kept by every takeover (a claim
-   * after the TTL starts a new one). With the record key it makes the `callId` tools stamp their commits with.
+   * after the TTL starts a new one). With the record key it makes the `callId` tools stamp their commits
+   * with (`<record key>@<instance>`). On an intent item: its holder's whole `callId`.
    */
   readonly callInstance: string;
   /**
@@ -50,6 +54,17 @@ export interface RecordAttributes {
    * `stalled` while that claim is still the record's: a retry with its key takes it over as before).
    */
   readonly stalledClaim: string;
+  /**
+   * On a call record: when its first claim was written (epoch ms) — the moment its caller asked, kept by
+   * every takeover and by the stored outcome: the dedupe window a call falls in, and an MCP task's
+   * `createdAt`. Written by the first claim's own PutItem (no write of its own).
+   */
+  readonly createdAt: string;
+  /**
+   * On a call record: when its outcome was stored (epoch ms), written by the store's own UpdateItem: an MCP
+   * task's `lastUpdatedAt` once it is terminal.
+   */
+  readonly completedAt: string;
 }
 
 /** The attribute names retrysafe uses unless told otherwise. */
@@ -64,12 +79,14 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   tool: 'tool',
   claim: 'claim_id',
   call: 'call',
-  intentOwner: 'intent_owner',
+  intentHolder: 'intent_owner',
   downstreamKey: 'downstream_key',
   attempt: 'attempt',
   callInstance: 'call_id',
   windowEnd: 'window_end',
   stalledClaim: 'stalled_claim',
+  createdAt: 'created_at',
+  completedAt: 'completed_at',
 };
 
 /** The idempotency table's name unless told otherwise. */

@@ -95,7 +95,11 @@ export interface ToolDefinition<S extends z.ZodMiniObject = z.ZodMiniObject, R e
    * @default DEFAULT_TTL_SECONDS (24 hours)
    */
   readonly ttlSeconds?: number;
-  /** The domain logic. Throws `ToolError`s for business failures (they release the claim). */
+  /**
+   * The domain logic. Throws `ToolError`s for business failures: on a call's first attempt they release
+   * its claim (nothing happened); on a later one they are its stored outcome (an earlier attempt may have
+   * made the effect).
+   */
   execute(args: z.output<S>, context: ToolContext): Promise<Execution<R>>;
 }
 

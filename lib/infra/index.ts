@@ -20,6 +20,7 @@ export {
 export { CLAIM_ACTIONS, IdempotencyTable, type IdempotencyTableProps } from './idempotency-table';
 export { Observability, type ObservabilityProps } from './observability';
 export {
+  CONSTRUCT_VARIABLES,
   locationOutputs,
   Retrysafe,
   type RetrysafeEntries,

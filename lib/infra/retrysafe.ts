@@ -15,17 +15,20 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
+import { RECHECK_QUEUE_URL_VAR } from '../admin/recheck-queue-url';
 import {
-  API_ENTRIES,
   apiEntries,
   apiRoutes,
   completerAccess,
   DEFAULT_ROUTE_ENTRY,
+  entryNameProblems,
   type FunctionAccess,
   INVOCATION_TIMEOUT_SECONDS,
   type ReadRoute,
   type RouteDefinition,
+  readRouteProblems,
 } from '../api/routes';
+import { packageManifest } from '../package-manifest';
 import { tableEnvVar } from '../store/tables';
 import type { AnyToolModule, TableAccess } from '../tools/tool-module';
 import { CompleterTriggers } from './completer-triggers';
@@ -83,13 +86,18 @@ export interface RetrysafeTool<T extends AnyToolModule = AnyToolModule> {
    * What the tool's code needs besides its tables, given to every function that runs it — its own, the
    * MCP function and the completer (which run every tool): environment variables, read access to
    * secrets, and npm modules bundled although `bundling.externalModules` leaves them out elsewhere (an
-   * SDK only this tool loads, e.g. a payment provider's).
+   * SDK only this tool loads, e.g. a payment provider's). Every function that loads the app's lists of
+   * tools and reads bundles its modules too (`GET /tools`, the OpenAPI document: they import them all).
    * @default none
    */
   readonly needs?: ToolNeeds;
 }
 
-/** What a tool's code needs besides its tables (see `RetrysafeTool.needs`). */
+/**
+ * What a tool's or read's code needs besides its tables (see `RetrysafeTool.needs`, `RetrysafeRead.needs`).
+ * A variable that two tools or reads set must have one value (the MCP function runs them all), and none
+ * may be one the construct sets itself (`CONSTRUCT_VARIABLES`, `<NAME>_TABLE`).
+ */
 export interface ToolNeeds {
   /** @default {} */
   readonly environment?: Readonly<Record<string, string>>;
@@ -105,6 +113,56 @@ export interface RetrysafeRead {
   readonly read: ReadRoute;
   /** Its Lambda entry file, e.g. `export const handler = readEntry(read, services)` (`retrysafe/lambda/read`). */
   readonly entry: string;
+  /**
+   * What the read's code needs besides its tables (a read that calls an outside API: its URL, its key's
+   * secret, its SDK), given to its own function and the MCP function (which runs every read); every
+   * function that loads the app's lists (the completer, `GET /tools`, the OpenAPI document) bundles its
+   * modules too.
+   * @default none
+   */
+  readonly needs?: ToolNeeds;
+}
+
+/**
+ * The variables the construct sets on its functions, besides `<NAME>_TABLE` for each table (the
+ * completer also gets its recheck queue's URL). A tool's or read's `needs.environment` may not set one:
+ * it would change it on the MCP function and the completer alone (another tenant claim, another table).
+ */
+export const CONSTRUCT_VARIABLES = [
+  'IDEMPOTENCY_TABLE',
+  'TENANT_CLAIM',
+  'TOOL_NAMES',
+  'JWT_ISSUER',
+  'JWT_AUDIENCE',
+  'JWKS_URL',
+  'POWERTOOLS_SERVICE_NAME',
+  'POWERTOOLS_TRACE_ENABLED',
+  RECHECK_QUEUE_URL_VAR,
+] as const;
+
+/**
+ * The entries that load the app's lists of tools and reads (`mcpEntry(TOOLS, services, { reads: READS })`,
+ * `completerEntry(TOOLS, …)`, `listToolsEntry(TOOLS)`, `openApiEntry(TOOLS, READS)`), and so every module
+ * those import: each bundles every module a tool or read needs, whether it runs that code or only lists it.
+ */
+const LIST_ENTRIES: readonly string[] = ['mcp', 'complete', 'list_tools', 'openapi'];
+
+/**
+ * What a function is given of the app's `needs`: all of what each tool or read it runs needs — its own
+ * function runs one, MCP every tool and read, the completer every tool — and, where it loads the app's
+ * lists (`LIST_ENTRIES`), the modules of them all.
+ */
+function needsOf(entry: string, tools: readonly RetrysafeTool[], reads: readonly RetrysafeRead[]): ToolNeeds[] {
+  const all = [...tools, ...reads];
+  const runs =
+    entry === 'mcp'
+      ? all
+      : entry === 'complete'
+        ? tools
+        : all.filter((owner) => ('tool' in owner ? owner.tool.name : owner.read.name) === entry);
+  const needs = runs.flatMap((owner) => (owner.needs ? [owner.needs] : []));
+  if (!LIST_ENTRIES.includes(entry)) return needs;
+  return [...needs, { bundledModules: all.flatMap((owner) => owner.needs?.bundledModules ?? []) }];
 }
 
 /**
@@ -112,13 +170,13 @@ export interface RetrysafeRead {
  * (`retrysafe/lambda` has a one-line factory for each).
  */
 export interface RetrysafeEntries {
-  /** `export const handler = mcpEntry(tools, services)`. */
+  /** `export const handler = mcpEntry(TOOLS, services, { reads: READS })` (`READS`: the same list as `reads`). */
   readonly mcp: string;
-  /** `export const handler = completerEntry(tools, services)`. */
+  /** `export const handler = completerEntry(TOOLS, services)`. */
   readonly complete: string;
-  /** `export const handler = listToolsEntry(tools)`. */
+  /** `export const handler = listToolsEntry(TOOLS)`. */
   readonly list_tools: string;
-  /** `export const handler = openApiEntry(tools)`. */
+  /** `export const handler = openApiEntry(TOOLS, READS)`. */
   readonly openapi: string;
   /**
    * Tenant erase (`eraseEntry(scope)`), with `eraseAccess` for the domain tables it empties.
@@ -312,11 +370,6 @@ export class Retrysafe extends Construct {
       'PowertoolsLayer',
       ssm.StringParameter.valueForStringParameter(this, POWERTOOLS_LAYER.ssmParameter(POWERTOOLS_LAYER.version)),
     );
-    // A function needs what every tool it runs needs: the tool's own function, the MCP one, the completer.
-    const needsOf = (entry: string): ToolNeeds[] =>
-      props.tools
-        .filter((tool) => tool.needs && (tool.tool.name === entry || entry === 'mcp' || entry === 'complete'))
-        .map((tool) => tool.needs as ToolNeeds);
     const files: Record<string, string> = {
       health: props.entries.health ?? packageEntryFile('health'),
       not_found: props.entries.not_found ?? packageEntryFile('not_found'),
@@ -332,7 +385,7 @@ export class Retrysafe extends Construct {
     const readRoutes = reads.map((read) => read.read);
     for (const [entry, access] of Object.entries(apiEntries(tools, readRoutes)) as Array<[string, FunctionAccess]>) {
       const fn = this.#function(entry, files[entry]!, environment, {
-        needs: needsOf(entry),
+        needs: needsOf(entry, props.tools, reads),
         reservedConcurrency: entry === 'mcp' ? (props.mcpReservedConcurrency ?? MCP_RESERVED_CONCURRENCY) : undefined,
       });
       this.#grant(fn, access);
@@ -345,7 +398,7 @@ export class Retrysafe extends Construct {
     // CompleterTriggers; it runs as many at a time as its batches need (no checkpoint to share).
     this.completer = this.#function('complete', props.entries.complete, environment, {
       timeoutSeconds: COMPLETER_DEFAULTS.timeoutSeconds,
-      needs: needsOf('complete'),
+      needs: needsOf('complete', props.tools, reads),
       wildcardReason:
         "The stream's event source mapping needs dynamodb:ListStreams, which has no resource-level permissions either.",
     });
@@ -399,7 +452,7 @@ export class Retrysafe extends Construct {
     environment: Record<string, string>,
     overrides: {
       timeoutSeconds?: number;
-      /** What the tools it runs need (`RetrysafeTool.needs`). */
+      /** What the tools and reads it runs (or loads) need (`needsOf`). */
       needs?: readonly ToolNeeds[];
       /** Why the role needs another action on `*` besides X-Ray's, for cdk-nag. */
       wildcardReason?: string;
@@ -556,23 +609,15 @@ export function retrysafePropProblems(props: RetrysafeProps): string[] {
   const problems: string[] = [];
   const tables = props.tables ?? {};
   const tools = props.tools ?? [];
+  const reads = props.reads ?? [];
   if (tools.length === 0) problems.push('tools: at least one tool');
-  const names = new Map<string, number>();
-  for (const name of [
-    ...tools.map((entry) => entry.tool?.name),
-    ...(props.reads ?? []).map((read) => read.read?.name),
-  ]) {
-    names.set(name, (names.get(name) ?? 0) + 1);
-  }
-  for (const [name, count] of names) {
-    if (count > 1) problems.push(`${name}: ${count} tools or reads have this name`);
-    if (Object.hasOwn(API_ENTRIES, name) || name === 'complete' || name === 'erase') {
-      problems.push(`${name}: a tool or read cannot be named like one of retrysafe's own entry points`);
-    }
-  }
+  problems.push(
+    ...entryNameProblems([...tools.map((entry) => entry.tool?.name), ...reads.map((read) => read.read?.name)]),
+    ...readRouteProblems(reads.map((read) => read.read).filter(Boolean)),
+  );
   const accessOf = [
     ...tools.map((entry) => [`tools.${entry.tool?.name}.access`, entry.tool?.access ?? {}] as const),
-    ...(props.reads ?? []).map((read) => [`reads.${read.read?.name}.access`, read.read?.access ?? {}] as const),
+    ...reads.map((read) => [`reads.${read.read?.name}.access`, read.read?.access ?? {}] as const),
     ['eraseAccess', props.eraseAccess ?? {}] as const,
   ];
   for (const [where, access] of accessOf) {
@@ -583,9 +628,7 @@ export function retrysafePropProblems(props: RetrysafeProps): string[] {
   }
   const files: Array<[string, string | undefined]> = [
     ...tools.map((entry) => [`tools.${entry.tool?.name}.entry`, entry.entry] as [string, string | undefined]),
-    ...(props.reads ?? []).map(
-      (read) => [`reads.${read.read?.name}.entry`, read.entry] as [string, string | undefined],
-    ),
+    ...reads.map((read) => [`reads.${read.read?.name}.entry`, read.entry] as [string, string | undefined]),
     ...(['mcp', 'complete', 'list_tools', 'openapi'] as const).map(
       (name) => [`entries.${name}`, props.entries?.[name]] as [string, string | undefined],
     ),
@@ -604,17 +647,90 @@ export function retrysafePropProblems(props: RetrysafeProps): string[] {
   if (props.tracing !== undefined && !TRACING_DEPTHS.includes(props.tracing)) {
     problems.push(`tracing: ${String(props.tracing)} is not one of ${TRACING_DEPTHS.join(', ')}`);
   }
-  const external = new Set(props.bundling?.externalModules ?? []);
-  for (const entry of tools) {
-    for (const module of entry.needs?.bundledModules ?? []) {
-      if (!external.has(module) && !(BUNDLING.externalModules as readonly string[]).includes(module)) {
+  problems.push(...bundlingProblems(props), ...needsProblems(props));
+  return problems;
+}
+
+/**
+ * Every problem of the tools' and reads' `needs`: a variable the construct sets itself, a variable two of
+ * them set to different values (the MCP function runs them all: one would read the other's value), a
+ * module to bundle that no bundle leaves out.
+ */
+function needsProblems(props: RetrysafeProps): string[] {
+  const problems: string[] = [];
+  const own = new Set<string>([...CONSTRUCT_VARIABLES, ...Object.keys(props.tables ?? {}).map(tableEnvVar)]);
+  const external = new Set([...BUNDLING.externalModules, ...(props.bundling?.externalModules ?? [])]);
+  const setBy = new Map<string, { readonly where: string; readonly value: string }>();
+  const owners = [
+    ...(props.tools ?? []).map((entry) => [`tools.${entry.tool?.name}`, entry.needs] as const),
+    ...(props.reads ?? []).map((entry) => [`reads.${entry.read?.name}`, entry.needs] as const),
+  ];
+  for (const [where, needs] of owners) {
+    for (const [name, value] of Object.entries(needs?.environment ?? {})) {
+      if (own.has(name)) problems.push(`${where}.needs.environment: ${name} is set by the construct itself`);
+      const first = setBy.get(name);
+      if (!first) setBy.set(name, { where, value });
+      else if (first.value !== value) {
         problems.push(
-          `tools.${entry.tool?.name}.needs.bundledModules: ${module} is bundled anyway (not in bundling.externalModules)`,
+          `${where}.needs.environment: ${name} is also ${first.where}'s, with another value (the MCP function runs both)`,
         );
+      }
+    }
+    for (const module of needs?.bundledModules ?? []) {
+      if (!external.has(module)) {
+        problems.push(`${where}.needs.bundledModules: ${module} is bundled anyway (not in bundling.externalModules)`);
       }
     }
   }
   return problems;
+}
+
+/**
+ * The packages retrysafe's own code loads in the functions that the Lambda runtime does not provide: its
+ * dependencies and required peers (zod), but for those `BUNDLING` leaves to the runtime (the AWS SDK, the
+ * Powertools layer's Tracer). Read from its own package.json, from the sources or from dist/.
+ */
+function ownBundledPackages(): string[] {
+  const manifest = packageManifest();
+  const peers = Object.keys(manifest.peerDependencies).filter(
+    (name) => !manifest.peerDependenciesMeta?.[name]?.optional,
+  );
+  return [...Object.keys(manifest.dependencies), ...peers].filter(
+    (name) => !BUNDLING.externalModules.some((pattern) => leavesOut(pattern, name)),
+  );
+}
+
+/**
+ * Whether esbuild's `external` entry `pattern` (a name, a subpath, or a `*` wildcard) leaves out the
+ * package `name` or a part of it: `zod/mini` leaves out what `zod` is loaded for, `@aws-sdk/*` every SDK
+ * client.
+ */
+function leavesOut(pattern: string, name: string): boolean {
+  const matcher = new RegExp(
+    `^${pattern
+      .split('*')
+      .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  );
+  return matcher.test(name) || pattern.startsWith(`${name}/`);
+}
+
+/**
+ * Every problem of `bundling.externalModules`: an entry that leaves out a package retrysafe's own code
+ * loads (its functions would `require` it at init, where the runtime has none, and fail).
+ */
+function bundlingProblems(props: RetrysafeProps): string[] {
+  const externals = props.bundling?.externalModules ?? [];
+  if (externals.length === 0) return [];
+  const own = ownBundledPackages();
+  return externals.flatMap((pattern) => {
+    const left = own.filter((name) => leavesOut(pattern, name));
+    return left.length === 0
+      ? []
+      : [
+          `bundling.externalModules: ${pattern} would leave retrysafe's own ${left.join(', ')} out of the bundles (its code loads them in the functions, and the Lambda runtime has none: they would fail at init)`,
+        ];
+  });
 }
 
 /** Every prop checked up front, every problem in one error. */

@@ -10,7 +10,11 @@ export function listToolsEntry(tools: readonly AnyToolModule[], env: NodeJS.Proc
   return listToolsHandler(tools, createCoreServices(env).logger);
 }
 
-/** `GET /openapi.json`: the OpenAPI 3.1 document of `tools` and the app's own `reads`. No token, no table. */
-export function openApiEntry(tools: readonly AnyToolModule[], reads: readonly AnyReadModule[] = []): LambdaHandler {
+/**
+ * `GET /openapi.json`: the OpenAPI 3.1 document of `tools` and the app's own `reads` — the one list its
+ * config, its MCP entry and its construct take too (`[]` for an app without reads: the document must not
+ * miss a read the API serves, nor name one it does not). No token, no table.
+ */
+export function openApiEntry(tools: readonly AnyToolModule[], reads: readonly AnyReadModule[]): LambdaHandler {
   return openApiHandler(tools, reads);
 }

@@ -9,10 +9,10 @@ import { createToolRuntime } from './runtime';
 export interface McpEntryOptions<Svc> {
   /**
    * The app's own reads (`defineReadModule`), each a read-only MCP tool, bound to the services
-   * `compose` builds.
-   * @default none
+   * `compose` builds: the one list its config, its OpenAPI entry and its construct take too (`[]` for an
+   * app without reads — required, so that no entry serves fewer reads than the others without a word).
    */
-  readonly reads?: ReadsOver<NoInfer<Svc>>;
+  readonly reads: ReadsOver<NoInfer<Svc>>;
 }
 
 /**
@@ -22,14 +22,14 @@ export interface McpEntryOptions<Svc> {
 export function mcpEntry<Svc>(
   tools: ToolsOver<NoInfer<Svc>>,
   compose: ComposeServices<Svc>,
-  options: McpEntryOptions<Svc> = {},
+  options: McpEntryOptions<Svc>,
   env: NodeJS.ProcessEnv = process.env,
 ): LambdaHandler {
   const core = processServices(env);
   const services = compose(core);
   const issuer = env.JWT_ISSUER ?? '';
   return mcpHandler({
-    tools: mcpTools(tools, services, createToolRuntime(core, env), options.reads ?? []),
+    tools: mcpTools(tools, services, createToolRuntime(core, env), options.reads),
     verifyToken: createJwksVerifier({ issuer, audience: env.JWT_AUDIENCE ?? '', jwksUrl: env.JWKS_URL }),
     issuer,
     logger: core.logger,

@@ -2,6 +2,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ToolRuntime } from '../idempotency';
 import { createCallLog } from '../observability/call-log';
+import { timeLeftForStoreCall } from '../store/deadline';
 import { IDEMPOTENCY_ATTRIBUTES, idempotencyTableName } from '../store/tables';
 
 /**
@@ -18,6 +19,8 @@ export function createToolRuntime(
     tableName: idempotencyTableName(env),
     attributes: IDEMPOTENCY_ATTRIBUTES,
     logger: services.logger,
+    // The invocation's deadline bounds the store client's requests: a call cut off by it ran out of time.
+    storeTimeLeft: timeLeftForStoreCall,
     onOutcome: createCallLog(services.logger, {
       serviceName: env.POWERTOOLS_SERVICE_NAME || 'retrysafe',
       metrics: env.POWERTOOLS_METRICS_DISABLED?.toLowerCase() !== 'true',

@@ -34,6 +34,8 @@ export interface LocalApiOptions<T extends AnyToolModule> extends ApiComposition
 
 export interface LocalApi {
   readonly url: string;
+  /** Every route it serves (the tools', `get_operation`, the reads', the API's own), as the stack routes them. */
+  readonly routes: readonly RouteDefinition[];
   close(): Promise<void>;
 }
 
@@ -350,6 +352,7 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
   const { address, port } = server.address() as AddressInfo;
   return {
     url: `http://${address}:${port}`,
+    routes,
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));

@@ -1,19 +1,31 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { type CallToolResult, ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type CallToolResult,
+  type CreateTaskResult,
+  ErrorCode,
+  GetTaskPayloadRequestSchema,
+  GetTaskRequestSchema,
+  ListToolsRequestSchema,
+  RELATED_TASK_META_KEY,
+} from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import * as z from 'zod/mini';
 import { nextAfterRead, nextAfterWrite, type ReadResult } from '../api/next-step';
 import {
+  type CallTask,
   IDEMPOTENCY_KEY_FIELD,
   type Identity,
   INTERNAL_MESSAGE,
   type InvocationDeadline,
   isTransientAwsError,
+  ToolError,
   type ToolResult,
 } from '../idempotency';
+import { ABANDONED_HINT, STALLED_HINT } from '../reads/operation';
+import { instanceOf, mcpTaskOf, TASK_NOT_FOUND, type TaskWording, taskIdOf, taskNameOf, ttlNote } from './tasks';
 import type { Answer, McpTool } from './tools';
 
 /**
@@ -26,8 +38,13 @@ const CallToolRequest = z.object({
     name: z.string(),
     arguments: z.optional(z.record(z.string(), z.unknown())),
     idempotencyKey: z.optional(z.string()),
+    /** MCP tasks: the client asks for a task (`CreateTaskResult`) instead of the tool's result. */
+    task: z.optional(z.looseObject({ ttl: z.optional(z.unknown()) })),
   }),
 });
+
+/** What the model may be told at once when a task is created (MCP tasks, non-binding). */
+const MODEL_IMMEDIATE_RESPONSE = 'io.modelcontextprotocol/model-immediate-response';
 
 /**
  * A JSON-RPC error a request handler throws: the SDK answers `{ code, message }` from it. Not the SDK's
@@ -38,6 +55,7 @@ class JsonRpcError extends Error {
   constructor(
     readonly code: number,
     message: string,
+    readonly data?: unknown,
   ) {
     super(message);
     this.name = 'JsonRpcError';
@@ -102,47 +120,108 @@ function lazyAjvValidator(): jsonSchemaValidator {
   };
 }
 
+/** A write that can be called as a task. */
+type TaskTool = McpTool & Required<Pick<McpTool, 'task' | 'callAsTask'>>;
+
+/** What a task says of itself, for one call of `tool` under `clientKey`. */
+function wordingOf(tool: string, clientKey: string): TaskWording {
+  return {
+    working: {
+      live: `Running under idempotency_key "${clientKey}"; it will not run twice. Poll tasks/get, then read tasks/result.`,
+      abandoned: ABANDONED_HINT,
+      stalled: STALLED_HINT,
+    },
+    failed(result) {
+      const next = nextAfterWrite(tool, result as unknown as ToolResult);
+      return result.error ? `${result.error.code}: ${result.error.message}. ${next.message}` : next.message;
+    },
+  };
+}
+
+/**
+ * A task-augmented call that did not become a task (no record of this call under its key: refused before
+ * its claim, other arguments under the key, an erased key, a first attempt's business error that freed it):
+ * a JSON-RPC error whose message is the answer's error and next step, and whose data is the answer itself
+ * — a task under that id could later read otherwise (a resend runs), and a terminal task must not change.
+ */
+function noTask(tool: string, answer: Answer): JsonRpcError {
+  const next = nextAfterWrite(tool, answer as ToolResult);
+  const error =
+    !answer.ok && 'error' in answer ? answer.error : { code: 'internal' as const, message: INTERNAL_MESSAGE };
+  const refused = error.code === 'invalid_args' || error.code === 'conflict' || error.code === 'not_found';
+  return new JsonRpcError(
+    refused ? ErrorCode.InvalidParams : ErrorCode.InternalError,
+    `${error.code}: ${error.message}. ${next.message}`,
+    {
+      ...answer,
+      next,
+    },
+  );
+}
+
+/** A task read that failed (the store): the error the runtime classified, worded as a JSON-RPC error. */
+function taskReadError(error: unknown): Error {
+  if (error instanceof ToolError) {
+    return new JsonRpcError(
+      ErrorCode.InternalError,
+      `${error.code}: ${error.expose ? error.message : INTERNAL_MESSAGE}`,
+    );
+  }
+  return error as Error;
+}
+
+/** The caller's task `taskId` names, read now; the spec's not-found error for anything else. */
+async function readTask(
+  byName: ReadonlyMap<string, McpTool>,
+  taskId: string,
+  caller: Identity,
+): Promise<{ readonly tool: string; readonly clientKey: string; readonly task: CallTask }> {
+  const name = taskNameOf(taskId);
+  const tool = name && byName.get(name.tool);
+  if (!name || !tool?.task) throw new JsonRpcError(ErrorCode.InvalidParams, TASK_NOT_FOUND);
+  const task = await tool.task(name.clientKey, caller).catch((error: unknown) => {
+    throw taskReadError(error);
+  });
+  // Another caller's key hashes to another record; a later call under the key after its TTL is another task.
+  if (!task || instanceOf(task.callId) !== name.instance)
+    throw new JsonRpcError(ErrorCode.InvalidParams, TASK_NOT_FOUND);
+  return { tool: name.tool, clientKey: name.clientKey, task };
+}
+
+/** Time kept back from a request's deadline when `tasks/result` waits: enough to answer before it. */
+const RESULT_DEADLINE_MARGIN_MS = 1_000;
+
 /**
  * An MCP server, built once and reused: it serves one request at a time (connected to that request's
  * transport), each request's caller and deadline coming with it (`mcpRequestAuth`). Stateless: nothing
  * of a request outlives its answer, so any Lambda instance answers any request. `tools/list` lists
- * every write and read; `tools/call` answers with the same answer object as the HTTP API.
+ * every write and read; `tools/call` answers with the same answer object as the HTTP API — or, asked for
+ * a task (MCP 2025-11-25), with the task its call is (`lib/mcp/tasks.ts`); `tasks/get` and `tasks/result`
+ * read it.
  */
 export function createMcpServer({ tools, logger }: McpServerDependencies): Server {
   const server = new Server(
     { name: 'retrysafe', version: '0.1.0' },
-    { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: lazyAjvValidator() },
+    {
+      // Tasks: a write may be called as one. No tasks/list (no index by caller), no tasks/cancel (no state
+      // of a call allows it): the SDK answers both -32601.
+      capabilities: { tools: {}, tasks: { requests: { tools: { call: {} } } } },
+      instructions: INSTRUCTIONS,
+      jsonSchemaValidator: lazyAjvValidator(),
+    },
   );
   const byName = new Map(tools.map((tool) => [tool.listing.name, tool]));
   const listing = { tools: tools.map((tool) => tool.listing) };
 
-  server.setRequestHandler(ListToolsRequestSchema, async function listTools() {
-    return listing;
-  });
-
-  server.setRequestHandler(CallToolRequest, async function callTool(request, extra): Promise<CallToolResult> {
-    const { caller, deadline } = requestContextOf(extra.authInfo);
-    const { name, arguments: args = {}, idempotencyKey } = request.params;
-    const tool = byName.get(name);
-    if (!tool) throw new JsonRpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
-    const isWrite = !tool.listing.annotations.readOnlyHint;
-    let input: Record<string, unknown> = args;
-    if (isWrite && idempotencyKey !== undefined) {
-      const inArguments = args[IDEMPOTENCY_KEY_FIELD];
-      if (inArguments !== undefined && inArguments !== idempotencyKey) {
-        return toCallToolResult(name, isWrite, {
-          ok: false,
-          error: {
-            code: 'invalid_args',
-            message: `${IDEMPOTENCY_KEY_FIELD}: the arguments and the request's idempotencyKey differ`,
-          },
-        });
-      }
-      input = { ...args, [IDEMPOTENCY_KEY_FIELD]: idempotencyKey };
-    }
-    let answer: Answer;
+  /** A call's answer: the tool's, or a failure worded for the model (never a raw message). */
+  async function answerCall(
+    tool: McpTool,
+    name: string,
+    input: Record<string, unknown>,
+    { caller, deadline }: McpRequestContext,
+  ): Promise<Answer> {
     try {
-      answer = await tool.call(input, caller, deadline);
+      return await tool.call(input, caller, deadline);
     } catch (error) {
       // A tool's failure is an answer for the model (with its next step), never a JSON-RPC error that
       // would carry the raw message: a store outage is `unavailable`, anything else `internal`, logged.
@@ -150,10 +229,104 @@ export function createMcpServer({ tools, logger }: McpServerDependencies): Serve
       const failure = isTransientAwsError(error)
         ? { code: 'unavailable' as const, message: 'a store is unavailable; retry later' }
         : { code: 'internal' as const, message: INTERNAL_MESSAGE };
-      return toCallToolResult(name, isWrite, { ok: false, error: failure });
+      return { ok: false, error: failure };
+    }
+  }
+
+  /**
+   * A task-augmented call: the same call, and the task it is — built from what its attempt wrote or read
+   * (`callAsTask`), never a read of whatever sits under the key afterwards; no call of its own, no task.
+   */
+  async function taskCreated(
+    tool: TaskTool,
+    name: string,
+    input: Record<string, unknown>,
+    { caller, deadline, askedTtl }: McpRequestContext & { readonly askedTtl: unknown },
+  ): Promise<CreateTaskResult> {
+    let answered: { readonly answer: Answer; readonly task: CallTask | undefined };
+    try {
+      answered = await tool.callAsTask(input, caller, deadline);
+    } catch (error) {
+      logger.error('tool call failed', { tool: name, transport: 'mcp', error: error as Error });
+      throw noTask(name, { ok: false, error: { code: 'internal', message: INTERNAL_MESSAGE } });
+    }
+    const { answer, task } = answered;
+    const clientKey = input[IDEMPOTENCY_KEY_FIELD];
+    if (!task || typeof clientKey !== 'string') throw noTask(name, answer);
+    const created = mcpTaskOf(taskIdOf(name, clientKey, task.callId), task, wordingOf(name, clientKey));
+    const note = ttlNote(askedTtl, created.ttl);
+    const statusMessage = [created.statusMessage, note].filter(Boolean).join(' ');
+    return {
+      task: statusMessage ? { ...created, statusMessage } : created,
+      _meta: { [MODEL_IMMEDIATE_RESPONSE]: nextAfterWrite(name, answer as ToolResult).message },
+    };
+  }
+
+  server.setRequestHandler(ListToolsRequestSchema, async function listTools() {
+    return listing;
+  });
+
+  server.setRequestHandler(CallToolRequest, async function callTool(request, extra): Promise<
+    CallToolResult | CreateTaskResult
+  > {
+    const context = requestContextOf(extra.authInfo);
+    const { name, arguments: args = {}, idempotencyKey, task } = request.params;
+    const tool = byName.get(name);
+    if (!tool) throw new JsonRpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    if (task !== undefined && !(tool.task && tool.callAsTask)) {
+      throw new JsonRpcError(ErrorCode.MethodNotFound, `Tool ${name} does not support task-augmented execution`);
+    }
+    const isWrite = !tool.listing.annotations.readOnlyHint;
+    let input: Record<string, unknown> = args;
+    let answer: Answer | undefined;
+    if (isWrite && idempotencyKey !== undefined) {
+      const inArguments = args[IDEMPOTENCY_KEY_FIELD];
+      if (inArguments !== undefined && inArguments !== idempotencyKey) {
+        answer = {
+          ok: false,
+          error: {
+            code: 'invalid_args',
+            message: `${IDEMPOTENCY_KEY_FIELD}: the arguments and the request's idempotencyKey differ`,
+          },
+        };
+      }
+      input = { ...args, [IDEMPOTENCY_KEY_FIELD]: idempotencyKey };
+    }
+    if (task !== undefined) {
+      // Refused before the call: no call, no task.
+      if (answer) throw noTask(name, answer);
+      return taskCreated(tool as TaskTool, name, input, { ...context, askedTtl: task.ttl });
     }
     // A write's log line (with its metrics) is the runtime's.
-    return toCallToolResult(name, isWrite, answer);
+    return toCallToolResult(name, isWrite, answer ?? (await answerCall(tool, name, input, context)));
+  });
+
+  server.setRequestHandler(GetTaskRequestSchema, async function getTask(request, extra) {
+    const { caller } = requestContextOf(extra.authInfo);
+    const { tool, clientKey, task } = await readTask(byName, request.params.taskId, caller);
+    return mcpTaskOf(request.params.taskId, task, wordingOf(tool, clientKey));
+  });
+
+  // tasks/result waits for a working task (reads only) until it is terminal, or until this request's time
+  // is almost up: then it says so (the client polls tasks/get and asks again), rather than being cut off.
+  server.setRequestHandler(GetTaskPayloadRequestSchema, async function getTaskResult(request, extra) {
+    const { caller, deadline } = requestContextOf(extra.authInfo);
+    const taskId = request.params.taskId;
+    for (;;) {
+      const { tool, task } = await readTask(byName, taskId, caller);
+      if (task.status !== 'working') {
+        return { ...toCallToolResult(tool, true, task.result), _meta: { [RELATED_TASK_META_KEY]: { taskId } } };
+      }
+      const wait = Math.min(task.pollIntervalMs, 1_000);
+      if (extra.signal.aborted || deadline.getRemainingTimeInMillis() < wait + RESULT_DEADLINE_MARGIN_MS) {
+        throw new JsonRpcError(
+          ErrorCode.InternalError,
+          'the task is still working and this request is out of time: poll tasks/get, then ask tasks/result again once it is terminal',
+          { taskId, status: 'working' },
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
   });
   return server;
 }

@@ -1,10 +1,13 @@
 import * as z from 'zod/mini';
 import {
+  type CallTask,
+  callAsTask,
   fieldProblem,
   IDEMPOTENCY_KEY_FIELD,
   type Identity,
   type InvocationDeadline,
   type JsonObject,
+  readTask,
   type ToolDefinition,
   type ToolResult,
   type ToolRuntime,
@@ -27,6 +30,11 @@ export interface McpToolListing {
     readonly idempotentHint: boolean;
     readonly openWorldHint: boolean;
   };
+  /**
+   * MCP tasks (2025-11-25): a write may be called as a task (`optional`: a client that does not ask for
+   * one gets today's answer); a read may not (no `execution`: `forbidden`).
+   */
+  readonly execution?: { readonly taskSupport: 'optional' };
   /** Which keys protect a write (retrysafe's own field, next to the standard ones). */
   readonly _meta?: { readonly 'retrysafe/idempotency': KeyKinds };
 }
@@ -38,15 +46,37 @@ export type Answer = ToolResult | { ok: true; [key: string]: unknown };
 export interface McpTool {
   readonly listing: McpToolListing;
   call(input: Record<string, unknown>, caller: Identity, deadline: InvocationDeadline): Promise<Answer>;
+  /**
+   * A write's call under the caller's client key, as a task: its record, read (one GetItem, no write);
+   * undefined when there is none. Writes only.
+   */
+  task?(clientKey: string, caller: Identity): Promise<CallTask | undefined>;
+  /**
+   * A write called as a task: `call`, and the task the call is — what its attempt wrote or read, never
+   * another read (`callAsTask`). Writes only.
+   */
+  callAsTask?(
+    input: Record<string, unknown>,
+    caller: Identity,
+    deadline: InvocationDeadline,
+  ): Promise<{ readonly answer: Answer; readonly task: CallTask | undefined }>;
 }
 
 const RETRY_HINT =
   ' Mint one idempotency_key per intent and send the same key on every retry of it: a retry with the same key and arguments returns the first receipt instead of doing it again.';
 
-const LISTING_ORDER = ['name', 'description', 'inputSchema', 'outputSchema', 'annotations', '_meta'] as const;
+const LISTING_ORDER = [
+  'name',
+  'description',
+  'inputSchema',
+  'outputSchema',
+  'annotations',
+  'execution',
+  '_meta',
+] as const;
 
 /** What a `tools/call` reads of a listing (the annotations tell a write from a read): built at once. */
-type BuiltAtOnce = Pick<McpToolListing, 'name' | 'description' | 'annotations'>;
+type BuiltAtOnce = Pick<McpToolListing, 'name' | 'description' | 'annotations' | 'execution'>;
 type BuiltLater = Omit<McpToolListing, keyof BuiltAtOnce>;
 
 /**
@@ -81,7 +111,12 @@ function listingOf(
 export function writeTool(tool: ToolDefinition, runtime: ToolRuntime): McpTool {
   return {
     listing: listingOf(
-      { name: tool.name, description: `${tool.description}${RETRY_HINT}`, annotations: annotationsOf(tool) },
+      {
+        name: tool.name,
+        description: `${tool.description}${RETRY_HINT}`,
+        annotations: annotationsOf(tool),
+        execution: { taskSupport: 'optional' },
+      },
       ['inputSchema', 'outputSchema', '_meta'],
       function describeWrite() {
         const description = describeTool(tool);
@@ -93,6 +128,11 @@ export function writeTool(tool: ToolDefinition, runtime: ToolRuntime): McpTool {
       },
     ),
     call: (input, caller, deadline) => runtime.invoke(tool, caller, input, deadline, { transport: 'mcp' }),
+    task: (clientKey, caller) => readTask(runtime, tool, caller, clientKey),
+    async callAsTask(input, caller, deadline) {
+      const { result, task } = await callAsTask(runtime, tool, caller, input, deadline, { transport: 'mcp' });
+      return { answer: result, task };
+    },
   };
 }
 
@@ -180,7 +220,7 @@ export function mcpTools<Svc>(
   tools: readonly ToolModule<string, z.ZodMiniObject, JsonObject, Svc>[],
   services: Svc,
   runtime: ToolRuntime,
-  reads: readonly ReadModule<string, z.ZodMiniObject, z.ZodMiniObject, Svc>[] = [],
+  reads: readonly ReadModule<string, z.ZodMiniObject, z.ZodMiniObject, Svc>[],
 ): McpTool[] {
   return [
     ...tools.map((tool) => writeTool(tool.bind(services), runtime)),

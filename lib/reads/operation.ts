@@ -12,7 +12,12 @@ export interface OperationSource {
   readonly toolNames: readonly string[];
 }
 
-const STALLED_HINT =
+/** What an abandoned call's poll says: who finishes it, and that the caller may resend it now. */
+export const ABANDONED_HINT =
+  'the call stopped before it finished (its worker died, or its attempt failed): the server retries it, the first time within a minute, or resend the same arguments with the same key now — neither can act twice';
+
+/** What a stalled call's poll says: only a resend finishes it. */
+export const STALLED_HINT =
   'the server stopped retrying this call after its attempts failed (its effect may or may not have happened): resend the same arguments with the same key to run it again — it cannot act twice — otherwise it stays unfinished until its record expires';
 
 /**
@@ -45,10 +50,5 @@ export async function readOperation(
   if (operation.status === 'completed') return { ok: true, status: 'completed', key, receipt: operation.receipt };
   if (operation.status === 'pending') return { ok: true, status: 'pending', key };
   if (operation.status === 'stalled') return { ok: true, status: 'stalled', key, hint: STALLED_HINT };
-  return {
-    ok: true,
-    status: 'abandoned',
-    key,
-    hint: 'the call stopped before it finished (its worker died, or its attempt failed): the server retries it, the first time within a minute, or resend the same arguments with the same key now — neither can act twice',
-  };
+  return { ok: true, status: 'abandoned', key, hint: ABANDONED_HINT };
 }

@@ -1,6 +1,6 @@
 import type * as z from 'zod/mini';
 import { fieldProblem } from '../idempotency/definition';
-import type { ErrorCode } from '../idempotency/errors';
+import { type ErrorCode, InternalError } from '../idempotency/errors';
 import type { Identity, JsonObject } from '../idempotency/types';
 import type { TableAccess } from './tool-module';
 
@@ -41,7 +41,12 @@ export interface ReadSpec<N extends string, S extends z.ZodMiniObject, F extends
    * names nothing), naming the field; nothing is read.
    */
   readonly args: S;
-  /** What it finds: the answer's fields besides `ok` and `next` (its MCP `outputSchema`, its OpenAPI answer). */
+  /**
+   * What it finds: the answer's fields besides `ok` and `next` (its MCP `outputSchema`, its OpenAPI answer).
+   * Every answer is parsed with it before it is sent: a field it does not name (a stored row's `tenant`,
+   * `created_by`) or a value of another type answers `internal`, logged with the read's name and the field,
+   * never the data.
+   */
   readonly found: F;
   /** The tables and actions `read` uses (through `services`), by the tables' names in the app. */
   readonly access: TableAccess;
@@ -83,6 +88,23 @@ export function pathParamsOf(path: string): string[] {
   return [...path.matchAll(/\{([^}]+)\}/g)].map(([, name = '']) => name);
 }
 
+/**
+ * Whether `schema` takes text, as a path parameter is: a string (of any format), a string enum or
+ * literal, under wrappers (optional, default, …) or at the input of a pipe.
+ */
+function takesText(schema: z.core.$ZodType): boolean {
+  const def = schema._zod.def as z.core.$ZodTypeDef & {
+    innerType?: z.core.$ZodType;
+    in?: z.core.$ZodType;
+    entries?: object;
+    values?: unknown[];
+  };
+  if (def.innerType) return takesText(def.innerType);
+  if (def.in) return takesText(def.in);
+  const values = def.type === 'enum' ? Object.values(def.entries ?? {}) : def.values;
+  return values ? values.every((value) => typeof value === 'string') : def.type === 'string';
+}
+
 /** Every problem of a read's definition, each naming the field. */
 function readProblems(spec: ReadSpec<string, z.ZodMiniObject, z.ZodMiniObject, unknown>): string[] {
   const problems: string[] = [];
@@ -93,16 +115,20 @@ function readProblems(spec: ReadSpec<string, z.ZodMiniObject, z.ZodMiniObject, u
   for (const param of params) {
     if (!fields.includes(param)) problems.push(`path: {${param}} is not a field of args`);
   }
-  for (const field of fields) {
+  for (const [field, schema] of Object.entries(spec.args.def.shape)) {
     if (!params.includes(field)) problems.push(`args.${field}: not a {param} of the path (REST could not send it)`);
+    if (!takesText(schema)) problems.push(`args.${field}: not a string (REST sends a path parameter as text)`);
   }
   if (spec.description.trim() === '') problems.push('description: empty');
   return problems;
 }
 
 /**
- * Declares a read in its own file. Checked when the module loads: a bad name, or a path and arguments
- * that do not name the same fields, is refused before any call, every problem at once.
+ * Declares a read in its own file. Checked when the module loads: a bad name, a path and arguments that
+ * do not name the same fields, or an argument that is not a string (REST sends path parameters as text:
+ * `z.int()` could never match there), is refused before any call, every problem at once. Where a read's
+ * route sits among the API's (`readRouteProblems`) is checked with the app's list: by the config and the
+ * construct.
  */
 export function defineReadModule<
   const N extends string,
@@ -121,7 +147,17 @@ export function defineReadModule<
         async call(input, caller, refused) {
           const args = spec.args.safeParse(input);
           if (!args.success) return readFailure(refused, fieldProblem(args.error, 'arguments'));
-          return (await read(args.data, caller, services)) as ReadAnswer<JsonObject>;
+          const answer = await read(args.data, caller, services);
+          if (!answer.ok) return answer;
+          // What it found, as `found` says it (a typed row may hold more): both transports send this.
+          const { ok, ...fields } = answer;
+          const found = spec.found.safeParse(fields);
+          if (!found.success) {
+            throw new InternalError(
+              `read ${spec.name}: found refuses its answer: ${fieldProblem(found.error, 'found')}`,
+            );
+          }
+          return { ok, ...found.data } as ReadAnswer<JsonObject>;
         },
       };
     },

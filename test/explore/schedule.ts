@@ -2,13 +2,15 @@ import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { Movement } from '../../app/payments/provider';
 import { TABLES, tableName } from '../../app/tables';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
+import { recordKeyOf } from '../../lib/idempotency/derivation';
+import { readTask } from '../../lib/idempotency/task';
 import type { JsonObject, ToolResult } from '../../lib/idempotency/types';
 import { withInvocationDeadline } from '../../lib/store/deadline';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../../lib/store/tables';
 import { CompleterDriver } from './completer-driver';
 import { type CallSpec, type IntentSpec, LOCK_JUMP_MS, SCENARIOS, type ScenarioSpec } from './scenarios';
 import { FAULTS, type Fault, type FaultPlan, installClock, Scheduler, SimClock, type TraceLine } from './scheduler';
-import { asCall, type ExploreWorld } from './world';
+import { asCall, asPoll, type ExploreWorld } from './world';
 
 /** A call's lock: the invocation's time (a Lambda's remaining time). */
 export const CALL_TIME_MS = 30_000;
@@ -243,13 +245,22 @@ class Run {
       noTimeLeft,
     });
     if (!result.ok && 'status' in result) {
-      // Invariant 5: a pending answer is pollable at once — never `not_found`.
-      const operation = await Scheduler.observe(() =>
-        this.world.runtime.lookup(intent.tool, { tenant: this.tenant, user }, call.key).catch(() => 'error' as const),
+      // Invariant 5: a pending answer is pollable at once — never `not_found`, by get_operation nor as an
+      // MCP task (docs/state-machine.md's task view), and the polls write nothing (invariant 8).
+      const caller = { tenant: this.tenant, user };
+      const [operation, task] = await Scheduler.observe(() =>
+        asPoll('get_operation and tasks/get', async () => [
+          await this.world.runtime.lookup(intent.tool, caller, call.key).catch(() => 'error' as const),
+          await readTask(this.world.runtime, tool, caller, call.key).catch(() => 'error' as const),
+        ]),
       );
       if (operation === undefined) {
         this.violations.push(
           `5 pending not pollable: ${actor} ${intent.tool} key ${call.key} answered pending, get_operation says not_found`,
+        );
+      } else if (operation !== 'error' && operation.status !== 'completed' && task === undefined) {
+        this.violations.push(
+          `5 task not found: ${actor} ${intent.tool} key ${call.key}: get_operation says ${operation.status}, its task reads not found`,
         );
       }
     }
@@ -261,6 +272,8 @@ class Run {
     const { scheduler } = this;
     const calm = new Scheduler({ seed: 1, plan: noFaults, holdMs: 0 }, scheduler.clock);
     scheduler.clock.advance(QUIESCENCE_MS);
+    // Every lock has ended: the calls that crashed are abandoned (or stalled) — their tasks still work.
+    await this.#checkTasks('before the completer');
     // The completer runs until nothing is left (no faults now).
     const clock = scheduler.clock;
     const drained = calm.spawn('completer-q', () =>
@@ -300,8 +313,66 @@ class Run {
     await this.#checkEffects('at the end');
 
     this.#checkAnswers();
+    await this.#checkTasks('at the end');
     await this.#checkErase();
     return [...new Set(this.violations)];
+  }
+
+  /**
+   * The task view (docs/state-machine.md): every key's task is its record, read — working while the record
+   * is in flight, completed or failed with exactly the stored outcome (the receipt, `idempotent` as
+   * stored), not found when there is none — and no poll ever wrote (8).
+   */
+  async #checkTasks(when: string): Promise<void> {
+    const world = await this.#readWorld();
+    const byId = new Map(world.records.map((record) => [String(record[ATTR.key]), record]));
+    for (const { intent: intentId, key, user } of this.#askedKeys()) {
+      const intent = this.#intents.get(intentId)!;
+      const caller = { tenant: this.tenant, user };
+      const record = byId.get(recordKeyOf(intent.tool, [caller.tenant, caller.user, key]));
+      const task = await asPoll('tasks/get', () =>
+        readTask(this.world.runtime, this.world.tools[intent.tool]!, caller, key),
+      );
+      const label = `${intent.tool} key ${key} (${when})`;
+      // Past its TTL a record is gone, whatever DynamoDB's sweep has not deleted yet (the clock jumps days).
+      const expired = record !== undefined && Number(record[ATTR.expiry]) < Date.now() / 1000;
+      const status = expired ? undefined : record?.[ATTR.status];
+      if (status === 'COMPLETED') {
+        const receipt = storedReceipt(record!);
+        const expected =
+          receipt === undefined
+            ? { status: 'failed', idempotent: storedReplayed(record!) }
+            : { status: 'completed', idempotent: storedReplayed(record!), receipt };
+        const seen =
+          task?.status === 'completed' || task?.status === 'failed'
+            ? {
+                status: task.status,
+                idempotent: 'idempotent' in task.result ? task.result.idempotent : undefined,
+                ...(task.result.ok ? { receipt: task.result.receipt } : {}),
+              }
+            : { status: task?.status ?? 'not found' };
+        if (JSON.stringify(seen) !== JSON.stringify(expected)) {
+          this.violations.push(
+            `8 task ≠ stored outcome: ${label}: ${JSON.stringify(seen)} vs ${JSON.stringify(expected)}`,
+          );
+        }
+      } else if (status === 'INPROGRESS' && task?.status !== 'working') {
+        this.violations.push(`8 task of a call in flight reads ${task?.status ?? 'not found'}: ${label}`);
+      } else if ((status === undefined || status === 'ERASED') && task !== undefined) {
+        this.violations.push(`8 task of no call reads ${task.status}: ${label}`);
+      }
+    }
+    for (const write of new Set(this.world.pollWrites)) this.violations.push(`8 a poll wrote: ${write}`);
+  }
+
+  /** Every key an agent asked with, once, with its intent and user. */
+  #askedKeys(): Array<{ intent: string; key: string; user: string }> {
+    const asked = new Map<string, { intent: string; key: string; user: string }>();
+    for (const agent of this.scenario.agents) {
+      for (const call of agent.calls)
+        asked.set(`${agent.user}/${call.intent}/${call.key}`, { ...call, user: agent.user });
+    }
+    return [...asked.values()];
   }
 
   /** Ids (record or domain) the erase actor deleted or overwrote. */
@@ -348,9 +419,9 @@ class Run {
         // The receipt is reachable under one of the intents' keys.
         let reachable = false;
         for (const { key, user } of group.flatMap((intent) => this.#keysOf(intent.id))) {
-          const operation = await this.world.runtime
-            .lookup(first!.tool, { tenant: this.tenant, user }, key)
-            .catch(() => undefined);
+          const operation = await asPoll('get_operation', () =>
+            this.world.runtime.lookup(first!.tool, { tenant: this.tenant, user }, key).catch(() => undefined),
+          );
           if (operation?.status === 'completed' && effect.matches(operation.receipt)) reachable = true;
         }
         if (!reachable)

@@ -36,6 +36,14 @@ export interface CallTag {
 
 const callTag = new AsyncLocalStorage<CallTag>();
 
+/** Set around the explorer's polls (get_operation, an MCP task's view): any write made under it is one. */
+const pollTag = new AsyncLocalStorage<string>();
+
+/** Runs `read` as a poll named `what`: a poll must never write (its writes are kept, as violations). */
+export function asPoll<T>(what: string, read: () => Promise<T>): Promise<T> {
+  return pollTag.run(what, read);
+}
+
 /** Runs `work` as the call `tag` (its writes are attributed to it). */
 export function asCall<T>(tag: CallTag, work: () => Promise<T>): Promise<T> {
   return callTag.run(tag, work);
@@ -61,8 +69,9 @@ export async function createExploreWorld(store: string | StoreConnection, option
     ([...Object.keys(TABLES), 'idempotency'] as Array<TableId | 'idempotency'>).map((id) => [tableName(id, env), id]),
   );
   const writes: ObservedWrite[] = [];
+  const pollWrites: string[] = [];
   const exchanges: Exchange[] | undefined = options.record ? [] : undefined;
-  interpose(client, names, writes, exchanges);
+  interpose(client, names, writes, pollWrites, exchanges);
   await createTables(client, TABLES, env);
 
   const documents = createDocumentClient(client);
@@ -88,7 +97,7 @@ export async function createExploreWorld(store: string | StoreConnection, option
     maxAttempts: 1,
     ...handler,
   });
-  interpose(streams, names, writes, exchanges);
+  interpose(streams, names, writes, pollWrites, exchanges);
   return {
     env,
     client,
@@ -98,6 +107,8 @@ export async function createExploreWorld(store: string | StoreConnection, option
     tools,
     streams,
     writes,
+    /** Writes sent from inside a poll (`asPoll`): there must be none. */
+    pollWrites,
     /** Every request an actor sent and what it got (only when `record`: the cross-check compares them). */
     exchanges,
     outcomes,
@@ -120,16 +131,19 @@ function interpose(
   client: DynamoDBClient | DynamoDBStreamsClient,
   names: ReadonlyMap<string, TableId | 'idempotency'>,
   writes: ObservedWrite[],
+  pollWrites: string[],
   exchanges: Exchange[] | undefined,
 ): void {
   (client.middlewareStack as DynamoDBClient['middlewareStack']).add(
     (next, context) =>
       async function schedulingPoint(args) {
-        const running = Scheduler.current();
-        if (!running) return next(args);
         const input = args.input as Record<string, unknown>;
         const table = names.get(String(input.TableName ?? '')) ?? 'idempotency';
         const command = String(context.commandName ?? 'Command').replace(/Command$/, '');
+        const poll = pollTag.getStore();
+        if (poll && /^(Put|Update|Delete)Item$/.test(command)) pollWrites.push(`${poll}: ${command} ${table}`);
+        const running = Scheduler.current();
+        if (!running) return next(args);
         const request =
           input.TableName === undefined ? `${command} stream` : `${command} ${table}${describeKey(input)}`;
         const call = callTag.getStore();

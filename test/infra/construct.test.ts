@@ -3,28 +3,35 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import type { Function as LambdaFunction } from 'aws-cdk-lib/aws-lambda';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import * as z from 'zod/mini';
 import { TABLES } from '../../app/tables';
 import { openStore } from '../../lib/cli/store';
 import { CLAIM_ACTIONS } from '../../lib/infra/idempotency-table';
-import { packageEntryFile, Retrysafe, type RetrysafeProps } from '../../lib/infra/retrysafe';
+import { packageEntryFile, Retrysafe, type RetrysafeProps, retrysafePropProblems } from '../../lib/infra/retrysafe';
 import { tableFromDefinition } from '../../lib/infra/table';
-import type { AnyToolModule } from '../../lib/tools/tool-module';
+import { type AnyToolModule, defineToolModule } from '../../lib/tools/tool-module';
+import { drawLots } from '../fixtures/outside/draw-lots';
+import { getBalance } from '../fixtures/outside/get-balance';
 import { sendReminder } from '../fixtures/tools/send-reminder';
+import { initError } from '../helpers/lambda-init';
 
 const LAMBDAS = join(__dirname, '..', '..', 'lib', 'lambda', 'entries');
 /** The example app's entries: an app's own mcp, completer and listings, as the construct wants them. */
 const EXAMPLE_LAMBDAS = join(__dirname, '..', '..', 'lambdas');
 const FIXTURE_LAMBDAS = join(__dirname, '..', 'fixtures', 'lambdas');
+const REMINDER_ENTRY = join(FIXTURE_LAMBDAS, 'send_reminder.ts');
+/** The entry files of an app whose tool and read import packages of their own (test/fixtures/outside). */
+const outside = (entry: string) => join(__dirname, '..', 'fixtures', 'outside', 'lambdas', `${entry}.ts`);
+const PROVIDER_KEY = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:provider-key-AbCdEf';
 
 // biome-ignore lint/suspicious/noExplicitAny: CloudFormation properties are asserted structurally
 type Resources = Record<string, { Type: string; Properties: Record<string, any> }>;
 
-/** An app's own stack with one table and one tool of its own; bundling skipped (settings only). */
-function appStack(overrides: Partial<RetrysafeProps> = {}) {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  const stack = new Stack(app, 'App');
-  const outbox = tableFromDefinition(stack, 'Outbox', TABLES.outbox);
-  const retrysafe = new Retrysafe(stack, 'Tools', {
+/** An app's own props: one table and one tool of its own, the example's entries for the rest. */
+function appProps(stack: Stack, overrides: Partial<RetrysafeProps> = {}): RetrysafeProps {
+  return {
     tools: [{ tool: sendReminder, entry: join(FIXTURE_LAMBDAS, 'send_reminder.ts') }],
     entries: {
       mcp: join(EXAMPLE_LAMBDAS, 'mcp.ts'),
@@ -32,13 +39,27 @@ function appStack(overrides: Partial<RetrysafeProps> = {}) {
       list_tools: join(EXAMPLE_LAMBDAS, 'list_tools.ts'),
       openapi: join(EXAMPLE_LAMBDAS, 'openapi.ts'),
     },
-    tables: { outbox },
+    tables: { outbox: tableFromDefinition(stack, 'Outbox', TABLES.outbox) },
     issuer: 'https://issuer.example',
     audience: 'app',
     ...overrides,
-  });
+  };
+}
+
+/** An app's own stack with one table and one tool of its own; bundling skipped (settings only). */
+function appStack(overrides: Partial<RetrysafeProps> | ((stack: Stack) => Partial<RetrysafeProps>) = {}) {
+  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const stack = new Stack(app, 'App');
+  const props = appProps(stack, typeof overrides === 'function' ? overrides(stack) : overrides);
+  const retrysafe = new Retrysafe(stack, 'Tools', props);
   const template = Template.fromStack(stack);
-  return { stack, outbox, retrysafe, resources: template.toJSON().Resources as Resources };
+  return {
+    stack,
+    props,
+    outbox: props.tables!.outbox!,
+    retrysafe,
+    resources: template.toJSON().Resources as Resources,
+  };
 }
 
 describe('the Retrysafe construct in an app’s own stack', () => {
@@ -172,4 +193,193 @@ describe('the Retrysafe construct in an app’s own stack', () => {
       ),
     );
   });
+});
+
+/** A second tool of the app's that writes nowhere: it calls a fax provider. */
+const sendFax = defineToolModule({
+  name: 'send_fax',
+  description: 'Send a fax. Once per idempotency_key.',
+  args: z.strictObject({ to: z.string() }),
+  annotations: { destructiveHint: false, openWorldHint: true },
+  receipt: z.strictObject({ fax_id: z.string() }),
+  access: {},
+  async execute() {
+    return { receipt: { fax_id: 'f1' }, replayed: false };
+  },
+});
+
+/** Every function of the construct, routed or not, by its entry's name. */
+function functionsOf(retrysafe: Retrysafe): Record<string, LambdaFunction> {
+  return { ...retrysafe.functions, complete: retrysafe.completer, erase: retrysafe.eraser };
+}
+
+describe("what the tools' and reads' code needs (needs)", () => {
+  it('refuses a variable two of them set to different values, and one the construct sets itself, all at once', () => {
+    const attempt = () =>
+      appStack({
+        tools: [
+          { tool: sendReminder, entry: REMINDER_ENTRY, needs: { environment: { PROVIDER_KEY_ARN: 'arn:reminders' } } },
+          {
+            tool: sendFax,
+            entry: REMINDER_ENTRY,
+            needs: { environment: { PROVIDER_KEY_ARN: 'arn:fax', TENANT_CLAIM: 'org' } },
+          },
+        ],
+        reads: [
+          {
+            read: getBalance,
+            entry: outside('get_balance'),
+            needs: { environment: { PROVIDER_KEY_ARN: 'arn:reminders', OUTBOX_TABLE: 'mine' } },
+          },
+        ],
+      });
+
+    expect(attempt).toThrow(
+      new Error(
+        [
+          "Retrysafe: tools.send_fax.needs.environment: PROVIDER_KEY_ARN is also tools.send_reminder's, with another value (the MCP function runs both)",
+          'tools.send_fax.needs.environment: TENANT_CLAIM is set by the construct itself',
+          'reads.get_balance.needs.environment: OUTBOX_TABLE is set by the construct itself',
+        ].join('; '),
+      ),
+    );
+  });
+
+  it('refuses every variable the construct sets on one of its functions', () => {
+    const { resources } = appStack();
+    const set = new Set(
+      Object.values(resources)
+        .filter((resource) => resource.Type === 'AWS::Lambda::Function')
+        .flatMap((fn) => Object.keys(fn.Properties.Environment?.Variables ?? {})),
+    );
+    const props = appProps(new Stack(new App(), 'Check'));
+
+    const refused = [...set].filter((name) =>
+      retrysafePropProblems({
+        ...props,
+        tools: [{ tool: sendReminder, entry: REMINDER_ENTRY, needs: { environment: { [name]: 'x' } } }],
+      }).includes(`tools.send_reminder.needs.environment: ${name} is set by the construct itself`),
+    );
+
+    expect(set).toContain('TENANT_CLAIM');
+    expect(set).toContain('RECHECK_QUEUE_URL');
+    expect(refused.sort()).toEqual([...set].sort());
+  });
+
+  it("gives a read's needs to its own function and the MCP function, and to no other", () => {
+    const { stack, retrysafe, resources } = appStack((scope) => ({
+      reads: [
+        {
+          read: getBalance,
+          entry: outside('get_balance'),
+          needs: {
+            environment: { PROVIDER_KEY_ARN: PROVIDER_KEY },
+            secrets: [Secret.fromSecretCompleteArn(scope, 'ProviderKey', PROVIDER_KEY)],
+            bundledModules: ['stripe'],
+          },
+        },
+      ],
+      bundling: { externalModules: ['stripe'] },
+    }));
+    const functions = functionsOf(retrysafe);
+    const policies = Object.values(resources).filter((resource) => resource.Type === 'AWS::IAM::Policy');
+    /** Whether a function's role may read the provider's key. */
+    const readsKey = (fn: LambdaFunction) => {
+      const roleId = stack.getLogicalId(fn.role!.node.defaultChild as never);
+      return policies
+        .filter((policy) => policy.Properties.Roles.some((ref: { Ref: string }) => ref.Ref === roleId))
+        .flatMap((policy) => policy.Properties.PolicyDocument.Statement)
+        .some(
+          (statement: { Action: string | string[]; Resource: unknown }) =>
+            [statement.Action].flat().includes('secretsmanager:GetSecretValue') &&
+            JSON.stringify(statement.Resource).includes('provider-key'),
+        );
+    };
+    const environmentOf = (fn: LambdaFunction) =>
+      resources[stack.getLogicalId(fn.node.defaultChild as never)]!.Properties.Environment.Variables;
+
+    const given = Object.entries(functions)
+      .filter(([, fn]) => environmentOf(fn).PROVIDER_KEY_ARN === PROVIDER_KEY)
+      .map(([name]) => name);
+    const granted = Object.entries(functions)
+      .filter(([, fn]) => readsKey(fn))
+      .map(([name]) => name);
+
+    expect(given.sort()).toEqual(['get_balance', 'mcp']);
+    expect(granted.sort()).toEqual(['get_balance', 'mcp']);
+  });
+
+  it("refuses to leave out of the bundles a package retrysafe's own code loads", () => {
+    const attempt = () =>
+      appStack({ bundling: { externalModules: ['canonicalize', 'stripe', 'zod/mini', '@modelcontextprotocol/*'] } });
+
+    expect(attempt).toThrow(
+      new Error(
+        ['canonicalize', ['zod/mini', 'zod'], ['@modelcontextprotocol/*', '@modelcontextprotocol/sdk']]
+          .map((entry) => {
+            const [pattern, left] = typeof entry === 'string' ? [entry, entry] : entry;
+            return `bundling.externalModules: ${pattern} would leave retrysafe's own ${left} out of the bundles (its code loads them in the functions, and the Lambda runtime has none: they would fail at init)`;
+          })
+          .join('; ')
+          .replace(/^/, 'Retrysafe: '),
+      ),
+    );
+  });
+});
+
+describe('the bundles of an app whose tool and read import packages its bundling leaves out', () => {
+  let stack: Stack;
+  let retrysafe: Retrysafe;
+  let outdir: string;
+  beforeAll(() => {
+    const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'retrysafe-outside-')) });
+    outdir = app.outdir;
+    stack = new Stack(app, 'Outside');
+    retrysafe = new Retrysafe(stack, 'Tools', {
+      tools: [{ tool: drawLots, entry: outside('draw_lots'), needs: { bundledModules: ['pure-rand'] } }],
+      reads: [{ read: getBalance, entry: outside('get_balance'), needs: { bundledModules: ['stripe'] } }],
+      entries: {
+        mcp: outside('mcp'),
+        complete: outside('complete'),
+        list_tools: outside('list_tools'),
+        openapi: outside('openapi'),
+      },
+      bundling: { externalModules: ['pure-rand', 'stripe'] },
+      issuer: 'https://issuer.example',
+      audience: 'app',
+    });
+    Template.fromStack(stack);
+  }, 120_000);
+
+  /** Where a function's bundle is, in the synthesized assembly. */
+  function bundleOf(fn: LambdaFunction): string {
+    const code = (fn.node.defaultChild as unknown as { code: { s3Key: string } }).code;
+    const key = stack.resolve(code.s3Key) as string | { 'Fn::Sub': string };
+    return join(
+      outdir,
+      `asset.${String(typeof key === 'string' ? key : key['Fn::Sub']).replace(/\.zip$/, '')}`,
+      'index.js',
+    );
+  }
+
+  it.each(['list_tools', 'openapi', 'mcp', 'complete', 'draw_lots', 'get_balance', 'get_operation', 'erase'])(
+    '%s initializes with the packages the Lambda runtime provides: every other one it loads is bundled',
+    async (name) => {
+      const fn = functionsOf(retrysafe)[name]!;
+      // The function's environment as deployed; what CloudFormation resolves (table names, the queue's
+      // URL) stands as a URL.
+      const variables = Template.fromStack(stack).toJSON().Resources[stack.getLogicalId(fn.node.defaultChild as never)]
+        .Properties.Environment.Variables as Record<string, unknown>;
+      const environment = Object.fromEntries(
+        Object.entries(variables).map(([key, value]) => [
+          key,
+          typeof value === 'string' ? value : 'https://deploy-time.example/value',
+        ]),
+      );
+
+      const error = await initError(bundleOf(fn), environment);
+
+      expect(error).toBeUndefined();
+    },
+  );
 });

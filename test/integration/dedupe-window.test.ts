@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { NotFoundError } from '../../lib/idempotency';
 import { advanceClock } from '../helpers/clock';
 import { gate, noteTool } from '../helpers/tools';
@@ -133,6 +134,50 @@ describe('a dedupe window', () => {
     expect(takeover).toMatchObject({ ok: true, key: 'k2' });
     expect(keys).toHaveLength(2);
     expect(keys[1]).toBe(keys[0]);
+    never.open();
+  });
+
+  it("answers unavailable (retry with the key), never internal, when its claim is lost while it fixes the holder's downstream key", async () => {
+    const caller = identity();
+    const never = gate();
+    const started = gate();
+    let runs = 0;
+    const { tool } = windowedNote(async (args) => {
+      runs += 1;
+      if (runs === 1) {
+        started.open();
+        await never.opened; // the intent's holder dies mid-effect
+      }
+      return { receipt: { note_id: 'n1', text: args.text }, replayed: false };
+    });
+    void world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline(1_000));
+    await started.opened;
+    advanceClock(2_000); // the holder's lock ended: k2 takes its intent over, fixing the holder's key first
+    // Right before k2 fixes that key on its record, the record is claimed by someone else (a takeover).
+    const stolen = world.client.middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as { UpdateExpression?: string; Key?: { id?: { S?: string } }; TableName?: string };
+        if (input.UpdateExpression?.includes('#downstream') && input.Key?.id?.S) {
+          await world.client.send(
+            new UpdateItemCommand({
+              TableName: input.TableName,
+              Key: { id: { S: input.Key.id.S } },
+              UpdateExpression: 'SET claim_id = :other',
+              ExpressionAttributeValues: { ':other': { S: 'someone-else' } },
+            }),
+          );
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'stealClaimBeforeFix' },
+    );
+
+    const answer = await world.runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
+    world.client.middlewareStack.remove('stealClaimBeforeFix');
+    void stolen;
+
+    expect(answer).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+    expect(runs).toBe(1); // it never ran: the attempt that holds the record now does
     never.open();
   });
 

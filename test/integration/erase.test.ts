@@ -2,8 +2,8 @@ import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { TABLES, type TableId, tableName } from '../../app/tables';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { UnavailableError } from '../../lib/idempotency/errors';
-import { CallRecords } from '../../lib/idempotency/persistence/call-records';
-import { markStalled } from '../../lib/idempotency/persistence/stall';
+import { markStalled } from '../../lib/idempotency/protocol/stall';
+import { readCallRecord } from '../../lib/idempotency/protocol/table';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { advanceClock } from '../helpers/clock';
 import { gate, noteTool } from '../helpers/tools';
@@ -92,6 +92,8 @@ describe('eraseTenant', () => {
           'attempt',
           'call_id',
           'claim_id',
+          'completed_at',
+          'created_at',
           'expiration',
           'id',
           'in_progress_expiration',
@@ -170,13 +172,12 @@ describe('eraseTenant', () => {
     const failed = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'secret' }, deadline());
     advanceClock(1_000);
     const whileAbandoned = await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES);
-    const records = new CallRecords(world.client, tableName('idempotency'), IDEMPOTENCY_ATTRIBUTES);
+    const table = { client: world.client, tableName: tableName('idempotency'), attributes: IDEMPOTENCY_ATTRIBUTES };
     const key = (await itemsOf(tenant))
       .idempotency!.map((item) => (item as { id: { S: string } }).id.S)
       .find((id) => id.startsWith('send_note#'))!;
-    const abandoned = (await records.read(key))!;
-    const table = { client: world.client, tableName: tableName('idempotency'), attr: IDEMPOTENCY_ATTRIBUTES };
-    const gaveUp = await markStalled(table, key, abandoned.claim!, Date.now());
+    const abandoned = (await readCallRecord(table, key))!;
+    const gaveUp = await markStalled(table, key, abandoned.claimId!, Date.now());
     const polledStalled = await world.runtime.lookup('send_note', caller, 'k1');
 
     // Act
@@ -199,7 +200,7 @@ describe('eraseTenant', () => {
     expect(withDomain.kept.invoices).toBeUndefined();
     expect(withDomain.tables.invoices).toMatchObject({ deleted: 1, inFlight: 0 });
     expect(left).toMatchObject({ invoices: [], tickets: [], outbox: [] });
-    expect((await records.read(key))?.status).toBe('ERASED');
+    expect((await readCallRecord(table, key))?.status).toBe('ERASED');
     expect(retried).toMatchObject({ ok: false, error: { code: 'not_found' } });
   });
 });

@@ -1,8 +1,8 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer } from 'aws-lambda';
 import { handleToolWrite } from '../../lib/http/write';
 import { createToolRuntime } from '../../lib/lambda/runtime';
 import { keyHash } from '../../lib/observability/call-log';
+import { capturedLogger } from '../helpers/captured-logger';
 import { noteTool } from '../helpers/tools';
 import { createWorld, deadline, newTenant, type World } from '../helpers/world';
 
@@ -19,20 +19,6 @@ function event(tenant: string, body: unknown): APIGatewayProxyEventV2WithJWTAuth
     isBase64Encoded: false,
     requestContext: { authorizer: { jwt: { claims: { tenant_id: tenant, sub: 'ada' }, scopes: [] } } },
   } as unknown as APIGatewayProxyEventV2WithJWTAuthorizer;
-}
-
-/** A Powertools Logger at INFO whose JSON lines the test reads. */
-function capturedLogger() {
-  const lines: Array<Record<string, unknown>> = [];
-  const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
-    for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-    return true;
-  });
-  return {
-    logger: new Logger({ serviceName: 'retrysafe', logLevel: 'INFO' }),
-    lines,
-    restore: () => write.mockRestore(),
-  };
 }
 
 describe('handleToolWrite', () => {

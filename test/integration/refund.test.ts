@@ -191,6 +191,8 @@ describe('refund, end to end on DynamoDB Local', () => {
         'attempt',
         'call_id',
         'claim_id',
+        'completed_at',
+        'created_at',
         'data',
         'expiration',
         'id',

@@ -120,7 +120,7 @@ describe('finding 1: the functions the construct bundles from the installed pack
     ],
     [
       'MCP (retrysafe/lambda/mcp)',
-      `import { mcpEntry } from 'retrysafe/lambda/mcp';\nexport const handler = mcpEntry([ping], services);`,
+      `import { mcpEntry } from 'retrysafe/lambda/mcp';\nexport const handler = mcpEntry([ping], services, { reads: [] });`,
     ],
     [
       'the completer (retrysafe/lambda/completer)',

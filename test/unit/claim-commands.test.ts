@@ -47,6 +47,8 @@ describe('the commands a call sends', () => {
         expiration: { N: expect.any(String) },
         in_progress_expiration: { N: expect.any(String) },
         validation: { S: expect.any(String) },
+        // When the caller asked: the dedupe window it falls in, an MCP task's createdAt.
+        created_at: { N: expect.stringMatching(/^\d{13}$/) },
         // While in flight, what the completer needs to finish the call if this worker dies.
         call: { S: '{"args":{"text":"hi"},"key":"secret-k1","user":"ada"}' },
       },
@@ -59,13 +61,21 @@ describe('the commands a call sends', () => {
     expect(updates[0]!.args[0].input).toMatchObject({
       TableName: 'keys',
       Key: { id: put.Item?.id },
-      // The call's key and arguments go with the result: a completed record keeps only their hashes.
-      UpdateExpression: 'SET #expiry = :expiry, #status = :status, #data = :data REMOVE #call',
+      // The call's key and arguments go with the result: a completed record keeps only their hashes; when
+      // it completed is written with it (an MCP task's lastUpdatedAt).
+      UpdateExpression: 'SET #expiry = :expiry, #status = :status, #data = :data, #completed = :completed REMOVE #call',
       // Only the claim that wrote the record may store its result.
       ConditionExpression: '#claim = :claim',
-      ExpressionAttributeNames: { '#claim': 'claim_id', '#data': 'data', '#status': 'status', '#call': 'call' },
+      ExpressionAttributeNames: {
+        '#claim': 'claim_id',
+        '#data': 'data',
+        '#status': 'status',
+        '#call': 'call',
+        '#completed': 'completed_at',
+      },
       ExpressionAttributeValues: {
         ':claim': put.Item?.claim_id,
+        ':completed': { N: expect.stringMatching(/^\d{13}$/) },
         ':status': { S: 'COMPLETED' },
         ':data': { M: { receipt: { S: '{"n":1}' }, replayed: { BOOL: false } } },
       },

@@ -5,6 +5,7 @@
 import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { definedTable, eraseAccessOf, Retrysafe } from 'retrysafe/cdk';
+import { READS } from '../src/reads';
 import { TABLES } from '../src/tables';
 import { logCall } from '../src/tools/log-call';
 import { openAccount } from '../src/tools/open-account';
@@ -14,13 +15,16 @@ const app = new App();
 const stack = new Stack(app, 'OwnTools', { description: 'An app of its own on retrysafe' });
 const lambdas = join(__dirname, '..', 'src', 'lambdas');
 const entry = (name: string) => join(lambdas, `${name}.ts`);
+const crmUrl = app.node.tryGetContext('crmUrl') ?? 'https://crm.example.com/api';
 
-const retrysafe = new Retrysafe(stack, 'Tools', {
+new Retrysafe(stack, 'Tools', {
   tools: [
     { tool: openAccount, entry: entry('open_account') },
     { tool: logCall, entry: entry('log_call') },
-    { tool: pushContact, entry: entry('push_contact') },
+    // The CRM's URL, for every function that may run push_contact (its own, the MCP endpoint, the completer).
+    { tool: pushContact, entry: entry('push_contact'), needs: { environment: { CRM_URL: crmUrl } } },
   ],
+  reads: READS.map((read) => ({ read, entry: entry(read.name) })),
   entries: {
     mcp: entry('mcp'),
     complete: entry('complete'),
@@ -37,8 +41,3 @@ const retrysafe = new Retrysafe(stack, 'Tools', {
   issuer: app.node.tryGetContext('issuer') ?? 'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_example',
   audience: app.node.tryGetContext('audience') ?? 'own-tools',
 });
-// The CRM's URL for every function that may run push_contact (its own, the MCP endpoint, the completer).
-const crmUrl = app.node.tryGetContext('crmUrl') ?? 'https://crm.example.com/api';
-for (const fn of [retrysafe.functions.push_contact!, retrysafe.functions.mcp!, retrysafe.completer]) {
-  fn.addEnvironment('CRM_URL', crmUrl);
-}

@@ -11,7 +11,7 @@ export function services({ documents, tableName }: CoreServices) {
   return {
     accounts: new AccountStore(documents, tableName('accounts')),
     calls: new CallLog(documents, tableName('calls')),
-    // The CRM's API: CRM_URL on every function (bin/app.ts sets it), a local fake in the tests.
+    // The CRM's API: CRM_URL where push_contact runs (its needs in bin/app.ts), a local fake in the tests.
     crm: new CrmClient(process.env.CRM_URL ?? 'http://127.0.0.1:9'),
   };
 }

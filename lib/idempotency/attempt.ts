@@ -1,0 +1,335 @@
+/**
+ * One attempt of a call, in phases that return what they decided — claim → choose the downstream key →
+ * execute → settle (store the outcome; or, on a failure, park or release the claim) — reading one
+ * `Claim`, set once by the claim phase. Every write is a transition of `protocol/`.
+ */
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type * as z from 'zod/mini';
+import { type Ending, failed, REFUSED, type ReplayKind, retryAfterMs, StoreWriteError } from './answers';
+import { type CallRecord, encodeCall, type IntentHolder, STATUS, type StoredOutcome } from './call-state';
+import { claimCall } from './claim-call';
+import { expiresAtSOf } from './derivation';
+import { type ErrorCode, InFlightError, ToolError } from './errors';
+import { downstreamKey } from './fingerprint';
+import { claimIntent } from './intents';
+import { type Claim, fixDownstreamKey } from './protocol/claim';
+import { type IntentScope, intentKeyOf, releaseIntent } from './protocol/intent';
+import { park, release, store } from './protocol/settle';
+import type { IdempotencyTable } from './protocol/table';
+import { encodeReceipt } from './receipt';
+import type { ToolDefinition } from './tool';
+import type { Identity, JsonObject } from './types';
+
+/** Everything one attempt works from, fixed before it claims. */
+export interface CallPlan<S extends z.ZodMiniObject = z.ZodMiniObject, R extends JsonObject = JsonObject> {
+  readonly table: IdempotencyTable;
+  readonly tool: ToolDefinition<S, R>;
+  readonly identity: Identity;
+  readonly clientKey: string;
+  readonly args: z.output<S>;
+  /** The record key: `<tool>#<hash of tenant, user, client key>`. */
+  readonly recordKey: string;
+  /** The arguments' fingerprint, and its validation hash stored on the record. */
+  readonly fingerprint: string;
+  readonly validation: string;
+  readonly ttlSeconds: number;
+  /** The attempt's lock: its invocation's deadline, read once. */
+  readonly lockEndsMs: number;
+  /** Take over exactly this claim (the completer), or undefined (a caller: claim, or take over). */
+  readonly resume: string | undefined;
+  readonly logger: Logger | undefined;
+}
+
+/**
+ * Runs one attempt: claim, choose the downstream key, execute, settle. Every refusal and failure is an
+ * `Ending` (a tool's own errors included); nothing is thrown.
+ */
+export async function runAttempt<S extends z.ZodMiniObject, R extends JsonObject>(
+  plan: CallPlan<S, R>,
+): Promise<Ending> {
+  const claimed = await claimCall(plan.table, {
+    recordKey: plan.recordKey,
+    tenant: plan.identity.tenant,
+    tool: plan.tool.name,
+    validation: plan.validation,
+    expiresAtS: expiresAtSOf(plan.ttlSeconds, Date.now()),
+    lockEndsMs: plan.lockEndsMs,
+    ttlSeconds: plan.ttlSeconds,
+    // The claim carries what it takes to finish the call if this worker dies (the completer).
+    call: () => encodeCall({ user: plan.identity.user, clientKey: plan.clientKey, args: plan.args as JsonObject }),
+    resume: plan.resume,
+  });
+  if (claimed.kind !== 'claimed') return claimed;
+  const { claim } = claimed;
+  // The call began with this request when its attempt made the first claim (a takeover continues one).
+  return { ...(await runClaimed(plan, claim)), ...(claim.attempt === 1 ? { fresh: true } : {}) };
+}
+
+/** The attempt once it holds its claim: choose the downstream key, execute, settle. */
+async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
+  plan: CallPlan<S, R>,
+  claim: Claim,
+): Promise<Ending> {
+  let chosen: DownstreamKeyChoice;
+  try {
+    chosen = await chooseDownstreamKey(plan, claim);
+  } catch (error) {
+    return settle(plan, claim, PARK_NOW, failed(error));
+  }
+  switch (chosen.kind) {
+    case 'replay':
+      return storeOutcome(plan, claim, { ...chosen.outcome, replayed: true }, 'dedupe_window');
+    case 'running': {
+      // Pending, and pollable: this call's record stays in flight until it is told to retry; then a retry
+      // (or the completer) takes it over and finds the holder's outcome.
+      const untilMs = Date.now() + retryAfterMs(chosen.lockEndsMs);
+      return settle(plan, claim, { kind: 'park', untilMs }, { kind: 'pending', until: { atMs: chosen.lockEndsMs } });
+    }
+    case 'claim_lost':
+      return settle(plan, claim, PARK_NOW, failed(REFUSED.claimLostBeforeRun()));
+    case 'run': {
+      const executed = await execute(plan, claim, chosen.downstreamKey, chosen.createdIntent);
+      if (executed.kind === 'settle') return settle(plan, claim, executed.settlement, executed.ending);
+      return storeOutcome(plan, claim, executed.outcome, executed.replay);
+    }
+  }
+}
+
+/** The downstream key the effect runs under, or why the attempt does not run. */
+type DownstreamKeyChoice =
+  | { readonly kind: 'run'; readonly downstreamKey: string; readonly createdIntent: boolean }
+  /** A dedupe window's holder finished the intent: its outcome answers. */
+  | { readonly kind: 'replay'; readonly outcome: StoredOutcome }
+  /** A dedupe window's holder runs it now. */
+  | { readonly kind: 'running'; readonly lockEndsMs: number | undefined }
+  | { readonly kind: 'claim_lost' };
+
+/** Phase: the downstream key — the record's fixed one, the call's own, or a dedupe window's. */
+async function chooseDownstreamKey<S extends z.ZodMiniObject, R extends JsonObject>(
+  plan: CallPlan<S, R>,
+  claim: Claim,
+): Promise<DownstreamKeyChoice> {
+  const own = ownDownstreamKey(plan);
+  const window = plan.tool.dedupeWindowSeconds;
+  if (claim.downstreamKey !== undefined || window === undefined) {
+    return { kind: 'run', downstreamKey: claim.downstreamKey ?? own, createdIntent: false };
+  }
+  const intent = await claimIntent(plan.table, {
+    scope: intentScopeOf(plan),
+    holder: holderOf(claim),
+    downstreamKey: own,
+    windowSeconds: window,
+    ttlSeconds: plan.ttlSeconds,
+    askedAtMs: claim.askedAtMs,
+    fix: (intentsKey) => fixDownstreamKey(plan.table, claim, intentsKey),
+  });
+  switch (intent.kind) {
+    case 'running':
+    case 'claim_lost':
+      return intent;
+    case 'holds':
+      // Only an intent this very call created may be freed by its business error: one taken over may
+      // hold a dead holder's effect.
+      return { kind: 'run', downstreamKey: intent.downstreamKey, createdIntent: intent.created };
+    case 'done':
+      // The holder's outcome answers, unless it was itself a replay: then the effect's commit may be this
+      // call's own (an earlier attempt of it), and only the tool, under the intent's key, can tell.
+      if (!(intent.outcome.replayed && intent.outcome.receipt !== undefined)) {
+        return { kind: 'replay', outcome: intent.outcome };
+      }
+      // Running under the intent's key: fixed on this call's record first, like a takeover, so that a
+      // later attempt runs under it even if the intent is gone by then.
+      if (
+        intent.downstreamKey !== own &&
+        (await fixDownstreamKey(plan.table, claim, intent.downstreamKey)) === 'claim_lost'
+      ) {
+        return { kind: 'claim_lost' };
+      }
+      return { kind: 'run', downstreamKey: intent.downstreamKey, createdIntent: false };
+  }
+}
+
+/**
+ * The call's own downstream key, from its natural key, or else from its client key and its arguments'
+ * fingerprint: other arguments under a reused client key get another downstream key, so they can never
+ * meet this call's effect (nor be refused as its conflict). Derived only once claimed (a replay never
+ * needs it).
+ */
+function ownDownstreamKey<S extends z.ZodMiniObject, R extends JsonObject>(plan: CallPlan<S, R>): string {
+  const { tool, identity } = plan;
+  if (!tool.naturalKey) {
+    return downstreamKey(tool.name, identity, {
+      kind: 'client',
+      user: identity.user,
+      clientKey: plan.clientKey,
+      fingerprint: plan.fingerprint,
+    });
+  }
+  const args = plan.args as JsonObject;
+  const naturalKey = Object.fromEntries(tool.naturalKey.map((field) => [field, args[field] ?? null]));
+  return downstreamKey(tool.name, identity, { kind: 'natural', naturalKey });
+}
+
+function intentScopeOf<S extends z.ZodMiniObject, R extends JsonObject>(plan: CallPlan<S, R>): IntentScope {
+  return { tool: plan.tool.name, identity: plan.identity, fingerprint: plan.fingerprint };
+}
+
+function holderOf(claim: Claim): IntentHolder {
+  return { recordKey: claim.recordKey, claimId: claim.claimId, callId: claim.callId };
+}
+
+/** What becomes of the claim when the attempt fails. */
+type Settlement =
+  /** A business error on a first attempt: nothing happened, the key (and an intent it created) are free. */
+  | { readonly kind: 'release'; readonly createdIntent: boolean }
+  /**
+   * Anything else: the record is kept, its lock set to `untilMs` — later: pending until then; unset:
+   * now (abandoned at once, so a retry or the completer takes it over).
+   */
+  | { readonly kind: 'park'; readonly untilMs?: number };
+
+const PARK_NOW: Settlement = { kind: 'park' };
+
+/** What executing the tool led to: an outcome to store, or a claim to settle and how the attempt ends. */
+type Executed =
+  | { readonly kind: 'outcome'; readonly outcome: StoredOutcome; readonly replay?: ReplayKind }
+  | { readonly kind: 'settle'; readonly settlement: Settlement; readonly ending: Ending };
+
+/** The business errors after which nothing happened (on a first attempt): the claim is released. */
+const RELEASING_CODES: ReadonlySet<ErrorCode> = new Set(['invalid_args', 'not_found', 'conflict']);
+
+/** Phase: the effect. */
+async function execute<S extends z.ZodMiniObject, R extends JsonObject>(
+  plan: CallPlan<S, R>,
+  claim: Claim,
+  downstreamKey: string,
+  createdIntent: boolean,
+): Promise<Executed> {
+  const { tool } = plan;
+  let execution: Awaited<ReturnType<typeof tool.execute>>;
+  try {
+    execution = await tool.execute(plan.args, { identity: plan.identity, downstreamKey, callId: claim.callId });
+  } catch (error) {
+    return executionFailed(error, claim, createdIntent);
+  }
+  const replay = execution.replayed ? (tool.naturalKey ? 'natural_key' : 'client_key') : undefined;
+  try {
+    const outcome = { receipt: encodeReceipt(tool.name, execution.receipt), replayed: execution.replayed };
+    return { kind: 'outcome', outcome, replay };
+  } catch (error) {
+    // The effect ran: releasing the claim would let a retry run it again. Store the failure.
+    plan.logger?.error('tool call failed', { tool: tool.name, code: 'internal', error: error as Error });
+    return { kind: 'outcome', outcome: { failure: 'internal', replayed: execution.replayed } };
+  }
+}
+
+/** What a tool's failure does to the claim, and how the attempt ends. */
+function executionFailed(error: unknown, claim: Claim, createdIntent: boolean): Executed {
+  if (error instanceof ToolError && RELEASING_CODES.has(error.code)) {
+    if (claim.attempt > 1) {
+      // An earlier attempt may have made the effect: the failure becomes the call's outcome.
+      return { kind: 'outcome', outcome: { replayed: false, failure: error.code, message: error.message } };
+    }
+    return { kind: 'settle', settlement: { kind: 'release', createdIntent }, ending: failed(error) };
+  }
+  if (error instanceof InFlightError) {
+    // The provider still runs the key: pending, the record parked until it is worth asking again.
+    const settlement: Settlement = { kind: 'park', untilMs: Date.now() + error.retryAfterMs };
+    return { kind: 'settle', settlement, ending: { kind: 'pending', until: { afterMs: error.retryAfterMs } } };
+  }
+  return { kind: 'settle', settlement: PARK_NOW, ending: failed(error) };
+}
+
+/** Phase: store the outcome, on this attempt's claim. */
+async function storeOutcome<S extends z.ZodMiniObject, R extends JsonObject>(
+  plan: CallPlan<S, R>,
+  claim: Claim,
+  outcome: StoredOutcome,
+  replay: ReplayKind | undefined,
+): Promise<Ending> {
+  let stored: Awaited<ReturnType<typeof store>>;
+  const completedAtMs = Date.now();
+  const expiresAtS = expiresAtSOf(plan.ttlSeconds, completedAtMs);
+  try {
+    stored = await store(plan.table, claim, outcome, { expiresAtS, completedAtMs });
+  } catch (error) {
+    // Nothing written: the record stays in flight until its lock ends (then a retry or the completer).
+    return { ...failed(new StoreWriteError('store', { cause: error })), call: leftAs(plan, claim, plan.lockEndsMs) };
+  }
+  // The effect ran; another attempt of the call holds the key now (under the same downstream key), or it
+  // was erased: its state is not this attempt's to tell.
+  if (stored === 'claim_lost') return failed(REFUSED.claimLostAfterEffect());
+  const call: CallRecord = {
+    ...leftAs(plan, claim, plan.lockEndsMs),
+    status: STATUS.completed,
+    expiresAtS,
+    outcome,
+    completedAtMs,
+  };
+  return { kind: 'outcome', outcome, replay, call };
+}
+
+/** This attempt's record in flight as it leaves it, its lock ending at `lockEndsMs`. */
+function leftAs<S extends z.ZodMiniObject, R extends JsonObject>(
+  plan: CallPlan<S, R>,
+  claim: Claim,
+  lockEndsMs: number,
+): CallRecord {
+  return {
+    recordKey: claim.recordKey,
+    status: STATUS.inProgress,
+    claimId: claim.claimId,
+    lockEndsMs,
+    expiresAtS: claim.expiresAtS,
+    validation: plan.validation,
+    tenant: plan.identity.tenant,
+    tool: plan.tool.name,
+    call: undefined,
+    downstreamKey: claim.downstreamKey,
+    attempt: claim.attempt,
+    callId: claim.callId,
+    outcome: undefined,
+    stalledClaimId: undefined,
+    createdAtMs: claim.askedAtMs,
+    completedAtMs: undefined,
+  };
+}
+
+/**
+ * Phase: settle a failed attempt's claim — release it (and the intent it created, first), or park it —
+ * then end as `ending` says. A claim lost meanwhile (taken over, erased) has nothing of this attempt's
+ * to settle. A failed write answers instead of `ending`; so does a failed intent release, though the
+ * record is released all the same.
+ */
+async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
+  plan: CallPlan<S, R>,
+  claim: Claim,
+  settlement: Settlement,
+  ending: Ending,
+): Promise<Ending> {
+  let settled = ending;
+  if (settlement.kind === 'release' && settlement.createdIntent) {
+    try {
+      await releaseIntent(plan.table, intentKeyOf(intentScopeOf(plan)), holderOf(claim));
+    } catch (error) {
+      settled = failed(error);
+    }
+  }
+  if (settlement.kind === 'release') {
+    try {
+      await release(plan.table, claim);
+    } catch (error) {
+      return { ...failed(new StoreWriteError('settle', { cause: error })), call: leftAs(plan, claim, plan.lockEndsMs) };
+    }
+    return settled; // released: no call of these arguments is left under the key
+  }
+  const untilMs = settlement.untilMs ?? Date.now();
+  let parked: Awaited<ReturnType<typeof park>>;
+  try {
+    parked = await park(plan.table, claim, untilMs);
+  } catch (error) {
+    return { ...failed(new StoreWriteError('settle', { cause: error })), call: leftAs(plan, claim, plan.lockEndsMs) };
+  }
+  // Taken over or erased meanwhile: nothing of this attempt's to settle, and its state not this attempt's.
+  return parked === 'parked' ? { ...settled, call: leftAs(plan, claim, untilMs) } : settled;
+}

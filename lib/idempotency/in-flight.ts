@@ -1,0 +1,62 @@
+/**
+ * A call in flight as an operator reads it (`retrysafe calls`), from an item of the idempotency table a
+ * scan found — the scan itself is the caller's; the state is `classify`'s.
+ */
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { callRecordOf, classify, isInFlight, STATUS } from './call-state';
+import { DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
+
+/** A call whose record may still commit its effect. */
+export interface InFlightCall {
+  /** `live`: its lock has not ended (an attempt runs, or it was parked); `abandoned`: a retry or the completer finishes it; `stalled`: the completer gave up on it. */
+  readonly state: 'live' | 'abandoned' | 'stalled';
+  readonly recordKey: string;
+  readonly tool: string | undefined;
+  /** The caller, and the client key it sent, while the record carries the call. */
+  readonly user: string | undefined;
+  readonly clientKey: string | undefined;
+  /** Attempts that claimed it: 1, then +1 per takeover. */
+  readonly attempt: number;
+  /** The record's TTL (epoch s): its first claim's time plus the tool's `ttlSeconds`. */
+  readonly expiresAtS: number;
+  /** When its lock ends (epoch ms). */
+  readonly lockEndsMs: number;
+}
+
+/**
+ * The filter a scan for calls in flight adds: in progress, and not a dedupe window's intent (intents
+ * carry no call). Its names and values as DynamoDB takes them.
+ */
+export function inFlightFilter(attributes: Partial<RecordAttributes> = {}): {
+  readonly expression: string;
+  readonly names: Readonly<Record<string, string>>;
+  readonly values: Readonly<Record<string, AttributeValue>>;
+} {
+  const attr = { ...DEFAULT_RECORD_ATTRIBUTES, ...attributes };
+  return {
+    expression: '#status = :inProgress AND attribute_not_exists(#holder)',
+    names: { '#status': attr.status, '#holder': attr.intentHolder },
+    values: { ':inProgress': { S: STATUS.inProgress } },
+  };
+}
+
+/** The call an item (unmarshalled) records, if it is in flight at `nowMs`; undefined otherwise (expired: no call any more). */
+export function inFlightCallOf(
+  item: Record<string, unknown>,
+  nowMs: number,
+  attributes: Partial<RecordAttributes> = {},
+): InFlightCall | undefined {
+  const record = callRecordOf(item, { ...DEFAULT_RECORD_ATTRIBUTES, ...attributes });
+  const state = classify(record, nowMs);
+  if (!record || !isInFlight(state)) return undefined;
+  return {
+    state,
+    recordKey: record.recordKey,
+    tool: record.tool,
+    user: record.call?.user,
+    clientKey: record.call?.clientKey,
+    attempt: record.attempt,
+    expiresAtS: record.expiresAtS,
+    lockEndsMs: record.lockEndsMs,
+  };
+}

@@ -1,0 +1,95 @@
+// The writes that end an attempt (docs/state-machine.md, "Call record"): each only while the attempt still
+// holds its claim, and each answering `claim_lost` when it does not (taken over after its lock ended, or
+// erased) — Powertools stores and deletes unconditionally, so a worker that stalled past its lock could
+// overwrite the record of the call that took the key over, or re-create an erased one.
+import { DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import { STATUS, type StoredOutcome } from '../call-state';
+import type { Claim } from './claim';
+import { conditionally, type IdempotencyTable } from './table';
+
+/**
+ * store: live (own claim) ──▶ completed. An UpdateItem on this attempt's claim that sets the outcome
+ * and the TTL from now, and removes the call's key and arguments: a completed record keeps only their
+ * hashes.
+ */
+export async function store(
+  table: IdempotencyTable,
+  claim: Claim,
+  outcome: StoredOutcome,
+  { expiresAtS, completedAtMs }: { readonly expiresAtS: number; readonly completedAtMs: number },
+): Promise<'stored' | 'claim_lost'> {
+  const attr = table.attributes;
+  const written = await conditionally(
+    table.client,
+    new UpdateItemCommand({
+      TableName: table.tableName,
+      Key: marshall({ [attr.key]: claim.recordKey }),
+      UpdateExpression: 'SET #expiry = :expiry, #status = :status, #data = :data, #completed = :completed REMOVE #call',
+      ConditionExpression: '#claim = :claim',
+      ExpressionAttributeNames: {
+        '#expiry': attr.expiry,
+        '#status': attr.status,
+        '#data': attr.data,
+        '#claim': attr.claim,
+        '#call': attr.call,
+        '#completed': attr.completedAt,
+      },
+      ExpressionAttributeValues: marshall(
+        {
+          ':expiry': expiresAtS,
+          ':status': STATUS.completed,
+          ':data': outcome,
+          ':completed': completedAtMs,
+          ':claim': claim.claimId,
+        },
+        { removeUndefinedValues: true },
+      ),
+    }),
+  );
+  return written.passed ? 'stored' : 'claim_lost';
+}
+
+/**
+ * park: live (own claim, in progress) ──▶ abandoned (`untilMs` now) | live until `untilMs`. The record
+ * is kept — its effect may have happened — with its lock set: to now, so that a retry or the completer
+ * finishes it; or to when to look again (a provider still runs the key, an intent's holder still runs).
+ */
+export async function park(table: IdempotencyTable, claim: Claim, untilMs: number): Promise<'parked' | 'claim_lost'> {
+  const attr = table.attributes;
+  const written = await conditionally(
+    table.client,
+    new UpdateItemCommand({
+      TableName: table.tableName,
+      Key: marshall({ [attr.key]: claim.recordKey }),
+      UpdateExpression: 'SET #lock = :until',
+      ConditionExpression: '#claim = :claim AND #status = :inprogress',
+      ExpressionAttributeNames: { '#claim': attr.claim, '#status': attr.status, '#lock': attr.inProgressExpiry },
+      ExpressionAttributeValues: marshall({
+        ':claim': claim.claimId,
+        ':inprogress': STATUS.inProgress,
+        ':until': untilMs,
+      }),
+    }),
+  );
+  return written.passed ? 'parked' : 'claim_lost';
+}
+
+/**
+ * release: live (own claim, in progress, attempt 1) ──▶ absent. A DeleteItem on this attempt's claim,
+ * after a business error on a first attempt: nothing happened, the key is free again.
+ */
+export async function release(table: IdempotencyTable, claim: Claim): Promise<'released' | 'claim_lost'> {
+  const attr = table.attributes;
+  const written = await conditionally(
+    table.client,
+    new DeleteItemCommand({
+      TableName: table.tableName,
+      Key: marshall({ [attr.key]: claim.recordKey }),
+      ConditionExpression: '#claim = :claim AND #status = :inprogress',
+      ExpressionAttributeNames: { '#claim': attr.claim, '#status': attr.status },
+      ExpressionAttributeValues: marshall({ ':claim': claim.claimId, ':inprogress': STATUS.inProgress }),
+    }),
+  );
+  return written.passed ? 'released' : 'claim_lost';
+}

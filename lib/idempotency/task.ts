@@ -1,0 +1,187 @@
+/**
+ * A call as an MCP task sees it (docs/state-machine.md, the "task view" column): a read of the call's
+ * record, mapped from `classify` — never a write, never a second source of truth. The task is the call:
+ * its id names the call's record (tool, client key, the caller who owns it) and the call's instance, so
+ * the same key asked again is the same task, and any process answers any task.
+ *
+ * | call state                | task                                                                  |
+ * |---------------------------|-----------------------------------------------------------------------|
+ * | live                      | `working`, polled again when its lock ends (`pollInterval`: what is left of it) |
+ * | abandoned                 | `working`: a retry with its key or the completer finishes it          |
+ * | stalled                   | `working`: only a resend with its key finishes it (never terminal: it can still complete) |
+ * | completed, a receipt      | `completed`, its result the call's own answer (`idempotent` as stored) |
+ * | completed, a failure      | `failed`, its result the call's own error answer                       |
+ * | absent, expired, erased   | none: not found                                                       |
+ *
+ * Terminal states are terminal: a completed record only becomes a tombstone (erased: not found) or
+ * expires, so a task never moves from `completed` or `failed` to anything but gone.
+ */
+import type * as z from 'zod/mini';
+import { answerOf, MIN_RETRY_AFTER_MS } from './answers';
+import { backoffSeconds } from './backoff';
+import { type CallRecord, classify, createdAtOf } from './call-state';
+import type { InvokeOptions, ToolRuntime } from './runtime';
+import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
+import type { Identity, InvocationDeadline, JsonObject, ToolResult } from './types';
+
+/** A stalled call finishes only when its caller resends it: polling it often changes nothing. */
+export const STALLED_POLL_MS = 60_000;
+
+/** What every task view carries: the call it is, and its times (epoch ms). */
+interface TaskTimes {
+  /** The call's id (`<record key>@<instance>`): a later call under the same key after the TTL is another. */
+  readonly callId: string;
+  /** When the call's first claim was written: when its caller asked. */
+  readonly createdAtMs: number;
+  /** When its state last changed, as far as its record tells. */
+  readonly lastUpdatedAtMs: number;
+  /** When its record expires (its TTL): the task's own lifetime ends then. */
+  readonly expiresAtMs: number;
+}
+
+/** A call as a task. */
+export type CallTask = TaskTimes &
+  (
+    | {
+        readonly status: 'working';
+        /** Which kind of in flight: the lock is live, ended, or the completer gave up on it. */
+        readonly state: 'live' | 'abandoned' | 'stalled';
+        /** When polling it again is worth it. */
+        readonly pollIntervalMs: number;
+      }
+    | {
+        readonly status: 'completed' | 'failed';
+        /** The call's own answer, as it answered (or a retry replays it): its stored outcome. */
+        readonly result: ToolResult<JsonObject>;
+      }
+  );
+
+/** How a task is read. */
+export interface TaskReading {
+  readonly nowMs: number;
+  /** The caller's client key, which the answer names. */
+  readonly clientKey: string;
+  /** The tool's TTL: the times of a record an earlier version wrote (no `created_at`) derive from it. */
+  readonly ttlSeconds: number;
+}
+
+/**
+ * When the completer looks at an abandoned call again: its stream image schedules a recheck at the
+ * lock's end, later after repeated attempts (`backoffSeconds`), and so does a re-run that did not settle.
+ */
+function nextLookMs(record: CallRecord, nowMs: number): number {
+  const next = record.lockEndsMs + (record.attempt > 1 ? backoffSeconds(record.attempt - 1) : 1) * 1000;
+  return Math.max(1_000, Math.ceil(next - nowMs));
+}
+
+/**
+ * The task a call record is at `nowMs`, for the caller who owns `clientKey` (the record was found under
+ * their scope), or undefined when there is none.
+ */
+export function taskOf(
+  record: CallRecord | undefined,
+  { nowMs, clientKey, ttlSeconds }: TaskReading,
+): CallTask | undefined {
+  const state = classify(record, nowMs);
+  if (record === undefined) return undefined;
+  const createdAtMs = createdAtOf(record, ttlSeconds);
+  const times = { callId: record.callId, createdAtMs, expiresAtMs: record.expiresAtS * 1000 };
+  switch (state) {
+    case 'live':
+      return {
+        ...times,
+        lastUpdatedAtMs: createdAtMs,
+        status: 'working',
+        state,
+        // Nothing changes before its lock ends (its attempt stores, parks or dies by then).
+        pollIntervalMs: Math.max(MIN_RETRY_AFTER_MS, Math.ceil(record.lockEndsMs - nowMs)),
+      };
+    case 'abandoned':
+    case 'stalled':
+      return {
+        ...times,
+        // It stopped running when its lock ended.
+        lastUpdatedAtMs: Math.max(createdAtMs, record.lockEndsMs),
+        status: 'working',
+        state,
+        pollIntervalMs: state === 'stalled' ? STALLED_POLL_MS : nextLookMs(record, nowMs),
+      };
+    case 'completed': {
+      const result = answerOf<JsonObject>(record.outcome ?? { replayed: false }, clientKey);
+      // Stored with its outcome (`completed_at`); a record an earlier version stored: its TTL less the tool's.
+      const completedAtMs = record.completedAtMs ?? (record.expiresAtS - ttlSeconds) * 1000;
+      return {
+        ...times,
+        createdAtMs: record.createdAtMs === undefined ? completedAtMs : createdAtMs,
+        lastUpdatedAtMs: Math.max(createdAtMs, completedAtMs),
+        status: result.ok ? 'completed' : 'failed',
+        result,
+      };
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The task a request's call began as: `working`, whatever it is now — a task begins working (MCP tasks),
+ * and this request's own call was in flight when it began; `tasks/get` tells what it is now.
+ */
+export function begunTask(task: CallTask): CallTask {
+  if (task.status === 'working') return task;
+  const { result: _result, status: _status, ...times } = task;
+  return {
+    ...times,
+    lastUpdatedAtMs: times.createdAtMs,
+    status: 'working',
+    state: 'live',
+    pollIntervalMs: MIN_RETRY_AFTER_MS,
+  };
+}
+
+/** A call's answer and the MCP task the call is (`callAsTask`). */
+export interface TaskAnswer<R extends JsonObject> {
+  readonly result: ToolResult<R>;
+  /**
+   * The call this request ran, or whose record answered it (a replay, `pending`), as a task — built from
+   * what the attempt wrote or read, without another read; undefined when the answer is about no call of
+   * these arguments under the key (a conflict, invalid arguments, an erased key, a released first
+   * attempt) or its state is unknown (its claim was lost to another attempt).
+   */
+  readonly task: CallTask | undefined;
+}
+
+/**
+ * A call made as an MCP task: `ToolRuntime.invoke` (the same call, writes, answer and log line), and the
+ * task the call is — a call that began with this request reads `working` (`begunTask`), one that was
+ * there already as it is now. A module of its own: a write's function never bundles it.
+ */
+export async function callAsTask<S extends z.ZodMiniObject, R extends JsonObject>(
+  runtime: ToolRuntime,
+  tool: ToolDefinition<S, R>,
+  identity: Identity,
+  input: unknown,
+  deadline: InvocationDeadline,
+  options: InvokeOptions = {},
+): Promise<TaskAnswer<R>> {
+  const answered = await runtime.invokeForCall(tool, identity, input, deadline, options);
+  const { call, clientKey } = answered;
+  const reading = { nowMs: Date.now(), clientKey: clientKey ?? '', ttlSeconds: tool.ttlSeconds ?? DEFAULT_TTL_SECONDS };
+  const task = call && clientKey !== undefined ? taskOf(call, reading) : undefined;
+  return { result: answered.result, task: task && answered.fresh ? begunTask(task) : task };
+}
+
+/**
+ * The caller's own call under a client key as a task (`tasks/get`): one consistent read, no write;
+ * undefined when there is none — never called, expired, released, erased, or someone else's (the key is
+ * hashed with the caller's tenant and user, as for `lookup`).
+ */
+export async function readTask(
+  runtime: ToolRuntime,
+  tool: Pick<ToolDefinition, 'name' | 'ttlSeconds'>,
+  identity: Identity,
+  clientKey: string,
+): Promise<CallTask | undefined> {
+  const record = await runtime.readCall(tool.name, identity, clientKey);
+  return taskOf(record, { nowMs: Date.now(), clientKey, ttlSeconds: tool.ttlSeconds ?? DEFAULT_TTL_SECONDS });
+}

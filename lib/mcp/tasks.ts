@@ -1,0 +1,114 @@
+/**
+ * MCP tasks (protocol revision 2025-11-25, experimental; SEP-1686) over the call record: a write called
+ * with `task` is the same call, and its task is a view of its record (`ToolRuntime.task`, the core's
+ * `taskOf`) — nothing is kept in memory between requests, no table or write is added, and any process
+ * answers any task. What this module adds is the wire: the task id, the `Task` object, the errors.
+ *
+ * - The task id names the call: `rs1.<base64url of [tool, client key]>.<call instance>`. Every `tasks/*`
+ *   request recomputes the call's record key with the caller the token names (as `get_operation` does),
+ *   so another tenant's or user's id finds nothing, and answers exactly as an unknown one.
+ * - `tasks/get` is one consistent GetItem; `tasks/result` polls the same read until the task is terminal;
+ *   neither writes.
+ * - Not declared: `tasks/list` (the table has no index by caller: one would cost every call two more
+ *   write units) and `tasks/cancel` (no state of a call allows it: a claim precedes the effect at once,
+ *   so every task still `working` may have made its effect). The SDK answers both `-32601`.
+ */
+import type { CallTask } from '../idempotency';
+import type { JsonObject } from '../idempotency/types';
+
+/** The prefix of this format of task id (a later one can be told apart). */
+const TASK_ID_VERSION = 'rs1';
+
+/** What a task id names: the write tool, the caller's client key, and the call's instance under it. */
+export interface TaskName {
+  readonly tool: string;
+  readonly clientKey: string;
+  readonly instance: string;
+}
+
+/** The call's instance, from its id (`<record key>@<instance>`). */
+export function instanceOf(callId: string): string {
+  return callId.slice(callId.lastIndexOf('@') + 1);
+}
+
+/** The task id of a call. */
+export function taskIdOf(tool: string, clientKey: string, callId: string): string {
+  const named = Buffer.from(JSON.stringify([tool, clientKey]), 'utf8').toString('base64url');
+  return `${TASK_ID_VERSION}.${named}.${instanceOf(callId)}`;
+}
+
+/** What a task id names, or undefined when it is not one of ours. */
+export function taskNameOf(taskId: string): TaskName | undefined {
+  const [version, named, instance, ...rest] = taskId.split('.');
+  if (version !== TASK_ID_VERSION || !named || !instance || rest.length > 0) return undefined;
+  try {
+    const decoded: unknown = JSON.parse(Buffer.from(named, 'base64url').toString('utf8'));
+    if (!Array.isArray(decoded) || decoded.length !== 2) return undefined;
+    const [tool, clientKey] = decoded as unknown[];
+    if (typeof tool !== 'string' || typeof clientKey !== 'string') return undefined;
+    return { tool, clientKey, instance };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The spec's error for an id that names no task of the caller's (unknown, gone, or another caller's). */
+export const TASK_NOT_FOUND = 'Failed to retrieve task: Task not found';
+
+/** MCP's `Task`, as `tasks/get` answers it and `CreateTaskResult` carries it. */
+export interface McpTask {
+  readonly taskId: string;
+  readonly status: 'working' | 'completed' | 'failed';
+  readonly statusMessage?: string;
+  /** ISO 8601. */
+  readonly createdAt: string;
+  /** ISO 8601. */
+  readonly lastUpdatedAt: string;
+  /** How long the task is kept from its creation, in ms: its record's TTL. */
+  readonly ttl: number;
+  readonly pollInterval?: number;
+  readonly [key: string]: unknown;
+}
+
+/** What each kind of task says of itself. */
+export interface TaskWording {
+  /** A `working` task's message, by its call's state. */
+  readonly working: Readonly<Record<'live' | 'abandoned' | 'stalled', string>>;
+  /** A `failed` task's message, from its error answer. */
+  failed(result: JsonObject & { readonly error?: { readonly code: string; readonly message: string } }): string;
+}
+
+/** A call's task on the wire. */
+export function mcpTaskOf(taskId: string, task: CallTask, wording: TaskWording): McpTask {
+  const times = {
+    taskId,
+    createdAt: new Date(task.createdAtMs).toISOString(),
+    lastUpdatedAt: new Date(Math.max(task.createdAtMs, task.lastUpdatedAtMs)).toISOString(),
+    ttl: Math.max(0, task.expiresAtMs - task.createdAtMs),
+  };
+  if (task.status === 'working') {
+    return {
+      ...times,
+      status: 'working',
+      statusMessage: wording.working[task.state],
+      pollInterval: task.pollIntervalMs,
+    };
+  }
+  if (task.status === 'failed') {
+    return { ...times, status: 'failed', statusMessage: wording.failed(task.result as JsonObject) };
+  }
+  return { ...times, status: 'completed' };
+}
+
+/**
+ * The `ttl` a client asked for, against the one the task has (its record's): said when they differ — the
+ * spec lets a receiver keep a task longer or shorter than asked, as long as it says which (the `Task`'s
+ * own `ttl`), and a call is kept as long as its key, whatever a client asks.
+ */
+export function ttlNote(asked: unknown, kept: number): string | undefined {
+  if (asked === undefined) return undefined;
+  const askedMs = typeof asked === 'number' && Number.isFinite(asked) ? asked : undefined;
+  if (askedMs === kept) return undefined;
+  const what = askedMs === undefined ? 'a ttl that is no number of ms' : `${askedMs} ms`;
+  return `ttl: ${kept} ms, the lifetime of its idempotency_key (asked: ${what}).`;
+}

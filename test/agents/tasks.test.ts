@@ -1,0 +1,142 @@
+/**
+ * MCP tasks with the official SDK's task client (`client.experimental.tasks`), against `npm start`'s
+ * program twice over — two server processes on one DynamoDB Local, as two Lambda instances share one
+ * table: a task created on one is polled and read on the other, nothing of it kept in either's memory. A
+ * refund held at the payment provider (a fake Stripe answering 409 while the first request runs) is a
+ * task that works, then completes.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { DevSigningKey } from '../../lib/local/dev-auth';
+import { freePort } from '../../lib/local/free-port';
+import { ServerProcess } from '../faults/server-process';
+import { FakeStripe } from '../helpers/fake-stripe';
+import { newTenant } from '../helpers/world';
+
+let stripe: FakeStripe;
+let one: ServerProcess;
+let two: ServerProcess;
+let key: DevSigningKey;
+
+beforeAll(async () => {
+  stripe = await FakeStripe.start();
+  const work = mkdtempSync(join(tmpdir(), 'retrysafe-tasks-'));
+  // One store, one signing key and one issuer for both: a token either accepts, as two instances of one
+  // deployment would.
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DEV_KEY_DIR: join(work, 'dev-key'),
+    JWT_ISSUER: 'http://127.0.0.1/retrysafe-tasks',
+    PAYMENT_PROVIDER: 'stripe',
+    STRIPE_SECRET_KEY: stripe.apiKey,
+    STRIPE_API_BASE: stripe.url,
+    COMPLETER_INTERVAL_SECONDS: '3600', // no completer pass in between: the call's own attempts settle it
+  };
+  key = await DevSigningKey.loadOrCreate(env);
+  const [portOne, portTwo] = [await freePort(), await freePort()];
+  one = new ServerProcess({ port: portOne, env: { ...env, PORT: String(portOne) }, logFile: join(work, 'one.log') });
+  two = new ServerProcess({ port: portTwo, env: { ...env, PORT: String(portTwo) }, logFile: join(work, 'two.log') });
+  await Promise.all([one.start(), two.start()]);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([one?.stop(), two?.stop()]);
+  await stripe?.close();
+});
+
+async function connect(server: ServerProcess, token: string): Promise<Client> {
+  const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+  });
+  const client = new Client({ name: 'retrysafe-tasks', version: '1.0.0' });
+  await client.connect(transport);
+  await client.listTools(); // callToolStream asks for a task only for a tool listed with taskSupport
+  return client;
+}
+
+/** Polls `tasks/get` on `client` until the task is no longer working. */
+async function settled(client: Client, taskId: string) {
+  for (let polls = 0; ; polls += 1) {
+    const task = await client.experimental.tasks.getTask(taskId);
+    if (task.status !== 'working') return { task, polls };
+    await new Promise((resolve) => setTimeout(resolve, Math.min(task.pollInterval ?? 200, 200)));
+  }
+}
+
+describe('MCP tasks across two server processes on one table', () => {
+  it('reads on the second process the task the first created: its status and its result, the same receipt', async () => {
+    const token = await key.mint(newTenant('tasks'), 'ada');
+    const [onOne, onTwo] = [await connect(one, token), await connect(two, token)];
+    try {
+      const stream = onOne.experimental.tasks.callToolStream(
+        { name: 'create_invoice', arguments: { idempotency_key: 'inv-1', customer: 'cus_ada', amount: 4_200 } },
+        CallToolResultSchema,
+      );
+      const first = await stream[Symbol.asyncIterator]().next();
+      const created = first.value as { type: string; task: { taskId: string; status: string } };
+
+      const { task } = await settled(onTwo, created.task.taskId);
+      const result = await onTwo.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+
+      expect(created.type).toBe('taskCreated');
+      expect(task).toMatchObject({ taskId: created.task.taskId, status: 'completed' });
+      expect(result.structuredContent).toMatchObject({ ok: true, idempotent: false, key: 'inv-1' });
+      expect(result._meta).toEqual({ 'io.modelcontextprotocol/related-task': { taskId: created.task.taskId } });
+    } finally {
+      await Promise.all([onOne.close(), onTwo.close()]);
+    }
+  });
+
+  it('makes a refund held at the provider a working task, which completes once the provider answers', async () => {
+    const token = await key.mint(newTenant('tasks'), 'ada');
+    const [onOne, onTwo] = [await connect(one, token), await connect(two, token)];
+    try {
+      const invoice = await onOne.callTool({
+        name: 'create_invoice',
+        arguments: { idempotency_key: 'inv-2', customer: 'cus_ada', amount: 4_200 },
+      });
+      const invoiceId = (invoice.structuredContent as { receipt: { invoice_id: string } }).receipt.invoice_id;
+      stripe.addPaymentIntent(invoiceId, { amount: 4_200, currency: 'usd' });
+      const hold = stripe.holdNext();
+      const refund = { idempotency_key: 'rf-1', invoice_id: invoiceId, amount: 4_200 };
+      // The first refund reaches the provider from process two, and waits there.
+      const first = onTwo.callTool({ name: 'refund', arguments: refund });
+      await hold.arrived;
+
+      // The same refund asked as a task on process one: the key is held, so the task works.
+      const stream = onOne.experimental.tasks.callToolStream(
+        { name: 'refund', arguments: refund },
+        CallToolResultSchema,
+      );
+      const created = (await stream[Symbol.asyncIterator]().next()).value as {
+        type: string;
+        task: { taskId: string; status: string; pollInterval?: number };
+      };
+      const whileHeld = await onTwo.experimental.tasks.getTask(created.task.taskId);
+      hold.release();
+      const answered = await first;
+      const { task } = await settled(onTwo, created.task.taskId);
+      const result = await onOne.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+
+      expect(created).toMatchObject({ type: 'taskCreated', task: { status: 'working' } });
+      expect(created.task.pollInterval).toBeGreaterThan(0);
+      expect(whileHeld.status).toBe('working');
+      expect(answered.structuredContent).toMatchObject({ ok: true, idempotent: false, key: 'rf-1' });
+      expect(task.status).toBe('completed');
+      // The task is the call: its result is the call's one receipt, the one refund the provider made.
+      expect(result.structuredContent).toMatchObject({
+        ok: true,
+        idempotent: false,
+        key: 'rf-1',
+        receipt: (answered.structuredContent as { receipt: unknown }).receipt,
+      });
+      expect(stripe.refunds.filter((made) => made.payment_intent === invoiceId)).toHaveLength(1);
+    } finally {
+      await Promise.all([onOne.close(), onTwo.close()]);
+    }
+  });
+});

@@ -1,0 +1,341 @@
+import { randomUUID } from 'node:crypto';
+import { GetItemCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { tableName } from '../../app/tables';
+import { classify } from '../../lib/idempotency/call-state';
+import { type Claim, claim, type FirstClaim, fixDownstreamKey, takeOver } from '../../lib/idempotency/protocol/claim';
+import { closeStalled, deleteExpired, tombstone } from '../../lib/idempotency/protocol/erasure';
+import {
+  createIntent,
+  deleteIntent,
+  type NewIntent,
+  releaseIntent,
+  replaceIntent,
+  swapIntent,
+} from '../../lib/idempotency/protocol/intent';
+import { park, release, store } from '../../lib/idempotency/protocol/settle';
+import { markStalled } from '../../lib/idempotency/protocol/stall';
+import { type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
+import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
+import { createWorld, type World } from '../helpers/world';
+
+/**
+ * Each transition of docs/state-machine.md on DynamoDB Local: what it answers (a tagged result, never a
+ * thrown condition failure) and what the table holds after it — a refused write writes nothing.
+ */
+let world: World;
+let table: IdempotencyTable;
+beforeAll(() => {
+  world = createWorld();
+  table = { client: world.client, tableName: tableName('idempotency'), attributes: IDEMPOTENCY_ATTRIBUTES };
+});
+afterAll(() => world.destroy());
+
+const TTL_SECONDS = 3_600;
+
+/** A first claim of a fresh record, its lock ending `lockMs` from now. */
+function firstClaim(lockMs = 10_000): FirstClaim {
+  const now = Date.now();
+  return {
+    recordKey: `proto#${randomUUID()}`,
+    tenant: `t-${randomUUID()}`,
+    tool: 'proto',
+    validation: 'v1',
+    expiresAtS: Math.round(now / 1000 + TTL_SECONDS),
+    lockEndsMs: now + lockMs,
+    call: '{"args":{},"key":"k1","user":"ada"}',
+  };
+}
+
+/** The item under `key` exactly as the table holds it. */
+async function itemOf(key: string): Promise<Record<string, unknown> | undefined> {
+  const { Item } = await world.client.send(
+    new GetItemCommand({ TableName: table.tableName, Key: { id: { S: key } }, ConsistentRead: true }),
+  );
+  return Item && unmarshall(Item);
+}
+
+async function claimed(first: FirstClaim): Promise<Claim> {
+  const result = await claim(table, first, Date.now());
+  if (result.kind !== 'claimed') throw new Error('the claim was refused');
+  return result.claim;
+}
+
+describe('a call record’s transitions', () => {
+  it('claim: claims an absent record, and answers a refusal with the record in the way, unchanged', async () => {
+    const first = firstClaim();
+
+    const won = await claim(table, first, Date.now());
+    const before = await itemOf(first.recordKey);
+    const lost = await claim(table, { ...first, validation: 'v2' }, Date.now());
+
+    expect(won).toMatchObject({ kind: 'claimed', claim: { recordKey: first.recordKey, attempt: 1 } });
+    const claimId = won.kind === 'claimed' ? won.claim.claimId : '';
+    expect(won.kind === 'claimed' && won.claim.callId).toBe(`${first.recordKey}@${claimId}`);
+    expect(lost).toEqual({
+      kind: 'refused',
+      existing: expect.objectContaining({
+        recordKey: first.recordKey,
+        claimId,
+        status: 'INPROGRESS',
+        validation: 'v1',
+      }),
+    });
+    expect(await itemOf(first.recordKey)).toEqual(before);
+  });
+
+  it('claim: claims a record whose TTL passed anew (a new call instance)', async () => {
+    const first = firstClaim();
+    const old = await claimed(first);
+
+    const past = Date.now() + (TTL_SECONDS + 60) * 1000;
+    const again = await claim(table, { ...first, expiresAtS: Math.round(past / 1000) + TTL_SECONDS }, past);
+
+    expect(again).toMatchObject({ kind: 'claimed', claim: { attempt: 1 } });
+    expect(again.kind === 'claimed' && again.claim.callId).not.toBe(old.callId);
+  });
+
+  it('take over: refuses a live lock, other arguments and another claim; takes the abandoned claim it names', async () => {
+    const first = firstClaim(1_000);
+    const held = await claimed(first);
+    const ended = first.lockEndsMs + 1;
+    const from = {
+      recordKey: first.recordKey,
+      fromClaimId: held.claimId,
+      validation: 'v1',
+      lockEndsMs: ended + 5_000,
+      ttlSeconds: TTL_SECONDS,
+    };
+    const before = await itemOf(first.recordKey);
+
+    const whileLive = await takeOver(table, from, first.lockEndsMs - 1);
+    const otherArguments = await takeOver(table, { ...from, validation: 'v2' }, ended);
+    const otherClaim = await takeOver(table, { ...from, fromClaimId: randomUUID() }, ended);
+    const afterRefusals = await itemOf(first.recordKey);
+    const taken = await takeOver(table, from, ended);
+
+    for (const refused of [whileLive, otherArguments, otherClaim]) {
+      expect(refused).toEqual({ kind: 'refused', existing: expect.objectContaining({ claimId: held.claimId }) });
+    }
+    expect(afterRefusals).toEqual(before);
+    expect(taken).toMatchObject({
+      kind: 'claimed',
+      claim: {
+        recordKey: first.recordKey,
+        attempt: 2,
+        callId: held.callId,
+        // When the first claim was written (its created_at), however late the takeover runs.
+        askedAtMs: held.askedAtMs,
+      },
+    });
+  });
+
+  it('take over: refuses a lock that would outlive the record’s TTL', async () => {
+    const first = firstClaim(1_000);
+    const held = await claimed(first);
+
+    const beyond = await takeOver(
+      table,
+      {
+        recordKey: first.recordKey,
+        fromClaimId: held.claimId,
+        validation: 'v1',
+        lockEndsMs: first.expiresAtS * 1000 + 1_000,
+        ttlSeconds: TTL_SECONDS,
+      },
+      first.lockEndsMs + 1,
+    );
+
+    expect(beyond).toMatchObject({ kind: 'refused', existing: { claimId: held.claimId } });
+  });
+
+  it('store, park, release and fix the downstream key answer claim_lost once the claim was taken over, and write nothing', async () => {
+    const first = firstClaim(1_000);
+    const lostClaim = await claimed(first);
+    await takeOver(
+      table,
+      {
+        recordKey: first.recordKey,
+        fromClaimId: lostClaim.claimId,
+        validation: 'v1',
+        lockEndsMs: Date.now() + 10_000,
+        ttlSeconds: TTL_SECONDS,
+      },
+      first.lockEndsMs + 1,
+    );
+    const before = await itemOf(first.recordKey);
+
+    const answers = [
+      await store(
+        table,
+        lostClaim,
+        { receipt: '{"n":1}', replayed: false },
+        { expiresAtS: first.expiresAtS, completedAtMs: Date.now() },
+      ),
+      await park(table, lostClaim, Date.now()),
+      await release(table, lostClaim),
+      await fixDownstreamKey(table, lostClaim, 'rs1_other'),
+    ];
+
+    expect(answers).toEqual(['claim_lost', 'claim_lost', 'claim_lost', 'claim_lost']);
+    expect(await itemOf(first.recordKey)).toEqual(before);
+  });
+
+  it('store: completes its own claim, keeping the outcome and dropping the call', async () => {
+    const first = firstClaim();
+    const own = await claimed(first);
+
+    const completedAtMs = Date.now();
+    const stored = await store(
+      table,
+      own,
+      { receipt: '{"n":1}', replayed: false },
+      { expiresAtS: first.expiresAtS + 10, completedAtMs },
+    );
+
+    expect(stored).toBe('stored');
+    const record = await readCallRecord(table, first.recordKey);
+    expect(record).toMatchObject({
+      status: 'COMPLETED',
+      outcome: { receipt: '{"n":1}', replayed: false },
+      completedAtMs,
+    });
+    expect(record?.call).toBeUndefined();
+    expect(record?.expiresAtS).toBe(first.expiresAtS + 10);
+  });
+
+  it('release: deletes its own first claim; park: sets its own lock', async () => {
+    const parked = await claimed(firstClaim());
+    const released = await claimed(firstClaim());
+
+    expect(await park(table, parked, 42)).toBe('parked');
+    expect(await release(table, released)).toBe('released');
+
+    expect(await readCallRecord(table, parked.recordKey)).toMatchObject({ lockEndsMs: 42 });
+    expect(await itemOf(released.recordKey)).toBeUndefined();
+  });
+
+  it('mark stalled: only an abandoned record, on the claim read', async () => {
+    const first = firstClaim(1_000);
+    const held = await claimed(first);
+
+    const whileLive = await markStalled(table, first.recordKey, held.claimId, first.lockEndsMs - 1);
+    const otherClaim = await markStalled(table, first.recordKey, randomUUID(), first.lockEndsMs + 1);
+    const abandoned = await markStalled(table, first.recordKey, held.claimId, first.lockEndsMs + 1);
+
+    expect([whileLive, otherClaim, abandoned]).toEqual(['changed', 'changed', 'stalled']);
+    expect(await readCallRecord(table, first.recordKey)).toMatchObject({ stalledClaimId: held.claimId });
+  });
+
+  it('tombstone, close stalled and delete expired: each only from its own state', async () => {
+    const first = firstClaim(1_000);
+    const held = await claimed(first);
+    const before = await itemOf(first.recordKey);
+
+    const refused = [
+      await tombstone(table, first.recordKey), // in flight, not completed
+      await closeStalled(table, first.recordKey, held.claimId, Date.now()), // not stalled
+      await deleteExpired(table, first.recordKey, Date.now()), // not expired
+    ];
+    const afterRefusals = await itemOf(first.recordKey);
+    await markStalled(table, first.recordKey, held.claimId, first.lockEndsMs + 1);
+    const closed = await closeStalled(table, first.recordKey, held.claimId, first.lockEndsMs + 1);
+    const expired = await deleteExpired(table, first.recordKey, (first.expiresAtS + 1) * 1000);
+
+    expect(refused).toEqual(['changed', 'changed', 'changed']);
+    expect(afterRefusals).toEqual(before);
+    expect(closed).toBe('erased');
+    expect(expired).toBe('deleted');
+    expect(await itemOf(first.recordKey)).toBeUndefined();
+  });
+
+  it('close stalled: never a call whose lock is live again (its attempt, still running past its lock, parked itself)', async () => {
+    const first = firstClaim(1_000);
+    const held = await claimed(first);
+    await markStalled(table, first.recordKey, held.claimId, first.lockEndsMs + 1);
+    // The attempt given up on was still running (a slow effect past its lock): it parks its own claim.
+    await park(table, held, Date.now() + 60_000);
+    const before = await itemOf(first.recordKey);
+
+    const closed = await closeStalled(table, first.recordKey, held.claimId, Date.now());
+
+    expect(closed).toBe('changed');
+    expect(await itemOf(first.recordKey)).toEqual(before);
+    expect(classify(await readCallRecord(table, first.recordKey), Date.now())).toBe('live');
+  });
+
+  it('passes every failure other than a failed condition on as it is', async () => {
+    const missing = { ...table, tableName: `no-such-table-${randomUUID()}` };
+
+    await expect(claim(missing, firstClaim(), Date.now())).rejects.toBeInstanceOf(ResourceNotFoundException);
+  });
+});
+
+describe('an intent’s transitions', () => {
+  function newIntent(): NewIntent {
+    const recordKey = `proto#${randomUUID()}`;
+    return {
+      intentKey: `proto#intent#${randomUUID()}`,
+      tenant: `t-${randomUUID()}`,
+      tool: 'proto',
+      holder: { recordKey, claimId: randomUUID(), callId: `${recordKey}@${randomUUID()}` },
+      downstreamKey: 'rs1_first',
+      windowEndS: Math.floor(Date.now() / 1000) + 60,
+      expiresAtS: Math.floor(Date.now() / 1000) + 60 + TTL_SECONDS,
+    };
+  }
+  const other = () => {
+    const recordKey = `proto#${randomUUID()}`;
+    return { recordKey, claimId: randomUUID(), callId: `${recordKey}@${randomUUID()}` };
+  };
+
+  it('create: creates a free intent, and answers a held one with the intent as read', async () => {
+    const intent = newIntent();
+
+    const created = await createIntent(table, intent);
+    const again = await createIntent(table, { ...intent, holder: other(), downstreamKey: 'rs1_second' });
+
+    expect(created).toEqual({ kind: 'created' });
+    expect(again).toEqual({
+      kind: 'held',
+      held: {
+        intentKey: intent.intentKey,
+        holder: intent.holder,
+        downstreamKey: 'rs1_first',
+        windowEndS: intent.windowEndS,
+      },
+    });
+  });
+
+  it('replace, swap, release and delete: refused (changed) unless the intent is held as read, and then nothing is written', async () => {
+    const intent = newIntent();
+    await createIntent(table, intent);
+    const stale = other();
+    const before = await itemOf(intent.intentKey);
+
+    const refused = [
+      await replaceIntent(table, { ...intent, holder: other() }, stale),
+      await swapIntent(table, intent.intentKey, stale, other()),
+      await releaseIntent(table, intent.intentKey, stale),
+      await deleteIntent(table, intent.intentKey, stale),
+    ];
+
+    expect(refused).toEqual(['changed', 'changed', 'changed', 'changed']);
+    expect(await itemOf(intent.intentKey)).toEqual(before);
+  });
+
+  it('swap moves the holder (afresh: with a new downstream key); release frees it for its holder', async () => {
+    const intent = newIntent();
+    await createIntent(table, intent);
+    const next = other();
+
+    const swapped = await swapIntent(table, intent.intentKey, intent.holder, next, 'rs1_afresh');
+    const held = await createIntent(table, intent);
+    const released = await releaseIntent(table, intent.intentKey, next);
+
+    expect(swapped).toBe('swapped');
+    expect(held).toMatchObject({ kind: 'held', held: { holder: next, downstreamKey: 'rs1_afresh' } });
+    expect(released).toBe('released');
+    expect(await itemOf(intent.intentKey)).toBeUndefined();
+  });
+});

@@ -1,9 +1,10 @@
 import { parseArgs } from 'node:util';
-import { startDynamoDBLocal } from '../../lib/local/dynamodb-local';
+import { crossCheckSchedule } from './cross-check';
+import { type EngineName, type ExploreStore, engineNamed, startExploreStore } from './engine';
 import { SCENARIOS } from './scenarios';
 import { runSchedule, type ScheduleOptions, type ScheduleResult } from './schedule';
 import type { Fault } from './scheduler';
-import { createExploreWorld } from './world';
+import { createExploreWorld, type ExploreWorld } from './world';
 
 /** The explorer's flags (`npm run explore -- --help` describes them; main.ts checks them first). */
 export const EXPLORE_OPTIONS = {
@@ -12,6 +13,8 @@ export const EXPLORE_OPTIONS = {
   scenario: { type: 'string' },
   at: { type: 'string' },
   endpoint: { type: 'string' },
+  engine: { type: 'string', default: 'local' },
+  'cross-check': { type: 'boolean', default: false },
   trace: { type: 'boolean', default: false },
   'stop-at-first': { type: 'boolean', default: false },
 } as const;
@@ -20,50 +23,86 @@ export const EXPLORE_OPTIONS = {
  * `npm run explore`: the deterministic explorer. For each scenario, first every scheduling point of
  * one schedule in turn gets a crash and a lost answer (systematic), then seeded random schedules (PCT
  * interleavings, random faults) until the budget is spent. A violation prints its seed and trace;
- * `--scenario S --seed N [--at STEP:FAULT]` replays that schedule exactly.
+ * `--scenario S --seed N [--at STEP:FAULT]` replays that schedule exactly. `--engine memory` runs on
+ * the in-memory model of DynamoDB; `--cross-check` runs every schedule on both and stops at the first
+ * schedule they disagree on.
  */
 export async function explore(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: EXPLORE_OPTIONS });
-  const local = values.endpoint ? undefined : await startDynamoDBLocal();
-  const endpoint = values.endpoint ?? local!.endpoint;
-  // A fresh namespace (its own tables) every WORLD_SCHEDULES schedules: scans over ever larger tables
-  // would make each schedule slower than the last.
-  let world = await createExploreWorld(endpoint);
-  let worldSchedules = 0;
+  const crossCheck = values['cross-check'];
+  const engines: EngineName[] = crossCheck ? ['local', 'memory'] : [engineNamed(values.engine)];
+  const stores: ExploreStore[] = [];
+  const worlds: ExploreWorld[] = [];
   const started = Date.now();
   const results: ScheduleResult[] = [];
   try {
+    for (const engine of engines)
+      stores.push(await startExploreStore(engine, engine === 'local' ? values.endpoint : undefined));
+    // A fresh namespace (its own tables) every WORLD_SCHEDULES schedules: scans over ever larger tables
+    // would make each schedule slower than the last.
+    const freshWorlds = async () => {
+      for (const world of worlds.splice(0)) world.destroy();
+      for (const store of stores) worlds.push(await createExploreWorld(store.connection, { record: crossCheck }));
+    };
+    await freshWorlds();
+    let worldSchedules = 0;
     const scenarios = values.scenario ? [values.scenario] : Object.keys(SCENARIOS);
     for (const name of scenarios)
       if (!SCENARIOS[name]) throw new Error(`no scenario ${name}; there are ${Object.keys(SCENARIOS).join(', ')}`);
+    /** One schedule on every engine (the first's result is the explorer's); undefined: they disagreed (printed). */
+    const run = async (options: ScheduleOptions): Promise<ScheduleResult | undefined> => {
+      if (worldSchedules++ >= WORLD_SCHEDULES) {
+        await freshWorlds();
+        worldSchedules = 1;
+      }
+      if (!crossCheck) {
+        const result = await runSchedule(worlds[0]!, options);
+        checkModelled(stores);
+        return result;
+      }
+      const { result, difference } = await crossCheckSchedule({ local: worlds[0]!, memory: worlds[1]! }, options);
+      checkModelled(stores);
+      if (!difference) return result;
+      console.log(`cross-check: the engines differ on ${replayCommand(result)} --cross-check`);
+      console.log(`  first difference, line ${difference.index} of the schedule's record:`);
+      console.log(`  local:  ${difference.local}`);
+      console.log(`  memory: ${difference.memory}`);
+      return undefined;
+    };
     if (values.seed !== undefined) {
-      const result = await runSchedule(world, {
-        scenario: scenarios[0]!,
-        seed: Number(values.seed),
-        ...parseAt(values.at),
-      });
-      report([result], Date.now() - started, true);
+      const result = await run({ scenario: scenarios[0]!, seed: Number(values.seed), ...parseAt(values.at) });
+      if (!result) return 1;
+      report([result], Date.now() - started, true, engines);
       return result.violations.length === 0 ? 0 : 1;
     }
     const budget = Number(values.schedules);
     const perScenario = Math.ceil(budget / scenarios.length);
     for (const [index, name] of scenarios.entries()) {
       for (const options of schedulesFor(name, index, perScenario)) {
-        if (worldSchedules++ >= WORLD_SCHEDULES) {
-          world.destroy();
-          world = await createExploreWorld(endpoint);
-          worldSchedules = 1;
-        }
-        const result = await runSchedule(world, options.next(results.at(-1)));
-        results.push(result);
+        const result = await run(options.next(results.at(-1)));
+        if (!result) return 1;
+        // A passing schedule's trace and answers are dropped (the first one's kept for --trace): 100,000
+        // schedules would otherwise hold ~10 KB each.
+        const keep = result.violations.length > 0 || results.length === 0;
+        results.push(keep ? result : { ...result, trace: [], answers: [] });
         if (result.violations.length > 0 && values['stop-at-first']) break;
       }
     }
-    report(results, Date.now() - started, values.trace);
+    report(results, Date.now() - started, values.trace, engines);
+    if (crossCheck) console.log(`cross-check: ${results.length} schedules compared on local and memory, 0 differences`);
     return results.some((result) => result.violations.length > 0) ? 1 : 0;
   } finally {
-    world.destroy();
-    await local?.stop();
+    for (const world of worlds) world.destroy();
+    for (const store of stores) await store.stop();
+  }
+}
+
+/** A request the in-memory engine could not answer as DynamoDB would: its verdicts would mean nothing. */
+function checkModelled(stores: readonly ExploreStore[]): void {
+  for (const store of stores) {
+    if (store.unmodelled.length > 0) {
+      throw new Error(`the ${store.engine} engine met requests it does not model:\n  ${store.unmodelled.join('\n  ')}`);
+    }
   }
 }
 
@@ -123,7 +162,12 @@ function parseAt(at: string | undefined): Pick<ScheduleOptions, 'at'> {
   };
 }
 
-function report(results: ScheduleResult[], elapsedMs: number, withTrace: boolean): void {
+function report(
+  results: ScheduleResult[],
+  elapsedMs: number,
+  withTrace: boolean,
+  engines: readonly EngineName[],
+): void {
   const failing = results.filter((result) => result.violations.length > 0);
   const byScenario = new Map<string, { schedules: number; steps: number; faults: number; failing: number }>();
   for (const result of results) {
@@ -176,7 +220,9 @@ function report(results: ScheduleResult[], elapsedMs: number, withTrace: boolean
       for (const violation of shown.violations) console.log(`  ✗ ${violation}`);
     }
   }
+  const rate = results.length / (elapsedMs / 1000);
   console.log(
-    `\nexplore: ${results.length} schedules, ${failing.length} with violations, ${(elapsedMs / 1000).toFixed(1)} s`,
+    `\nexplore: ${results.length} schedules, ${failing.length} with violations, ${(elapsedMs / 1000).toFixed(1)} s ` +
+      `(${rate.toFixed(1)} schedules/s on ${engines.join(' and ')})`,
   );
 }

@@ -18,7 +18,7 @@ export const CALL_TIME_MS = 30_000;
 const QUIESCENCE_MS = 16 * 60_000;
 
 /** One answer the runtime gave, to an agent or to the completer. */
-interface Answer {
+export interface Answer {
   readonly actor: string;
   readonly intent: string;
   readonly key: string;
@@ -37,6 +37,12 @@ export interface ScheduleResult {
   readonly trace: readonly TraceLine[];
   readonly steps: number;
   readonly faults: number;
+  /** Every answer an agent got, in order. */
+  readonly answers: readonly Answer[];
+  /** The simulated clock's start (epoch ms). */
+  readonly clockStart: number;
+  /** The tenant the schedule's calls ran as (its items in every table). */
+  readonly tenant: string;
 }
 
 export interface ScheduleOptions {
@@ -46,6 +52,12 @@ export interface ScheduleOptions {
   readonly at?: readonly { readonly step: number; readonly fault: Exclude<Fault, 'none'> }[];
   /** No faults at all (a scenario's base schedule). @default false */
   readonly faultFree?: boolean;
+  /**
+   * Where the simulated clock starts, epoch ms: the cross-check runs a schedule on both engines from
+   * the same instant, so that every time they store is the same.
+   * @default Date.now()
+   */
+  readonly clockStart?: number;
 }
 
 /** The fault plan a seed gives: some schedules have none, most a few, some many. */
@@ -69,7 +81,7 @@ export async function runSchedule(world: ExploreWorld, options: ScheduleOptions)
   if (!build) throw new Error(`no scenario ${options.scenario}`);
   // The simulated clock starts at the real time: DynamoDB Local deletes items whose TTL passed in *its*
   // clock, so a simulated past would lose records. Decisions never depend on the absolute time.
-  const clock = new SimClock(Date.now());
+  const clock = new SimClock(options.clockStart ?? Date.now());
   const uninstall = installClock(clock);
   try {
     // Choices about the scenario come from their own stream of the seed, the plan from another.
@@ -95,6 +107,9 @@ export async function runSchedule(world: ExploreWorld, options: ScheduleOptions)
       trace: scheduler.trace,
       steps: scheduler.steps,
       faults: scheduler.trace.filter((line) => line.fault !== 'none').length,
+      answers: run.answers,
+      clockStart: clock.start,
+      tenant,
     };
   } finally {
     uninstall();

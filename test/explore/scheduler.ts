@@ -111,13 +111,30 @@ export class SimClock {
   }
 }
 
-const realNow = Date.now.bind(Date);
+const RealDate = Date;
 
-/** Makes `Date.now()` read `clock` until the returned function is called. */
+/**
+ * Makes `Date.now()` and `new Date()` read `clock` until the returned function is called. (`new Date()`
+ * too: the tools stamp items with it — `created_at`, `queued_at`, `delivered_at` — and a stamp from the
+ * wall clock would differ between two runs of one seed.) Dates from before stay dates: `instanceof Date`
+ * holds for every date, whichever constructor made it.
+ */
 export function installClock(clock: SimClock): () => void {
-  Date.now = () => clock.now();
+  class SimulatedDate extends RealDate {
+    constructor(...args: ConstructorParameters<typeof Date> | []) {
+      if (args.length === 0) super(clock.now());
+      else super(...(args as ConstructorParameters<typeof Date>));
+    }
+    static override now(): number {
+      return clock.now();
+    }
+    static override [Symbol.hasInstance](value: unknown): boolean {
+      return value instanceof RealDate;
+    }
+  }
+  globalThis.Date = SimulatedDate as DateConstructor;
   return () => {
-    Date.now = realNow;
+    globalThis.Date = RealDate;
   };
 }
 

@@ -13,6 +13,7 @@ import { type CallOutcome, ToolRuntime } from '../../lib/idempotency';
 import { createDocumentClient, createDynamoDBClient } from '../../lib/store/client';
 import { createTables } from '../../lib/store/create-tables';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
+import type { StoreConnection } from './engine';
 import { Scheduler } from './scheduler';
 
 /** A write the explorer saw succeed, with the actor and the call it was made for. */
@@ -50,23 +51,27 @@ export function asCall<T>(tag: CallTag, work: () => Promise<T>): Promise<T> {
 
 /**
  * The real services — runtime, tools, completer, domain stores, the ledger provider — on DynamoDB
- * Local, in a namespace of their own (DynamoDB Local keeps each access key's tables apart), with every
- * DynamoDB request made by an actor turned into a scheduling point.
+ * Local (an endpoint) or the in-memory engine (`--engine memory`), in a namespace of their own (each
+ * keeps each access key's tables apart), with every DynamoDB request made by an actor turned into a
+ * scheduling point.
  *
  * The SDK's own retries are off (`maxAttempts: 1`): what the scheduler injects is what the code sees
  * after the SDK gave up — and a `duplicate` fault is what an SDK retry of a lost answer does.
  */
-export async function createExploreWorld(endpoint: string) {
+export async function createExploreWorld(store: string | StoreConnection, options: ExploreWorldOptions = {}) {
+  const connection = typeof store === 'string' ? { endpoint: store } : store;
   const namespace = `explore${randomBytes(6).toString('hex')}`;
   const credentials = { accessKeyId: namespace, secretAccessKey: 'explore' };
-  const env: NodeJS.ProcessEnv = { DYNAMODB_ENDPOINT: endpoint };
-  const client = createDynamoDBClient(env, { maxAttempts: 1, region: 'us-east-1', credentials });
+  const env: NodeJS.ProcessEnv = { DYNAMODB_ENDPOINT: connection.endpoint };
+  const handler = connection.requestHandler ? { requestHandler: connection.requestHandler } : {};
+  const client = createDynamoDBClient(env, { maxAttempts: 1, region: 'us-east-1', credentials, ...handler });
   const names = new Map<string, TableId | 'idempotency'>(
     ([...Object.keys(TABLES), 'idempotency'] as Array<TableId | 'idempotency'>).map((id) => [tableName(id, env), id]),
   );
   const writes: ObservedWrite[] = [];
   const pollWrites: string[] = [];
-  interpose(client, names, writes, pollWrites);
+  const exchanges: Exchange[] | undefined = options.record ? [] : undefined;
+  interpose(client, names, writes, pollWrites, exchanges);
   await createTables(client, TABLES, env);
 
   const documents = createDocumentClient(client);
@@ -85,8 +90,14 @@ export async function createExploreWorld(endpoint: string) {
     onOutcome: (outcome) => outcomes.push(outcome),
   });
   const tools = Object.fromEntries(TOOLS.map((tool) => [tool.name, tool.bind(services)]));
-  const streams = new DynamoDBStreamsClient({ endpoint, region: 'us-east-1', credentials, maxAttempts: 1 });
-  interpose(streams, names, writes, pollWrites);
+  const streams = new DynamoDBStreamsClient({
+    endpoint: connection.endpoint,
+    region: 'us-east-1',
+    credentials,
+    maxAttempts: 1,
+    ...handler,
+  });
+  interpose(streams, names, writes, pollWrites, exchanges);
   return {
     env,
     client,
@@ -98,10 +109,13 @@ export async function createExploreWorld(endpoint: string) {
     writes,
     /** Writes sent from inside a poll (`asPoll`): there must be none. */
     pollWrites,
+    /** Every request an actor sent and what it got (only when `record`: the cross-check compares them). */
+    exchanges,
     outcomes,
     destroy() {
       client.destroy();
       streams.destroy();
+      connection.forget?.(namespace);
     },
   };
 }
@@ -118,6 +132,7 @@ function interpose(
   names: ReadonlyMap<string, TableId | 'idempotency'>,
   writes: ObservedWrite[],
   pollWrites: string[],
+  exchanges: Exchange[] | undefined,
 ): void {
   (client.middlewareStack as DynamoDBClient['middlewareStack']).add(
     (next, context) =>
@@ -133,7 +148,21 @@ function interpose(
           input.TableName === undefined ? `${command} stream` : `${command} ${table}${describeKey(input)}`;
         const call = callTag.getStore();
         const send = async () => {
-          const output = await next(args);
+          const exchange = exchanges && {
+            step: running.scheduler.steps - 1,
+            actor: running.actor.name,
+            request,
+            command,
+            input: plain(input),
+          };
+          let output: Awaited<ReturnType<typeof next>>;
+          try {
+            output = await next(args);
+          } catch (error) {
+            exchanges?.push({ ...exchange!, outcome: { error: errorOf(error) } });
+            throw error;
+          }
+          exchanges?.push({ ...exchange!, outcome: { output: plain(output.output, ['$metadata']) } });
           if (/^(Put|Update|Delete)Item$/.test(command)) {
             writes.push({ actor: running.actor.name, call, table, command, input, at: Date.now() });
           }
@@ -143,6 +172,43 @@ function interpose(
       },
     { step: 'initialize', name: 'exploreSchedulingPoint', priority: 'high' },
   );
+}
+
+/** Options of a world. */
+export interface ExploreWorldOptions {
+  /** Keep every request an actor sends and its outcome in `exchanges`. @default false */
+  readonly record?: boolean;
+}
+
+/** One request an actor sent (each time it was applied: twice for a `duplicate`) and what came back. */
+export interface Exchange {
+  /** The step of its scheduler (the schedule's, or quiescence's for an actor named `…-q`). */
+  readonly step: number;
+  readonly actor: string;
+  /** As the trace shows it (`PutItem idempotency refund#…`). */
+  readonly request: string;
+  readonly command: string;
+  readonly input: unknown;
+  readonly outcome: { readonly output: unknown } | { readonly error: { name: string; item?: unknown } };
+}
+
+/** A value as plain JSON (dates as ISO text, bytes as base64), `drop`ped keys left out. */
+function plain(value: unknown, drop: readonly string[] = []): unknown {
+  return JSON.parse(
+    JSON.stringify(value, function replace(this: unknown, key, current) {
+      if (drop.includes(key)) return undefined;
+      if (current instanceof Uint8Array) return Buffer.from(current).toString('base64');
+      if (current instanceof Set) return [...current];
+      const raw = (this as Record<string, unknown>)[key];
+      return raw instanceof Date ? raw.toISOString() : current;
+    }),
+  );
+}
+
+/** What a refused request said: the error's name, and the item a failed condition returned. */
+function errorOf(error: unknown): { name: string; item?: unknown } {
+  const { name, Item } = error as { name: string; Item?: unknown };
+  return Item === undefined ? { name } : { name, item: plain(Item) };
 }
 
 /** A short, readable key for the trace. */

@@ -1,0 +1,591 @@
+import { randomBytes } from 'node:crypto';
+import {
+  type AttributeValue,
+  CreateTableCommand,
+  DeleteItemCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  ScanCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { canonical, crossCheckSchedule } from './cross-check';
+import { type ExploreStore, startExploreStore } from './engine';
+import { SCENARIOS } from './scenarios';
+import type { ScheduleOptions } from './schedule';
+import { createExploreWorld, type ExploreWorld } from './world';
+
+let memory: ExploreStore;
+
+beforeAll(async () => {
+  memory = await startExploreStore('memory');
+});
+
+afterAll(() => memory.stop());
+
+/** Per scenario: its base schedule, two forced faults on it, three random schedules. */
+const SCHEDULES: ReadonlyArray<ScheduleOptions> = Object.keys(SCENARIOS).flatMap((scenario, index) => {
+  const base = 1_000_000 * (index + 1);
+  return [
+    { scenario, seed: base, faultFree: true },
+    { scenario, seed: base, at: [{ step: 1, fault: 'crash' as const }] },
+    { scenario, seed: base, at: [{ step: 2, fault: 'lose_answer' as const }] },
+    { scenario, seed: base + 1 },
+    { scenario, seed: base + 2 },
+    { scenario, seed: base + 3 },
+  ];
+});
+
+describe('the in-memory engine, cross-checked against DynamoDB Local on the same schedules', () => {
+  let worlds: { local: ExploreWorld; memory: ExploreWorld };
+
+  beforeAll(async () => {
+    worlds = {
+      local: await createExploreWorld(process.env.DYNAMODB_ENDPOINT!, { record: true }),
+      memory: await createExploreWorld(memory.connection, { record: true }),
+    };
+  });
+
+  afterAll(() => {
+    worlds.local.destroy();
+    worlds.memory.destroy();
+  });
+
+  it(`${SCHEDULES.length} schedules over every scenario: the same requests, outcomes, answers and tables`, async () => {
+    const differences: string[] = [];
+    let requests = 0;
+    for (const schedule of SCHEDULES) {
+      const { difference } = await crossCheckSchedule(worlds, schedule);
+      if (difference) {
+        differences.push(
+          `${JSON.stringify(schedule)} line ${difference.index}:\n${difference.local}\n${difference.memory}`,
+        );
+      }
+    }
+    requests = worlds.local.exchanges!.length;
+
+    expect(differences).toEqual([]);
+    expect(memory.unmodelled).toEqual([]);
+    // The comparison had something to compare: every schedule sent requests.
+    expect(requests).toBeGreaterThan(SCHEDULES.length * 10);
+  }, 120_000);
+});
+
+/**
+ * Each condition the code writes with (lib/idempotency/persistence, lib/admin, app/domain,
+ * app/payments, lib/store/put-if-absent), once passing and once failing, sent to DynamoDB Local and to
+ * the in-memory engine: the same outcome (the write, or ConditionalCheckFailedException with the same
+ * item) and the same item after.
+ */
+describe('condition expressions: the in-memory engine answers as DynamoDB Local does', () => {
+  const clients: { local?: DynamoDBClient; memory?: DynamoDBClient } = {};
+  const TABLE = 'conformance';
+
+  beforeAll(async () => {
+    const credentials = { accessKeyId: `conformance${randomBytes(6).toString('hex')}`, secretAccessKey: 'x' };
+    clients.local = new DynamoDBClient({ endpoint: process.env.DYNAMODB_ENDPOINT, region: 'us-east-1', credentials });
+    clients.memory = new DynamoDBClient({
+      endpoint: memory.connection.endpoint,
+      requestHandler: memory.connection.requestHandler,
+      region: 'us-east-1',
+      credentials,
+    });
+    for (const client of [clients.local, clients.memory]) {
+      await client.send(
+        new CreateTableCommand({
+          TableName: TABLE,
+          BillingMode: 'PAY_PER_REQUEST',
+          AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+          KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+          StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_IMAGE' },
+        }),
+      );
+    }
+  });
+
+  afterAll(() => {
+    clients.local?.destroy();
+    clients.memory?.destroy();
+  });
+
+  const S = (value: string): AttributeValue => ({ S: value });
+  const N = (value: string): AttributeValue => ({ N: value });
+  const record: Record<string, AttributeValue> = {
+    status: S('INPROGRESS'),
+    claim_id: S('c1'),
+    in_progress_expiration: N('1796470542370'),
+    expiration: N('1796556912'),
+    validation: S('v1'),
+    attempt: N('1'),
+    call: S('{"key":"k1"}'),
+    intent_owner: S('refund#owner'),
+    stalled_claim: S('c1'),
+    data: { M: { receipt: S('{"refund_id":"re_1"}'), replayed: { BOOL: false } } },
+  };
+  const names = (...attributes: string[]) => Object.fromEntries(attributes.map((name) => [`#${name}`, name]));
+
+  /** A conditional write: the item it meets (or none), the request, and whether the condition holds. */
+  type Case = readonly [
+    label: string,
+    existing: Record<string, AttributeValue> | undefined,
+    write: { command: 'PutItem' | 'UpdateItem' | 'DeleteItem'; input: Record<string, unknown> },
+    passes: boolean,
+  ];
+
+  const claim = (now: string): Case[2] => ({
+    command: 'PutItem',
+    input: {
+      Item: { status: S('INPROGRESS'), claim_id: S('c2') },
+      ConditionExpression: 'attribute_not_exists(#id) OR #expiry < :now',
+      ExpressionAttributeNames: { '#id': 'id', '#expiry': 'expiration' },
+      ExpressionAttributeValues: { ':now': N(now) },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    },
+  });
+  const takeover = (nowMs: string, lockS: string, from = 'c1'): Case[2] => ({
+    command: 'UpdateItem',
+    input: {
+      UpdateExpression: 'SET #claim = :id, #lock = :lock ADD #attempt :one',
+      ConditionExpression:
+        '#claim = :from AND #status = :inprogress AND #lock < :now_ms AND #expiry >= :lock_s AND #validation = :validation',
+      ExpressionAttributeNames: {
+        '#claim': 'claim_id',
+        '#status': 'status',
+        '#lock': 'in_progress_expiration',
+        '#expiry': 'expiration',
+        '#attempt': 'attempt',
+        '#validation': 'validation',
+      },
+      ExpressionAttributeValues: {
+        ':from': S(from),
+        ':id': S('c2'),
+        ':inprogress': S('INPROGRESS'),
+        ':now_ms': N(nowMs),
+        ':lock': N('1796470600000'),
+        ':lock_s': N(lockS),
+        ':one': N('1'),
+        ':validation': S('v1'),
+      },
+      ReturnValues: 'ALL_NEW',
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    },
+  });
+  const onClaim = (
+    command: 'UpdateItem' | 'DeleteItem',
+    condition: string,
+    values: Record<string, AttributeValue>,
+  ) => ({
+    command,
+    input: {
+      ...(command === 'UpdateItem' ? { UpdateExpression: 'SET #lock = :until' } : {}),
+      ConditionExpression: condition,
+      ExpressionAttributeNames: {
+        ...Object.fromEntries([...condition.matchAll(/#(\w+)/g)].map(([token, name]) => [token, ATTRIBUTE[name!]!])),
+        ...(command === 'UpdateItem' ? { '#lock': 'in_progress_expiration' } : {}),
+      },
+      ...(Object.keys(values).length > 0 || command === 'UpdateItem'
+        ? {
+            ExpressionAttributeValues: {
+              ...values,
+              ...(command === 'UpdateItem' ? { ':until': N('1796470542999') } : {}),
+            },
+          }
+        : {}),
+    },
+  });
+  const ATTRIBUTE: Record<string, string> = {
+    claim: 'claim_id',
+    status: 'status',
+    owner: 'intent_owner',
+    expiry: 'expiration',
+    lock: 'in_progress_expiration',
+    stalled: 'stalled_claim',
+    key: 'id',
+    by0: 'created_by',
+    by1: 'refunded_by',
+  };
+
+  const CASES: readonly Case[] = [
+    ['claim: no record', undefined, claim('1796470542.37'), true],
+    ['claim: an expired record (expiry < now, a decimal now)', record, claim('1796556912.001'), true],
+    ['claim: a live record (returns it)', record, claim('1796556911.999'), false],
+    ['claim: expiry = now is not expired', record, claim('1796556912'), false],
+    [
+      'takeover: the claim read, lock ended, TTL after the new lock',
+      record,
+      takeover('1796470542371', '1796556912'),
+      true,
+    ],
+    ['takeover: the lock ends exactly now (not ended)', record, takeover('1796470542370', '1796470600'), false],
+    ['takeover: the new lock would outlive the TTL', record, takeover('1796470542371', '1796556913'), false],
+    ['takeover: another claim', record, takeover('1796470542371', '1796470600', 'c9'), false],
+    ['takeover: no record', undefined, takeover('1796470542371', '1796470600'), false],
+    ['store/park: own claim', record, onClaim('UpdateItem', '#claim = :claim', { ':claim': S('c1') }), true],
+    ['store/park: a lost claim', record, onClaim('UpdateItem', '#claim = :claim', { ':claim': S('c0') }), false],
+    [
+      'release: own claim, in progress',
+      record,
+      onClaim('DeleteItem', '#claim = :claim AND #status = :inprogress', {
+        ':claim': S('c1'),
+        ':inprogress': S('INPROGRESS'),
+      }),
+      true,
+    ],
+    [
+      'release: completed meanwhile',
+      { ...record, status: S('COMPLETED') },
+      onClaim('DeleteItem', '#claim = :claim AND #status = :inprogress', {
+        ':claim': S('c1'),
+        ':inprogress': S('INPROGRESS'),
+      }),
+      false,
+    ],
+    [
+      'intent: still held by its holder and claim',
+      record,
+      onClaim('DeleteItem', '#owner = :from AND #claim = :fromClaim', {
+        ':from': S('refund#owner'),
+        ':fromClaim': S('c1'),
+      }),
+      true,
+    ],
+    [
+      'intent: held by another holder',
+      record,
+      onClaim('DeleteItem', '#owner = :from AND #claim = :fromClaim', {
+        ':from': S('refund#other'),
+        ':fromClaim': S('c1'),
+      }),
+      false,
+    ],
+    [
+      'intent: held without a claim',
+      { intent_owner: S('refund#owner') },
+      onClaim('DeleteItem', '#owner = :from AND attribute_not_exists(#claim)', { ':from': S('refund#owner') }),
+      true,
+    ],
+    [
+      'intent: a claim where none was read',
+      record,
+      onClaim('DeleteItem', '#owner = :from AND attribute_not_exists(#claim)', { ':from': S('refund#owner') }),
+      false,
+    ],
+    [
+      'stall: abandoned on the claim read',
+      record,
+      onClaim('UpdateItem', '#status = :inProgress AND #claim = :claim AND #lock < :now AND #expiry >= :nowS', {
+        ':inProgress': S('INPROGRESS'),
+        ':claim': S('c1'),
+        ':now': N('1796470542371'),
+        ':nowS': N('1796470542'),
+      }),
+      true,
+    ],
+    [
+      'stall: past the TTL',
+      record,
+      onClaim('UpdateItem', '#status = :inProgress AND #claim = :claim AND #lock < :now AND #expiry >= :nowS', {
+        ':inProgress': S('INPROGRESS'),
+        ':claim': S('c1'),
+        ':now': N('1796556913000'),
+        ':nowS': N('1796556913'),
+      }),
+      false,
+    ],
+    [
+      'erase: a completed record',
+      { ...record, status: S('COMPLETED') },
+      onClaim('UpdateItem', '#status = :completed', { ':completed': S('COMPLETED') }),
+      true,
+    ],
+    [
+      'erase: a record in flight',
+      record,
+      onClaim('UpdateItem', '#status = :completed', { ':completed': S('COMPLETED') }),
+      false,
+    ],
+    [
+      'erase: a stalled record on its claim',
+      record,
+      onClaim('UpdateItem', '#status = :inProgress AND #claim = :claim AND #stalled = :claim', {
+        ':inProgress': S('INPROGRESS'),
+        ':claim': S('c1'),
+      }),
+      true,
+    ],
+    [
+      'erase: taken over since it stalled',
+      { ...record, claim_id: S('c2') },
+      onClaim('UpdateItem', '#status = :inProgress AND #claim = :claim AND #stalled = :claim', {
+        ':inProgress': S('INPROGRESS'),
+        ':claim': S('c1'),
+      }),
+      false,
+    ],
+    ['erase: an expired record', record, onClaim('DeleteItem', '#expiry < :now', { ':now': N('1796556912.5') }), true],
+    [
+      'erase: a record not expired',
+      record,
+      onClaim('DeleteItem', '#expiry < :now', { ':now': N('1796556911') }),
+      false,
+    ],
+    [
+      'erase domain: stamps as read (one absent)',
+      { refunded_by: S('call1') },
+      onClaim('DeleteItem', 'attribute_not_exists(#by0) AND #by1 = :by1', { ':by1': S('call1') }),
+      true,
+    ],
+    [
+      'erase domain: stamped meanwhile',
+      { created_by: S('call0'), refunded_by: S('call1') },
+      onClaim('DeleteItem', 'attribute_not_exists(#by0) AND #by1 = :by1', { ':by1': S('call1') }),
+      false,
+    ],
+    [
+      'refund: an invoice without a refund',
+      { amount: N('4200') },
+      {
+        command: 'UpdateItem',
+        input: {
+          UpdateExpression: 'SET refund = :refund, refunded_by = :by',
+          ConditionExpression: 'attribute_exists(id) AND attribute_not_exists(refund)',
+          ExpressionAttributeValues: { ':refund': { M: { refund_id: S('re_1'), amount: N('4200') } }, ':by': S('c1') },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        },
+      },
+      true,
+    ],
+    [
+      'refund: no invoice',
+      undefined,
+      {
+        command: 'UpdateItem',
+        input: {
+          UpdateExpression: 'SET refund = :refund, refunded_by = :by',
+          ConditionExpression: 'attribute_exists(id) AND attribute_not_exists(refund)',
+          ExpressionAttributeValues: { ':refund': { M: { refund_id: S('re_1') } }, ':by': S('c1') },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        },
+      },
+      false,
+    ],
+    [
+      'deliver / close: status as expected (ALL_NEW)',
+      { status: S('open') },
+      {
+        command: 'UpdateItem',
+        input: {
+          UpdateExpression: 'SET #status = :closed, resolution = :resolution',
+          ConditionExpression: 'attribute_exists(id) AND #status = :open',
+          ExpressionAttributeNames: names('status'),
+          ExpressionAttributeValues: { ':closed': S('closed'), ':open': S('open'), ':resolution': S('done') },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        },
+      },
+      true,
+    ],
+    [
+      'deliver / close: already closed (returns it)',
+      { status: S('closed') },
+      {
+        command: 'UpdateItem',
+        input: {
+          UpdateExpression: 'SET #status = :closed, resolution = :resolution',
+          ConditionExpression: 'attribute_exists(id) AND #status = :open',
+          ExpressionAttributeNames: names('status'),
+          ExpressionAttributeValues: { ':closed': S('closed'), ':open': S('open'), ':resolution': S('done') },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        },
+      },
+      false,
+    ],
+    [
+      'tombstone: SET and REMOVE of present and absent attributes',
+      { ...record, status: S('COMPLETED'), downstream_key: S('d1') },
+      {
+        command: 'UpdateItem',
+        input: {
+          UpdateExpression:
+            'SET #status = :erased REMOVE #data, #call, #validation, #downstream, #claim, #stalled, #none',
+          ConditionExpression: '#status = :completed',
+          ExpressionAttributeNames: {
+            ...names('status', 'data', 'call', 'validation'),
+            '#downstream': 'downstream_key',
+            '#claim': 'claim_id',
+            '#stalled': 'stalled_claim',
+            '#none': 'not_there',
+          },
+          ExpressionAttributeValues: { ':erased': S('ERASED'), ':completed': S('COMPLETED') },
+        },
+      },
+      true,
+    ],
+    [
+      'delete of an item that is not there (DynamoDB Local answers its capacity, unasked)',
+      undefined,
+      onClaim('DeleteItem', 'attribute_not_exists(#by0) AND attribute_not_exists(#by1)', {}),
+      true,
+    ],
+    [
+      'refused as invalid: a value given and not used',
+      record,
+      {
+        command: 'DeleteItem',
+        input: {
+          ConditionExpression: 'attribute_exists(id)',
+          ExpressionAttributeValues: { ':unused': S('x') },
+        },
+      },
+      false,
+    ],
+    [
+      'refused as invalid: a name used and not given',
+      record,
+      { command: 'DeleteItem', input: { ConditionExpression: 'attribute_exists(#id)' } },
+      false,
+    ],
+    [
+      'numbers: stored as DynamoDB Local stores them',
+      undefined,
+      {
+        command: 'PutItem',
+        input: { Item: { a: N('1.50'), b: N('1e2'), c: N('-0.000'), d: N('0012.3400'), e: N('-7E-3') } },
+      },
+      true,
+    ],
+  ];
+
+  async function attempt(client: DynamoDBClient, id: string, write: Case[2]) {
+    const Key = { id: S(id) };
+    const input = { TableName: TABLE, ...write.input };
+    try {
+      const output =
+        write.command === 'PutItem'
+          ? await client.send(
+              new PutItemCommand({ ...input, Item: { ...Key, ...(write.input.Item as object) } } as never),
+            )
+          : write.command === 'UpdateItem'
+            ? await client.send(new UpdateItemCommand({ ...input, Key } as never))
+            : await client.send(new DeleteItemCommand({ ...input, Key } as never));
+      const { $metadata: _, ...rest } = output;
+      return { written: true, output: rest };
+    } catch (error) {
+      const { name, Item } = error as { name: string; Item?: unknown };
+      return { written: false, error: name, item: Item };
+    }
+  }
+
+  it.each(CASES)('%s', async (label, existing, write, passes) => {
+    const id = `${label.replace(/\W+/g, '-')}-${randomBytes(3).toString('hex')}`;
+    const outcomes = [];
+    for (const client of [clients.local!, clients.memory!]) {
+      if (existing) await client.send(new PutItemCommand({ TableName: TABLE, Item: { id: S(id), ...existing } }));
+      const outcome = await attempt(client, id, write);
+      const { Item } = await client.send(
+        new GetItemCommand({ TableName: TABLE, Key: { id: S(id) }, ConsistentRead: true }),
+      );
+      outcomes.push(canonical({ outcome, after: Item ?? null }));
+    }
+
+    expect(outcomes[1]).toEqual(outcomes[0]);
+    expect(JSON.parse(outcomes[0]!).outcome.written).toBe(passes);
+  });
+
+  it('a Scan past 1 MB: the same pages, and the next page when the last item read is gone', async () => {
+    const table = `pages${randomBytes(3).toString('hex')}`;
+    const read = async (client: DynamoDBClient) => {
+      await client.send(
+        new CreateTableCommand({
+          TableName: table,
+          BillingMode: 'PAY_PER_REQUEST',
+          AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+          KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+        }),
+      );
+      for (let i = 0; i < 24; i++) {
+        await client.send(
+          new PutItemCommand({ TableName: table, Item: { id: S(`item-${i}`), body: S('x'.repeat(100_000 + i)) } }),
+        );
+      }
+      const pages = [];
+      let start: Record<string, AttributeValue> | undefined;
+      do {
+        const {
+          $metadata: _,
+          Items,
+          ...page
+        } = await client.send(
+          new ScanCommand({
+            TableName: table,
+            ProjectionExpression: 'id',
+            ExclusiveStartKey: start,
+            ConsistentRead: true,
+            ReturnConsumedCapacity: 'TOTAL',
+          }),
+        );
+        pages.push({ ...page, ids: Items?.map((item) => item.id!.S) });
+        start = page.LastEvaluatedKey;
+        // The item the page ended on is deleted before the next page is read.
+        if (start) await client.send(new DeleteItemCommand({ TableName: table, Key: start }));
+      } while (start);
+      return canonical(pages);
+    };
+
+    const local = await read(clients.local!);
+    const inMemory = await read(clients.memory!);
+
+    expect(inMemory).toEqual(local);
+    expect(JSON.parse(local).length).toBeGreaterThan(1);
+  });
+
+  it('a parallel Scan: every segment, its order and filter, and a Query with a projection', async () => {
+    const tenant = `tenant-${randomBytes(3).toString('hex')}`;
+    const read = async (client: DynamoDBClient) => {
+      for (let i = 0; i < 25; i++) {
+        await client.send(
+          new PutItemCommand({
+            TableName: TABLE,
+            Item: { id: S(`${tenant}-${i}`), tenant: S(i % 3 === 0 ? 'other' : tenant), n: N(String(i)) },
+          }),
+        );
+      }
+      const pages = [];
+      for (let segment = 0; segment < 3; segment++) {
+        const { $metadata: _, ...page } = await client.send(
+          new ScanCommand({
+            TableName: TABLE,
+            Segment: segment,
+            TotalSegments: 3,
+            FilterExpression: '#tenant = :tenant',
+            ExpressionAttributeNames: { '#tenant': 'tenant' },
+            ExpressionAttributeValues: { ':tenant': S(tenant) },
+            ConsistentRead: true,
+            ReturnConsumedCapacity: 'TOTAL',
+          }),
+        );
+        pages.push(page);
+      }
+      const { $metadata: _, ...query } = await client.send(
+        new QueryCommand({
+          TableName: TABLE,
+          KeyConditionExpression: '#a0 = :id',
+          ProjectionExpression: '#a0, #a1',
+          ExpressionAttributeNames: { '#a0': 'id', '#a1': 'n' },
+          ExpressionAttributeValues: { ':id': S(`${tenant}-4`) },
+          ConsistentRead: true,
+          ReturnConsumedCapacity: 'TOTAL',
+        }),
+      );
+      return canonical({ pages, query });
+    };
+
+    const local = await read(clients.local!);
+    const inMemory = await read(clients.memory!);
+
+    expect(inMemory).toEqual(local);
+    expect(local).toContain(`${tenant}-4`);
+  });
+});

@@ -1,0 +1,69 @@
+import type { HttpRequest, HttpResponse } from '@smithy/types';
+import { DynamoDBError, NotModelledError } from './attribute-values';
+import type { MemoryDynamoDB } from './memory-dynamodb';
+
+/** What the SDK's clients take as `requestHandler`, and what `createDynamoDBClient` wraps. */
+export interface MemoryRequestHandler {
+  readonly metadata: { readonly handlerProtocol: string };
+  handle(request: HttpRequest): Promise<{ response: HttpResponse }>;
+  updateHttpClientConfig(): void;
+  httpHandlerConfigs(): Record<string, never>;
+  destroy(): void;
+}
+
+/**
+ * The SDK's HTTP handler replaced by a call of the in-memory engine: the unmodified DynamoDB and
+ * DynamoDB Streams clients serialise each request to the JSON protocol, sign it and parse the answer —
+ * errors included (`ConditionalCheckFailedException` with its `Item`) — exactly as they do against
+ * DynamoDB Local; only the socket is gone. The access key of the request's signature is its namespace,
+ * as DynamoDB Local keeps each key's tables apart.
+ *
+ * A request outside the model is answered with a 500 (the code sees a transient error, nothing a
+ * DynamoDB would have said) and kept in `unmodelled`: the explorer stops on it.
+ */
+export function memoryRequestHandler(engine: MemoryDynamoDB, unmodelled: string[]): MemoryRequestHandler {
+  return {
+    metadata: { handlerProtocol: 'in-memory' },
+    async handle(request) {
+      const target = header(request, 'x-amz-target') ?? '';
+      const operation = target.slice(target.indexOf('.') + 1);
+      const namespace = /Credential=([^/]+)\//.exec(header(request, 'authorization') ?? '')?.[1] ?? '';
+      // The bytes as they are (the SDK's body also has string methods, which warn when called).
+      const body = request.body instanceof Uint8Array ? utf8.decode(request.body) : String(request.body ?? '{}');
+      try {
+        return respond(200, engine.handle(namespace, operation, JSON.parse(body) as Record<string, unknown>));
+      } catch (error) {
+        if (error instanceof DynamoDBError) {
+          return respond(400, {
+            __type: `com.amazonaws.dynamodb.v20120810#${error.type}`,
+            message: error.message,
+            ...error.members,
+          });
+        }
+        unmodelled.push(`${operation}: ${(error as Error).message}`);
+        const type = error instanceof NotModelledError ? 'NotModelled' : 'InternalServerError';
+        return respond(500, { __type: `com.amazonaws.dynamodb.v20120810#${type}`, message: (error as Error).message });
+      }
+    },
+    updateHttpClientConfig() {},
+    httpHandlerConfigs: () => ({}),
+    destroy() {},
+  };
+}
+
+const utf8 = new TextDecoder();
+
+function header(request: HttpRequest, name: string): string | undefined {
+  for (const [key, value] of Object.entries(request.headers)) if (key.toLowerCase() === name) return value;
+  return undefined;
+}
+
+function respond(statusCode: number, payload: Record<string, unknown>): { response: HttpResponse } {
+  return {
+    response: {
+      statusCode,
+      headers: { 'content-type': 'application/x-amz-json-1.0' },
+      body: Buffer.from(JSON.stringify(payload)),
+    },
+  };
+}

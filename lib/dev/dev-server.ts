@@ -236,6 +236,7 @@ function startCompleterLoop<Svc>(
         ...rechecks.outcomes,
         ...figures,
         waiting: queue.size,
+        deadLetters: queue.deadLetters.length,
       });
     } catch (error) {
       if (!stopped) core.logger.error('completer pass failed', { error: error as Error });

@@ -22,11 +22,6 @@ export interface CompleterPassReport {
 }
 
 export interface CompleterPassOptions {
-  /**
-   * How long a failed recheck waits before it is delivered again (SQS: the visibility timeout).
-   * @default 30
-   */
-  readonly redeliverySeconds?: number;
   /** @default undefined (failed rechecks are not logged) */
   readonly logger?: Logger;
 }
@@ -35,8 +30,8 @@ export interface CompleterPassOptions {
  * One pass of the completer as the stack triggers it, for `npm start` and `npm run complete`: the
  * stream's new records into `onStream` (what the event source mapping does), then every recheck that
  * is due through the same batch function the Lambda runs on an SQS batch — message bodies included —
- * with a failed one sent back to the queue to come again, as SQS does. The whole pass is bounded by
- * `deadline`, like one invocation.
+ * deleting each one handled, so a failed one comes again when its visibility ends, as SQS does. The
+ * whole pass is bounded by `deadline`, like one invocation.
  */
 export function completerPass(
   completer: Completer,
@@ -51,15 +46,17 @@ export function completerPass(
       const report = await completer.onStream(records);
       rechecksScheduled += report.rechecksScheduled;
     });
-    const due = queue.due();
+    // Received, not removed: a recheck is deleted once its handling ended, so one that failed — or whose
+    // pass threw or never came back — is delivered again when its visibility ends, as SQS does.
+    const received = queue.receive();
     const rechecks = await recheckBatch(
       completer,
-      due.map((recheck, index) => ({ messageId: String(index), body: recheckMessageBody(recheck) })),
+      received.map((delivery) => ({ messageId: delivery.receipt, body: recheckMessageBody(delivery.recheck) })),
       deadline,
       options.logger,
     );
-    const redeliverySeconds = options.redeliverySeconds ?? 30;
-    await queue.send(rechecks.failedMessageIds.map((id) => ({ ...due[Number(id)]!, delaySeconds: redeliverySeconds })));
+    const failed = new Set(rechecks.failedMessageIds);
+    for (const { receipt } of received) if (!failed.has(receipt)) queue.delete(receipt);
     const delivered = recheckFigures(rechecks);
     const figures = { ...delivered, rechecksScheduled: rechecksScheduled + delivered.rechecksScheduled };
     return { recordsRead, rechecksScheduled, gaveUp: delivered.gaveUp, rechecks, figures };

@@ -1,14 +1,18 @@
 import { tableName } from '../../app/tables';
-import { Completer } from '../../lib/idempotency';
+import { Completer, type Recheck } from '../../lib/idempotency';
 import type { InvocationDeadline } from '../../lib/idempotency/types';
+import { COMPLETER_DEFAULTS } from '../../lib/infra/defaults';
 import { LocalRecheckQueue } from '../../lib/local/recheck-queue';
 import { LocalStreamFeed } from '../../lib/local/stream-feed';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { Scheduler } from './scheduler';
 import type { ExploreWorld } from './world';
 
-/** How long SQS hides a recheck whose invocation failed before it delivers it again. */
-const REDELIVERY_SECONDS = 60;
+/** The stack's recheck queue: how long a received message stays hidden, and deliveries before its DLQ. */
+const QUEUE = {
+  visibilitySeconds: COMPLETER_DEFAULTS.timeoutSeconds * COMPLETER_DEFAULTS.recheckVisibilityTimeoutFactor,
+  maxReceiveCount: COMPLETER_DEFAULTS.recheckMaxReceiveCount,
+};
 
 /**
  * The completer as the stack runs it — the stream's event source mapping feeding `onStream`, the
@@ -22,7 +26,7 @@ export class CompleterDriver {
 
   constructor(private readonly world: ExploreWorld) {
     this.#feed = new LocalStreamFeed(world.streams, tableName('idempotency', world.env));
-    this.#queue = new LocalRecheckQueue(() => Date.now());
+    this.#queue = new LocalRecheckQueue(() => Date.now(), QUEUE);
     this.#completer = this.#build();
   }
 
@@ -39,9 +43,14 @@ export class CompleterDriver {
 
   /** A new schedule: an empty queue, and the stream read past every earlier schedule's changes. */
   async reset(): Promise<void> {
-    this.#queue = new LocalRecheckQueue(() => Date.now());
+    this.#queue = new LocalRecheckQueue(() => Date.now(), QUEUE);
     this.#completer = this.#build();
     await Scheduler.observe(() => this.#feed.poll(async () => undefined));
+  }
+
+  /** Rechecks that failed every delivery the stack's redrive policy allows (its recheck DLQ). */
+  get deadLetters(): readonly Recheck[] {
+    return this.#queue.deadLetters;
   }
 
   /** One invocation of each trigger: the stream's new records, then the rechecks that are due. */
@@ -50,16 +59,17 @@ export class CompleterDriver {
     const records = await this.#feed.poll(async (batch) => {
       await completer.onStream(batch);
     });
-    const due = this.#queue.due();
-    for (const recheck of due) {
-      try {
-        await completer.onRecheck(recheck, deadline());
-      } catch {
-        // The invocation failed: SQS delivers the message again after its visibility timeout.
-        await this.#queue.send([{ ...recheck, delaySeconds: REDELIVERY_SECONDS }]);
-      }
+    const queue = this.#queue;
+    const received = queue.receive();
+    for (const { recheck, receipt } of received) {
+      // Deleted only once handled: one whose invocation failed — or crashed, never to come back — is
+      // delivered again when its visibility ends, as SQS does.
+      await completer.onRecheck(recheck, deadline()).then(
+        () => queue.delete(receipt),
+        () => undefined,
+      );
     }
-    return { records, rechecks: due.length };
+    return { records, rechecks: received.length };
   }
 
   /**

@@ -282,6 +282,9 @@ class Run {
     drained.then(
       (done) => {
         if (!done) this.violations.push('liveness: the completer still had work after 40 invocations');
+        for (const recheck of this.completer.deadLetters) {
+          this.violations.push(`liveness: recheck of ${recheck.key} failed every delivery (in the recheck DLQ)`);
+        }
       },
       (error: unknown) =>
         this.violations.push(`liveness: the completer failed in quiescence: ${(error as Error).stack ?? error}`),

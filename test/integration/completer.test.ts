@@ -54,7 +54,10 @@ function completerFor(tools: Parameters<typeof refundTool.bind>[0], options: { m
     /** The recheck queue's part: every due message into `onRecheck`. */
     async rechecks() {
       const outcomes: string[] = [];
-      for (const recheck of queue.due()) outcomes.push(await completer.onRecheck(recheck, deadline()));
+      for (const { recheck, receipt } of queue.receive()) {
+        outcomes.push(await completer.onRecheck(recheck, deadline()));
+        queue.delete(receipt);
+      }
       return outcomes;
     },
   };
@@ -81,7 +84,7 @@ describe('the completer', () => {
     const tool = refundTool.bind({ ...world, provider });
     const completer = completerFor({ ...world, provider });
     await completer.stream(); // earlier tests' records
-    completer.queue.due();
+    completer.queue.purge();
     const call = { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount };
     void runtime.invoke(tool, caller, call, deadline(1_000));
     await moved.opened;
@@ -128,7 +131,7 @@ describe('the completer', () => {
     const tool = refundTool.bind({ ...world, provider });
     const completer = completerFor({ ...world, provider });
     await completer.stream();
-    completer.queue.due();
+    completer.queue.purge();
     const call = { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount };
     void runtime.invoke(tool, caller, call, deadline(1_000));
     while (calls === 0) await new Promise((resolve) => setImmediate(resolve));
@@ -167,7 +170,7 @@ describe('the completer', () => {
     const tool = refundTool.bind({ ...world, provider });
     const completer = completerFor({ ...world, provider }, { maxAttempts: 1 });
     await completer.stream();
-    completer.queue.due();
+    completer.queue.purge();
     const call = { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount };
 
     // Act: attempt 1 (the caller) fails; the completer re-runs it once (attempt 2), fails; then gives up.
@@ -219,7 +222,7 @@ describe('the completer', () => {
     const tool = refundTool.bind({ ...world, provider: holding });
     const completer = completerFor({ ...world, provider: holding });
     await completer.stream();
-    completer.queue.due();
+    completer.queue.purge();
 
     await runtime.invoke(
       tool,
@@ -254,7 +257,7 @@ describe('the completer', () => {
     const tool = refundTool.bind({ ...world, provider });
     const completer = completerFor({ ...world, provider });
     await completer.stream();
-    completer.queue.due();
+    completer.queue.purge();
     void runtime.invoke(
       tool,
       caller,

@@ -1,4 +1,6 @@
+import type { ErrorCode } from '../../lib/idempotency/errors';
 import type { JsonObject } from '../../lib/idempotency/types';
+import type { ScriptedFault } from './scheduler';
 
 /**
  * Scenarios: who acts in one schedule, with which intents. An *intent* is one effect the caller wants
@@ -17,6 +19,8 @@ export interface IntentSpec {
    * the two may make one effect each — and each effect is claimed by one `idempotent: false` of either.
    */
   readonly sameArgsAs?: string;
+  /** The call is refused by the tool on every attempt with this business error (nothing happens). */
+  readonly failsWith?: ErrorCode;
 }
 
 /** One call an agent makes: an intent under a key. */
@@ -30,6 +34,8 @@ export interface CallSpec {
    * while the first runs) — never an effect of these arguments.
    */
   readonly reusesKeyOf?: string;
+  /** Between tries, the agent waits the `retry_after_ms` a `pending` answer names. @default false */
+  readonly waitsRetryAfter?: boolean;
 }
 
 export interface AgentSpec {
@@ -37,6 +43,32 @@ export interface AgentSpec {
   readonly user: string;
   readonly calls: readonly CallSpec[];
   /** The agent starts this long after the schedule (a scheduled clock step): earlier locks have expired. */
+  readonly afterMs?: number;
+  /** How the agent's actor is scheduled, and its clock's offset (a worker whose clock is skewed). */
+  readonly actor?: ActorSpec;
+}
+
+/** How an actor is scheduled (scheduler.ts `SpawnOptions`), and when it comes back. */
+export interface ActorSpec {
+  /** Moves only once the ordinary actors are done, crashed or stalled (a caller coming back later). */
+  readonly late?: boolean;
+  /** Its requests fall at random places among the others' (its priority drawn again at each step). */
+  readonly shuffled?: boolean;
+  /** Moves only from this step of the schedule on. */
+  readonly fromStep?: number;
+  /** Its clock's offset from the simulation's, ms. */
+  readonly clockOffsetMs?: number;
+  /**
+   * Starts this long before the TTL of the scenario's `ttlRecord` (read when it starts; at once when
+   * there is none, or the time has passed). Implies `late`.
+   */
+  readonly beforeTtlMs?: number;
+}
+
+/** One tenant erase the operator runs during the schedule. */
+export interface EraseSpec extends ActorSpec {
+  readonly includeDomain: boolean;
+  /** The operator starts it that long after the schedule began (a scheduled step moves the clock first). */
   readonly afterMs?: number;
 }
 
@@ -50,11 +82,22 @@ export interface ScenarioSpec {
   readonly completerRuns: number;
   /** Each completer invocation first waits this long (a scheduled clock step): locks have expired. */
   readonly completerAfterMs?: number;
+  /** Completer invocations that come late (`ActorSpec`): after the ordinary actors, near a TTL, skewed. */
+  readonly lateCompleters?: readonly (ActorSpec & { readonly afterMs?: number })[];
   /**
-   * An erase of the tenant during the schedule, with or without the domain tables; `afterMs`: the
-   * operator starts it that long after the schedule began (a scheduled step moves the clock first).
+   * An erase of the tenant during the schedule (or several, one after the other's start), with or
+   * without the domain tables.
    */
-  readonly erase?: { readonly includeDomain: boolean; readonly afterMs?: number };
+  readonly erase?: EraseSpec | readonly EraseSpec[];
+  /** The call record whose TTL actors with `beforeTtlMs` time themselves by. */
+  readonly ttlRecord?: { readonly intent: string; readonly key: string; readonly user: string };
+  /** Faults scripted at an actor's n-th request, in every schedule (the base one too). */
+  readonly scripted?: readonly ScriptedFault[];
+  /**
+   * The stream hands records to the completer twice, late (after newer ones) or out of order, and the
+   * recheck queue delivers a message twice (at least once, as SQS does): completer-driver.ts.
+   */
+  readonly streamFaults?: boolean;
   /**
    * Clock jumps the schedule may make, ms. Past a lock everywhere; past a dedupe window or a record's
    * TTL only where a call asked later is still the same intent (a natural key).

@@ -322,4 +322,42 @@ export const SCENARIOS: Record<string, (pick: (n: number) => number) => Scenario
     completerRuns: 1 + pick(2),
     erase: { includeDomain: pick(2) === 0 },
   }),
+
+  /**
+   * A call left in flight almost until its record's TTL (the completer gave up on it, or never saw it):
+   * its worker died inside the attempt — after its claim, before the provider, after the money moved,
+   * after the invoice — and a retry with its key and the completer come back in its last lock-length (a
+   * takeover whose lock would outlive the record is refused: `pending` until the record expires) or just
+   * before it; the clock may step past the TTL between a refusal and its poll. Sometimes erase runs then
+   * too. Guards rule 2: no lock ends after its record's TTL; nothing half done once a resend came.
+   */
+  near_ttl: (pick) => {
+    const before = [1_000, 12_000, 29_000, 45_000];
+    return {
+      name: 'near_ttl',
+      invoices: [{ invoice_id: 'inv_1', amount: 4200 }],
+      intents: [{ id: 'refund', tool: 'refund', args: { invoice_id: 'inv_1', amount: 4200 } }],
+      agents: [
+        { name: 'agentA', user: 'ada', calls: [{ intent: 'refund', key: 'k1', tries: 1 }] },
+        {
+          name: 'agentB',
+          user: 'ada',
+          actor: { beforeTtlMs: before[pick(before.length)]!, shuffled: true },
+          calls: [{ intent: 'refund', key: 'k1', tries: 1 + pick(3), waitsRetryAfter: true }],
+        },
+      ],
+      ttlRecord: { intent: 'refund', key: 'k1', user: 'ada' },
+      scripted: [{ actor: 'agentA', nth: 2 + pick(4), fault: 'crash' }],
+      completerRuns: 0,
+      lateCompleters: Array.from({ length: 1 + pick(2) }, () => ({
+        beforeTtlMs: before[pick(before.length)]!,
+        shuffled: true,
+      })),
+      ...(pick(3) === 0
+        ? { erase: { includeDomain: pick(2) === 0, beforeTtlMs: before[pick(before.length)]!, shuffled: true } }
+        : {}),
+      clockJumps: [1_000, 5_000, LOCK_JUMP_MS],
+    };
+  },
+
 };

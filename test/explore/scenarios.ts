@@ -116,6 +116,12 @@ export const WINDOW_MS = 10 * 60_000;
 
 const email = (n: number) => ({ to: 'ada@example.com', subject: `Hello ${n}`, body: `Message body ${n}` });
 
+/** One intent's arguments for each explored tool (the refund's invoice is `inv_1`, 4200). */
+function argsOf(tool: ExploredTool): JsonObject {
+  if (tool === 'refund') return { invoice_id: 'inv_1', amount: 4200 };
+  return tool === 'send_email' ? email(1) : { title: 'Printer on fire', body: 'Third floor.' };
+}
+
 /**
  * The scenarios, built for one seed's choices (`pick(n)` draws from the schedule's seed), each aimed at
  * one part of the protocol; together they cover every actor and every record kind.
@@ -360,4 +366,33 @@ export const SCENARIOS: Record<string, (pick: (n: number) => number) => Scenario
     };
   },
 
+  /**
+   * A slow effect: the first attempt stalls past its lock inside its work (before the provider, the
+   * commit or the store; sent late, or sent at once and then slow), and a retry — with its key, or a
+   * fresh key for the same arguments — and the completer take over meanwhile; the first attempt then
+   * goes on. Both commit under one downstream key: one effect, and one answer says `idempotent: false`.
+   */
+  slow_holder: (pick) => {
+    const tool = (['refund', 'send_email', 'create_ticket'] as const)[pick(3)]!;
+    const args = argsOf(tool);
+    // The attempt's requests after its claim: refund and send_email 4, create_ticket 3.
+    const requests = tool === 'create_ticket' ? 3 : 4;
+    return {
+      name: 'slow_holder',
+      invoices: [{ invoice_id: 'inv_1', amount: 4200 }],
+      intents: [{ id: 'i1', tool, args }],
+      agents: [
+        { name: 'agentA', user: 'ada', calls: [{ intent: 'i1', key: 'k1', tries: 1 }] },
+        {
+          name: 'agentB',
+          user: 'ada',
+          actor: { late: true, shuffled: true },
+          calls: [{ intent: 'i1', key: pick(2) === 0 ? 'k1' : 'k2' }],
+        },
+      ],
+      scripted: [{ actor: 'agentA', nth: 2 + pick(requests), fault: pick(2) === 0 ? 'stall' : 'hold' }],
+      completerRuns: 0,
+      lateCompleters: Array.from({ length: 1 + pick(2) }, () => ({ shuffled: true })),
+    };
+  },
 };

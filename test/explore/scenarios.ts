@@ -395,4 +395,30 @@ export const SCENARIOS: Record<string, (pick: (n: number) => number) => Scenario
       lateCompleters: Array.from({ length: 1 + pick(2) }, () => ({ shuffled: true })),
     };
   },
+
+  /**
+   * The stream hands records to the completer twice, late (after newer ones) and out of order, and the
+   * recheck queue delivers messages twice, while a refund, an email and a refund refused on its first
+   * attempt (its claim released) are abandoned and finished: no second effect, nothing brought back.
+   */
+  stream_faults: (pick) => ({
+    name: 'stream_faults',
+    invoices: [
+      { invoice_id: 'inv_1', amount: 4200 },
+      { invoice_id: 'inv_2', amount: 1300 },
+    ],
+    intents: [
+      { id: 'refund', tool: 'refund', args: { invoice_id: 'inv_1', amount: 4200 } },
+      { id: 'e1', tool: 'send_email', args: email(1) },
+      { id: 'wrong', tool: 'refund', args: { invoice_id: 'inv_2', amount: 99 }, failsWith: 'invalid_args' },
+    ],
+    agents: [
+      { name: 'agentA', user: 'ada', calls: [{ intent: 'refund', key: 'k1', tries: 1 }] },
+      { name: 'agentB', user: 'ada', calls: [{ intent: 'e1', key: 'k2', tries: 1 }] },
+      { name: 'agentC', user: 'ada', calls: [{ intent: 'wrong', key: 'k3', tries: 1 }] },
+    ],
+    completerRuns: 2 + pick(3),
+    completerAfterMs: pick(2) === 0 ? LOCK_JUMP_MS : 11_000,
+    streamFaults: true,
+  }),
 };

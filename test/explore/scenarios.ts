@@ -421,4 +421,37 @@ export const SCENARIOS: Record<string, (pick: (n: number) => number) => Scenario
     completerAfterMs: pick(2) === 0 ? LOCK_JUMP_MS : 11_000,
     streamFaults: true,
   }),
+
+  /**
+   * Erase started at any step (drawn per seed over the first 60) and its requests falling anywhere among
+   * the others' — sometimes twice, with and without the domain tables — while a refund, an email and a
+   * ticket run, crash and are finished: rule 6 (erase is final, keeps what is in flight).
+   */
+  erase_anywhere: (pick) => ({
+    name: 'erase_anywhere',
+    invoices: [{ invoice_id: 'inv_1', amount: 4200 }],
+    intents: [
+      { id: 'refund', tool: 'refund', args: argsOf('refund') },
+      { id: 'e1', tool: 'send_email', args: argsOf('send_email') },
+      { id: 't1', tool: 'create_ticket', args: argsOf('create_ticket') },
+    ],
+    agents: [
+      {
+        name: 'agentA',
+        user: 'ada',
+        calls: [
+          { intent: 'refund', key: 'k1', tries: 2 },
+          { intent: 'refund', key: pick(2) === 0 ? 'k1' : 'k1b', tries: 1 },
+        ],
+      },
+      { name: 'agentB', user: 'ada', calls: [{ intent: 'e1', key: 'k2', tries: 2 }] },
+      { name: 'agentC', user: 'ada', calls: [{ intent: 't1', key: 'k3', tries: 2 }] },
+    ],
+    completerRuns: 1 + pick(2),
+    completerAfterMs: LOCK_JUMP_MS,
+    erase: [
+      { includeDomain: pick(2) === 0, fromStep: pick(60), shuffled: true },
+      ...(pick(2) === 0 ? [{ includeDomain: pick(2) === 0, fromStep: pick(60), shuffled: true }] : []),
+    ],
+  }),
 };

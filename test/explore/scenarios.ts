@@ -454,4 +454,32 @@ export const SCENARIOS: Record<string, (pick: (n: number) => number) => Scenario
       ...(pick(2) === 0 ? [{ includeDomain: pick(2) === 0, fromStep: pick(60), shuffled: true }] : []),
     ],
   }),
+
+  /**
+   * Three to five attempts of one call at once: agents sending the same key and arguments, racing to take
+   * over the first attempt (which dies or stalls inside its work) while each other's locks end, and the
+   * completer taking it over too.
+   */
+  crowd: (pick) => {
+    const tool = (['refund', 'send_email', 'create_ticket'] as const)[pick(3)]!;
+    const args = argsOf(tool);
+    return {
+      name: 'crowd',
+      invoices: [{ invoice_id: 'inv_1', amount: 4200 }],
+      intents: [{ id: 'i1', tool, args }],
+      agents: [
+        { name: 'agent0', user: 'ada', calls: [{ intent: 'i1', key: 'k1', tries: 1 }] },
+        ...Array.from({ length: 2 + pick(3) }, (_, i) => ({
+          name: `agent${i + 1}`,
+          user: 'ada',
+          afterMs: pick(2) === 0 ? LOCK_JUMP_MS : 0,
+          actor: { late: true, shuffled: true },
+          calls: [{ intent: 'i1', key: 'k1', waitsRetryAfter: pick(2) === 0 }],
+        })),
+      ],
+      scripted: [{ actor: 'agent0', nth: 2 + pick(3), fault: (['crash', 'hold', 'stall'] as const)[pick(3)]! }],
+      completerRuns: 0,
+      lateCompleters: Array.from({ length: 1 + pick(2) }, () => ({ shuffled: true })),
+    };
+  },
 };

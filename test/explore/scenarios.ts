@@ -482,4 +482,62 @@ export const SCENARIOS: Record<string, (pick: (n: number) => number) => Scenario
       lateCompleters: Array.from({ length: 1 + pick(2) }, () => ({ shuffled: true })),
     };
   },
+
+  /**
+   * Workers whose clocks disagree by a few seconds (each actor's own offset, the times its conditions
+   * carry too): fresh keys for one refund racing takeovers under skew, and near the TTL a retry behind
+   * true time taking the call over while a worker ahead of it claims the key anew. Guards what skew the
+   * protocol tolerates (docs/state-machine.md): no attempt runs beside another call instance.
+   */
+  clock_skew: (pick) => {
+    const skew = () => [-3_000, -1_000, 0, 1_000, 3_000][pick(5)]!;
+    return {
+      name: 'clock_skew',
+      invoices: [{ invoice_id: 'inv_1', amount: 4200 }],
+      intents: [{ id: 'refund', tool: 'refund', args: { invoice_id: 'inv_1', amount: 4200 } }],
+      agents: [
+        {
+          name: 'agentA',
+          user: 'ada',
+          actor: { clockOffsetMs: skew() },
+          calls: [{ intent: 'refund', key: 'k1', tries: 1 }],
+        },
+        {
+          // Another key for the same refund (or, a third of the time, the same key: a takeover under skew).
+          name: 'agentB',
+          user: 'ada',
+          afterMs: pick(2) === 0 ? LOCK_JUMP_MS : 0,
+          actor: { clockOffsetMs: skew() },
+          calls: [{ intent: 'refund', key: pick(3) === 0 ? 'k1' : 'k2', tries: 2 }],
+        },
+        {
+          // Behind true time, back in the TTL's last lock-length: its lock may end just at the TTL.
+          name: 'agentC',
+          user: 'ada',
+          actor: {
+            beforeTtlMs: [29_000, 30_000, 31_000, 45_000][pick(4)]!,
+            clockOffsetMs: -[1_000, 3_000][pick(2)]!,
+            shuffled: true,
+          },
+          calls: [{ intent: 'refund', key: 'k1', tries: 2, waitsRetryAfter: true }],
+        },
+        {
+          // Ahead of true time, back at the TTL: by its clock the record has expired.
+          name: 'agentD',
+          user: 'ada',
+          actor: {
+            beforeTtlMs: [2_500, 500, -500][pick(3)]!,
+            clockOffsetMs: [1_000, 3_000][pick(2)]!,
+            shuffled: true,
+          },
+          calls: [{ intent: 'refund', key: 'k1', tries: 2, waitsRetryAfter: true }],
+        },
+      ],
+      ttlRecord: { intent: 'refund', key: 'k1', user: 'ada' },
+      scripted: [{ actor: 'agentA', nth: 2 + pick(4), fault: 'crash' }],
+      completerRuns: 0,
+      lateCompleters: [{ beforeTtlMs: [1_000, 20_000, 45_000][pick(3)]!, clockOffsetMs: skew(), shuffled: true }],
+      clockJumps: [1_000, LOCK_JUMP_MS],
+    };
+  },
 };

@@ -1,4 +1,4 @@
-import { STATUS } from '../../lib/idempotency/call-state';
+import { CLOCK_SKEW_TOLERANCE_MS, STATUS } from '../../lib/idempotency/call-state';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../../lib/store/tables';
 import type { ObservedWrite } from './world';
 
@@ -7,8 +7,9 @@ import type { ObservedWrite } from './world';
  * lease on a call record — from its claim or takeover to the end of its lock, or to its own store, park
  * or release if that came first — and every claim of the record anew.
  *
- * - **No lock ends after its record's TTL**, as written: a claim's or a takeover's lock is not past the
- *   TTL the record holds then (the conditions' promise, in the writer's own clock).
+ * - **No lock ends after its record's TTL**, as written: a claim's or a takeover's lock ends at least the
+ *   clock skew the protocol tolerates before the TTL the record holds then (`CLOCK_SKEW_TOLERANCE_MS`:
+ *   the conditions' promise, in the writer's own clock).
  * - **A record is claimed anew only once every attempt on it has ended**: no fresh claim (a PutItem over
  *   an expired or deleted record) while an earlier attempt's lock is still live by that attempt's own
  *   clock. Times are compared as the simulation's (each write's time less its writer's clock offset), so
@@ -58,9 +59,9 @@ export function leaseViolations(writes: readonly ObservedWrite[], offsetOf: (act
       const claimId = text(values[':id']);
       const lockMs = number(values[':lock']);
       if (claimId === undefined || lockMs === undefined) continue;
-      if (record.expiryS !== undefined && lockMs > record.expiryS * 1000) {
+      if (record.expiryS !== undefined && lockMs + CLOCK_SKEW_TOLERANCE_MS > record.expiryS * 1000) {
         violations.push(
-          `2 lock outlives the TTL: ${write.actor}'s takeover of ${label} locks ${lockMs - record.expiryS * 1000} ms past it`,
+          `2 lock outlives the TTL: ${write.actor}'s takeover of ${label} locks until ${record.expiryS * 1000 - lockMs} ms before it`,
         );
       }
       record.attempts.push(leaseOf(write.actor, claimId, simulatedAt, lockMs, offsetOf(write.actor)));

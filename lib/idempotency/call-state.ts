@@ -84,6 +84,26 @@ export interface CallRecord {
   readonly completedAtMs: number | undefined;
 }
 
+/**
+ * How far apart two workers' clocks may be, ms. A lock is epoch ms on its claimer's clock, a TTL epoch s
+ * on the first claimer's, and every other worker reads both on its own: a record a worker ahead of the
+ * lock's holder counts as expired may be claimed anew while that holder, by its own clock, still runs.
+ * So a takeover's lock must end this long before the record's TTL (`ttlNeededFor`); a first claim's ends
+ * a whole TTL less its deadline before it (the tool's TTL exceeds the 15 min lock). Locks themselves need
+ * no margin: a holder still running past its lock is safe (its store is conditioned on its claim, and
+ * every attempt runs under the call's one downstream key).
+ */
+export const CLOCK_SKEW_TOLERANCE_MS = 10_000;
+
+/**
+ * The earliest TTL (epoch s) a record may have for a lock that ends at `lockEndsMs` to be taken: the lock
+ * ends `CLOCK_SKEW_TOLERANCE_MS` before it (rule 2: no lock ends after its record's TTL, on any worker's
+ * clock). `lockEndedOn`'s `notBeforeS` for a takeover, and what decides that a refused one is pending.
+ */
+export function ttlNeededFor(lockEndsMs: number): number {
+  return Math.ceil((lockEndsMs + CLOCK_SKEW_TOLERANCE_MS) / 1000);
+}
+
 /** The one rule for "is this record's lock live, abandoned, completed…", at time `nowMs`. */
 export function classify(record: CallRecord | undefined, nowMs: number): CallState {
   if (!record) return 'absent';

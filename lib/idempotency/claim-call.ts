@@ -6,7 +6,7 @@
  * here from the typed record instead of rethrown through it.
  */
 import { type Ending, failed, REFUSED, StoreWriteError } from './answers';
-import { type CallRecord, classify, isAbandoned, STATUS } from './call-state';
+import { type CallRecord, classify, isAbandoned, STATUS, ttlNeededFor } from './call-state';
 import { type Claim, claim, type FirstClaim, takeOver } from './protocol/claim';
 import type { IdempotencyTable } from './protocol/table';
 
@@ -80,10 +80,14 @@ async function takeOverOnce(
   }
   const state = classify(existing, nowMs);
   if (state === 'erased') return failed(REFUSED.erased());
-  if (existing.claimId === fromClaimId && isAbandoned(state) && existing.expiresAtS * 1000 < request.lockEndsMs) {
-    // The new lock would outlive the record: past its TTL it counts as expired — a fresh claim, erase and
-    // the poll would all treat the running call as gone. Pending until the record expires (then a fresh
-    // claim runs it, under the same downstream key).
+  if (
+    existing.claimId === fromClaimId &&
+    isAbandoned(state) &&
+    existing.expiresAtS < ttlNeededFor(request.lockEndsMs)
+  ) {
+    // The new lock would outlive the record (on some worker's clock): past its TTL it counts as expired —
+    // a fresh claim, erase and the poll would all treat the running call as gone. Pending until the record
+    // expires (then a fresh claim runs it, under the same downstream key).
     return { kind: 'pending', until: { atMs: existing.expiresAtS * 1000 }, call: existing };
   }
   if (request.resume !== undefined && existing.claimId !== request.resume && state !== 'completed') {

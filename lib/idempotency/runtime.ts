@@ -12,7 +12,7 @@ import {
 } from './answers';
 import { parseCall } from './arguments';
 import { type CallPlan, runAttempt } from './attempt';
-import { type CallRecord, classify } from './call-state';
+import { type CallRecord, CLOCK_SKEW_TOLERANCE_MS, classify } from './call-state';
 import { idempotencyDisabled, recordKeyOf, validationOf } from './derivation';
 import { type ErrorCode, INTERNAL_MESSAGE, InternalError, StoredFailureError, UnavailableError } from './errors';
 import { fingerprint } from './fingerprint';
@@ -332,14 +332,16 @@ export class ToolRuntime {
 
 /**
  * The attempt's lock, from its deadline — read once: the check and the lock must agree. No time left
- * is the caller's to retry with the same key; a deadline past the TTL could let the record expire
+ * is the caller's to retry with the same key; a deadline within the tolerated clock skew of the TTL could let the record expire
  * mid-execution: a deployment mistake.
  */
 function lockEndOf(deadline: InvocationDeadline, ttlSeconds: number): number {
   const remainingMs = deadline.getRemainingTimeInMillis();
   if (!(remainingMs > 0)) throw new UnavailableError('no time was left for this call; retry with the same key');
-  if (remainingMs >= ttlSeconds * 1000) {
-    throw new InternalError(`invocation deadline ${remainingMs} ms is not within the ${ttlSeconds} s TTL`);
+  if (remainingMs + CLOCK_SKEW_TOLERANCE_MS > ttlSeconds * 1000) {
+    throw new InternalError(
+      `invocation deadline ${remainingMs} ms does not end ${CLOCK_SKEW_TOLERANCE_MS} ms before the ${ttlSeconds} s TTL`,
+    );
   }
   return Date.now() + remainingMs;
 }

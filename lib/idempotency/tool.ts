@@ -1,4 +1,5 @@
 import type * as z from 'zod/mini';
+import { CLOCK_SKEW_TOLERANCE_MS } from './call-state';
 import type { Identity, JsonObject } from './types';
 
 /** Default lifetime of a client-key record: 24 hours. */
@@ -10,6 +11,12 @@ export const DEFAULT_TTL_SECONDS = 24 * 60 * 60;
  * expire (and be claimed again) while its first execution is still running.
  */
 export const MAX_LOCK_SECONDS = 15 * 60;
+
+/**
+ * The shortest TTL a tool may have: the longest lock plus the clock skew the protocol tolerates between
+ * workers (rule 2: every lock ends `CLOCK_SKEW_TOLERANCE_MS` before its record's TTL, a first claim's too).
+ */
+export const MIN_TTL_SECONDS = MAX_LOCK_SECONDS + Math.ceil(CLOCK_SKEW_TOLERANCE_MS / 1000);
 
 /** What a tool's domain logic is handed besides its arguments. */
 export interface ToolContext {
@@ -91,7 +98,7 @@ export interface ToolDefinition<S extends z.ZodMiniObject = z.ZodMiniObject, R e
    */
   readonly receipt?: z.ZodMiniObject;
   /**
-   * How long a completed client-key record is kept, in seconds. Must exceed {@link MAX_LOCK_SECONDS}.
+   * How long a completed client-key record is kept, in seconds. At least {@link MIN_TTL_SECONDS}.
    * @default DEFAULT_TTL_SECONDS (24 hours)
    */
   readonly ttlSeconds?: number;
@@ -117,9 +124,9 @@ export function defineTool<S extends z.ZodMiniObject, R extends JsonObject>(
   if ('idempotency_key' in tool.args.shape) problems.push('args must not declare idempotency_key: the runtime adds it');
   if (tool.args._zod.def.catchall?._zod.def.type !== 'never') problems.push('args must be a z.strictObject');
   const ttl = tool.ttlSeconds ?? DEFAULT_TTL_SECONDS;
-  if (!Number.isInteger(ttl) || ttl <= MAX_LOCK_SECONDS) {
+  if (!Number.isInteger(ttl) || ttl < MIN_TTL_SECONDS) {
     problems.push(
-      `ttlSeconds (${ttl}) must be a whole number of seconds above the ${MAX_LOCK_SECONDS} s in-progress lock`,
+      `ttlSeconds (${ttl}) must be a whole number of seconds, at least ${MIN_TTL_SECONDS}: the ${MAX_LOCK_SECONDS} s in-progress lock and the ${CLOCK_SKEW_TOLERANCE_MS / 1000} s clock skew tolerated`,
     );
   }
   for (const field of tool.naturalKey ?? []) {

@@ -1,15 +1,35 @@
 import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import canonicalize from 'canonicalize';
 import type { Movement } from '../../app/payments/provider';
 import { TABLES, tableName } from '../../app/tables';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
+import { type CallRecord, callRecordOf, classify } from '../../lib/idempotency/call-state';
 import { recordKeyOf } from '../../lib/idempotency/derivation';
 import { readTask } from '../../lib/idempotency/task';
 import type { JsonObject, ToolResult } from '../../lib/idempotency/types';
 import { withInvocationDeadline } from '../../lib/store/deadline';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../../lib/store/tables';
 import { CompleterDriver } from './completer-driver';
-import { type CallSpec, type IntentSpec, LOCK_JUMP_MS, SCENARIOS, type ScenarioSpec } from './scenarios';
-import { FAULTS, type Fault, type FaultPlan, installClock, Scheduler, SimClock, type TraceLine } from './scheduler';
+import { leaseViolations } from './leases';
+import {
+  type ActorSpec,
+  type CallSpec,
+  type EraseSpec,
+  type IntentSpec,
+  LOCK_JUMP_MS,
+  SCENARIOS,
+  type ScenarioSpec,
+} from './scenarios';
+import {
+  FAULTS,
+  type Fault,
+  type FaultPlan,
+  installClock,
+  Scheduler,
+  SimClock,
+  type SpawnOptions,
+  type TraceLine,
+} from './scheduler';
 import { asCall, asPoll, type ExploreWorld } from './world';
 
 /** A call's lock: the invocation's time (a Lambda's remaining time). */
@@ -91,7 +111,13 @@ export async function runSchedule(world: ExploreWorld, options: ScheduleOptions)
       ? noFaults
       : planFor(new Scheduler({ seed: options.seed ^ 0x5bd1e995, plan: noFaults, holdMs: 0 }, clock), options.at);
     const scheduler = new Scheduler(
-      { seed: options.seed, plan, holdMs: CALL_TIME_MS + 1_000, jumps: scenario.clockJumps ?? [LOCK_JUMP_MS] },
+      {
+        seed: options.seed,
+        plan,
+        holdMs: CALL_TIME_MS + 1_000,
+        jumps: scenario.clockJumps ?? [LOCK_JUMP_MS],
+        ...(scenario.scripted ? { scripted: scenario.scripted } : {}),
+      },
       clock,
     );
     const tenant = `t${options.seed}${(options.at ?? []).map((at) => `s${at.step}${at.fault}`).join('')}`;
@@ -176,28 +202,33 @@ class Run {
     const actors: Promise<unknown>[] = [];
     for (const agent of this.scenario.agents) {
       actors.push(
-        scheduler.spawn(agent.name, async () => {
+        this.#spawn(agent.name, agent.actor, async () => {
           if (agent.afterMs) await scheduler.wait(agent.afterMs);
           for (const call of agent.calls) await this.#callUntilAnswered(agent.name, agent.user, call, 'schedule');
         }),
       );
     }
     // A completer or erase invocation that fails (a fault reached it) is retried by its trigger: not a finding.
-    for (let i = 0; i < this.scenario.completerRuns; i++) {
-      const after = this.scenario.completerAfterMs;
-      scheduler.spawn(`completer${i}`, async () => {
-        if (after) await scheduler.wait(after);
-        await this.completer.once(callTime).catch(() => undefined);
+    const faults = this.scenario.streamFaults ? scheduler : undefined;
+    const completers = [
+      ...Array.from({ length: this.scenario.completerRuns }, (): ActorSpec & { afterMs?: number } => ({
+        afterMs: this.scenario.completerAfterMs,
+      })),
+      ...(this.scenario.lateCompleters ?? []),
+    ];
+    for (const [i, run] of completers.entries()) {
+      this.#spawn(`completer${i}`, run, async () => {
+        if (run.afterMs) await scheduler.wait(run.afterMs);
+        await this.completer.once(callTime, faults).catch(() => undefined);
       });
     }
-    if (this.scenario.erase) {
-      const { includeDomain, afterMs } = this.scenario.erase;
-      scheduler.spawn('erase', async () => {
-        if (afterMs) await scheduler.wait(afterMs);
+    for (const [i, erase] of this.#erases.entries()) {
+      this.#spawn(i === 0 ? 'erase' : `erase${i + 1}`, erase, async () => {
+        if (erase.afterMs) await scheduler.wait(erase.afterMs);
         this.eraseStarted = true;
         await eraseTenant(
           this.world.client,
-          { tenant: this.tenant, includeDomain, segments: 1 },
+          { tenant: this.tenant, includeDomain: erase.includeDomain, segments: 1 },
           this.world.env,
           TABLES,
         ).catch(() => undefined);
@@ -210,12 +241,66 @@ class Run {
     await scheduler.run();
   }
 
+  /** The scenario's erases, in order. */
+  get #erases(): readonly EraseSpec[] {
+    const erase = this.scenario.erase;
+    return erase === undefined ? [] : Array.isArray(erase) ? erase : [erase as EraseSpec];
+  }
+
+  /** Each actor's clock offset (ms), by name: the writes they made are put back on the simulation's clock. */
+  readonly #clockOffsets = new Map<string, number>();
+
+  /**
+   * Spawns an actor as `spec` says. One that comes back near a TTL first takes a step of its own (it
+   * starts once it is its turn), reads the scenario's `ttlRecord`, and moves the clock to that long before
+   * its TTL.
+   */
+  #spawn(name: string, spec: ActorSpec | undefined, work: () => Promise<void>): Promise<void> {
+    const { scheduler } = this;
+    const options: SpawnOptions = {
+      late: spec?.late === true || spec?.beforeTtlMs !== undefined,
+      shuffled: spec?.shuffled ?? false,
+      fromStep: spec?.fromStep ?? 0,
+      clockOffsetMs: spec?.clockOffsetMs ?? 0,
+    };
+    this.#clockOffsets.set(name, options.clockOffsetMs ?? 0);
+    const beforeTtlMs = spec?.beforeTtlMs;
+    return scheduler.spawn(
+      name,
+      async () => {
+        if (beforeTtlMs !== undefined) {
+          await scheduler.wait(0);
+          const expiresAtS = await this.#ttlRecordExpiry();
+          if (expiresAtS !== undefined) {
+            await scheduler.waitUntil(expiresAtS * 1000 - beforeTtlMs, `${beforeTtlMs} ms before the TTL`);
+          }
+        }
+        await work();
+      },
+      options,
+    );
+  }
+
+  /** The TTL (epoch s) of the scenario's `ttlRecord`, as the table holds it now; undefined when there is none. */
+  async #ttlRecordExpiry(): Promise<number | undefined> {
+    const ttlRecord = this.scenario.ttlRecord;
+    if (!ttlRecord) return undefined;
+    const tool = this.#intents.get(ttlRecord.intent)!.tool;
+    const record = await Scheduler.observe(() =>
+      this.world.runtime.readCall(tool, { tenant: this.tenant, user: ttlRecord.user }, ttlRecord.key),
+    ).catch(() => undefined);
+    return record?.expiresAtS;
+  }
+
   /** An agent's call: answered, or retried with the same key while pending/unavailable (3 tries). */
   async #callUntilAnswered(actor: string, user: string, call: CallSpec, phase: Answer['phase']): Promise<void> {
     for (let attempt = 0; attempt < (phase === 'schedule' ? (call.tries ?? 3) : 3); attempt++) {
       const result = await this.#call(actor, user, call, phase);
       const retry = !result.ok && ('status' in result || result.error.code === 'unavailable');
       if (!retry) return;
+      if (call.waitsRetryAfter && 'status' in result) {
+        await (Scheduler.current()?.scheduler ?? this.scheduler).wait(result.retry_after_ms);
+      }
     }
   }
 
@@ -225,9 +310,9 @@ class Run {
     // Now and then a call arrives with no time left (a Lambda invoked at the end of its budget).
     const noTimeLeft = phase === 'schedule' && this.scheduler.chance(0.03);
     const deadline = noTimeLeft ? { getRemainingTimeInMillis: () => 0 } : callTime();
-    const result = await asCall({ tool: intent.tool, key: call.key, intent: call.intent }, () =>
+    const { result, call: about } = await asCall({ tool: intent.tool, key: call.key, intent: call.intent }, () =>
       withInvocationDeadline(deadline, () =>
-        this.world.runtime.invoke(
+        this.world.runtime.invokeForCall(
           tool,
           { tenant: this.tenant, user },
           { ...intent.args, idempotency_key: call.key },
@@ -246,19 +331,28 @@ class Run {
     });
     if (!result.ok && 'status' in result) {
       // Invariant 5: a pending answer is pollable at once — never `not_found`, by get_operation nor as an
-      // MCP task (docs/state-machine.md's task view), and the polls write nothing (invariant 8).
+      // MCP task (docs/state-machine.md's task view), and the polls write nothing (invariant 8) — until the
+      // TTL of the record it answered about: past it that record is gone (rule 2) and `not_found` is right
+      // (a takeover refused near the TTL is pending until then; a clock jump may pass it before the poll).
       const caller = { tenant: this.tenant, user };
+      const gone = (record: CallRecord | undefined) =>
+        record !== undefined && classify(record, this.scheduler.clock.simulated) === 'expired';
       const [operation, task] = await Scheduler.observe(() =>
         asPoll('get_operation and tasks/get', async () => [
           await this.world.runtime.lookup(intent.tool, caller, call.key).catch(() => 'error' as const),
           await readTask(this.world.runtime, tool, caller, call.key).catch(() => 'error' as const),
         ]),
       );
-      if (operation === undefined) {
+      if (operation === undefined && !gone(about)) {
         this.violations.push(
           `5 pending not pollable: ${actor} ${intent.tool} key ${call.key} answered pending, get_operation says not_found`,
         );
-      } else if (operation !== 'error' && operation.status !== 'completed' && task === undefined) {
+      } else if (
+        operation !== undefined &&
+        operation !== 'error' &&
+        operation.status !== 'completed' &&
+        task === undefined
+      ) {
         this.violations.push(
           `5 task not found: ${actor} ${intent.tool} key ${call.key}: get_operation says ${operation.status}, its task reads not found`,
         );
@@ -289,10 +383,15 @@ class Run {
       (error: unknown) =>
         this.violations.push(`liveness: the completer failed in quiescence: ${(error as Error).stack ?? error}`),
     );
+    let completerDone = false;
+    drained.then((done) => {
+      completerDone = done;
+    });
     await calm.run();
     this.#collectErased();
     // 2 (first half): the completer alone leaves nothing half done — no agent has retried yet.
     await this.#checkEffects('after the completer');
+    if (completerDone) await this.#checkUnfinished();
     // Every agent retries each of its calls with its key (those that had crashed too). A dedupe-window
     // call that never reached the store is not retried: asked now, past its window, it is a new intent.
     const asked = new Set(
@@ -300,8 +399,10 @@ class Run {
         .filter((write) => write.call && write.table === 'idempotency')
         .map((write) => `${write.call!.intent}/${write.call!.key}`),
     );
-    for (const agent of this.scenario.agents) {
-      calm.spawn(`${agent.name}-q`, async () => {
+    // One agent after the other: two agents racing to claim one key anew (past its TTL nothing finished
+    // it) would answer each other `pending` with no time passing.
+    calm.spawn('agents-q', async () => {
+      for (const agent of this.scenario.agents) {
         const seen = new Set<string>();
         for (const call of agent.calls) {
           if (seen.has(`${call.intent}/${call.key}`)) continue;
@@ -310,15 +411,53 @@ class Run {
           if (windowed && !asked.has(`${call.intent}/${call.key}`)) continue;
           await this.#callUntilAnswered(`${agent.name}-q`, agent.user, call, 'quiescence');
         }
-      });
-    }
+      }
+    });
     await calm.run();
     await this.#checkEffects('at the end');
 
     this.#checkAnswers();
     await this.#checkTasks('at the end');
     await this.#checkErase();
+    this.#checkWrites();
     return [...new Set(this.violations)];
+  }
+
+  /**
+   * 2 (first half, calls): once the completer has run dry, it has left no call in flight that it could
+   * finish — every record is settled, stalled (given up on: only a resend finishes it), or expired (past
+   * its TTL the completer does not finish a call: rule 2's limit, docs/state-machine.md).
+   */
+  async #checkUnfinished(): Promise<void> {
+    const now = this.scheduler.clock.simulated;
+    for (const item of (await this.#readWorld()).records) {
+      const record = callRecordOf(item, ATTR);
+      const state = classify(record, now);
+      if (state === 'live' || state === 'abandoned') {
+        const intent = this.#recordIntents.get(String(item[ATTR.key])) ?? '?';
+        this.violations.push(
+          `2 unfinished (after the completer): intent ${intent}: a call record is still ${state} (attempt ${record?.attempt})`,
+        );
+      }
+    }
+  }
+
+  /**
+   * From the writes seen to succeed: rule 2's leases (`leaseViolations`: no lock past its record's TTL, no
+   * claim anew under a live lock, on the simulation's clock), and 9 nothing brought back — the completer
+   * never claims a call afresh (it takes over the claim it saw, or does nothing).
+   */
+  #checkWrites(): void {
+    this.violations.push(...leaseViolations(this.writes, (actor) => this.#clockOffsets.get(actor) ?? 0));
+    for (const write of this.writes) {
+      if (!write.actor.startsWith('completer') || write.table !== 'idempotency' || write.command !== 'PutItem')
+        continue;
+      const item = write.input.Item as Record<string, { S?: string }> | undefined;
+      const key = item?.[ATTR.key]?.S ?? '';
+      if (item?.[ATTR.inProgressExpiry] !== undefined && !key.includes('#intent#')) {
+        this.violations.push(`9 brought back: ${write.actor} claimed ${key.slice(0, 14)}… afresh`);
+      }
+    }
   }
 
   /**
@@ -381,7 +520,7 @@ class Run {
   /** Ids (record or domain) the erase actor deleted or overwrote. */
   #collectErased(): void {
     for (const write of this.writes) {
-      if (write.actor !== 'erase') continue;
+      if (!write.actor.startsWith('erase')) continue;
       const key = (write.input.Key ?? write.input.Item) as Record<string, { S?: string }>;
       this.erasedIds.add(normaliseKey(`${write.table}:${JSON.stringify(key)}`));
     }
@@ -410,10 +549,27 @@ class Run {
       const executedRecords = world.records.filter(
         (record) => ids.has(this.#recordIntents.get(record.id as string)!) && storedReplayed(record) === false,
       );
+      // A call whose record expired in flight is not finished by the completer (rule 2's limit) — nor one
+      // erase deleted once expired: until a caller resends it (at the end, every agent has), its effect may
+      // be half done.
+      const expiredInFlight =
+        when === 'after the completer' &&
+        (world.records.some(
+          (item) =>
+            ids.has(this.#recordIntents.get(String(item[ATTR.key])) ?? '') &&
+            item[ATTR.status] === 'INPROGRESS' &&
+            classify(callRecordOf(item, ATTR), this.scheduler.clock.simulated) === 'expired',
+        ) ||
+          this.writes.some((write) => {
+            if (!write.actor.startsWith('erase') || write.table !== 'idempotency') return false;
+            if (write.command !== 'DeleteItem') return false;
+            const id = (write.input.Key as Record<string, { S?: string }>)[ATTR.key]?.S ?? '';
+            return ids.has(this.#recordIntents.get(id) ?? '');
+          }));
       for (const effect of effects) {
         // Only an erased domain item excuses an effect the domain does not show: an erased *record* of a
         // call in flight would be erase's own violation.
-        if (!effect.domainShows && !this.#domainErased(first!)) {
+        if (!effect.domainShows && !this.#domainErased(first!) && !expiredInFlight) {
           this.violations.push(
             `2 half done (${when}): intent ${label}: ${effect.what} happened, the domain does not show it`,
           );
@@ -441,7 +597,17 @@ class Run {
         }
       }
       if (when !== 'at the end' || erased) continue;
-      const falseAnswers = this.answers.filter((a) => ids.has(a.intent) && a.result.ok && !a.result.idempotent);
+      // Every answer counts, the completer's re-runs' too (an answer nobody reads still says who executed).
+      const falseAnswers = [
+        ...this.answers.filter((a) => ids.has(a.intent) && a.result.ok && !a.result.idempotent),
+        ...this.completer.answers.filter(
+          (a) =>
+            a.tool === first!.tool &&
+            canonicalize(a.args) === canonicalize(first!.args) &&
+            a.result.ok &&
+            !a.result.idempotent,
+        ),
+      ];
       if (falseAnswers.length > effects.length) {
         this.violations.push(
           `4 executed ${falseAnswers.length}× : intent ${label} has ${effects.length} effect(s), ${falseAnswers.length} answers said idempotent: false`,
@@ -498,6 +664,7 @@ class Run {
       if (code === 'conflict' && this.#sharedKey(answer.key)) continue;
       if (code === 'unavailable' && answer.phase === 'schedule') continue;
       if (code === 'not_found' && this.eraseStarted) continue;
+      if (code === this.#intents.get(answer.intent)?.failsWith) continue;
       this.violations.push(
         `7 undocumented answer: ${label} → ${code} (${result.error.message})${answer.noTimeLeft ? ' [no time left]' : ''}`,
       );
@@ -534,8 +701,30 @@ class Run {
     }
     for (const id of this.erasedIds) {
       const item = present.get(id);
-      if (item && item[ATTR.status] !== 'ERASED') this.violations.push(`6 erased item reappeared: ${id.slice(0, 80)}`);
+      if (!item || item[ATTR.status] === 'ERASED') continue;
+      // A tombstone holds its key until its TTL; past it a call under the key is a new one (rule 6).
+      if (id.startsWith('idempotency:') && Number(item[ATTR.createdAt]) > this.#tombstoneExpiryS(id) * 1000) continue;
+      this.violations.push(`6 erased item reappeared: ${id.slice(0, 80)}`);
     }
+  }
+
+  /**
+   * The TTL (epoch s) the record `id` (as `erasedIds` names it) held when erase first wrote it: what its
+   * claim or its stored outcome set last before. Infinity when unknown (nothing passes it then).
+   */
+  #tombstoneExpiryS(id: string): number {
+    let expiryS = Number.POSITIVE_INFINITY;
+    for (const write of this.writes) {
+      if (write.table !== 'idempotency') continue;
+      const key = (write.input.Key ?? write.input.Item) as Record<string, { S?: string }>;
+      if (normaliseKey(`idempotency:${JSON.stringify({ id: key[ATTR.key]?.S })}`) !== id) continue;
+      if (write.actor.startsWith('erase')) return expiryS;
+      const item = write.input.Item as Record<string, { N?: string }> | undefined;
+      const values = write.input.ExpressionAttributeValues as Record<string, { N?: string }> | undefined;
+      const set = item?.[ATTR.expiry]?.N ?? values?.[':expiry']?.N;
+      if (set !== undefined) expiryS = Number(set);
+    }
+    return expiryS;
   }
 
   /** The intent's domain item (the invoice it refunds, the message it queued) was erased. */

@@ -29,7 +29,12 @@ export type Fault =
   /** Throttled before it is applied. */
   | 'throttle'
   /** The actor stalls here past every lock (a GC pause, a frozen container), then sends the request. */
-  | 'hold';
+  | 'hold'
+  /**
+   * The actor stalls here past every lock while the others move, and sends the request only once they
+   * are done or waiting (a slow effect: the lock ends under it). Scripted by a scenario, never random.
+   */
+  | 'stall';
 
 export const FAULTS: readonly Exclude<Fault, 'none'>[] = [
   'crash',
@@ -55,11 +60,41 @@ interface Actor {
   priority: number;
   crashed: boolean;
   done: boolean;
+  readonly options: SpawnOptions;
+  /** Requests of this actor chosen so far (scripted faults count them). */
+  requests: number;
+}
+
+/** How an actor takes part in a schedule (every option defaults to an ordinary actor). */
+export interface SpawnOptions {
+  /**
+   * Moves only when no ordinary actor is ready (it starts once the others are done, crashed or
+   * stalled): a caller or completer coming back long after.
+   * @default false
+   */
+  readonly late?: boolean;
+  /** Its priority is drawn again after each of its steps: its requests fall anywhere among the others'. @default false */
+  readonly shuffled?: boolean;
+  /** Moves only from this step on (unless nothing else is ready). @default 0 */
+  readonly fromStep?: number;
+  /** Its clock's offset from the simulation's, ms: `Date.now()` reads the clock plus it inside the actor. @default 0 */
+  readonly clockOffsetMs?: number;
+}
+
+/** A fault a scenario scripts: at the `nth` request (1-based) its actor makes. */
+export interface ScriptedFault {
+  readonly actor: string;
+  readonly nth: number;
+  readonly fault: 'crash' | 'hold' | 'stall';
 }
 
 interface Point {
   readonly actor: Actor;
   readonly request: string;
+  /** A stalled request parked again: not a request of its own. */
+  readonly stalled?: boolean;
+  /** A wait until this simulated time: waits end in the order of their times, as timers fire. */
+  readonly wakeAt?: number;
   release(fault: Fault): void;
 }
 
@@ -90,12 +125,17 @@ export interface SchedulerOptions {
    * @default [] (none)
    */
   readonly jumps?: readonly number[];
+  /** Faults the scenario scripts, whatever the plan (a base schedule has them too). @default [] */
+  readonly scripted?: readonly ScriptedFault[];
 }
 
 /** The actor a piece of async code runs as (requests outside any actor are not scheduled). */
 const running = new AsyncLocalStorage<{ actor: Actor; scheduler: Scheduler }>();
 
-/** The simulation's clock: `Date.now()` reads it while a simulation is installed. */
+/**
+ * The simulation's clock: `Date.now()` reads it while a simulation is installed — inside an actor, plus
+ * that actor's own offset (a worker whose clock is skewed).
+ */
 export class SimClock {
   #now: number;
   readonly start: number;
@@ -104,6 +144,10 @@ export class SimClock {
     this.start = start;
   }
   now(): number {
+    return this.#now + (running.getStore()?.actor.options.clockOffsetMs ?? 0);
+  }
+  /** The simulation's own time, whoever asks. */
+  get simulated(): number {
     return this.#now;
   }
   advance(ms: number): void {
@@ -175,8 +219,9 @@ export class Scheduler {
   }
 
   /** Starts `work` as an actor. Its promise settles when it finishes; it never settles if it crashed. */
-  spawn<T>(name: string, work: () => Promise<T>): Promise<T> {
-    const actor: Actor = { name, priority: this.#rng.next(1_000_000) + 10, crashed: false, done: false };
+  spawn<T>(name: string, work: () => Promise<T>, options: SpawnOptions = {}): Promise<T> {
+    const priority = priorityIn(options, this.#rng.next(1_000_000));
+    const actor: Actor = { name, priority, crashed: false, done: false, options, requests: 0 };
     this.#actors.push(actor);
     return running.run({ actor, scheduler: this }, async () => {
       try {
@@ -209,8 +254,16 @@ export class Scheduler {
         await Promise.all(pending);
         continue;
       }
-      const ready = this.#ready.filter((point) => !point.actor.crashed);
+      const live = this.#ready.filter((point) => !point.actor.crashed);
       this.#ready.length = 0;
+      // An actor that starts at a later step waits for it, unless nothing else could move.
+      const first = Math.min(...live.map((point) => point.wakeAt ?? Number.POSITIVE_INFINITY));
+      const due = live.filter(
+        (point) =>
+          (point.actor.options.fromStep ?? 0) <= this.#step && (point.wakeAt === undefined || point.wakeAt <= first),
+      );
+      const ready = due.length > 0 ? due : live;
+      for (const point of live) if (!ready.includes(point)) this.#ready.push(point);
       if (ready.length === 0) return;
       if (this.#step >= (this.#options.maxSteps ?? 2_000)) {
         throw new Error(`no quiescence after ${this.#step} steps`);
@@ -230,7 +283,13 @@ export class Scheduler {
           at: this.clock.now() - this.clock.start,
         });
       }
-      const fault = this.#fault();
+      if (!chosen.stalled) chosen.actor.requests += 1;
+      const scripted = chosen.stalled
+        ? undefined
+        : this.#options.scripted?.find(
+            (script) => script.actor === chosen.actor.name && script.nth === chosen.actor.requests,
+          );
+      const fault = scripted?.fault ?? this.#fault();
       this.trace.push({
         step: this.#step,
         actor: chosen.actor.name,
@@ -244,9 +303,11 @@ export class Scheduler {
         chosen.actor.crashed = true;
         this.#crashes += 1;
       }
-      if (fault === 'hold') {
+      if (fault === 'hold' || fault === 'stall') {
         this.clock.advance(this.#options.holdMs);
         chosen.actor.priority = -1_000_000 - this.#step; // the stalled actor moves last for a while
+      } else if (chosen.actor.options.shuffled) {
+        chosen.actor.priority = priorityIn(chosen.actor.options, this.#rng.next(1_000_000));
       }
       chosen.release(fault);
     }
@@ -280,6 +341,19 @@ export class Scheduler {
       this.#ready.push({ actor, request, release });
     });
     if (fault === 'crash') return new Promise<never>(() => {}); // never continues
+    if (fault === 'stall') {
+      // Parked again, unsent, at the lowest priority: it goes once every other actor is done or waiting.
+      const then = await new Promise<Fault>((release) => {
+        this.#ready.push({ actor, request: `${request} (stalled)`, stalled: true, release });
+      });
+      if (then === 'crash') return new Promise<never>(() => {});
+      return this.#send(then === 'stall' ? 'none' : then, send);
+    }
+    return this.#send(fault, send);
+  }
+
+  /** Sends a released request as `fault` says; nothing else moves until it is answered. */
+  async #send<T>(fault: Fault, send: () => Promise<T>): Promise<T> {
     let finished!: () => void;
     this.#inFlight = new Promise<void>((resolve) => {
       finished = resolve;
@@ -330,10 +404,33 @@ export class Scheduler {
     await this.point(running.actor, `wait +${ms} ms`, async () => this.clock.advance(ms)).catch(() => undefined);
   }
 
+  /**
+   * A scheduled step of the current actor that moves the clock to `atMs` (simulated) — or not at all if
+   * that time has passed. Such waits end in the order of their times (a later one waits for an earlier).
+   */
+  async waitUntil(atMs: number, label: string): Promise<void> {
+    const running = Scheduler.current();
+    if (!running) throw new Error('waitUntil() outside an actor');
+    const fault = await new Promise<Fault>((release) => {
+      this.#ready.push({ actor: running.actor, request: `wait until ${label}`, wakeAt: atMs, release });
+    });
+    if (fault === 'crash') return new Promise<never>(() => {});
+    // Any other fault injected here is only a delay.
+    this.clock.advance(Math.max(0, atMs - this.clock.simulated));
+  }
+
   /** The current actor, if the caller runs inside one of this scheduler's actors. */
   static current(): { actor: Actor; scheduler: Scheduler } | undefined {
     return running.getStore();
   }
+}
+
+/**
+ * An actor's priority from a draw in [0, 1e6): ordinary actors above every late one, late ones above
+ * every actor PCT demoted or a stall put last.
+ */
+function priorityIn(options: SpawnOptions, draw: number): number {
+  return options.late ? -500_000 + Math.floor(draw / 10) - 100_000 : draw + 10;
 }
 
 /** Lets every microtask and pending callback run, so each live actor reaches its next point. */

@@ -25,16 +25,29 @@ describe('defineTool', () => {
     expect(() => defineTool(definition)).toThrow(message);
   });
 
-  it('accepts a TTL one second longer than the lock', () => {
+  it('refuses a TTL that ends within the tolerated clock skew of the lock', () => {
+    expect(() =>
+      defineTool({
+        name: 'send_note',
+        description: 'd',
+        args: z.strictObject({}),
+        annotations: { destructiveHint: false, openWorldHint: false },
+        ttlSeconds: 909,
+        execute,
+      }),
+    ).toThrow('ttlSeconds (909) must be a whole number of seconds, at least 910');
+  });
+
+  it('accepts a TTL the lock and the tolerated clock skew long', () => {
     const tool = defineTool({
       name: 'send_note',
       description: 'd',
       args: z.strictObject({}),
       annotations: { destructiveHint: false, openWorldHint: false },
-      ttlSeconds: 901,
+      ttlSeconds: 910,
       execute,
     });
 
-    expect(tool.ttlSeconds).toBe(901);
+    expect(tool.ttlSeconds).toBe(910);
   });
 });

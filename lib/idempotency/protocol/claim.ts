@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { type CallRecord, callIdOf, callRecordOf, createdAtOf, STATUS } from '../call-state';
+import { type CallRecord, callIdOf, callRecordOf, createdAtOf, STATUS, ttlNeededFor } from '../call-state';
 import { conditionally, type IdempotencyTable, lockEndedOn } from './table';
 
 /** The claim one attempt holds: written once, by `claim` or `takeOver`, and read by everything after it. */
@@ -100,7 +100,7 @@ export interface TakeOver {
   readonly recordKey: string;
   readonly fromClaimId: string;
   readonly validation: string;
-  /** The new lock (epoch ms): it must not end after the record's TTL. */
+  /** The new lock (epoch ms): it must end `CLOCK_SKEW_TOLERANCE_MS` before the record's TTL (`ttlNeededFor`). */
   readonly lockEndsMs: number;
   /** The tool's TTL: when a record an earlier version claimed (no `created_at`) was first claimed. */
   readonly ttlSeconds: number;
@@ -108,14 +108,15 @@ export interface TakeOver {
 
 /**
  * take over: abandoned | stalled (on `fromClaimId`, same arguments) ──▶ live (attempt + 1). An UpdateItem
- * on `lockEndedOn` that exact claim, whose TTL is not before the new lock ends, and on the same
+ * on `lockEndedOn` that exact claim, whose TTL is not before the new lock ends (by the clock skew the
+ * protocol tolerates: `ttlNeededFor`), and on the same
  * validation hash: an erased, finished, re-claimed or live record is never taken, and everything else it
  * holds (the call, the downstream key an earlier attempt fixed) stays, in the same write.
  */
 export async function takeOver(table: IdempotencyTable, from: TakeOver, nowMs: number): Promise<Claimed> {
   const attr = table.attributes;
   const claimId = randomUUID();
-  const ended = lockEndedOn(attr, from.fromClaimId, { nowMs, notBeforeS: Math.ceil(from.lockEndsMs / 1000) });
+  const ended = lockEndedOn(attr, from.fromClaimId, { nowMs, notBeforeS: ttlNeededFor(from.lockEndsMs) });
   const written = await conditionally(
     table.client,
     new UpdateItemCommand({

@@ -1,0 +1,119 @@
+import { CLOCK_SKEW_TOLERANCE_MS, STATUS } from '../../lib/idempotency/call-state';
+import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../../lib/store/tables';
+import type { ObservedWrite } from './world';
+
+/**
+ * Rule 2 of docs/state-machine.md read back from the writes the explorer saw succeed: every attempt's
+ * lease on a call record — from its claim or takeover to the end of its lock, or to its own store, park
+ * or release if that came first — and every claim of the record anew.
+ *
+ * - **No lock ends after its record's TTL**, as written: a claim's or a takeover's lock ends at least the
+ *   clock skew the protocol tolerates before the TTL the record holds then (`CLOCK_SKEW_TOLERANCE_MS`:
+ *   the conditions' promise, in the writer's own clock).
+ * - **A record is claimed anew only once every attempt on it has ended**: no fresh claim (a PutItem over
+ *   an expired or deleted record) while an earlier attempt's lock is still live by that attempt's own
+ *   clock. Times are compared as the simulation's (each write's time less its writer's clock offset), so
+ *   two workers whose clocks disagree are held to one timeline: the second attempt would be another call
+ *   instance running beside the first (nobody told `idempotent: false`, erase counting it gone).
+ *
+ * A park is not a lease: the attempt that parks has stopped (its lock says when to look again).
+ */
+export function leaseViolations(writes: readonly ObservedWrite[], offsetOf: (actor: string) => number): string[] {
+  const violations: string[] = [];
+  const records = new Map<string, RecordLeases>();
+  for (const write of writes) {
+    if (write.table !== 'idempotency') continue;
+    const key = keyOf(write.input);
+    if (key === undefined || key.includes('#intent#')) continue;
+    const simulatedAt = write.at - offsetOf(write.actor);
+    const record = records.get(key) ?? { expiryS: undefined, attempts: [], claims: 0 };
+    records.set(key, record);
+    const values = (write.input.ExpressionAttributeValues ?? {}) as Record<string, Attribute>;
+    const label = `${key.slice(0, 14)}…`;
+    if (write.command === 'PutItem') {
+      const item = write.input.Item as Record<string, Attribute> | undefined;
+      const claimId = text(item?.[ATTR.claim]);
+      const lockMs = number(item?.[ATTR.inProgressExpiry]);
+      const expiryS = number(item?.[ATTR.expiry]);
+      if (claimId === undefined || lockMs === undefined || expiryS === undefined) continue;
+      if (record.claims > 0) {
+        for (const attempt of record.attempts) {
+          if (attempt.endsAt > simulatedAt) {
+            violations.push(
+              `2 claimed anew under a live lock: ${write.actor} claimed record ${label} afresh at +${simulatedAt - attempt.startedAt} ms after ${attempt.actor}'s attempt began, whose lock ran ${attempt.endsAt - simulatedAt} ms longer`,
+            );
+          }
+        }
+        record.attempts = [];
+      }
+      record.claims += 1;
+      record.expiryS = expiryS;
+      if (lockMs > expiryS * 1000) {
+        violations.push(
+          `2 lock outlives the TTL: ${write.actor}'s claim of ${label} locks ${lockMs - expiryS * 1000} ms past it`,
+        );
+      }
+      record.attempts.push(leaseOf(write.actor, claimId, simulatedAt, lockMs, offsetOf(write.actor)));
+    } else if (write.command === 'UpdateItem' && values[':lock'] !== undefined && values[':id'] !== undefined) {
+      // A takeover: the new claim and its lock, the TTL kept.
+      const claimId = text(values[':id']);
+      const lockMs = number(values[':lock']);
+      if (claimId === undefined || lockMs === undefined) continue;
+      if (record.expiryS !== undefined && lockMs + CLOCK_SKEW_TOLERANCE_MS > record.expiryS * 1000) {
+        violations.push(
+          `2 lock outlives the TTL: ${write.actor}'s takeover of ${label} locks until ${record.expiryS * 1000 - lockMs} ms before it`,
+        );
+      }
+      record.attempts.push(leaseOf(write.actor, claimId, simulatedAt, lockMs, offsetOf(write.actor)));
+    } else if (values[':claim'] !== undefined && (values[':until'] !== undefined || values[':status'] !== undefined)) {
+      // Its own park or store: the attempt is over.
+      endAttempt(record, text(values[':claim']), simulatedAt);
+      if (text(values[':status']) === STATUS.completed) record.expiryS = number(values[':expiry']) ?? record.expiryS;
+    } else if (write.command === 'DeleteItem' && values[':claim'] !== undefined) {
+      endAttempt(record, text(values[':claim']), simulatedAt); // released
+    } else if (values[':erased'] !== undefined || write.command === 'DeleteItem') {
+      // A tombstone (no claim can store any more) or the record deleted.
+      for (const attempt of record.attempts) attempt.endsAt = Math.min(attempt.endsAt, simulatedAt);
+    }
+  }
+  return violations;
+}
+
+interface Lease {
+  readonly actor: string;
+  readonly claimId: string;
+  readonly startedAt: number;
+  /** When the lease ends on the simulation's clock. */
+  endsAt: number;
+}
+
+interface RecordLeases {
+  expiryS: number | undefined;
+  attempts: Lease[];
+  claims: number;
+}
+
+type Attribute = { S?: string; N?: string } | undefined;
+
+function leaseOf(actor: string, claimId: string, at: number, lockMs: number, offsetMs: number): Lease {
+  return { actor, claimId, startedAt: at, endsAt: lockMs - offsetMs };
+}
+
+function endAttempt(record: RecordLeases, claimId: string | undefined, at: number): void {
+  for (const attempt of record.attempts) {
+    if (attempt.claimId === claimId) attempt.endsAt = Math.min(attempt.endsAt, at);
+  }
+}
+
+function keyOf(input: Record<string, unknown>): string | undefined {
+  const key = (input.Key ?? input.Item) as Record<string, Attribute> | undefined;
+  return text(key?.[ATTR.key]);
+}
+
+function text(value: Attribute): string | undefined {
+  return value?.S;
+}
+
+function number(value: Attribute): number | undefined {
+  return value?.N === undefined ? undefined : Number(value.N);
+}

@@ -1,0 +1,125 @@
+import { randomUUID } from 'node:crypto';
+import type { InvoiceStore, RefundReceipt } from '../../app/domain/invoices';
+import type { RefundRequest } from '../../app/payments/provider';
+import { tableName } from '../../app/tables';
+import { refund as refundTool } from '../../app/tools/refund';
+import { CLOCK_SKEW_TOLERANCE_MS } from '../../lib/idempotency/call-state';
+import { claim, takeOver } from '../../lib/idempotency/protocol/claim';
+import { type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
+import type { ToolResult } from '../../lib/idempotency/types';
+import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
+import { gate } from '../helpers/tools';
+import { createWorld, deadline, identity, type World } from '../helpers/world';
+import { movableClock } from '../review/helpers';
+
+/**
+ * Found by the explorer (clock_skew, seeds 1000005 and 1000144): a lock is epoch ms on its claimer's clock
+ * and a TTL epoch s on the first claimer's, each read by other workers on their own clocks. A retry whose
+ * clock ran 2 s behind took an abandoned refund over in the TTL's last lock-length with a lock ending 2 s
+ * before the TTL by its clock, and committed the refund; a worker 2 s ahead counted the record expired and
+ * claimed the key anew while that lock still ran — another call instance beside the first, which found
+ * the refund stamped by another call (`idempotent: true`) while the first lost its claim (`unavailable`):
+ * nobody was told they executed. A takeover's lock now ends the tolerated skew before the TTL.
+ */
+let world: World;
+let table: IdempotencyTable;
+beforeAll(() => {
+  world = createWorld();
+  table = { client: world.client, tableName: tableName('idempotency'), attributes: IDEMPOTENCY_ATTRIBUTES };
+});
+afterAll(() => world.destroy());
+afterEach(() => jest.restoreAllMocks());
+
+describe('a takeover near the TTL, on clocks that disagree', () => {
+  it.each([
+    ['1 s before the TTL', 1_000, 'refused'],
+    ['the tolerance less 1 ms before it', CLOCK_SKEW_TOLERANCE_MS - 1, 'refused'],
+    ['the tolerance before it', CLOCK_SKEW_TOLERANCE_MS, 'claimed'],
+  ])('a lock ending %s is %s', async (_label, beforeTtlMs, kind) => {
+    const now = Date.now();
+    const recordKey = `skew#${randomUUID()}`;
+    const expiresAtS = Math.round(now / 1000 + 3_600);
+    const first = await claim(
+      table,
+      {
+        recordKey,
+        tenant: `t-${randomUUID()}`,
+        tool: 'skew',
+        validation: 'v1',
+        expiresAtS,
+        lockEndsMs: now + 1_000,
+        call: '{"args":{},"key":"k1","user":"ada"}',
+      },
+      now,
+    );
+    if (first.kind !== 'claimed') throw new Error('the claim was refused');
+
+    const taken = await takeOver(
+      table,
+      {
+        recordKey,
+        fromClaimId: first.claim.claimId,
+        validation: 'v1',
+        lockEndsMs: expiresAtS * 1000 - beforeTtlMs,
+        ttlSeconds: 3_600,
+      },
+      now + 2_000,
+    );
+
+    expect(taken.kind).toBe(kind);
+    if (kind === 'refused') expect((await readCallRecord(table, recordKey))?.claimId).toBe(first.claim.claimId);
+  });
+
+  it('a retry 2 s behind is pending, and a worker 2 s ahead runs the call once: it is told it executed', async () => {
+    // prepare: attempt 1 claims a refund and dies before the provider; a retry's attempt that commits is
+    // held right after its commit (the explorer's interleaving)
+    const clock = movableClock();
+    const caller = identity();
+    const invoice = await world.seedInvoice(caller.tenant);
+    const never = gate();
+    const committed = gate();
+    const releaseCommit = gate();
+    let providerCalls = 0;
+    const provider = {
+      async refund(request: RefundRequest) {
+        providerCalls += 1;
+        if (providerCalls === 1) await never.opened; // attempt 1 dies before the provider
+        return world.provider.refund(request);
+      },
+    };
+    const invoices = Object.create(world.invoices) as InvoiceStore;
+    let holdCommit = true; // the worker behind is held right after its commit, if it gets that far
+    invoices.recordRefund = async (tenant: string, receipt: RefundReceipt, by: string) => {
+      const recorded = await world.invoices.recordRefund(tenant, receipt, by);
+      if (holdCommit) {
+        committed.open();
+        await releaseCommit.opened;
+      }
+      return recorded;
+    };
+    const tool = refundTool.bind({ ...world, provider, invoices });
+    const call = { idempotency_key: 'r1', invoice_id: invoice.invoice_id, amount: invoice.amount };
+    const invoke = (ms: number) => world.runtime.invoke(tool, caller, call, deadline(ms));
+    const dead = invoke(1_000);
+    while (providerCalls === 0) await new Promise((resolve) => setImmediate(resolve));
+    const ttlMs = (await world.runtime.readCall('refund', caller, 'r1'))!.expiresAtS * 1000;
+
+    // act: 30 s before the TTL, a worker whose clock is 2 s behind retries with a 30 s deadline (its lock
+    // ends 2 s before the TTL by its clock); 1 s before the TTL, a worker 2 s ahead retries
+    clock.advance(ttlMs - 30_000 - 2_000 - Date.now());
+    const behind = invoke(30_000);
+    await Promise.race([committed.opened, behind]);
+    holdCommit = false;
+    clock.advance(ttlMs - 1_000 + 2_000 - Date.now());
+    const ahead = await invoke(10_000);
+    releaseCommit.open();
+    const answers: ToolResult[] = [await behind, ahead];
+    never.open();
+    await dead;
+
+    // assess: one refund, and exactly one answer says it executed
+    expect(await world.ledgerRows(caller.tenant)).toHaveLength(1);
+    expect(answers.filter((answer) => answer.ok && !answer.idempotent)).toHaveLength(1);
+    expect(answers[0]).toMatchObject({ ok: false, status: 'pending' });
+  });
+});

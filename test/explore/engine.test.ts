@@ -7,6 +7,7 @@ import {
   DescribeTableCommand,
   DynamoDBClient,
   GetItemCommand,
+  ListTablesCommand,
   PutItemCommand,
   QueryCommand,
   ScanCommand,
@@ -14,10 +15,19 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { TABLES } from '../../app/tables';
+import { freePort } from '../../lib/local/free-port';
+import { createDynamoDBClient } from '../../lib/store/client';
 import { createTableInput } from '../../lib/store/create-tables';
 import { IDEMPOTENCY_TABLE } from '../../lib/store/tables';
 import { canonical, crossCheckSchedule } from './cross-check';
-import { type ExploreStore, MemoryDynamoDB, startExploreStore } from './engine';
+import {
+  divertDefaultHandler,
+  type ExploreStore,
+  MEMORY_ENDPOINT,
+  MemoryDynamoDB,
+  memoryRequestHandler,
+  startExploreStore,
+} from './engine';
 import { NotModelledError } from './engine/attribute-values';
 import { SCENARIOS } from './scenarios';
 import type { ScheduleOptions } from './schedule';
@@ -690,5 +700,34 @@ describe('tables: the in-memory engine answers as DynamoDB Local does', () => {
       NotModelledError,
     );
     expect(engine.handle('ns', 'ListStreams', { TableName: 'other' })).toEqual({ Streams: [] });
+  });
+});
+
+describe('divertDefaultHandler: the clients lib/ builds, on the engine without a handler of their own', () => {
+  it("answers the engine's endpoint from the engine, sends any other over the network, and is undone", async () => {
+    const engine = new MemoryDynamoDB();
+    engine.handle('diverted', 'CreateTable', { ...createTableInput(TABLES.ledger, 'ledger') });
+    const env = { ...process.env, DYNAMODB_ENDPOINT: MEMORY_ENDPOINT };
+    const unreachable = { ...env, DYNAMODB_ENDPOINT: `http://127.0.0.1:${await freePort()}` };
+    const listTables = async (from: NodeJS.ProcessEnv) => {
+      const credentials = { accessKeyId: 'diverted', secretAccessKey: 'x' };
+      const client = createDynamoDBClient(from, { maxAttempts: 1, credentials });
+      try {
+        return (await client.send(new ListTablesCommand({}))).TableNames;
+      } catch (error) {
+        // The SDK wraps the socket's error: its code is in the message.
+        return /\b(ECONNREFUSED|ENOTFOUND)\b/.exec((error as Error).message)?.[1] ?? (error as Error).message;
+      } finally {
+        client.destroy();
+      }
+    };
+
+    const undo = divertDefaultHandler(MEMORY_ENDPOINT, memoryRequestHandler(engine, []));
+    const diverted = [await listTables(env), await listTables(unreachable)];
+    undo();
+    const undone = await listTables(env);
+
+    expect(diverted).toEqual([['ledger'], 'ECONNREFUSED']);
+    expect(undone).toBe('ENOTFOUND');
   });
 });

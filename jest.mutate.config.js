@@ -3,6 +3,11 @@
 // of schedules (test/explore/sampled.mutate.ts), which fails on a violation so a mutant it notices is killed.
 // TypeScript is only transpiled here (Stryker marks mutated files @ts-nocheck anyway): a mutant is killed by
 // a test, never by a type error.
+//
+// The store (`RETRYSAFE_TEST_ENGINE`, set by `npm run mutate -- --engine`): `memory` (the default), the
+// in-memory model of DynamoDB Local in process, one per test file (test/mutation/memory-engine.ts); or
+// `local`, DynamoDB Local as `npm test` runs these tests (the global setup's, or the one at
+// `RETRYSAFE_TEST_ENDPOINT`). The same tests on both.
 const base = require('./jest.config.js');
 
 const WRITE_PATH_TESTS = [
@@ -15,9 +20,23 @@ const WRITE_PATH_TESTS = [
   'test/explore/sampled.mutate.ts',
 ];
 
+const { globalSetup, globalTeardown, ...withoutDynamoDBLocal } = base;
+const ENGINES = {
+  local: base,
+  // No DynamoDB Local to start: each test file's engine is set up with the file.
+  memory: {
+    ...withoutDynamoDBLocal,
+    setupFilesAfterEnv: [...(base.setupFilesAfterEnv ?? []), '<rootDir>/test/mutation/memory-engine.ts'],
+  },
+};
+const engine = process.env.RETRYSAFE_TEST_ENGINE || 'memory';
+if (!Object.hasOwn(ENGINES, engine)) {
+  throw new Error(`RETRYSAFE_TEST_ENGINE=${engine}: one of ${Object.keys(ENGINES).join(', ')}`);
+}
+
 /** @type {import('jest').Config} */
 module.exports = {
-  ...base,
+  ...ENGINES[engine],
   testMatch: WRITE_PATH_TESTS.map((glob) => `<rootDir>/${glob}`),
   transform: {
     ...base.transform,
@@ -25,6 +44,6 @@ module.exports = {
   },
   reporters: ['default'],
   testSequencer: '<rootDir>/test/mutation/sequencer.js',
-  // One Jest process per Stryker runner: DynamoDB Local and the two cores are shared already.
+  // One Jest process per Stryker runner: the two cores (and DynamoDB Local) are shared already.
   maxWorkers: 1,
 };

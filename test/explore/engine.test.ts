@@ -3,15 +3,32 @@ import {
   type AttributeValue,
   CreateTableCommand,
   DeleteItemCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
   DynamoDBClient,
   GetItemCommand,
+  ListTablesCommand,
   PutItemCommand,
   QueryCommand,
   ScanCommand,
   UpdateItemCommand,
+  UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
+import { TABLES } from '../../app/tables';
+import { freePort } from '../../lib/local/free-port';
+import { createDynamoDBClient } from '../../lib/store/client';
+import { createTableInput } from '../../lib/store/create-tables';
+import { IDEMPOTENCY_TABLE } from '../../lib/store/tables';
 import { canonical, crossCheckSchedule } from './cross-check';
-import { type ExploreStore, startExploreStore } from './engine';
+import {
+  divertDefaultHandler,
+  type ExploreStore,
+  MEMORY_ENDPOINT,
+  MemoryDynamoDB,
+  memoryRequestHandler,
+  startExploreStore,
+} from './engine';
+import { NotModelledError } from './engine/attribute-values';
 import { SCENARIOS } from './scenarios';
 import type { ScheduleOptions } from './schedule';
 import { createExploreWorld, type ExploreWorld } from './world';
@@ -78,20 +95,27 @@ describe('the in-memory engine, cross-checked against DynamoDB Local on the same
  * the in-memory engine: the same outcome (the write, or ConditionalCheckFailedException with the same
  * item) and the same item after.
  */
+/** A client of DynamoDB Local and one of the in-memory engine, in a namespace (access key) of their own. */
+function clientPair(): { local: DynamoDBClient; memory: DynamoDBClient } {
+  const credentials = { accessKeyId: `conformance${randomBytes(6).toString('hex')}`, secretAccessKey: 'x' };
+  return {
+    local: new DynamoDBClient({ endpoint: process.env.DYNAMODB_ENDPOINT, region: 'us-east-1', credentials }),
+    memory: new DynamoDBClient({
+      endpoint: memory.connection.endpoint,
+      requestHandler: memory.connection.requestHandler,
+      region: 'us-east-1',
+      credentials,
+    }),
+  };
+}
+
 describe('condition expressions: the in-memory engine answers as DynamoDB Local does', () => {
   const clients: { local?: DynamoDBClient; memory?: DynamoDBClient } = {};
   const TABLE = 'conformance';
 
   beforeAll(async () => {
-    const credentials = { accessKeyId: `conformance${randomBytes(6).toString('hex')}`, secretAccessKey: 'x' };
-    clients.local = new DynamoDBClient({ endpoint: process.env.DYNAMODB_ENDPOINT, region: 'us-east-1', credentials });
-    clients.memory = new DynamoDBClient({
-      endpoint: memory.connection.endpoint,
-      requestHandler: memory.connection.requestHandler,
-      region: 'us-east-1',
-      credentials,
-    });
-    for (const client of [clients.local, clients.memory]) {
+    Object.assign(clients, clientPair());
+    for (const client of [clients.local!, clients.memory!]) {
       await client.send(
         new CreateTableCommand({
           TableName: TABLE,
@@ -587,5 +611,123 @@ describe('condition expressions: the in-memory engine answers as DynamoDB Local 
 
     expect(inMemory).toEqual(local);
     expect(local).toContain(`${tenant}-4`);
+  });
+});
+
+/**
+ * The tables' own operations as the tests and lib/ send them (lib/store/create-tables, the mutation run's
+ * tests on the in-memory engine, test/mutation/memory-engine.ts): each answer of DynamoDB Local and of
+ * the engine, the same but for the creation time (and the stream label and ARN made of it).
+ */
+describe('tables: the in-memory engine answers as DynamoDB Local does', () => {
+  let clients: { local: DynamoDBClient; memory: DynamoDBClient };
+
+  beforeAll(() => {
+    clients = clientPair();
+  });
+
+  afterAll(() => {
+    clients.local.destroy();
+    clients.memory.destroy();
+  });
+
+  /** Each request's output (its `$metadata` left out) or error, with `<created>` for the creation time. */
+  async function answers(client: DynamoDBClient, commands: readonly object[]) {
+    const outcomes = [];
+    for (const command of commands) {
+      try {
+        const { $metadata: _, ...output } = await client.send(command as never);
+        outcomes.push({ output });
+      } catch (error) {
+        outcomes.push({ error: (error as Error).name, message: (error as Error).message });
+      }
+    }
+    return canonical(outcomes)
+      .replace(/1970-01-01T00:00:00\.000Z/g, '<epoch>')
+      .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z?/g, '<created>');
+  }
+
+  it.each([
+    ['the idempotency table (stream, TTL)', IDEMPOTENCY_TABLE],
+    ['an app table (sort key, no stream)', TABLES.invoices],
+  ] as const)(
+    '%s: CreateTable, UpdateTimeToLive, DescribeTable, DeleteTable, and each again once deleted',
+    async (_label, schema) => {
+      const name = `tables-${randomBytes(3).toString('hex')}`;
+      const key = {
+        [schema.partitionKey.name]: { S: 'p' },
+        ...('sortKey' in schema ? { [schema.sortKey.name]: { S: 's' } } : {}),
+      };
+      const commands = [
+        new CreateTableCommand(createTableInput(schema, name)),
+        new CreateTableCommand(createTableInput(schema, name)),
+        new UpdateTimeToLiveCommand({
+          TableName: name,
+          TimeToLiveSpecification: { AttributeName: 'expiration', Enabled: true },
+        }),
+        new PutItemCommand({ TableName: name, Item: { ...key, body: { S: 'x'.repeat(100) } } }),
+        new DescribeTableCommand({ TableName: name }),
+        new DeleteTableCommand({ TableName: name }),
+        new DescribeTableCommand({ TableName: name }),
+        new DeleteTableCommand({ TableName: name }),
+        new UpdateTimeToLiveCommand({
+          TableName: name,
+          TimeToLiveSpecification: { AttributeName: 'expiration', Enabled: true },
+        }),
+        new PutItemCommand({ TableName: name, Item: key }),
+      ];
+
+      const local = await answers(clients.local, commands);
+      const inMemory = await answers(clients.memory, commands);
+
+      expect(inMemory).toEqual(local);
+      expect(local).toContain('ResourceNotFoundException');
+      expect(memory.unmodelled).toEqual([]);
+    },
+  );
+
+  it("is not answered where a deleted table's stream would be: DynamoDB Local keeps it, the model does not", () => {
+    const engine = new MemoryDynamoDB();
+    const input = { ...createTableInput(IDEMPOTENCY_TABLE, 'deleted') };
+    const { TableDescription } = engine.handle('ns', 'CreateTable', input) as {
+      TableDescription: { LatestStreamArn: string };
+    };
+    engine.handle('ns', 'DeleteTable', { TableName: 'deleted' });
+
+    expect(() => engine.handle('ns', 'ListStreams', {})).toThrow(NotModelledError);
+    expect(() => engine.handle('ns', 'ListStreams', { TableName: 'deleted' })).toThrow(NotModelledError);
+    expect(() => engine.handle('ns', 'DescribeStream', { StreamArn: TableDescription.LatestStreamArn })).toThrow(
+      NotModelledError,
+    );
+    expect(engine.handle('ns', 'ListStreams', { TableName: 'other' })).toEqual({ Streams: [] });
+  });
+});
+
+describe('divertDefaultHandler: the clients lib/ builds, on the engine without a handler of their own', () => {
+  it("answers the engine's endpoint from the engine, sends any other over the network, and is undone", async () => {
+    const engine = new MemoryDynamoDB();
+    engine.handle('diverted', 'CreateTable', { ...createTableInput(TABLES.ledger, 'ledger') });
+    const env = { ...process.env, DYNAMODB_ENDPOINT: MEMORY_ENDPOINT };
+    const unreachable = { ...env, DYNAMODB_ENDPOINT: `http://127.0.0.1:${await freePort()}` };
+    const listTables = async (from: NodeJS.ProcessEnv) => {
+      const credentials = { accessKeyId: 'diverted', secretAccessKey: 'x' };
+      const client = createDynamoDBClient(from, { maxAttempts: 1, credentials });
+      try {
+        return (await client.send(new ListTablesCommand({}))).TableNames;
+      } catch (error) {
+        // The SDK wraps the socket's error: its code is in the message.
+        return /\b(ECONNREFUSED|ENOTFOUND)\b/.exec((error as Error).message)?.[1] ?? (error as Error).message;
+      } finally {
+        client.destroy();
+      }
+    };
+
+    const undo = divertDefaultHandler(MEMORY_ENDPOINT, memoryRequestHandler(engine, []));
+    const diverted = [await listTables(env), await listTables(unreachable)];
+    undo();
+    const undone = await listTables(env);
+
+    expect(diverted).toEqual([['ledger'], 'ECONNREFUSED']);
+    expect(undone).toBe('ENOTFOUND');
   });
 });

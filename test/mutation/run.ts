@@ -1,33 +1,62 @@
 /**
- * `npm run mutate [-- stryker flags]`: the mutation run of the write path (stryker.config.mjs). It starts one
- * DynamoDB Local for the whole run — Stryker runs Jest once per mutant, and a DynamoDB Local per run would
- * cost seconds each — hands it to the tests (`RETRYSAFE_TEST_ENDPOINT`, test/setup/global-setup.ts), runs
- * Stryker, and stops it. Incremental: only the mutants of code (or tests) changed since the committed
- * test/mutation/stryker-incremental.json are run again (`-- --force` runs them all).
+ * `npm run mutate [-- flags]`: the mutation run of the write path (stryker.config.mjs). Stryker runs Jest
+ * once per mutant (jest.mutate.config.js), on the store `--engine` names: the in-memory engine (the
+ * default), in each Jest process, nothing to start (test/mutation/memory-engine.ts); or one DynamoDB
+ * Local for the whole run — a DynamoDB Local per run would cost seconds each — handed to the tests
+ * (`RETRYSAFE_TEST_ENDPOINT`, test/setup/global-setup.ts) and stopped at the end. Incremental: only the
+ * mutants of code (or tests) changed since the committed test/mutation/stryker-incremental.json are run
+ * again (`--force` runs them all).
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { commandFlags } from '../../bin/cli-args';
+import { commandFlags, refuse } from '../../bin/cli-args';
 import { startDynamoDBLocal } from '../../lib/local/dynamodb-local';
+import { ENGINES, type EngineName } from '../explore/engine';
 
-const USAGE = `usage: npm run mutate [-- --force] [-- --files GLOB[,GLOB…]]
+const USAGE = `usage: npm run mutate [-- --engine memory|local] [-- --force] [-- --files GLOB[,GLOB…]]
+                       [-- --incremental-file FILE]
 
 Mutation testing of the write path (stryker.config.mjs): each mutant of call-state, the protocol's
 transitions, the runtime, the attempt, intents, the completer, erase and the task view, run against
 their unit and integration tests and a fixed sample of the explorer's schedules. Writes
 reports/mutation/mutation.{json,html}; incremental (test/mutation/stryker-incremental.json).
 
-  --force     mutate everything, not only what changed since the incremental file
-  --files     only these of stryker.config.mjs's files (globs, comma-separated)`;
+  --engine            the store the tests run on (default: memory):
+                        memory  the in-memory model of DynamoDB Local (test/explore/engine), one per
+                                test file, in the Jest process: no sockets, no Java
+                        local   one DynamoDB Local for the whole run, as npm test runs these tests
+                      Both give the same killed/survived/timeout per mutant (docs/testing.md); DynamoDB
+                      Local stays the truth: CI's npm test runs the same tests on it.
+  --force             mutate everything, not only what changed since the incremental file
+  --files             only these of stryker.config.mjs's files (globs, comma-separated)
+  --incremental-file  read and write this incremental file instead of the committed one (a trial run)`;
 
 const ROOT = join(__dirname, '..', '..');
-const { force, files } = commandFlags(USAGE, {
+const {
+  engine,
+  force,
+  files,
+  'incremental-file': incrementalFile,
+} = commandFlags(USAGE, {
+  engine: { type: 'string', default: 'memory' },
   force: { type: 'boolean', default: false },
   files: { type: 'string' },
+  'incremental-file': { type: 'string' },
 });
+if (!(ENGINES as readonly string[]).includes(engine)) refuse(`--engine ${engine}: one of ${ENGINES.join(', ')}`, USAGE);
+
+/** The store the run's tests use, until `stop`: the environment that points jest.mutate.config.js at it. */
+async function startStore(name: EngineName): Promise<{ env: NodeJS.ProcessEnv; stop(): Promise<void> }> {
+  if (name === 'memory') return { env: { RETRYSAFE_TEST_ENGINE: 'memory' }, stop: async () => undefined };
+  const local = await startDynamoDBLocal({ accessKeyId: 'local' });
+  return {
+    env: { RETRYSAFE_TEST_ENGINE: 'local', RETRYSAFE_TEST_ENDPOINT: local.endpoint, AWS_ACCESS_KEY_ID: 'local' },
+    stop: () => local.stop(),
+  };
+}
 
 async function main(): Promise<number> {
-  const store = await startDynamoDBLocal({ accessKeyId: 'local' });
+  const store = await startStore(engine as EngineName);
   try {
     const stryker = spawn(
       process.execPath,
@@ -36,12 +65,9 @@ async function main(): Promise<number> {
         'run',
         ...(force ? ['--force'] : []),
         ...(files ? ['--mutate', files] : []),
+        ...(incrementalFile ? ['--incrementalFile', incrementalFile] : []),
       ],
-      {
-        cwd: ROOT,
-        stdio: 'inherit',
-        env: { ...process.env, RETRYSAFE_TEST_ENDPOINT: store.endpoint, AWS_ACCESS_KEY_ID: 'local' },
-      },
+      { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ...store.env } },
     );
     return await new Promise<number>((resolve) => stryker.on('close', (code) => resolve(code ?? 1)));
   } finally {

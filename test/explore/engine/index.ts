@@ -2,6 +2,9 @@ import { startDynamoDBLocal } from '../../../lib/local/dynamodb-local';
 import { MemoryDynamoDB } from './memory-dynamodb';
 import { type MemoryRequestHandler, memoryRequestHandler } from './request-handler';
 
+export { MemoryDynamoDB } from './memory-dynamodb';
+export { divertDefaultHandler, memoryRequestHandler } from './request-handler';
+
 /** The stores the explorer runs on: DynamoDB Local (CI's truth) or the in-memory model of it. */
 export const ENGINES = ['local', 'memory'] as const;
 export type EngineName = (typeof ENGINES)[number];
@@ -26,7 +29,7 @@ export interface ExploreStore {
 }
 
 /** The endpoint the in-memory engine's clients are built with: reserved, never resolved. */
-const MEMORY_ENDPOINT = 'http://dynamodb.in-memory.invalid';
+export const MEMORY_ENDPOINT = 'http://dynamodb.in-memory.invalid';
 
 /**
  * Starts the explorer's store: DynamoDB Local (or the one at `endpoint`), or the in-memory engine —

@@ -39,7 +39,7 @@ import {
  * the caller's access key, as DynamoDB Local keeps them.
  */
 export class MemoryDynamoDB {
-  readonly #namespaces = new Map<string, Map<string, Table>>();
+  readonly #namespaces = new Map<string, Tables>();
 
   /** Answers one request, or throws the {@link DynamoDBError} DynamoDB would answer. */
   handle(namespace: string, operation: string, input: Record<string, unknown>): Record<string, unknown> {
@@ -54,10 +54,10 @@ export class MemoryDynamoDB {
     this.#namespaces.delete(namespace);
   }
 
-  #tables(namespace: string): Map<string, Table> {
+  #tables(namespace: string): Tables {
     let tables = this.#namespaces.get(namespace);
     if (!tables) {
-      tables = new Map();
+      tables = new Tables();
       this.#namespaces.set(namespace, tables);
     }
     return tables;
@@ -240,8 +240,15 @@ class Table {
       KeySchema: this.keySchema(),
       ItemCount: this.items.size,
       TableSizeBytes: [...this.items.values()].reduce((sum, { size }) => sum + size, 0),
-      BillingModeSummary: { BillingMode: 'PAY_PER_REQUEST' },
-      ProvisionedThroughput: { ReadCapacityUnits: 0, WriteCapacityUnits: 0, NumberOfDecreasesToday: 0 },
+      BillingModeSummary: { BillingMode: 'PAY_PER_REQUEST', LastUpdateToPayPerRequestDateTime: this.created / 1000 },
+      ProvisionedThroughput: {
+        LastIncreaseDateTime: 0,
+        LastDecreaseDateTime: 0,
+        ReadCapacityUnits: 0,
+        WriteCapacityUnits: 0,
+        NumberOfDecreasesToday: 0,
+      },
+      DeletionProtectionEnabled: false,
       ...(this.stream
         ? {
             StreamSpecification: { StreamEnabled: true, StreamViewType: this.stream.viewType },
@@ -253,13 +260,18 @@ class Table {
   }
 }
 
+/**
+ * A namespace's tables, and the streams of those it deleted. DynamoDB Local keeps a deleted table's
+ * stream (listed, `DISABLED`, its records readable); the model does not keep them, so a request that
+ * would reach one is not answered (see `DeleteTable`).
+ */
+class Tables extends Map<string, Table> {
+  readonly deletedStreams: Array<{ readonly tableName: string; readonly arn: string }> = [];
+}
+
 // ---- requests ----
 
-type Operation = (
-  tables: Map<string, Table>,
-  input: Record<string, unknown>,
-  namespace: string,
-) => Record<string, unknown>;
+type Operation = (tables: Tables, input: Record<string, unknown>, namespace: string) => Record<string, unknown>;
 
 /** Refuses any parameter the model does not implement, so that nothing is silently ignored. */
 function accept(input: Record<string, unknown>, operation: string, allowed: readonly string[]): void {
@@ -430,6 +442,15 @@ const OPERATIONS: Record<string, Operation> = {
     return { Table: table.describe() };
   },
 
+  DeleteTable(tables, input) {
+    accept(input, 'DeleteTable', ['TableName']);
+    const table = tableOf(tables, input);
+    // DynamoDB Local deletes at once, and describes the table as it was (ACTIVE, its items counted).
+    tables.delete(table.name);
+    if (table.stream) tables.deletedStreams.push({ tableName: table.name, arn: table.stream.arn });
+    return { TableDescription: table.describe() };
+  },
+
   ListTables(tables, input) {
     accept(input, 'ListTables', []);
     return { TableNames: [...tables.keys()].sort() };
@@ -541,6 +562,9 @@ const OPERATIONS: Record<string, Operation> = {
 
   ListStreams(tables, input) {
     accept(input, 'ListStreams', ['TableName']);
+    if (tables.deletedStreams.some(({ tableName }) => input.TableName === undefined || tableName === input.TableName)) {
+      throw new NotModelledError('ListStreams that would list the stream of a deleted table');
+    }
     const streams = [...tables.values()]
       .filter((table) => table.stream && (input.TableName === undefined || table.name === input.TableName))
       .map((table) => ({ StreamArn: table.stream!.arn, TableName: table.name, StreamLabel: table.stream!.label }));
@@ -612,7 +636,10 @@ const READ_PARAMETERS = [
   'ReturnConsumedCapacity',
 ];
 
-function streamTable(tables: Map<string, Table>, arn: string): Table {
+function streamTable(tables: Tables, arn: string): Table {
+  if (tables.deletedStreams.some((deleted) => deleted.arn === arn)) {
+    throw new NotModelledError('the stream of a deleted table');
+  }
   const table = [...tables.values()].find((candidate) => candidate.stream?.arn === arn);
   if (!table)
     throw new DynamoDBError('ResourceNotFoundException', `Requested resource not found: Stream: ${arn} not found`);

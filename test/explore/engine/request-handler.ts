@@ -1,3 +1,4 @@
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { HttpRequest, HttpResponse } from '@smithy/types';
 import { DynamoDBError, NotModelledError } from './attribute-values';
 import type { MemoryDynamoDB } from './memory-dynamodb';
@@ -48,6 +49,34 @@ export function memoryRequestHandler(engine: MemoryDynamoDB, unmodelled: string[
     updateHttpClientConfig() {},
     httpHandlerConfigs: () => ({}),
     destroy() {},
+  };
+}
+
+/**
+ * The SDK's default HTTP handler diverted to `handler` for one host: every DynamoDB and DynamoDB Streams
+ * client built without a handler instance of its own — `createDynamoDBClient` and `createStreamsClient`
+ * give only the handler's options, so the SDK builds its `NodeHttpHandler` — sends its requests for
+ * `endpoint` to `handler`, and any other request over the network as before (a test's unreachable port
+ * still refuses). For the code that builds its own clients from `DYNAMODB_ENDPOINT`, which no
+ * `requestHandler` option reaches; lib/ is not changed. The answer comes on a later turn of the event
+ * loop, as a socket's would. Returns the undo.
+ *
+ * It patches the `NodeHttpHandler` of the module registry it runs in: under Jest, that test file's.
+ */
+export function divertDefaultHandler(endpoint: string, handler: Pick<MemoryRequestHandler, 'handle'>): () => void {
+  const host = new URL(endpoint).hostname;
+  const prototype = NodeHttpHandler.prototype;
+  const original = prototype.handle;
+  prototype.handle = async function handleDiverted(
+    this: NodeHttpHandler,
+    ...[request, options]: Parameters<typeof original>
+  ) {
+    if (request.hostname !== host) return original.call(this, request, options);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    return handler.handle(request) as ReturnType<typeof original>;
+  };
+  return function undoDivert() {
+    prototype.handle = original;
   };
 }
 

@@ -16,7 +16,8 @@ const WRITE_PATH_TESTS = [
   'test/review/{erase-intent-later-claim,erase-refund-in-flight,erase-ticket-comes-back,intent-takeover-release,intent-ttl-pending,little-time-internal,protocol-review-3,store-duplicate-after-erase}.test.ts',
   'test/review/review-{task-binding,task-holds,task-out-of-time,task-spec,task-stored-conflict,upgrade-records}.test.ts',
   'test/http/mcp-tasks.test.ts',
-  'test/explore/regressions.test.ts',
+  'test/integration/clock-skew.test.ts',
+  'test/explore/{regressions,blind-spots}.test.ts',
   'test/explore/sampled.mutate.ts',
 ];
 

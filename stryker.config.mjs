@@ -27,7 +27,7 @@ export default {
   jsonReporter: { fileName: 'reports/mutation/mutation.json' },
   htmlReporter: { fileName: 'reports/mutation/mutation.html' },
   concurrency: 2,
-  timeoutMS: 60_000,
+  timeoutMS: 20_000,
   timeoutFactor: 2,
   tempDirName: '.stryker-tmp',
   cleanTempDir: 'always',

@@ -25,9 +25,13 @@ const { globalSetup, globalTeardown, ...withoutDynamoDBLocal } = base;
 const ENGINES = {
   local: base,
   // No DynamoDB Local to start: each test file's engine is set up with the file.
+  // A test here takes well under a second (the slowest file, the explorer's sample, ~10 s for 16 tests):
+  // a mutant that makes one wait for a lock or a poll that never comes is failed after 5 s, not npm
+  // test's 30 s (most of a run's time went to such waits).
   memory: {
     ...withoutDynamoDBLocal,
     setupFilesAfterEnv: [...(base.setupFilesAfterEnv ?? []), '<rootDir>/test/mutation/memory-engine.ts'],
+    testTimeout: 5_000,
   },
 };
 const engine = process.env.RETRYSAFE_TEST_ENGINE || 'memory';

@@ -45,6 +45,6 @@ describe('the explorer, a fixed sample of schedules', () => {
       }
       expect(violations).toEqual([]);
     },
-    120_000,
+    20_000,
   );
 });

@@ -1,0 +1,218 @@
+import {
+  type CallRecord,
+  callIdOf,
+  callRecordOf,
+  classify,
+  createdAtOf,
+  decodeCall,
+  decodeOutcome,
+  encodeCall,
+  holdsIntent,
+  intentOf,
+  isCallRecordKey,
+  recordKeyOfCallId,
+  STATUS,
+} from '../../lib/idempotency/call-state';
+import { DEFAULT_RECORD_ATTRIBUTES as ATTR } from '../../lib/idempotency/record';
+
+/**
+ * call-state.ts read on its own: `classify`'s boundaries (the same instants the conditions of
+ * protocol/ decide on: `#expiry < :now`, `#lock < :nowMs`), and the readers of table items, which must
+ * refuse an item that is not one as the protocol writes it rather than hand on a half-typed record.
+ * Found by the mutation run (docs/mutation.md): 52 of call-state's mutants survived the whole suite,
+ * all of them here.
+ */
+const NOW = 1_800_000_000_000;
+
+function record(override: Partial<CallRecord> = {}): CallRecord {
+  return {
+    recordKey: 'refund#abc',
+    callId: 'refund#abc@i1',
+    status: STATUS.inProgress,
+    claimId: 'c1',
+    lockEndsMs: NOW + 1_000,
+    expiresAtS: NOW / 1000 + 3_600,
+    validation: 'v',
+    tenant: 't',
+    tool: 'refund',
+    call: undefined,
+    downstreamKey: undefined,
+    attempt: 1,
+    outcome: undefined,
+    stalledClaimId: undefined,
+    createdAtMs: NOW,
+    completedAtMs: undefined,
+    ...override,
+  };
+}
+
+describe('classify', () => {
+  it('is absent without a record', () => {
+    expect(classify(undefined, NOW)).toBe('absent');
+  });
+
+  it('counts a record expired only after its TTL second, as the claim condition `#expiry < :now` does', () => {
+    const expiresAtS = NOW / 1000;
+
+    expect(classify(record({ expiresAtS }), NOW)).toBe('live');
+    expect(classify(record({ expiresAtS }), NOW + 1)).toBe('expired');
+  });
+
+  it('keeps a lock live through its last millisecond, as the takeover condition `#lock < :nowMs` does', () => {
+    expect(classify(record({ lockEndsMs: NOW }), NOW)).toBe('live');
+    expect(classify(record({ lockEndsMs: NOW }), NOW + 1)).toBe('abandoned');
+  });
+
+  it.each([
+    ['no claim given up on (and no claim)', { stalledClaimId: undefined, claimId: undefined }, 'abandoned'],
+    ['no claim given up on', { stalledClaimId: undefined }, 'abandoned'],
+    ['another claim given up on (the call was taken over since)', { stalledClaimId: 'c0' }, 'abandoned'],
+    ['its own claim given up on', { stalledClaimId: 'c1' }, 'stalled'],
+  ] as const)('an ended lock with %s is %s', (_what, override, state) => {
+    expect(classify(record({ lockEndsMs: NOW - 1, ...override }), NOW)).toBe(state);
+  });
+
+  it('reads erased and completed before the lock', () => {
+    expect(classify(record({ status: STATUS.erased }), NOW)).toBe('erased');
+    expect(classify(record({ status: STATUS.completed, lockEndsMs: NOW - 1 }), NOW)).toBe('completed');
+  });
+});
+
+describe('the ids', () => {
+  it('derives a record created before created_at from its TTL less the tool TTL', () => {
+    expect(createdAtOf({ createdAtMs: undefined, expiresAtS: 1_000_000 }, 3_600)).toBe(996_400_000);
+    expect(createdAtOf({ createdAtMs: 5, expiresAtS: 1_000_000 }, 3_600)).toBe(5);
+  });
+
+  it('names the record key of a call id, and none for a string without an instance', () => {
+    expect(recordKeyOfCallId(callIdOf('refund#a@b', 'i1'))).toBe('refund#a@b');
+    expect(recordKeyOfCallId('refund#abc')).toBeUndefined();
+  });
+
+  it.each([
+    ['refund#abc', true],
+    ['refund#intent#abc', false],
+    ['refundabc', false],
+    ['', false],
+  ])('%j is a call record key: %s', (key, expected) => {
+    expect(isCallRecordKey(key)).toBe(expected);
+  });
+});
+
+describe('callRecordOf', () => {
+  const item = {
+    [ATTR.key]: 'refund#abc',
+    [ATTR.status]: STATUS.inProgress,
+    [ATTR.callInstance]: 'i1',
+    [ATTR.attempt]: 2,
+    [ATTR.expiry]: 1_900_000_000,
+    [ATTR.inProgressExpiry]: NOW,
+    [ATTR.claim]: 'c1',
+    [ATTR.createdAt]: NOW - 5,
+    [ATTR.call]: encodeCall({ user: 'ada', clientKey: 'k1', args: { amount: 1 } }),
+  };
+
+  it('reads an item as every claim writes it', () => {
+    expect(callRecordOf(item, ATTR)).toMatchObject({
+      recordKey: 'refund#abc',
+      callId: 'refund#abc@i1',
+      status: STATUS.inProgress,
+      attempt: 2,
+      expiresAtS: 1_900_000_000,
+      lockEndsMs: NOW,
+      claimId: 'c1',
+      createdAtMs: NOW - 5,
+      call: { user: 'ada', clientKey: 'k1', args: { amount: 1 } },
+    });
+  });
+
+  it.each([ATTR.key, ATTR.status, ATTR.callInstance, ATTR.attempt, ATTR.expiry, ATTR.inProgressExpiry])(
+    'refuses an item without %s, or with it of the other type',
+    (name) => {
+      const { [name]: kept, ...without } = item;
+
+      expect(callRecordOf(without, ATTR)).toBeUndefined();
+      expect(callRecordOf({ ...item, [name]: typeof kept === 'string' ? 7 : String(kept) }, ATTR)).toBeUndefined();
+    },
+  );
+
+  it('leaves an optional attribute of the wrong type out', () => {
+    const read = callRecordOf({ ...item, [ATTR.claim]: 3, [ATTR.createdAt]: 'yesterday' }, ATTR);
+
+    expect(read?.claimId).toBeUndefined();
+    expect(read?.createdAtMs).toBeUndefined();
+  });
+});
+
+describe('intentOf and holdsIntent', () => {
+  const item = {
+    [ATTR.key]: 'send_email#intent#x',
+    [ATTR.intentHolder]: 'send_email#abc',
+    [ATTR.claim]: 'c1',
+    [ATTR.callInstance]: 'send_email#abc@i1',
+    [ATTR.downstreamKey]: 'dk',
+    [ATTR.windowEnd]: 1_900_000_000,
+  };
+
+  it('reads an intent as every intent write leaves it', () => {
+    expect(intentOf(item, ATTR)).toEqual({
+      intentKey: 'send_email#intent#x',
+      holder: { recordKey: 'send_email#abc', claimId: 'c1', callId: 'send_email#abc@i1' },
+      downstreamKey: 'dk',
+      windowEndS: 1_900_000_000,
+    });
+  });
+
+  it.each([ATTR.key, ATTR.intentHolder, ATTR.claim, ATTR.callInstance, ATTR.downstreamKey, ATTR.windowEnd])(
+    'refuses an intent without %s',
+    (name) => {
+      const { [name]: _gone, ...without } = item;
+
+      expect(intentOf(without, ATTR)).toBeUndefined();
+    },
+  );
+
+  it('holds an intent while the record is the holder call, whichever attempt', () => {
+    const holder = { recordKey: 'refund#abc', claimId: 'c0', callId: 'refund#abc@i1' };
+
+    expect(holdsIntent(undefined, holder)).toBe(false);
+    expect(holdsIntent(record({ callId: 'refund#abc@i2' }), holder)).toBe(false);
+    expect(holdsIntent(record({ claimId: 'c9' }), holder)).toBe(true);
+  });
+});
+
+describe('decodeCall and decodeOutcome', () => {
+  it.each([
+    ['not text', 42],
+    ['not JSON', '{"user":'],
+    ['no user', '{"key":"k","args":{}}'],
+    ['no key', '{"user":"u","args":{}}'],
+    ['a numeric user', '{"user":1,"key":"k","args":{}}'],
+    ['null arguments', '{"user":"u","key":"k","args":null}'],
+    ['text arguments', '{"user":"u","key":"k","args":"a"}'],
+    ['list arguments', '{"user":"u","key":"k","args":[1]}'],
+  ])('refuses a call attribute with %s', (_what, text) => {
+    expect(decodeCall(text)).toBeUndefined();
+  });
+
+  it('reads a call attribute as a claim writes it', () => {
+    expect(decodeCall('{"args":{"a":1},"key":"k","user":"u"}')).toEqual({
+      user: 'u',
+      clientKey: 'k',
+      args: { a: 1 },
+    });
+  });
+
+  it.each([
+    ['null', null],
+    ['text', 'x'],
+    ['no replayed', { receipt: '{}' }],
+    ['replayed as text', { replayed: 'false' }],
+  ])('holds no outcome in %s', (_what, data) => {
+    expect(decodeOutcome(data)).toBeUndefined();
+  });
+
+  it('reads a stored outcome', () => {
+    expect(decodeOutcome({ receipt: '{}', replayed: false })).toEqual({ receipt: '{}', replayed: false });
+  });
+});

@@ -181,6 +181,28 @@ describe('a call record’s transitions', () => {
     expect(await itemOf(first.recordKey)).toEqual(before);
   });
 
+  it('fix the downstream key: on its own claim, and a takeover keeps it', async () => {
+    const first = firstClaim();
+    const own = await claimed(first);
+
+    const fixed = await fixDownstreamKey(table, own, 'rs1_intents_key');
+
+    expect(fixed).toBe('fixed');
+    expect((await readCallRecord(table, first.recordKey))?.downstreamKey).toBe('rs1_intents_key');
+    const taken = await takeOver(
+      table,
+      {
+        recordKey: first.recordKey,
+        fromClaimId: own.claimId,
+        validation: 'v1',
+        lockEndsMs: Date.now() + 10_000,
+        ttlSeconds: TTL_SECONDS,
+      },
+      first.lockEndsMs + 1,
+    );
+    expect(taken).toMatchObject({ kind: 'claimed', claim: { downstreamKey: 'rs1_intents_key', attempt: 2 } });
+  });
+
   it('store: completes its own claim, keeping the outcome and dropping the call', async () => {
     const first = firstClaim();
     const own = await claimed(first);

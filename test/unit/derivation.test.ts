@@ -2,6 +2,7 @@ import { IdempotencyConfig } from '@aws-lambda-powertools/idempotency';
 import { BasePersistenceLayer, type IdempotencyRecord } from '@aws-lambda-powertools/idempotency/persistence';
 import fc from 'fast-check';
 import { expiresAtSOf, idempotencyDisabled, recordKeyOf, validationOf } from '../../lib/idempotency/derivation';
+import { intentKeyOf } from '../../lib/idempotency/protocol/intent';
 
 /**
  * Powertools 2.35 itself, configured as the runtime configured it while it ran Powertools' handler
@@ -75,6 +76,18 @@ describe('the record key and validation hash, derived without Powertools’ hand
     expect(powertools.expiryTimestamp).toBeLessThanOrEqual(expiresAtSOf(86_400, after));
     expect(expiresAtSOf(60, 1_000_499)).toBe(1_060);
     expect(expiresAtSOf(60, 1_000_500)).toBe(1_061);
+  });
+});
+
+describe('an intent key', () => {
+  it('is the tool, #intent# and the SHA-256 of [tenant, user, fingerprint] in hex: scoped, never the arguments', () => {
+    const key = intentKeyOf({ tool: 'send_email', identity: { tenant: 'acme', user: 'ada' }, fingerprint: 'f1' });
+
+    expect(key).toMatch(/^send_email#intent#[0-9a-f]{64}$/);
+    expect(key).toBe(intentKeyOf({ tool: 'send_email', identity: { tenant: 'acme', user: 'ada' }, fingerprint: 'f1' }));
+    expect(key).not.toBe(
+      intentKeyOf({ tool: 'send_email', identity: { tenant: 'acme', user: 'bob' }, fingerprint: 'f1' }),
+    );
   });
 });
 

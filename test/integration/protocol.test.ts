@@ -203,6 +203,21 @@ describe('a call record’s transitions', () => {
     expect(taken).toMatchObject({ kind: 'claimed', claim: { downstreamKey: 'rs1_intents_key', attempt: 2 } });
   });
 
+  it('store: an outcome whose optional fields are undefined (a failure without a message) is stored without them', async () => {
+    const first = firstClaim();
+    const own = await claimed(first);
+
+    const stored = await store(
+      table,
+      own,
+      { replayed: true, failure: 'conflict', message: undefined, receipt: undefined },
+      { expiresAtS: first.expiresAtS, completedAtMs: Date.now() },
+    );
+
+    expect(stored).toBe('stored');
+    expect((await itemOf(first.recordKey))?.data).toEqual({ replayed: true, failure: 'conflict' });
+  });
+
   it('store: completes its own claim, keeping the outcome and dropping the call', async () => {
     const first = firstClaim();
     const own = await claimed(first);

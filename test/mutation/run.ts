@@ -25,8 +25,8 @@ reports/mutation/mutation.{json,html}; incremental (test/mutation/stryker-increm
                         memory  the in-memory model of DynamoDB Local (test/explore/engine), one per
                                 test file, in the Jest process: no sockets, no Java
                         local   one DynamoDB Local for the whole run, as npm test runs these tests
-                      Both give the same killed/survived/timeout per mutant (docs/testing.md); DynamoDB
-                      Local stays the truth: CI's npm test runs the same tests on it.
+                      The same tests pass on both; DynamoDB Local stays the truth: CI's npm test runs
+                      them on it (docs/mutation.md compares the two on a run).
   --force             mutate everything, not only what changed since the incremental file
   --files             only these of stryker.config.mjs's files (globs, comma-separated)
   --incremental-file  read and write this incremental file instead of the committed one (a trial run)`;

@@ -1,7 +1,15 @@
-import { DeleteItemCommand, DynamoDBClient, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  DeleteItemCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { NotFoundError } from '../../lib/idempotency/errors';
+import { readCallRecord } from '../../lib/idempotency/protocol/table';
 import { ToolRuntime } from '../../lib/idempotency/runtime';
+import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { noteTool } from '../helpers/tools';
 import { deadline } from '../helpers/world';
 
@@ -136,5 +144,24 @@ describe('the commands a call sends', () => {
     const { tool } = noteTool('send_note', async () => ({ receipt: { n: 1 }, replayed: false }));
     await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
     expect(dynamodb.calls()).toHaveLength(2);
+  });
+});
+
+describe('the read every decision is made on', () => {
+  // DynamoDB Local reads strongly consistent whatever is asked, so only the request shows this: an eventually
+  // consistent read may miss a claim written a moment before and decide on a record that is no longer there.
+  // (The mutation run's one disagreement between the engines: `ConsistentRead: false` survived on Local.)
+  it('reads a call record with ConsistentRead', async () => {
+    const client = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+    const dynamodb = mockClient(client);
+    dynamodb.on(GetItemCommand).resolves({});
+
+    await readCallRecord({ client, tableName: 'keys', attributes: IDEMPOTENCY_ATTRIBUTES }, 'send_note#abc');
+
+    expect(dynamodb.commandCalls(GetItemCommand)[0]?.args[0].input).toEqual({
+      TableName: 'keys',
+      Key: { id: { S: 'send_note#abc' } },
+      ConsistentRead: true,
+    });
   });
 });

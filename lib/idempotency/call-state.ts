@@ -88,8 +88,8 @@ export interface CallRecord {
  * How far apart two workers' clocks may be, ms. A lock is epoch ms on its claimer's clock, a TTL epoch s
  * on the first claimer's, and every other worker reads both on its own: a record a worker ahead of the
  * lock's holder counts as expired may be claimed anew while that holder, by its own clock, still runs.
- * So a takeover's lock must end this long before the record's TTL (`ttlNeededFor`); a first claim's ends
- * a whole TTL less its deadline before it (the tool's TTL exceeds the 15 min lock). Locks themselves need
+ * So a takeover's lock must end this long before the record's TTL (`ttlNeededFor`), and so must a first
+ * claim's (the runtime checks its deadline; a tool's TTL is at least the 15 min lock plus this, `MIN_TTL_SECONDS`). Locks themselves need
  * no margin: a holder still running past its lock is safe (its store is conditioned on its claim, and
  * every attempt runs under the call's one downstream key).
  */

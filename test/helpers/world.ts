@@ -5,8 +5,10 @@ import type { Movement } from '../../app/payments/provider';
 import { createServices } from '../../app/services';
 import { tableName } from '../../app/tables';
 import { TOOLS } from '../../app/tools';
+import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
 import type { Identity, InvocationDeadline } from '../../lib/idempotency/types';
 import { createToolRuntime } from '../../lib/lambda/runtime';
+import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 
 /** A deadline like a Lambda context's: `ms` from now, counting down in real time. */
 export function deadline(ms = 10_000): InvocationDeadline {
@@ -77,6 +79,12 @@ export function createWorld() {
     seedInvoice,
     ledgerRows,
     idempotencyRecordKeys,
+    /** The idempotency table as the protocol's transitions take it (protocol/), for tests that drive them. */
+    idempotencyTable: {
+      client: services.client,
+      tableName: tableName('idempotency'),
+      attributes: IDEMPOTENCY_ATTRIBUTES,
+    } satisfies IdempotencyTable,
     destroy: () => services.client.destroy(),
   };
 }

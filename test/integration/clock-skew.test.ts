@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { InvoiceStore, RefundReceipt } from '../../app/domain/invoices';
 import type { RefundRequest } from '../../app/payments/provider';
-import { tableName } from '../../app/tables';
 import { refund as refundTool } from '../../app/tools/refund';
 import { CLOCK_SKEW_TOLERANCE_MS } from '../../lib/idempotency/call-state';
 import { claim, takeOver } from '../../lib/idempotency/protocol/claim';
 import { type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
 import type { ToolResult } from '../../lib/idempotency/types';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { gate } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 import { movableClock } from '../review/helpers';
@@ -25,7 +23,7 @@ let world: World;
 let table: IdempotencyTable;
 beforeAll(() => {
   world = createWorld();
-  table = { client: world.client, tableName: tableName('idempotency'), attributes: IDEMPOTENCY_ATTRIBUTES };
+  table = world.idempotencyTable;
 });
 afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());

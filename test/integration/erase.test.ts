@@ -4,7 +4,6 @@ import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { UnavailableError } from '../../lib/idempotency/errors';
 import { markStalled } from '../../lib/idempotency/protocol/stall';
 import { readCallRecord } from '../../lib/idempotency/protocol/table';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { advanceClock } from '../helpers/clock';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, newTenant, type World } from '../helpers/world';
@@ -172,7 +171,7 @@ describe('eraseTenant', () => {
     const failed = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'secret' }, deadline());
     advanceClock(1_000);
     const whileAbandoned = await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES);
-    const table = { client: world.client, tableName: tableName('idempotency'), attributes: IDEMPOTENCY_ATTRIBUTES };
+    const table = world.idempotencyTable;
     const key = (await itemsOf(tenant))
       .idempotency!.map((item) => (item as { id: { S: string } }).id.S)
       .find((id) => id.startsWith('send_note#'))!;

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { GetItemCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { tableName } from '../../app/tables';
 import { classify } from '../../lib/idempotency/call-state';
 import { type Claim, claim, type FirstClaim, fixDownstreamKey, takeOver } from '../../lib/idempotency/protocol/claim';
 import { closeStalled, deleteExpired, tombstone } from '../../lib/idempotency/protocol/erasure';
@@ -16,7 +15,6 @@ import {
 import { park, release, store } from '../../lib/idempotency/protocol/settle';
 import { markStalled } from '../../lib/idempotency/protocol/stall';
 import { type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { createWorld, type World } from '../helpers/world';
 
 /**
@@ -27,7 +25,7 @@ let world: World;
 let table: IdempotencyTable;
 beforeAll(() => {
   world = createWorld();
-  table = { client: world.client, tableName: tableName('idempotency'), attributes: IDEMPOTENCY_ATTRIBUTES };
+  table = world.idempotencyTable;
 });
 afterAll(() => world.destroy());
 

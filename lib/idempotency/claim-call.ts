@@ -26,10 +26,13 @@ export interface ClaimRequest extends Omit<FirstClaim, 'call'> {
 /** The claim phase's result: this attempt's claim, or how the attempt ends without one. */
 export type ClaimPhase = { readonly kind: 'claimed'; readonly claim: Claim } | Ending;
 
-/** The record in the way expired between the write that read it and its answer: ask again. */
-const EXPIRED_MEANWHILE = { kind: 'expired_meanwhile' } as const;
+/**
+ * The record in the way is gone for a claim since the write that read it: it expired before its answer,
+ * or its holder released it (a first attempt's business error) before the takeover. Ask again.
+ */
+const GONE_MEANWHILE = { kind: 'gone_meanwhile' } as const;
 
-/** How often a claim is tried again when the record in its way keeps expiring as it is read (Powertools' `MAX_RETRIES`). */
+/** How often a claim is tried again when the record in its way keeps going as it is read (Powertools' `MAX_RETRIES`). */
 const RETRIES = 2;
 
 /** Claims the call for this attempt, or answers without a claim. Never throws: a failed write is an `Ending`. */
@@ -37,7 +40,7 @@ export async function claimCall(table: IdempotencyTable, request: ClaimRequest):
   try {
     for (let retry = 0; ; retry++) {
       const phase = await claimOnce(table, request);
-      if (phase.kind !== EXPIRED_MEANWHILE.kind) return phase;
+      if (phase.kind !== GONE_MEANWHILE.kind) return phase;
       if (retry === RETRIES) return failed(REFUSED.changedWhileRead());
     }
   } catch (error) {
@@ -45,10 +48,7 @@ export async function claimCall(table: IdempotencyTable, request: ClaimRequest):
   }
 }
 
-async function claimOnce(
-  table: IdempotencyTable,
-  request: ClaimRequest,
-): Promise<ClaimPhase | typeof EXPIRED_MEANWHILE> {
+async function claimOnce(table: IdempotencyTable, request: ClaimRequest): Promise<ClaimPhase | typeof GONE_MEANWHILE> {
   const nowMs = Date.now();
   // A claim without a future lock would hold the key until its TTL (or never hold it).
   if (request.lockEndsMs <= nowMs) return failed(REFUSED.noTimeLeft());
@@ -71,13 +71,13 @@ async function takeOverOnce(
   request: ClaimRequest,
   fromClaimId: string,
   nowMs: number,
-): Promise<ClaimPhase | typeof EXPIRED_MEANWHILE> {
+): Promise<ClaimPhase | typeof GONE_MEANWHILE> {
   const taken = await takeOver(table, { ...request, fromClaimId }, nowMs);
   if (taken.kind === 'claimed') return taken;
   const existing = taken.existing;
-  if (!existing) {
-    return failed(request.resume !== undefined ? REFUSED.nothingToResume() : REFUSED.notACallRecord(request.recordKey));
-  }
+  // No record under the key now (its holder released it, or it expired and was swept): the key is free.
+  // A caller claims it again; the completer never claims afresh (rule 2).
+  if (!existing) return request.resume !== undefined ? failed(REFUSED.nothingToResume()) : GONE_MEANWHILE;
   const state = classify(existing, nowMs);
   if (state === 'erased') return failed(REFUSED.erased());
   if (
@@ -101,10 +101,10 @@ async function takeOverOnce(
  * The answer of the record that refused the claim: other arguments → `conflict`; in progress →
  * `pending` until its lock ends; completed → its outcome, replayed.
  */
-function answerOfRecord(existing: CallRecord, request: ClaimRequest): ClaimPhase | typeof EXPIRED_MEANWHILE {
+function answerOfRecord(existing: CallRecord, request: ClaimRequest): ClaimPhase | typeof GONE_MEANWHILE {
   if (existing.validation !== request.validation) return failed(REFUSED.conflict());
   // The write saw it unexpired; it expired since: claim again.
-  if (classify(existing, Date.now()) === 'expired') return EXPIRED_MEANWHILE;
+  if (classify(existing, Date.now()) === 'expired') return GONE_MEANWHILE;
   if (existing.status === STATUS.inProgress) {
     return { kind: 'pending', until: { atMs: existing.lockEndsMs }, call: existing };
   }

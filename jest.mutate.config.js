@@ -48,6 +48,8 @@ module.exports = {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }],
   },
   reporters: ['default'],
+  // A mutant's run stops at its first failing test (Stryker cannot ask Jest to bail).
+  testEnvironment: '<rootDir>/test/mutation/bail-environment.js',
   testSequencer: '<rootDir>/test/mutation/sequencer.js',
   // One Jest process per Stryker runner: the two cores (and DynamoDB Local) are shared already.
   maxWorkers: 1,

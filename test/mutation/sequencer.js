@@ -1,7 +1,8 @@
 // The mutation run's test order (jest.mutate.config.js): the fastest and most exact first — the unit tests
 // that pin the commands' conditions, then the protocol's transitions, the reviews' regressions, the
 // integration tests, and the explorer's sample last — so that a mutant is killed, and its run stopped
-// (Stryker bails at the first failure), as early as possible. Jest's own order runs the slowest first.
+// (test/mutation/bail-environment.js skips every test after the first failure), as early as possible.
+// Jest's own order runs the slowest first.
 //
 // And only the files a mutant's run needs. Stryker runs a mutant with the tests that cover it (its
 // `testNamePattern`), but Jest still loads every test file — each one its own module registry, the SDK

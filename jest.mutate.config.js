@@ -48,8 +48,9 @@ module.exports = {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }],
   },
   reporters: ['default'],
-  // A mutant's run stops at its first failing test (Stryker cannot ask Jest to bail).
-  testEnvironment: '<rootDir>/test/mutation/bail-environment.js',
+  // A mutant's run stops at its first failing test (Stryker cannot ask Jest to bail). A path, not
+  // `<rootDir>/…`: Stryker wraps the environment and requires it by the name as configured.
+  testEnvironment: require('node:path').join(__dirname, 'test/mutation/bail-environment.js'),
   testSequencer: '<rootDir>/test/mutation/sequencer.js',
   // One Jest process per Stryker runner: the two cores (and DynamoDB Local) are shared already.
   maxWorkers: 1,

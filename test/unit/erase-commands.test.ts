@@ -1,5 +1,6 @@
 import { DeleteItemCommand, DynamoDBClient, GetItemCommand, QueryCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
+import { parseEraseRequest } from '../../lib/admin/erase-request';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { scanTenantRecords } from '../../lib/admin/tenant-scan';
 
@@ -133,5 +134,31 @@ describe('an app table’s items', () => {
       contacts: { found: 1, deleted: 1, inFlight: 0 },
       tickets: { found: 1, deleted: 1, inFlight: 0 },
     });
+  });
+});
+
+describe('an erase request', () => {
+  it('passes a well-formed one through as it is', () => {
+    expect(parseEraseRequest({ tenant: 'acme' })).toEqual({ tenant: 'acme' });
+    expect(parseEraseRequest({ tenant: 'acme', includeDomain: true, dryRun: false })).toEqual({
+      tenant: 'acme',
+      includeDomain: true,
+      dryRun: false,
+    });
+  });
+
+  it.each([
+    [{}, 'tenant'],
+    [{ tenant: '' }, 'tenant'],
+    [{ tenant: 'acme', includeDomain: 'yes' }, 'includeDomain'],
+    [{ tenant: 'acme', dryRun: 1 }, 'dryRun'],
+    [{ tenant: 'acme', segments: 4 }, 'segments'],
+  ])('refuses %j, naming the field (%s)', (input, field) => {
+    expect(() => parseEraseRequest(input)).toThrow(TypeError);
+    expect(() => parseEraseRequest(input)).toThrow(new RegExp(field));
+  });
+
+  it('names the request itself when it is not an object', () => {
+    expect(() => parseEraseRequest('acme')).toThrow(/^request/);
   });
 });

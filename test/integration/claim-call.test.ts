@@ -297,6 +297,24 @@ describe('the record in the way of a claim', () => {
     expect(await itemOf(asked.recordKey)).toMatchObject({ status: 'INPROGRESS', attempt: 1 });
   });
 
+  it('taken over by another caller between the refused claim and the takeover: pending on that caller’s lock', async () => {
+    const asked = request();
+    const held = await abandonedClaim(asked);
+    const otherLockEndsMs = Date.now() + 7_000;
+    before = async (command) => {
+      if (command !== 'UpdateItemCommand') return;
+      before = () => undefined;
+      await seed(() =>
+        takeOver(table, { ...asked, fromClaimId: held.claimId, lockEndsMs: otherLockEndsMs }, Date.now()),
+      );
+    };
+
+    const phase = await claimCall(table, asked);
+
+    expect(phase).toMatchObject({ kind: 'pending', until: { atMs: otherLockEndsMs } });
+    expect(await itemOf(asked.recordKey)).toMatchObject({ attempt: 2 });
+  });
+
   it('expired while it was read: claimed again on the next try', async () => {
     const asked = request();
     await completed({ ...asked, expiresAtS: Math.ceil(Date.now() / 1000) + 1 });
@@ -393,6 +411,69 @@ describe('a resume (the completer finishing the claim it read)', () => {
     const phase = await claimCall(table, { ...asked, resume: held.claimId });
 
     expect(phase).toMatchObject({ kind: 'outcome', outcome: { receipt: '{"done":true}', replayed: true } });
+  });
+
+  it('of a call another attempt took over and completed: its outcome, replayed', async () => {
+    const asked = request();
+    const held = await abandonedClaim(asked);
+    const taken = await seed(() =>
+      takeOver(table, { ...asked, fromClaimId: held.claimId, lockEndsMs: Date.now() + 10_000 }, Date.now()),
+    );
+    if (taken.kind !== 'claimed') throw new Error('the seed takeover was refused');
+    await seed(() =>
+      store(
+        table,
+        taken.claim,
+        { receipt: '{"done":2}', replayed: false },
+        { expiresAtS: asked.expiresAtS, completedAtMs: Date.now() },
+      ),
+    );
+
+    const phase = await claimCall(table, { ...asked, resume: held.claimId });
+
+    expect(phase).toMatchObject({ kind: 'outcome', outcome: { receipt: '{"done":2}', replayed: true } });
+  });
+
+  it('of a call it completed itself, near its TTL: the outcome (the TTL margin is for takeovers only)', async () => {
+    const now = Date.now();
+    const asked = request({ expiresAtS: Math.ceil(now / 1000) + 20, lockEndsMs: now + 15_000 });
+    const held = await completed(asked);
+
+    const phase = await claimCall(table, { ...asked, resume: held.claimId });
+
+    expect(phase).toMatchObject({ kind: 'outcome', outcome: { receipt: '{"done":true}' } });
+  });
+
+  it('of its claim parked to a later lock (live), near its TTL: pending until that lock, not the TTL', async () => {
+    const now = Date.now();
+    const asked = request({ expiresAtS: Math.ceil(now / 1000) + 20, lockEndsMs: now + 15_000 });
+    const held = await liveClaim({ ...asked, lockEndsMs: now + 5_000 });
+
+    const phase = await claimCall(table, { ...asked, resume: held.claimId });
+
+    expect(phase).toMatchObject({ kind: 'pending', until: { atMs: now + 5_000 } });
+  });
+
+  it('of a claim another attempt took over and abandoned, near its TTL: nothing to resume (not pending)', async () => {
+    const now = Date.now();
+    const asked = request({ expiresAtS: Math.ceil(now / 1000) + 20, lockEndsMs: now + 15_000 });
+    const held = await abandonedClaim(asked);
+    await seed(() => takeOver(table, { ...asked, fromClaimId: held.claimId, lockEndsMs: now - 500 }, now));
+
+    const error = errorOf(await claimCall(table, { ...asked, resume: held.claimId }));
+
+    expect(error).toBeInstanceOf(NotFoundError);
+  });
+
+  it('with other arguments’ hash than its record’s (a version whose fingerprint changed): conflict, not taken', async () => {
+    const asked = request();
+    const held = await abandonedClaim(asked);
+    const stored = await itemOf(asked.recordKey);
+
+    const error = errorOf(await claimCall(table, { ...asked, validation: 'v2', resume: held.claimId }));
+
+    expect(error).toBeInstanceOf(ConflictError);
+    expect(await itemOf(asked.recordKey)).toEqual(stored);
   });
 
   it('of a call erased meanwhile: not found (erased), the tombstone unchanged', async () => {

@@ -1,0 +1,393 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { STATUS } from '../../lib/idempotency/call-state';
+import { Completer, type Recheck, type StreamChange } from '../../lib/idempotency/completer';
+import { NotFoundError } from '../../lib/idempotency/errors';
+import { ToolRuntime } from '../../lib/idempotency/runtime';
+import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
+import { noteTool } from '../helpers/tools';
+import { createWorld, deadline, identity, type World } from '../helpers/world';
+
+/**
+ * The completer's decisions one at a time (completer.ts), where completer.test.ts runs it end to end on
+ * the stream: which stream changes become a recheck and when it is due, and what a recheck does with
+ * each state of the record it names. The queue here records what is sent.
+ */
+let world: World;
+let runtime: ToolRuntime;
+beforeAll(() => {
+  world = createWorld();
+  runtime = new ToolRuntime({
+    client: world.client,
+    tableName: world.idempotencyTable.tableName,
+    attributes: IDEMPOTENCY_ATTRIBUTES,
+  });
+});
+afterAll(() => world.destroy());
+afterEach(() => jest.restoreAllMocks());
+
+/** A completer whose queue records each `send`, and whose logger records what it logs. */
+function completerWith(options: { maxAttempts?: number; tools?: ReturnType<typeof noteTool>['tool'][] } = {}) {
+  const sends: Recheck[][] = [];
+  const logger = { error: jest.fn(), warn: jest.fn() };
+  const { tool, execute } = noteTool('send_note');
+  const completer = new Completer({
+    client: world.client,
+    runtime,
+    tools: options.tools ?? [tool],
+    queue: { send: async (rechecks) => void sends.push([...rechecks]) },
+    tableName: world.idempotencyTable.tableName,
+    attributes: IDEMPOTENCY_ATTRIBUTES,
+    logger: logger as unknown as Logger,
+    ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
+  });
+  return { completer, sends, logger, tool, execute };
+}
+
+/** The clock, frozen at `atMs` for everything that reads `Date.now()`. */
+function freezeClock(atMs: number): void {
+  jest.spyOn(Date, 'now').mockReturnValue(atMs);
+}
+
+describe('a stream batch', () => {
+  const NOW = 1_800_000_000_000;
+
+  /** A stream change of a call record: its key, its new image (or none: a REMOVE), its sequence number. */
+  function change(key: string, image: Record<string, unknown> | undefined, sequence?: string): StreamChange {
+    return {
+      eventName: image ? 'MODIFY' : 'REMOVE',
+      dynamodb: {
+        Keys: marshall({ id: key }),
+        ...(image ? { NewImage: marshall(image, { removeUndefinedValues: true }) } : {}),
+        ...(sequence === undefined ? {} : { SequenceNumber: sequence }),
+      },
+    };
+  }
+
+  /** A call record's image in flight: claimed by `claim`, its lock ending `lockInMs` from NOW. */
+  function inFlight(key: string, overrides: Record<string, unknown> = {}, lockInMs = 10_000) {
+    return {
+      id: key,
+      status: STATUS.inProgress,
+      claim_id: 'c1',
+      call_id: 'c1',
+      attempt: 1,
+      in_progress_expiration: NOW + lockInMs,
+      expiration: NOW / 1000 + 3_600,
+      ...overrides,
+    };
+  }
+
+  beforeEach(() => freezeClock(NOW));
+
+  it('schedules a recheck for a call in flight, due one second after its lock ends', async () => {
+    const { completer, sends } = completerWith();
+
+    const report = await completer.onStream([change('send_note#a', inFlight('send_note#a', {}, 10_200), '1')]);
+
+    expect(report).toEqual({ recordsRead: 1, rechecksScheduled: 1 });
+    // ceil(10.2 s) to the lock's end, + 1 s.
+    expect(sends).toEqual([[{ key: 'send_note#a', claim: 'c1', delaySeconds: 12 }]]);
+  });
+
+  it('waits out a later attempt’s backoff after its lock, and never more than SQS’s 900 s', async () => {
+    const { completer, sends } = completerWith();
+
+    await completer.onStream([
+      // Attempt 3, its lock ended: the backoff of attempt 2 (60 s), from now.
+      change('send_note#b', inFlight('send_note#b', { attempt: 3 }, -5_000), '1'),
+      // A lock ending in an hour: capped at 900 s.
+      change('send_note#c', inFlight('send_note#c', {}, 3_600_000), '2'),
+    ]);
+
+    expect(sends).toEqual([
+      [
+        { key: 'send_note#b', claim: 'c1', delaySeconds: 60 },
+        { key: 'send_note#c', claim: 'c1', delaySeconds: 900 },
+      ],
+    ]);
+  });
+
+  it('folds a batch to each record’s last image by sequence number, whatever order the changes arrive in', async () => {
+    const { completer, sends } = completerWith();
+    const completed = { ...inFlight('send_note#d'), status: STATUS.completed };
+
+    const report = await completer.onStream([
+      // Completed last (sequence 20), delivered first: nothing to recheck.
+      change('send_note#d', completed, '20'),
+      change('send_note#d', inFlight('send_note#d'), '10'),
+      // In flight last (sequence 7 after 5): rechecked, on the claim of its last image.
+      change('send_note#e', inFlight('send_note#e', { claim_id: 'old' }), '5'),
+      change('send_note#e', inFlight('send_note#e', { claim_id: 'new' }), '7'),
+      // Sequence numbers compare as numbers, not as text ("9" < "10").
+      change('send_note#f', inFlight('send_note#f'), '10'),
+      change('send_note#f', completed, '9'),
+    ]);
+
+    expect(report).toEqual({ recordsRead: 6, rechecksScheduled: 2 });
+    expect(sends).toEqual([
+      [
+        { key: 'send_note#e', claim: 'new', delaySeconds: 11 },
+        { key: 'send_note#f', claim: 'c1', delaySeconds: 11 },
+      ],
+    ]);
+  });
+
+  it('passes over what is not a call record in flight, and sends nothing when nothing is', async () => {
+    const { completer, sends } = completerWith();
+
+    const report = await completer.onStream([
+      { eventName: 'MODIFY' }, // no keys at all
+      { eventName: 'MODIFY', dynamodb: { NewImage: marshall(inFlight('send_note#g')) } }, // no Keys
+      change('send_note#intent#abc', inFlight('send_note#intent#abc'), '1'), // a dedupe window's intent
+      change('plain', inFlight('plain'), '2'), // not a record key
+      { dynamodb: { Keys: { id: { N: '42' } }, NewImage: marshall(inFlight('x#1')), SequenceNumber: '3' } }, // key not a string
+      change('send_note#h', undefined, '4'), // removed
+      change('send_note#i', { ...inFlight('send_note#i'), status: STATUS.completed }, '5'),
+      change('send_note#j', inFlight('send_note#j', { claim_id: undefined }), '6'), // no claim
+      change('send_note#k', inFlight('send_note#k', { stalled_claim: 'c1' }), '7'), // the give-up's own image
+      change('send_note#l', { id: 'send_note#l', status: STATUS.inProgress }, '8'), // not a record a claim wrote
+    ]);
+
+    expect(report).toEqual({ recordsRead: 10, rechecksScheduled: 0 });
+    expect(sends).toEqual([]);
+  });
+
+  it('rechecks a call stalled on an earlier claim, now held by a later one', async () => {
+    const { completer, sends } = completerWith();
+
+    await completer.onStream([change('send_note#m', inFlight('send_note#m', { stalled_claim: 'c0' }), '1')]);
+
+    expect(sends).toEqual([[{ key: 'send_note#m', claim: 'c1', delaySeconds: 11 }]]);
+  });
+
+  it('reads a change without a sequence number as the earliest', async () => {
+    const { completer, sends } = completerWith();
+
+    await completer.onStream([
+      change('send_note#n', inFlight('send_note#n'), '1'),
+      change('send_note#n', { ...inFlight('send_note#n'), status: STATUS.completed }),
+    ]);
+
+    expect(sends).toEqual([[{ key: 'send_note#n', claim: 'c1', delaySeconds: 11 }]]);
+  });
+});
+
+describe('a recheck', () => {
+  /** A call of send_note whose attempt failed transiently: its record is abandoned (lock = now). */
+  async function abandonedCall() {
+    const caller = identity();
+    const key = `k-${randomUUID()}`;
+    const failing = noteTool('send_note', async () => {
+      throw Object.assign(new Error('provider timed out'), { name: 'TimeoutError' });
+    }).tool;
+    const answer = await runtime.invoke(failing, caller, { idempotency_key: key, text: 'hi' }, deadline());
+    expect(answer).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+    const [record] = await world.idempotencyRecordKeys(caller.tenant);
+    const item = await itemOf(record!.id);
+    return { caller, key, recordKey: record!.id, claim: item.claim_id as string };
+  }
+
+  async function itemOf(key: string): Promise<Record<string, unknown>> {
+    const { Item } = await world.client.send(
+      new GetItemCommand({
+        TableName: world.idempotencyTable.tableName,
+        Key: { id: { S: key } },
+        ConsistentRead: true,
+      }),
+    );
+    return Item ? unmarshall(Item) : {};
+  }
+
+  async function setAttributes(key: string, values: Record<string, unknown>): Promise<void> {
+    const names = Object.keys(values);
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: world.idempotencyTable.tableName,
+        Key: { id: { S: key } },
+        UpdateExpression: `SET ${names.map((_, i) => `#n${i} = :v${i}`).join(', ')}`,
+        ExpressionAttributeNames: Object.fromEntries(names.map((name, i) => [`#n${i}`, name])),
+        ExpressionAttributeValues: marshall(Object.fromEntries(names.map((name, i) => [`:v${i}`, values[name]]))),
+      }),
+    );
+  }
+
+  /** Moves the clock past the parked lock (the park set it to now). */
+  function pastTheLock(): void {
+    const now = Date.now();
+    jest.spyOn(Date, 'now').mockImplementation(() => now + 1_000);
+  }
+
+  it('finishes an abandoned call: the same arguments, caller and key, taking over only the claim it names', async () => {
+    const { completer, execute, sends } = completerWith();
+    const call = await abandonedCall();
+    pastTheLock();
+
+    const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    expect(outcome).toBe('finished');
+    expect(execute).toHaveBeenCalledTimes(1);
+    expect(execute.mock.calls[0]![0]).toEqual({ text: 'hi' });
+    expect(execute.mock.calls[0]![1]).toMatchObject({ identity: call.caller });
+    expect(await itemOf(call.recordKey)).toMatchObject({ status: STATUS.completed, attempt: 2 });
+    expect(sends).toEqual([]);
+    const replay = await runtime.lookup('send_note', call.caller, call.key);
+    expect(replay).toMatchObject({ status: 'completed' });
+  });
+
+  it('settles, writing and sending nothing, when the record is gone, completed or held by another claim', async () => {
+    const { completer, execute, sends } = completerWith();
+    const call = await abandonedCall();
+    pastTheLock();
+
+    const otherClaim = await completer.onRecheck({ key: call.recordKey, claim: 'another' }, deadline());
+    const gone = await completer.onRecheck({ key: `send_note#${randomUUID()}`, claim: call.claim }, deadline());
+    await setAttributes(call.recordKey, { status: STATUS.completed });
+    const completed = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    expect([otherClaim, gone, completed]).toEqual(['settled', 'settled', 'settled']);
+    expect(execute).not.toHaveBeenCalled();
+    expect(sends).toEqual([]);
+  });
+
+  it('looks again when a live lock ends: at least 1 s, at most 900 s, rounded up', async () => {
+    const { completer, execute, sends } = completerWith();
+    const call = await abandonedCall();
+    const now = Date.now();
+    freezeClock(now);
+    const outcomes: string[] = [];
+    for (const lockInMs of [300, 10_500, 3_600_000, 0]) {
+      await setAttributes(call.recordKey, { in_progress_expiration: now + lockInMs });
+      outcomes.push(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline()));
+    }
+
+    // A lock ending this very millisecond is still live (`classify`: lock ≥ now).
+    expect(outcomes).toEqual(['later', 'later', 'later', 'later']);
+    expect(sends.map((sent) => sent.map((recheck) => recheck.delaySeconds))).toEqual([[1], [11], [900], [1]]);
+    expect(sends.flat().every((recheck) => recheck.key === call.recordKey && recheck.claim === call.claim)).toBe(true);
+    expect(execute).not.toHaveBeenCalled();
+  });
+
+  it('re-runs up to maxAttempts (8 by default), then marks the call stalled on the claim read, logged once', async () => {
+    const { completer, execute, logger } = completerWith();
+    const call = await abandonedCall();
+    await setAttributes(call.recordKey, { attempt: 9 });
+    pastTheLock();
+
+    const givenUp = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    expect(givenUp).toBe('gave_up');
+    expect(execute).not.toHaveBeenCalled();
+    expect(await itemOf(call.recordKey)).toMatchObject({ stalled_claim: call.claim, claim_id: call.claim });
+    expect(logger.error).toHaveBeenCalledTimes(1);
+    expect(logger.error).toHaveBeenCalledWith(expect.stringMatching(/gave up/), { tool: 'send_note', attempts: 9 });
+    // Stalled: a second recheck of the same claim finds nothing to do.
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline())).toBe('settled');
+  });
+
+  it('re-runs a call at its 8th attempt (the limit is inclusive)', async () => {
+    const { completer, execute } = completerWith();
+    const call = await abandonedCall();
+    await setAttributes(call.recordKey, { attempt: 8 });
+    pastTheLock();
+
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline())).toBe('finished');
+    expect(execute).toHaveBeenCalledTimes(1);
+  });
+
+  it('keeps a re-run that fails transiently, and looks again after the attempt’s backoff', async () => {
+    const failing = noteTool('send_note', async () => {
+      throw Object.assign(new Error('still down'), { name: 'TimeoutError' });
+    }).tool;
+    const { completer, sends } = completerWith({ tools: [failing] });
+    const call = await abandonedCall();
+    pastTheLock();
+
+    const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    expect(outcome).toBe('unsettled');
+    // The record's attempt as read (1): backoff 30 s.
+    expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 30 }]]);
+    expect(await itemOf(call.recordKey)).toMatchObject({ status: STATUS.inProgress, attempt: 2 });
+  });
+
+  it('keeps a re-run that finds the call live again (its holder parked itself meanwhile): looked at again later', async () => {
+    const { completer, execute, sends } = completerWith();
+    const call = await abandonedCall();
+    pastTheLock();
+    // Between the recheck's read and its takeover, the attempt it saw abandoned parks itself to a later lock.
+    const name = `park-${randomUUID()}`;
+    world.client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'UpdateItemCommand') {
+          world.client.middlewareStack.remove(name);
+          await setAttributes(call.recordKey, { in_progress_expiration: Date.now() + 60_000 });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+
+    const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    expect(outcome).toBe('unsettled');
+    expect(execute).not.toHaveBeenCalled();
+    expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 30 }]]);
+    expect(await itemOf(call.recordKey)).toMatchObject({ claim_id: call.claim, attempt: 1 });
+  });
+
+  it('counts a re-run that ends in a business error as finished: the error is the call’s stored outcome', async () => {
+    const refusing = noteTool('send_note', async () => {
+      throw new NotFoundError('no such recipient');
+    }).tool;
+    const { completer, sends } = completerWith({ tools: [refusing] });
+    const call = await abandonedCall();
+    pastTheLock();
+
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline())).toBe('finished');
+    expect(sends).toEqual([]);
+    expect(await itemOf(call.recordKey)).toMatchObject({ status: STATUS.completed });
+  });
+
+  it('settles a call it cannot finish — an unknown tool, no stored call, no tenant — and says why', async () => {
+    const { completer, execute, logger } = completerWith({ tools: [noteTool('other_tool').tool] });
+    const unknownTool = await abandonedCall();
+    pastTheLock();
+    const unknown = await completer.onRecheck({ key: unknownTool.recordKey, claim: unknownTool.claim }, deadline());
+    jest.restoreAllMocks();
+
+    const known = completerWith();
+    const noCall = await abandonedCall();
+    await setAttributes(noCall.recordKey, { call: 'not a call' });
+    const noTenant = await abandonedCall();
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: world.idempotencyTable.tableName,
+        Key: { id: { S: noTenant.recordKey } },
+        UpdateExpression: 'REMOVE tenant',
+      }),
+    );
+    pastTheLock();
+    const withoutCall = await known.completer.onRecheck({ key: noCall.recordKey, claim: noCall.claim }, deadline());
+    const withoutTenant = await known.completer.onRecheck(
+      { key: noTenant.recordKey, claim: noTenant.claim },
+      deadline(),
+    );
+
+    expect([unknown, withoutCall, withoutTenant]).toEqual(['settled', 'settled', 'settled']);
+    expect(execute).not.toHaveBeenCalled();
+    expect(known.execute).not.toHaveBeenCalled();
+    expect(logger.warn).toHaveBeenCalledWith('abandoned call the completer cannot finish', {
+      tool: 'send_note',
+      reason: 'unknown tool',
+    });
+    expect(known.logger.warn).toHaveBeenNthCalledWith(1, 'abandoned call the completer cannot finish', {
+      tool: 'send_note',
+      reason: 'no stored call',
+    });
+    expect(known.logger.warn).toHaveBeenCalledTimes(2);
+    expect(await itemOf(noCall.recordKey)).toMatchObject({ status: STATUS.inProgress, attempt: 1 });
+  });
+});

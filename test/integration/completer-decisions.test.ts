@@ -29,13 +29,15 @@ afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());
 
 /** A completer whose queue records each `send`, and whose logger records what it logs. */
-function completerWith(options: { maxAttempts?: number; tools?: ReturnType<typeof noteTool>['tool'][] } = {}) {
+function completerWith(
+  options: { maxAttempts?: number; tools?: ReturnType<typeof noteTool>['tool'][]; runtime?: ToolRuntime } = {},
+) {
   const sends: Recheck[][] = [];
   const logger = { error: jest.fn(), warn: jest.fn() };
   const { tool, execute } = noteTool('send_note');
   const completer = new Completer({
     client: world.client,
-    runtime,
+    runtime: options.runtime ?? runtime,
     tools: options.tools ?? [tool],
     queue: { send: async (rechecks) => void sends.push([...rechecks]) },
     tableName: world.idempotencyTable.tableName,
@@ -214,6 +216,21 @@ describe('a recheck', () => {
     );
   }
 
+  /** Runs `change` just before the next UpdateItem is sent (between a recheck's read and its write). */
+  function beforeNextUpdate(change: () => Promise<unknown>): void {
+    const name = `before-update-${randomUUID()}`;
+    world.client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'UpdateItemCommand') {
+          world.client.middlewareStack.remove(name);
+          await change();
+        }
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+  }
+
   /** Moves the clock past the parked lock (the park set it to now). */
   function pastTheLock(): void {
     const now = Date.now();
@@ -287,6 +304,54 @@ describe('a recheck', () => {
     expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline())).toBe('settled');
   });
 
+  it('gives up on nothing when the call was taken over between its read and the mark: settled, not logged', async () => {
+    const { completer, logger } = completerWith();
+    const call = await abandonedCall();
+    await setAttributes(call.recordKey, { attempt: 9 });
+    pastTheLock();
+    beforeNextUpdate(() =>
+      setAttributes(call.recordKey, { claim_id: 'a-retry', in_progress_expiration: Date.now() + 60_000 }),
+    );
+
+    const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    expect(outcome).toBe('settled');
+    expect(logger.error).not.toHaveBeenCalled();
+    expect(await itemOf(call.recordKey)).not.toHaveProperty('stalled_claim');
+  });
+
+  it('resumes only the claim it read: taken over and abandoned again meanwhile, it runs nothing', async () => {
+    const { completer, execute, sends } = completerWith();
+    const call = await abandonedCall();
+    pastTheLock();
+    // Between the read and the takeover, a retry took the call over and was abandoned in turn.
+    beforeNextUpdate(() => setAttributes(call.recordKey, { claim_id: 'a-retry', attempt: 2 }));
+
+    const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    // Nothing to resume: the retry's own claim has its own recheck (its change is on the stream).
+    expect(outcome).toBe('finished');
+    expect(execute).not.toHaveBeenCalled();
+    expect(sends).toEqual([]);
+    expect(await itemOf(call.recordKey)).toMatchObject({ claim_id: 'a-retry', attempt: 2 });
+  });
+
+  it('runs its re-run through the runtime as the completer (the outcome’s transport)', async () => {
+    const outcomes: Array<{ transport: string | undefined }> = [];
+    const observed = new ToolRuntime({
+      client: world.client,
+      tableName: world.idempotencyTable.tableName,
+      attributes: IDEMPOTENCY_ATTRIBUTES,
+      onOutcome: (_outcome, context) => void outcomes.push({ transport: context.transport }),
+    });
+    const { completer } = completerWith({ runtime: observed });
+    const call = await abandonedCall();
+    pastTheLock();
+
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline())).toBe('finished');
+    expect(outcomes).toEqual([{ transport: 'completer' }]);
+  });
+
   it('re-runs a call at its 8th attempt (the limit is inclusive)', async () => {
     const { completer, execute } = completerWith();
     const call = await abandonedCall();
@@ -318,17 +383,7 @@ describe('a recheck', () => {
     const call = await abandonedCall();
     pastTheLock();
     // Between the recheck's read and its takeover, the attempt it saw abandoned parks itself to a later lock.
-    const name = `park-${randomUUID()}`;
-    world.client.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (context.commandName === 'UpdateItemCommand') {
-          world.client.middlewareStack.remove(name);
-          await setAttributes(call.recordKey, { in_progress_expiration: Date.now() + 60_000 });
-        }
-        return next(args);
-      },
-      { step: 'initialize', name },
-    );
+    beforeNextUpdate(() => setAttributes(call.recordKey, { in_progress_expiration: Date.now() + 60_000 }));
 
     const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
 

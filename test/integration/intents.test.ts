@@ -1,0 +1,374 @@
+import { randomUUID } from 'node:crypto';
+import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import type { IntentHolder } from '../../lib/idempotency/call-state';
+import { claimIntent, type IntentRequest } from '../../lib/idempotency/intents';
+import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
+import { tombstone } from '../../lib/idempotency/protocol/erasure';
+import { intentKeyOf } from '../../lib/idempotency/protocol/intent';
+import { store } from '../../lib/idempotency/protocol/settle';
+import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
+import { createWorld, identity, type World } from '../helpers/world';
+
+/**
+ * A dedupe window's intent, decided (intents.ts `claimIntent`) for each state of the call that holds it,
+ * on DynamoDB Local: which answer, which key the effect runs under, and what the intent item holds after.
+ */
+let world: World;
+let table: IdempotencyTable;
+beforeAll(() => {
+  world = createWorld();
+  table = world.idempotencyTable;
+});
+afterAll(() => world.destroy());
+afterEach(() => jest.restoreAllMocks());
+
+const WINDOW_S = 60;
+const TTL_S = 3_600;
+
+/** A call's first claim of a record of its own; its lock ends `lockInMs` from now (in the past: abandoned). */
+async function callClaimed(lockInMs = 10_000, recordKey = `note#${randomUUID()}`): Promise<Claim> {
+  const now = Date.now();
+  const result = await claim(
+    table,
+    {
+      recordKey,
+      tenant: 't',
+      tool: 'note',
+      validation: 'v1',
+      expiresAtS: Math.ceil(now / 1000) + TTL_S,
+      lockEndsMs: now + lockInMs,
+      call: '{"args":{},"key":"k","user":"ada"}',
+    },
+    now,
+  );
+  if (result.kind !== 'claimed') throw new Error('the seed claim was refused');
+  return result.claim;
+}
+
+function holderOf(call: Claim): IntentHolder {
+  return { recordKey: call.recordKey, claimId: call.claimId, callId: call.callId };
+}
+
+/** A request to claim the intent of `scope` for `call`, under its own downstream key. */
+function requestFor(
+  call: Claim,
+  scope: IntentRequest['scope'],
+  overrides: Partial<IntentRequest> = {},
+): IntentRequest & { fix: jest.Mock } {
+  return {
+    scope,
+    holder: holderOf(call),
+    downstreamKey: `dk-${call.claimId}`,
+    windowSeconds: WINDOW_S,
+    ttlSeconds: TTL_S,
+    askedAtMs: Date.now(),
+    fix: jest.fn(async () => 'fixed' as const),
+    ...overrides,
+  } as IntentRequest & { fix: jest.Mock };
+}
+
+function newScope(): IntentRequest['scope'] {
+  return { tool: 'note', identity: identity(), fingerprint: `fp-${randomUUID()}` };
+}
+
+async function intentItem(scope: IntentRequest['scope']): Promise<Record<string, unknown> | undefined> {
+  const { Item } = await world.client.send(
+    new GetItemCommand({
+      TableName: table.tableName,
+      Key: { id: { S: intentKeyOf(scope) } },
+      ConsistentRead: true,
+    }),
+  );
+  return Item && unmarshall(Item);
+}
+
+/** The intent of `scope`, created by `holder` (asked `askedAgoS` seconds ago). */
+async function heldBy(holder: Claim, scope: IntentRequest['scope'], askedAgoS = 0): Promise<Record<string, unknown>> {
+  const created = await claimIntent(table, requestFor(holder, scope, { askedAtMs: Date.now() - askedAgoS * 1000 }));
+  expect(created).toMatchObject({ kind: 'holds', created: true });
+  return (await intentItem(scope))!;
+}
+
+async function completedCall(): Promise<Claim> {
+  const call = await callClaimed();
+  await store(
+    table,
+    call,
+    { receipt: '{"sent":1}', replayed: false },
+    { expiresAtS: call.expiresAtS, completedAtMs: 1 },
+  );
+  return call;
+}
+
+describe('claiming a dedupe window’s intent', () => {
+  it('creates a free one: held by this call, under its own downstream key, its window and TTL from when it was asked', async () => {
+    const scope = newScope();
+    const call = await callClaimed();
+    const askedAtMs = 1_800_000_000_500;
+
+    const result = await claimIntent(table, requestFor(call, scope, { askedAtMs }));
+
+    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${call.claimId}`, created: true });
+    expect(await intentItem(scope)).toEqual({
+      id: intentKeyOf(scope),
+      tenant: scope.identity.tenant,
+      tool: 'note',
+      intent_owner: call.recordKey,
+      claim_id: call.claimId,
+      call_id: call.callId,
+      downstream_key: `dk-${call.claimId}`,
+      window_end: 1_800_000_000 + WINDOW_S,
+      expiration: 1_800_000_000 + WINDOW_S + TTL_S,
+    });
+  });
+
+  it('held by another call, live: running until its lock ends; nothing written', async () => {
+    const scope = newScope();
+    const holder = await callClaimed(7_000);
+    const before = await heldBy(holder, scope);
+    const record = await world.client.send(
+      new GetItemCommand({ TableName: table.tableName, Key: { id: { S: holder.recordKey } }, ConsistentRead: true }),
+    );
+
+    const result = await claimIntent(table, requestFor(await callClaimed(), scope));
+
+    expect(result).toEqual({
+      kind: 'running',
+      lockEndsMs: Number(record.Item?.in_progress_expiration?.N),
+    });
+    expect(await intentItem(scope)).toEqual(before);
+  });
+
+  it('held by another call, completed: done, its outcome and the key its effect ran under', async () => {
+    const scope = newScope();
+    const holder = await callClaimed();
+    await heldBy(holder, scope);
+    await store(
+      table,
+      holder,
+      { receipt: '{"sent":1}', replayed: false },
+      { expiresAtS: holder.expiresAtS, completedAtMs: 1 },
+    );
+    const asker = await callClaimed();
+
+    const result = await claimIntent(table, requestFor(asker, scope));
+
+    expect(result).toEqual({
+      kind: 'done',
+      outcome: expect.objectContaining({ receipt: '{"sent":1}' }),
+      downstreamKey: `dk-${holder.claimId}`,
+    });
+  });
+
+  it('held by another call, erased: held afresh by this call under its own key (the erased effect is gone)', async () => {
+    const scope = newScope();
+    const holder = await completedCall();
+    await heldBy(holder, scope);
+    expect(await tombstone(table, holder.recordKey)).toBe('erased');
+    const asker = await callClaimed();
+
+    const result = await claimIntent(table, requestFor(asker, scope));
+
+    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${asker.claimId}`, created: true });
+    expect(await intentItem(scope)).toMatchObject({
+      intent_owner: asker.recordKey,
+      claim_id: asker.claimId,
+      call_id: asker.callId,
+      downstream_key: `dk-${asker.claimId}`,
+    });
+  });
+
+  it.each([
+    ['abandoned', () => callClaimed(-1_000)],
+    ['gone (its record deleted)', () => callClaimed(-1_000)],
+  ])(
+    'held by another call, %s: taken over under the intent’s key, fixed on this call’s record first',
+    async (how, seed) => {
+      const scope = newScope();
+      const holder = await seed();
+      await heldBy(holder, scope);
+      if (how.startsWith('gone')) {
+        await world.client.send(
+          new DeleteItemCommand({ TableName: table.tableName, Key: marshall({ id: holder.recordKey }) }),
+        );
+      }
+      const asker = await callClaimed();
+      const request = requestFor(asker, scope);
+
+      const result = await claimIntent(table, request);
+
+      expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${holder.claimId}`, created: false });
+      expect(request.fix).toHaveBeenCalledWith(`dk-${holder.claimId}`);
+      expect(await intentItem(scope)).toMatchObject({
+        intent_owner: asker.recordKey,
+        claim_id: asker.claimId,
+        downstream_key: `dk-${holder.claimId}`,
+      });
+    },
+  );
+
+  it('held by an abandoned call, but this call lost its own claim while fixing the key: claim_lost, intent unchanged', async () => {
+    const scope = newScope();
+    const holder = await callClaimed(-1_000);
+    const before = await heldBy(holder, scope);
+    const request = requestFor(await callClaimed(), scope, { fix: jest.fn(async () => 'claim_lost' as const) });
+
+    const result = await claimIntent(table, request);
+
+    expect(result).toEqual({ kind: 'claim_lost' });
+    expect(await intentItem(scope)).toEqual(before);
+  });
+
+  it('held by this very call (an earlier attempt): held, swapped to this attempt’s claim, created only if under its own key', async () => {
+    const scope = newScope();
+    const first = await callClaimed(-1_000);
+    await heldBy(first, scope);
+    const retry: Claim = { ...first, claimId: `retry-${randomUUID()}` };
+
+    const sameKey = await claimIntent(table, requestFor(retry, scope, { downstreamKey: `dk-${first.claimId}` }));
+    const later: Claim = { ...first, claimId: `later-${randomUUID()}` };
+    const otherKey = await claimIntent(table, requestFor(later, scope));
+
+    expect(sameKey).toEqual({ kind: 'holds', downstreamKey: `dk-${first.claimId}`, created: true });
+    expect(otherKey).toEqual({ kind: 'holds', downstreamKey: `dk-${first.claimId}`, created: false });
+    expect(await intentItem(scope)).toMatchObject({ claim_id: later.claimId, downstream_key: `dk-${first.claimId}` });
+  });
+
+  it('held under this record by another call of it (the record claimed anew): held, not created', async () => {
+    const scope = newScope();
+    const first = await callClaimed(-1_000);
+    await heldBy(first, scope);
+    const anew: Claim = { ...first, claimId: `anew-${randomUUID()}`, callId: `${first.recordKey}@anew` };
+
+    const result = await claimIntent(table, requestFor(anew, scope, { downstreamKey: `dk-${first.claimId}` }));
+
+    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${first.claimId}`, created: false });
+  });
+
+  it('moved by someone else between its read and the swap: running, not taken', async () => {
+    const scope = newScope();
+    const first = await callClaimed(-1_000);
+    await heldBy(first, scope);
+    const name = `swap-race-${randomUUID()}`;
+    world.client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'UpdateItemCommand') {
+          world.client.middlewareStack.remove(name);
+          await world.client.send(
+            new UpdateItemCommand({
+              TableName: table.tableName,
+              Key: marshall({ id: intentKeyOf(scope) }),
+              UpdateExpression: 'SET claim_id = :other',
+              ExpressionAttributeValues: marshall({ ':other': 'someone-else' }),
+            }),
+          );
+        }
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+
+    const own = await claimIntent(table, requestFor({ ...first, claimId: 'retry' }, scope));
+
+    expect(own).toEqual({ kind: 'running', lockEndsMs: undefined });
+    expect(await intentItem(scope)).toMatchObject({ claim_id: 'someone-else' });
+  });
+
+  it('refuses an item under the intent’s key that is not an intent', async () => {
+    const scope = newScope();
+    await world.client.send(
+      new PutItemCommand({ TableName: table.tableName, Item: marshall({ id: intentKeyOf(scope), status: 'X' }) }),
+    );
+
+    await expect(claimIntent(table, requestFor(await callClaimed(), scope))).rejects.toThrow(
+      `the item under ${intentKeyOf(scope)} is not an intent`,
+    );
+  });
+});
+
+describe('an intent whose window ended before this call was asked', () => {
+  it('holder settled (completed): replaced, held afresh by this call under its own key', async () => {
+    const scope = newScope();
+    const holder = await callClaimed();
+    await heldBy(holder, scope, WINDOW_S + 5);
+    await store(
+      table,
+      holder,
+      { receipt: '{"sent":1}', replayed: false },
+      { expiresAtS: holder.expiresAtS, completedAtMs: 1 },
+    );
+    const asker = await callClaimed();
+
+    const result = await claimIntent(table, requestFor(asker, scope));
+
+    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${asker.claimId}`, created: true });
+    expect(await intentItem(scope)).toMatchObject({ claim_id: asker.claimId, downstream_key: `dk-${asker.claimId}` });
+  });
+
+  it('holder still live: running until its lock ends, nothing replaced', async () => {
+    const scope = newScope();
+    const holder = await callClaimed(9_000);
+    const before = await heldBy(holder, scope, WINDOW_S + 5);
+
+    const result = await claimIntent(table, requestFor(await callClaimed(), scope));
+
+    expect(result).toMatchObject({ kind: 'running', lockEndsMs: expect.any(Number) });
+    expect((result as { lockEndsMs: number }).lockEndsMs).toBeGreaterThan(Date.now() + 5_000);
+    expect(await intentItem(scope)).toEqual(before);
+  });
+
+  it('holder abandoned: running (its own retry or the completer must find its intent), nothing replaced', async () => {
+    const scope = newScope();
+    const holder = await callClaimed(-1_000);
+    const before = await heldBy(holder, scope, WINDOW_S + 5);
+
+    const result = await claimIntent(table, requestFor(await callClaimed(), scope));
+
+    expect(result).toEqual({ kind: 'running', lockEndsMs: undefined });
+    expect(await intentItem(scope)).toEqual(before);
+  });
+
+  it('a window ending the very second the call was asked is still that window', async () => {
+    const scope = newScope();
+    const holder = await completedCall();
+    const askedAtMs = Math.floor(Date.now() / 1000) * 1000;
+    await claimIntent(table, requestFor(holder, scope, { askedAtMs: askedAtMs - WINDOW_S * 1000 }));
+
+    const atTheEnd = await claimIntent(table, requestFor(await callClaimed(), scope, { askedAtMs }));
+
+    expect(atTheEnd).toMatchObject({ kind: 'done' });
+  });
+
+  it('replaced by someone else between its read and its write: running', async () => {
+    const scope = newScope();
+    const holder = await completedCall();
+    await heldBy(holder, scope, WINDOW_S + 5);
+    const asker = await callClaimed();
+    const name = `replace-race-${randomUUID()}`;
+    let puts = 0;
+    world.client.middlewareStack.add(
+      (next, context) => async (args) => {
+        // The second PutItem is the replace (the first is the create that found the intent).
+        if (context.commandName === 'PutItemCommand' && ++puts === 2) {
+          world.client.middlewareStack.remove(name);
+          await world.client.send(
+            new UpdateItemCommand({
+              TableName: table.tableName,
+              Key: marshall({ id: intentKeyOf(scope) }),
+              UpdateExpression: 'SET claim_id = :other',
+              ExpressionAttributeValues: marshall({ ':other': 'someone-else' }),
+            }),
+          );
+        }
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+
+    const result = await claimIntent(table, requestFor(asker, scope));
+
+    expect(result).toEqual({ kind: 'running', lockEndsMs: undefined });
+    expect(await intentItem(scope)).toMatchObject({ claim_id: 'someone-else' });
+  });
+});

@@ -90,6 +90,13 @@ async function heldBy(holder: Claim, scope: IntentRequest['scope'], askedAgoS = 
   return (await intentItem(scope))!;
 }
 
+/** The record under `recordKey`, deleted and claimed anew by another call, whose lock is live. */
+async function reclaimedLive(recordKey: string): Promise<Claim> {
+  await world.client.send(new DeleteItemCommand({ TableName: table.tableName, Key: marshall({ id: recordKey }) }));
+  const anew = await callClaimed(10_000, recordKey);
+  return anew;
+}
+
 async function completedCall(): Promise<Claim> {
   const call = await callClaimed();
   await store(
@@ -208,6 +215,45 @@ describe('claiming a dedupe window’s intent', () => {
     },
   );
 
+  it('held by a call whose record was claimed anew by another call (live): the holder is gone, taken over', async () => {
+    const scope = newScope();
+    const holder = await callClaimed(-1_000);
+    await heldBy(holder, scope);
+    await reclaimedLive(holder.recordKey);
+    const asker = await callClaimed();
+    const request = requestFor(asker, scope);
+
+    const result = await claimIntent(table, request);
+
+    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${holder.claimId}`, created: false });
+    expect(request.fix).toHaveBeenCalledTimes(1);
+  });
+
+  it('held by a completed call whose outcome cannot be read: taken over under the intent’s key (found, not repeated)', async () => {
+    const scope = newScope();
+    const holder = await callClaimed();
+    await heldBy(holder, scope);
+    await store(
+      table,
+      holder,
+      { receipt: '{"sent":1}', replayed: false },
+      { expiresAtS: holder.expiresAtS, completedAtMs: 1 },
+    );
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: marshall({ id: holder.recordKey }),
+        UpdateExpression: 'REMOVE #data',
+        ExpressionAttributeNames: { '#data': 'data' },
+      }),
+    );
+    const request = requestFor(await callClaimed(), scope);
+
+    const result = await claimIntent(table, request);
+
+    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${holder.claimId}`, created: false });
+  });
+
   it('held by an abandoned call, but this call lost its own claim while fixing the key: claim_lost, intent unchanged', async () => {
     const scope = newScope();
     const holder = await callClaimed(-1_000);
@@ -304,6 +350,18 @@ describe('an intent whose window ended before this call was asked', () => {
 
     expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${asker.claimId}`, created: true });
     expect(await intentItem(scope)).toMatchObject({ claim_id: asker.claimId, downstream_key: `dk-${asker.claimId}` });
+  });
+
+  it('holder gone and its record claimed anew by another call (live): replaced (the live call is not the holder)', async () => {
+    const scope = newScope();
+    const holder = await callClaimed(-1_000);
+    await heldBy(holder, scope, WINDOW_S + 5);
+    await reclaimedLive(holder.recordKey);
+    const asker = await callClaimed();
+
+    const result = await claimIntent(table, requestFor(asker, scope));
+
+    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${asker.claimId}`, created: true });
   });
 
   it('holder still live: running until its lock ends, nothing replaced', async () => {

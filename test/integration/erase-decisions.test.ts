@@ -1,0 +1,331 @@
+import { randomUUID } from 'node:crypto';
+import { GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { STATUS } from '../../lib/idempotency/call-state';
+import { eraseRecord, isCallInFlight } from '../../lib/idempotency/erase';
+import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
+import { tombstone } from '../../lib/idempotency/protocol/erasure';
+import { createIntent } from '../../lib/idempotency/protocol/intent';
+import { store } from '../../lib/idempotency/protocol/settle';
+import { markStalled } from '../../lib/idempotency/protocol/stall';
+import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
+import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
+import { createWorld, type World } from '../helpers/world';
+
+/**
+ * Erase's decision for each idempotency item it finds (erase.ts `eraseRecord`, rule 6 of
+ * docs/state-machine.md), one state at a time on DynamoDB Local, with and without a dry run and the app's
+ * tables (`closeStalled`): what it answers, and what the item is after. erase.test.ts runs erase whole.
+ */
+let world: World;
+let table: IdempotencyTable;
+beforeAll(() => {
+  world = createWorld();
+  table = world.idempotencyTable;
+});
+afterAll(() => world.destroy());
+
+const erased = () => ({ client: world.client, tableName: table.tableName, attributes: IDEMPOTENCY_ATTRIBUTES });
+
+/** A call record claimed now; its lock ends `lockInMs` from now, its TTL `ttlInS` from now. */
+async function claimed(lockInMs = 10_000, ttlInS = 3_600): Promise<Claim> {
+  const now = Date.now();
+  const result = await claim(
+    table,
+    {
+      recordKey: `note#${randomUUID()}`,
+      tenant: 't',
+      tool: 'note',
+      validation: 'v1',
+      expiresAtS: Math.floor(now / 1000) + ttlInS,
+      lockEndsMs: now + lockInMs,
+      call: '{"args":{},"key":"k","user":"ada"}',
+    },
+    now,
+  );
+  if (result.kind !== 'claimed') throw new Error('the seed claim was refused');
+  return result.claim;
+}
+
+async function completed(): Promise<Claim> {
+  const call = await claimed();
+  await store(table, call, { receipt: '{"n":1}', replayed: false }, { expiresAtS: call.expiresAtS, completedAtMs: 1 });
+  return call;
+}
+
+async function stalled(): Promise<Claim> {
+  const call = await claimed(-1_000);
+  expect(await markStalled(table, call.recordKey, call.claimId, Date.now())).toBe('stalled');
+  return call;
+}
+
+async function itemOf(key: string): Promise<Record<string, unknown> | undefined> {
+  const { Item } = await world.client.send(
+    new GetItemCommand({ TableName: table.tableName, Key: { id: { S: key } }, ConsistentRead: true }),
+  );
+  return Item && unmarshall(Item);
+}
+
+/** Erases the item under `key` as a scan would hand it over (read just before). */
+async function erase(key: string, options: { dryRun?: boolean; closeStalled?: boolean } = {}) {
+  const item = await itemOf(key);
+  if (!item) throw new Error(`no item under ${key}`);
+  return eraseRecord(erased(), item, options);
+}
+
+/** Runs `change` just before the next command named `command` is sent (between erase's read and its write). */
+function beforeNext(command: string, change: () => Promise<unknown>): void {
+  const name = `before-${randomUUID()}`;
+  world.client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === command) {
+        world.client.middlewareStack.remove(name);
+        await change();
+      }
+      return next(args);
+    },
+    { step: 'initialize', name },
+  );
+}
+
+describe('a call record', () => {
+  it('completed: a tombstone (outcome, arguments and claims gone); a dry run changes nothing', async () => {
+    const call = await completed();
+    const before = await itemOf(call.recordKey);
+
+    expect(await erase(call.recordKey, { dryRun: true })).toBe('nothing');
+    expect(await itemOf(call.recordKey)).toEqual(before);
+    expect(await erase(call.recordKey)).toBe('erased');
+    const after = await itemOf(call.recordKey);
+    expect(after).toMatchObject({ status: STATUS.erased });
+    expect(after).not.toHaveProperty('data');
+    expect(after).not.toHaveProperty('call');
+    // Erased already: a rerun finds nothing to do.
+    expect(await erase(call.recordKey)).toBe('nothing');
+  });
+
+  it.each([
+    ['live', () => claimed()],
+    ['abandoned', () => claimed(-1_000)],
+  ])('%s: kept and reported in flight, dry run or not, with the app’s tables or not', async (_state, seed) => {
+    const call = await seed();
+    const before = await itemOf(call.recordKey);
+
+    for (const options of [{}, { dryRun: true }, { closeStalled: true }]) {
+      expect(await erase(call.recordKey, options)).toBe('in_flight');
+    }
+    expect(await itemOf(call.recordKey)).toEqual(before);
+  });
+
+  it('stalled: kept without the app’s tables; closed with them (a tombstone); counted only on a dry run', async () => {
+    const call = await stalled();
+    const before = await itemOf(call.recordKey);
+
+    expect(await erase(call.recordKey)).toBe('in_flight');
+    expect(await erase(call.recordKey, { closeStalled: true, dryRun: true })).toBe('nothing');
+    expect(await itemOf(call.recordKey)).toEqual(before);
+    expect(await erase(call.recordKey, { closeStalled: true })).toBe('erased');
+    expect(await itemOf(call.recordKey)).toMatchObject({ status: STATUS.erased });
+  });
+
+  it('stalled, but taken over by a retry between the read and the close: kept, in flight', async () => {
+    const call = await stalled();
+    beforeNext('UpdateItemCommand', () =>
+      world.client.send(
+        new UpdateItemCommand({
+          TableName: table.tableName,
+          Key: marshall({ id: call.recordKey }),
+          UpdateExpression: 'SET claim_id = :retry, in_progress_expiration = :lock',
+          ExpressionAttributeValues: marshall({ ':retry': 'a-retry', ':lock': Date.now() + 60_000 }),
+        }),
+      ),
+    );
+
+    expect(await erase(call.recordKey, { closeStalled: true })).toBe('in_flight');
+    expect(await itemOf(call.recordKey)).toMatchObject({ status: STATUS.inProgress, claim_id: 'a-retry' });
+  });
+
+  it('expired (its TTL passed, not yet swept): deleted; a dry run changes nothing', async () => {
+    const call = await claimed(-1_000, -5);
+
+    expect(await erase(call.recordKey, { dryRun: true })).toBe('nothing');
+    expect(await itemOf(call.recordKey)).toBeDefined();
+    expect(await erase(call.recordKey)).toBe('erased');
+    expect(await itemOf(call.recordKey)).toBeUndefined();
+  });
+
+  it('changed between the read and the write (claimed anew, completed meanwhile): nothing, left to a rerun', async () => {
+    const expired = await claimed(-1_000, -5);
+    beforeNext('DeleteItemCommand', () =>
+      world.client.send(
+        new UpdateItemCommand({
+          TableName: table.tableName,
+          Key: marshall({ id: expired.recordKey }),
+          UpdateExpression: 'SET expiration = :later',
+          ExpressionAttributeValues: marshall({ ':later': Math.floor(Date.now() / 1000) + 3_600 }),
+        }),
+      ),
+    );
+    expect(await erase(expired.recordKey)).toBe('nothing');
+    expect(await itemOf(expired.recordKey)).toBeDefined();
+
+    const done = await completed();
+    beforeNext('UpdateItemCommand', () => tombstone(table, done.recordKey));
+    expect(await erase(done.recordKey)).toBe('nothing');
+  });
+
+  it('not a call record as claims write it: nothing, unchanged', async () => {
+    const key = `note#${randomUUID()}`;
+    await world.client.send(
+      new PutItemCommand({ TableName: table.tableName, Item: marshall({ id: key, status: STATUS.completed }) }),
+    );
+
+    expect(await erase(key)).toBe('nothing');
+    expect(await itemOf(key)).toEqual({ id: key, status: STATUS.completed });
+  });
+});
+
+describe('a dedupe window’s intent', () => {
+  async function intentHeldBy(holder: Claim): Promise<string> {
+    const intentKey = `note#intent#${randomUUID()}`;
+    const created = await createIntent(table, {
+      intentKey,
+      tenant: 't',
+      tool: 'note',
+      holder: { recordKey: holder.recordKey, claimId: holder.claimId, callId: holder.callId },
+      downstreamKey: 'dk',
+      windowEndS: Math.floor(Date.now() / 1000) + 60,
+      expiresAtS: Math.floor(Date.now() / 1000) + 3_660,
+    });
+    expect(created.kind).toBe('created');
+    return intentKey;
+  }
+
+  it.each([
+    ['live', () => claimed()],
+    ['abandoned', () => claimed(-1_000)],
+  ])('held by a call %s: kept, in flight', async (_state, seed) => {
+    const intentKey = await intentHeldBy(await seed());
+
+    expect(await erase(intentKey)).toBe('in_flight');
+    expect(await erase(intentKey, { closeStalled: true })).toBe('in_flight');
+    expect(await itemOf(intentKey)).toBeDefined();
+  });
+
+  it('held by a settled call (completed, or gone): deleted; a dry run changes nothing', async () => {
+    const intentKey = await intentHeldBy(await completed());
+
+    expect(await erase(intentKey, { dryRun: true })).toBe('nothing');
+    expect(await itemOf(intentKey)).toBeDefined();
+    expect(await erase(intentKey)).toBe('erased');
+    expect(await itemOf(intentKey)).toBeUndefined();
+  });
+
+  it('held by a call whose record is now another call’s (claimed anew): deleted, that call is not its holder', async () => {
+    const holder = await claimed(-1_000);
+    const intentKey = await intentHeldBy(holder);
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: marshall({ id: holder.recordKey }),
+        UpdateExpression: 'SET call_id = :other, in_progress_expiration = :lock',
+        ExpressionAttributeValues: marshall({ ':other': 'another-call', ':lock': Date.now() + 60_000 }),
+      }),
+    );
+
+    expect(await erase(intentKey)).toBe('erased');
+  });
+
+  it('held by a stalled call: kept without the app’s tables or on a dry run; with them, the holder closed and the intent deleted', async () => {
+    const holder = await stalled();
+    const intentKey = await intentHeldBy(holder);
+
+    expect(await erase(intentKey)).toBe('in_flight');
+    expect(await erase(intentKey, { closeStalled: true, dryRun: true })).toBe('in_flight');
+    expect(await itemOf(holder.recordKey)).toMatchObject({ status: STATUS.inProgress });
+    expect(await erase(intentKey, { closeStalled: true })).toBe('erased');
+    expect(await itemOf(intentKey)).toBeUndefined();
+    expect(await itemOf(holder.recordKey)).toMatchObject({ status: STATUS.erased });
+  });
+
+  it('held by a stalled call closed already (its record came first in the scan): deleted', async () => {
+    const holder = await stalled();
+    const intentKey = await intentHeldBy(holder);
+    const item = await itemOf(intentKey);
+    expect(await erase(holder.recordKey, { closeStalled: true })).toBe('erased');
+
+    expect(await eraseRecord(erased(), item!, { closeStalled: true })).toBe('erased');
+    expect(await itemOf(intentKey)).toBeUndefined();
+  });
+
+  it('held by a stalled call a retry takes over before it is closed: kept, in flight', async () => {
+    const holder = await stalled();
+    const intentKey = await intentHeldBy(holder);
+    const item = await itemOf(intentKey);
+    beforeNext('UpdateItemCommand', () =>
+      world.client.send(
+        new UpdateItemCommand({
+          TableName: table.tableName,
+          Key: marshall({ id: holder.recordKey }),
+          UpdateExpression: 'SET claim_id = :retry, in_progress_expiration = :lock',
+          ExpressionAttributeValues: marshall({ ':retry': 'a-retry', ':lock': Date.now() + 60_000 }),
+        }),
+      ),
+    );
+
+    expect(await eraseRecord(erased(), item!, { closeStalled: true })).toBe('in_flight');
+    expect(await itemOf(intentKey)).toBeDefined();
+  });
+
+  it('moved to another holder between the read and the delete: nothing, left to a rerun', async () => {
+    const intentKey = await intentHeldBy(await completed());
+    beforeNext('DeleteItemCommand', () =>
+      world.client.send(
+        new UpdateItemCommand({
+          TableName: table.tableName,
+          Key: marshall({ id: intentKey }),
+          UpdateExpression: 'SET claim_id = :other',
+          ExpressionAttributeValues: marshall({ ':other': 'someone-else' }),
+        }),
+      ),
+    );
+
+    expect(await erase(intentKey)).toBe('nothing');
+    expect(await itemOf(intentKey)).toBeDefined();
+  });
+
+  it('not an intent as intent writes leave it: nothing', async () => {
+    const key = `note#intent#${randomUUID()}`;
+    await world.client.send(
+      new PutItemCommand({ TableName: table.tableName, Item: marshall({ id: key, intent_owner: 'note#x' }) }),
+    );
+
+    expect(await erase(key)).toBe('nothing');
+    expect(await itemOf(key)).toBeDefined();
+  });
+});
+
+describe('whether the call that stamped an app item is in flight', () => {
+  it('is, while its record is live, abandoned or stalled and still that call’s', async () => {
+    const live = await claimed();
+    const abandoned = await claimed(-1_000);
+    const stalledCall = await stalled();
+
+    expect(await isCallInFlight(erased(), live.callId)).toBe(true);
+    expect(await isCallInFlight(erased(), abandoned.callId)).toBe(true);
+    expect(await isCallInFlight(erased(), stalledCall.callId)).toBe(true);
+  });
+
+  it('is not once completed, erased, gone, claimed anew by another call, or when the stamp names no call', async () => {
+    const done = await completed();
+    const gone = await completed();
+    await tombstone(table, gone.recordKey);
+    const live = await claimed();
+
+    expect(await isCallInFlight(erased(), done.callId)).toBe(false);
+    expect(await isCallInFlight(erased(), gone.callId)).toBe(false);
+    expect(await isCallInFlight(erased(), `note#${randomUUID()}@x`)).toBe(false);
+    expect(await isCallInFlight(erased(), `${live.recordKey}@another-instance`)).toBe(false);
+    expect(await isCallInFlight(erased(), 'no-call-id')).toBe(false);
+  });
+});

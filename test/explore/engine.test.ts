@@ -466,6 +466,29 @@ describe('condition expressions: the in-memory engine answers as DynamoDB Local 
       false,
     ],
     [
+      // A mutant of erase's delete of an unstamped app item sends one: Local refuses it, so must the model.
+      'refused as invalid: an empty ExpressionAttributeValues',
+      record,
+      {
+        command: 'DeleteItem',
+        input: {
+          ConditionExpression: 'attribute_not_exists(#by)',
+          ExpressionAttributeNames: { '#by': 'created_by' },
+          ExpressionAttributeValues: {},
+        },
+      },
+      false,
+    ],
+    [
+      'refused as invalid: an empty ExpressionAttributeNames',
+      record,
+      {
+        command: 'DeleteItem',
+        input: { ConditionExpression: 'attribute_exists(id)', ExpressionAttributeNames: {} },
+      },
+      false,
+    ],
+    [
       'refused as invalid: a name used and not given',
       record,
       { command: 'DeleteItem', input: { ConditionExpression: 'attribute_exists(#id)' } },

@@ -7,7 +7,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { eraseTenant } from '../../lib/admin/erase-tenant';
+import { eraseTenant, NO_TENANT_ATTRIBUTE } from '../../lib/admin/erase-tenant';
 import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
 import { createTableInput } from '../../lib/store/create-tables';
 import type { TableSchema } from '../../lib/store/tables';
@@ -103,6 +103,26 @@ describe('tenant erase of an app table', () => {
     expect(report.tables).not.toHaveProperty('tickets');
     expect(report.kept).toEqual({ tickets: 'deferred: 1 call(s) in flight; erase again once they settled' });
     expect(await hasTicket(tenant, 'T-1')).toBe(true);
+  });
+
+  it('counts an app table’s items on a dry run, deleting none; passes over a table that declares no tenant', async () => {
+    const tenant = `t-${randomUUID()}`;
+    await ticket(tenant, 'T-1');
+    await ticket(tenant, 'T-2');
+    const tables = { ...TABLES, audit: { partitionKey: { name: 'id', type: 'S' as const } } };
+
+    const report = await eraseTenant(
+      world.client,
+      { tenant, includeDomain: true, dryRun: true, segments: 1 },
+      env,
+      tables,
+    );
+
+    expect(report.tables.tickets).toMatchObject({ found: 2, deleted: 0, inFlight: 0 });
+    expect(report.kept).toEqual({ audit: NO_TENANT_ATTRIBUTE });
+    expect(report.tables).not.toHaveProperty('audit');
+    expect(await hasTicket(tenant, 'T-1')).toBe(true);
+    expect(await hasTicket(tenant, 'T-2')).toBe(true);
   });
 
   it('keeps an item stamped by a call claimed after the idempotency scan, and erases the rest', async () => {

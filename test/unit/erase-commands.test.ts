@@ -79,9 +79,19 @@ describe('an app table’s items', () => {
 
   it('found with a consistent Query (tenant is the partition key) or a consistent filtered Scan, deleted on the stamps read', async () => {
     dynamodb.on(ScanCommand, { TableName: 'keys' }).resolves({ Items: [] });
-    dynamodb.on(QueryCommand).resolves({ Items: [{ tenant: { S: 'acme' }, email: { S: 'ada@example.com' } }] });
+    dynamodb
+      .on(QueryCommand)
+      .resolvesOnce({
+        Items: [{ tenant: { S: 'acme' }, email: { S: 'ada@example.com' } }],
+        LastEvaluatedKey: { tenant: { S: 'acme' }, email: { S: 'ada@example.com' } },
+        ConsumedCapacity: { CapacityUnits: 2 },
+      })
+      .resolvesOnce({ Items: [], ConsumedCapacity: { CapacityUnits: 0.5 } });
     dynamodb.on(ScanCommand, { TableName: 'tickets' }).resolves({
-      Items: [{ ticket_id: { S: 'T-1' }, org: { S: 'acme' }, created_by: { S: 'open_ticket#h@c1' } }],
+      Items: [
+        { ticket_id: { S: 'T-1' }, org: { S: 'acme' }, created_by: { S: 'open_ticket#h@c1' } },
+        { ticket_id: { S: 'T-2' }, org: { S: 'acme' } },
+      ],
     });
     // The stamping call's record is gone: settled long ago.
     dynamodb.on(GetItemCommand).resolves({});
@@ -92,6 +102,11 @@ describe('an app table’s items', () => {
       tickets: TABLES.tickets,
     });
 
+    // Paginated: the second page starts where the first ended.
+    expect(dynamodb.commandCalls(QueryCommand)[1]?.args[0].input.ExclusiveStartKey).toEqual({
+      tenant: { S: 'acme' },
+      email: { S: 'ada@example.com' },
+    });
     expect(dynamodb.commandCalls(QueryCommand)[0]?.args[0].input).toEqual({
       TableName: 'contacts',
       KeyConditionExpression: '#a0 = :tenant',
@@ -129,10 +144,17 @@ describe('an app table’s items', () => {
         ExpressionAttributeNames: { '#by0': 'created_by', '#by1': 'closed_by' },
         ExpressionAttributeValues: { ':by0': { S: 'open_ticket#h@c1' } },
       },
+      {
+        TableName: 'tickets',
+        Key: { ticket_id: { S: 'T-2' } },
+        // Unstamped when read: no values at all (DynamoDB refuses an empty ExpressionAttributeValues).
+        ConditionExpression: 'attribute_not_exists(#by0) AND attribute_not_exists(#by1)',
+        ExpressionAttributeNames: { '#by0': 'created_by', '#by1': 'closed_by' },
+      },
     ]);
     expect(report.tables).toMatchObject({
-      contacts: { found: 1, deleted: 1, inFlight: 0 },
-      tickets: { found: 1, deleted: 1, inFlight: 0 },
+      contacts: { found: 1, deleted: 1, inFlight: 0, readUnits: 2.5 },
+      tickets: { found: 2, deleted: 2, inFlight: 0 },
     });
   });
 });

@@ -322,6 +322,11 @@ function expressionsOf(input: Record<string, unknown>): { parsed: Expressions; p
   };
   const names = (input.ExpressionAttributeNames ?? {}) as Record<string, string>;
   const values = (input.ExpressionAttributeValues ?? {}) as Record<string, AttributeValue>;
+  // As DynamoDB (and Local) answer an empty map, whatever the expressions.
+  if (input.ExpressionAttributeValues !== undefined && Object.keys(values).length === 0)
+    throw validation('ExpressionAttributeValues must not be empty');
+  if (input.ExpressionAttributeNames !== undefined && Object.keys(names).length === 0)
+    throw validation('ExpressionAttributeNames must not be empty');
   const all = Object.values(parsed) as Parsed<unknown>[];
   if (all.length === 0) {
     if (input.ExpressionAttributeNames !== undefined)

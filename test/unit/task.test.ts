@@ -1,0 +1,151 @@
+import { MIN_RETRY_AFTER_MS } from '../../lib/idempotency/answers';
+import { type CallRecord, STATUS } from '../../lib/idempotency/call-state';
+import { begunTask, STALLED_POLL_MS, taskOf } from '../../lib/idempotency/task';
+
+/**
+ * An MCP task as the call record shows it (task.ts `taskOf`): its status, its times and when to poll,
+ * for each state of the record — docs/state-machine.md's "task view" column — at a fixed instant.
+ */
+const NOW = 1_800_000_000_000;
+const TTL_S = 86_400;
+const reading = { nowMs: NOW, clientKey: 'k1', ttlSeconds: TTL_S };
+
+/** A call record claimed 5 s ago, TTL a day after its claim, live for 10 s more. */
+function record(overrides: Partial<CallRecord> = {}): CallRecord {
+  return {
+    recordKey: 'refund#h',
+    status: STATUS.inProgress,
+    claimId: 'c1',
+    lockEndsMs: NOW + 10_000,
+    expiresAtS: (NOW - 5_000) / 1000 + TTL_S,
+    validation: 'v1',
+    tenant: 't',
+    tool: 'refund',
+    call: { user: 'ada', clientKey: 'k1', args: {} },
+    downstreamKey: undefined,
+    attempt: 1,
+    callId: 'refund#h@c1',
+    outcome: undefined,
+    stalledClaimId: undefined,
+    createdAtMs: NOW - 5_000,
+    completedAtMs: undefined,
+    ...overrides,
+  };
+}
+
+const TIMES = { callId: 'refund#h@c1', createdAtMs: NOW - 5_000, expiresAtMs: NOW - 5_000 + TTL_S * 1000 };
+
+describe('taskOf', () => {
+  it('no record: no task', () => {
+    expect(taskOf(undefined, reading)).toBeUndefined();
+  });
+
+  it('live: working, polled when its lock ends (not sooner than 100 ms)', () => {
+    expect(taskOf(record(), reading)).toEqual({
+      ...TIMES,
+      lastUpdatedAtMs: NOW - 5_000,
+      status: 'working',
+      state: 'live',
+      pollIntervalMs: 10_000,
+    });
+    expect(taskOf(record({ lockEndsMs: NOW + 20.5 }), reading)).toMatchObject({ pollIntervalMs: MIN_RETRY_AFTER_MS });
+    expect(taskOf(record({ lockEndsMs: NOW + 150.2 }), reading)).toMatchObject({ pollIntervalMs: 151 });
+  });
+
+  it('abandoned: working, last updated when its lock ended, polled when the completer will have looked', () => {
+    // First attempt: the completer looks 1 s after the lock's end.
+    expect(taskOf(record({ lockEndsMs: NOW - 300 }), reading)).toEqual({
+      ...TIMES,
+      lastUpdatedAtMs: NOW - 300,
+      status: 'working',
+      state: 'abandoned',
+      pollIntervalMs: 1_000,
+    });
+    // Attempt 3: after attempt 2's backoff (60 s) past the lock's end.
+    expect(taskOf(record({ lockEndsMs: NOW - 10_000, attempt: 3 }), reading)).toMatchObject({
+      pollIntervalMs: 50_000,
+    });
+    // Long past it: still a second at least.
+    expect(taskOf(record({ lockEndsMs: NOW - 600_000, attempt: 2 }), reading)).toMatchObject({
+      pollIntervalMs: 1_000,
+    });
+    // A lock that ended before the call was created (an older record's times): last updated at creation.
+    expect(taskOf(record({ lockEndsMs: NOW - 9_000 }), reading)).toMatchObject({ lastUpdatedAtMs: NOW - 5_000 });
+  });
+
+  it('stalled: working, polled every minute', () => {
+    expect(taskOf(record({ lockEndsMs: NOW - 300, stalledClaimId: 'c1' }), reading)).toMatchObject({
+      status: 'working',
+      state: 'stalled',
+      pollIntervalMs: STALLED_POLL_MS,
+    });
+  });
+
+  it('completed: its answer, completed or failed, last updated when it completed', () => {
+    const done = record({
+      status: STATUS.completed,
+      outcome: { receipt: '{"id":"r1"}', replayed: false },
+      completedAtMs: NOW - 1_000,
+    });
+    const failed = record({
+      status: STATUS.completed,
+      outcome: { failure: 'not_found', message: 'no such invoice', replayed: false },
+      completedAtMs: NOW - 1_000,
+    });
+
+    expect(taskOf(done, reading)).toEqual({
+      ...TIMES,
+      lastUpdatedAtMs: NOW - 1_000,
+      status: 'completed',
+      result: { ok: true, idempotent: false, key: 'k1', receipt: { id: 'r1' } },
+    });
+    expect(taskOf(failed, reading)).toMatchObject({
+      status: 'failed',
+      result: { ok: false, error: { code: 'not_found', message: 'no such invoice' } },
+    });
+  });
+
+  it('completed by an earlier version (no created_at, no completed_at): both read from its TTL', () => {
+    // A stored outcome moves the TTL: it was completed TTL seconds before its record expires.
+    const older = record({
+      status: STATUS.completed,
+      outcome: { receipt: '{}', replayed: false },
+      createdAtMs: undefined,
+      completedAtMs: undefined,
+      expiresAtS: (NOW - 2_000) / 1000 + TTL_S,
+    });
+
+    expect(taskOf(older, reading)).toMatchObject({ createdAtMs: NOW - 2_000, lastUpdatedAtMs: NOW - 2_000 });
+  });
+
+  it('completed without a readable outcome: failed, internal', () => {
+    expect(taskOf(record({ status: STATUS.completed, completedAtMs: NOW }), reading)).toMatchObject({
+      status: 'failed',
+      result: { ok: false, error: { code: 'internal' } },
+    });
+  });
+
+  it('erased or expired: no task', () => {
+    expect(taskOf(record({ status: STATUS.erased }), reading)).toBeUndefined();
+    expect(taskOf(record({ expiresAtS: NOW / 1000 - 1 }), reading)).toBeUndefined();
+  });
+});
+
+describe('begunTask', () => {
+  it('a task this request began is working when it answers, whatever the call reached since', () => {
+    const done = taskOf(
+      record({ status: STATUS.completed, outcome: { receipt: '{}', replayed: false }, completedAtMs: NOW }),
+      reading,
+    )!;
+
+    expect(begunTask(done)).toEqual({
+      ...TIMES,
+      lastUpdatedAtMs: NOW - 5_000,
+      status: 'working',
+      state: 'live',
+      pollIntervalMs: MIN_RETRY_AFTER_MS,
+    });
+    const live = taskOf(record(), reading)!;
+    expect(begunTask(live)).toBe(live);
+  });
+});

@@ -118,6 +118,18 @@ describe('taskOf', () => {
     expect(taskOf(older, reading)).toMatchObject({ createdAtMs: NOW - 2_000, lastUpdatedAtMs: NOW - 2_000 });
   });
 
+  it('claimed by an earlier version, completed by this one: created when it completed (no earlier time is known)', () => {
+    const mixed = record({
+      status: STATUS.completed,
+      outcome: { receipt: '{}', replayed: false },
+      createdAtMs: undefined,
+      completedAtMs: NOW - 1_000,
+      expiresAtS: Math.floor((NOW - 1_234) / 1000) + TTL_S,
+    });
+
+    expect(taskOf(mixed, reading)).toMatchObject({ createdAtMs: NOW - 1_000, lastUpdatedAtMs: NOW - 1_000 });
+  });
+
   it('completed without a readable outcome: failed, internal', () => {
     expect(taskOf(record({ status: STATUS.completed, completedAtMs: NOW }), reading)).toMatchObject({
       status: 'failed',

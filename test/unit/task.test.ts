@@ -133,7 +133,7 @@ describe('taskOf', () => {
   it('completed without a readable outcome: failed, internal', () => {
     expect(taskOf(record({ status: STATUS.completed, completedAtMs: NOW }), reading)).toMatchObject({
       status: 'failed',
-      result: { ok: false, error: { code: 'internal' } },
+      result: { ok: false, idempotent: false, error: { code: 'internal', message: 'internal error' } },
     });
   });
 

@@ -4,11 +4,18 @@ import {
   MAX_RETRY_AFTER_MS,
   MIN_RETRY_AFTER_MS,
   pendingAnswer,
+  REFUSED,
   retryAfterMs,
   StoreWriteError,
   toToolError,
 } from '../../lib/idempotency/answers';
-import { INTERNAL_MESSAGE, InternalError, NotFoundError, UnavailableError } from '../../lib/idempotency/errors';
+import {
+  ConflictError,
+  INTERNAL_MESSAGE,
+  InternalError,
+  NotFoundError,
+  UnavailableError,
+} from '../../lib/idempotency/errors';
 
 /**
  * What a caller is told (answers.ts): a stored outcome's answer, the one `pending` answer and its
@@ -89,6 +96,8 @@ describe('a failure, worded into the closed set of codes', () => {
     const settling = toToolError(new StoreWriteError('settle', { cause: throttled() }));
 
     expect(afterEffect).toBeInstanceOf(UnavailableError);
+    expect(afterEffect.cause).toBeInstanceOf(StoreWriteError);
+    expect(beforeEffect.cause).toBeInstanceOf(StoreWriteError);
     expect(afterEffect.message).toBe('the write may have been applied; retry with the same key to read its result');
     expect(beforeEffect).toBeInstanceOf(UnavailableError);
     expect(beforeEffect.message).toBe('the idempotency store is unavailable; retry later');
@@ -101,6 +110,8 @@ describe('a failure, worded into the closed set of codes', () => {
     const thrown = toToolError('a string');
 
     expect(transient).toBeInstanceOf(UnavailableError);
+    expect(transient.cause).toMatchObject({ name: 'ThrottlingException' });
+    expect(bug.cause).toBeInstanceOf(TypeError);
     expect(transient.message).toBe('a store is unavailable; retry with the same key');
     expect(bug).toBeInstanceOf(InternalError);
     expect(bug.message).toBe('x is undefined');
@@ -115,5 +126,41 @@ describe('a failure, worded into the closed set of codes', () => {
       write: 'settle',
       message: 'the idempotency store failed the settle write',
     });
+  });
+});
+
+describe('why a claim or an attempt is refused', () => {
+  it.each([
+    ['conflict', REFUSED.conflict(), ConflictError, 'idempotency_key: already used with different arguments'],
+    ['erased', REFUSED.erased(), NotFoundError, 'idempotency_key: the call under this key was erased'],
+    ['noTimeLeft', REFUSED.noTimeLeft(), UnavailableError, 'no time was left for this call; retry with the same key'],
+    ['nothingToResume', REFUSED.nothingToResume(), NotFoundError, 'idempotency_key: nothing to resume under this key'],
+    [
+      'changedWhileRead',
+      REFUSED.changedWhileRead(),
+      UnavailableError,
+      'the idempotency record changed while it was read; retry',
+    ],
+    [
+      'claimLostAfterEffect',
+      REFUSED.claimLostAfterEffect(),
+      UnavailableError,
+      'the write may have been applied; retry with the same key to read its result',
+    ],
+    [
+      'claimLostBeforeRun',
+      REFUSED.claimLostBeforeRun(),
+      UnavailableError,
+      'another attempt holds this call now; retry with the same key to read its result',
+    ],
+    [
+      'notACallRecord',
+      REFUSED.notACallRecord('refund#h'),
+      InternalError,
+      'the item under refund#h is not a call record a claim wrote',
+    ],
+  ])('%s: its code and what the caller reads', (_name, error, type, message) => {
+    expect(error).toBeInstanceOf(type);
+    expect(error.message).toBe(message);
   });
 });

@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import { type AttributeValue, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { NotFoundError } from '../../lib/idempotency';
+import { type CallOutcome, ToolRuntime } from '../../lib/idempotency/runtime';
+import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
+import { gate, noteTool } from '../helpers/tools';
+import { createWorld, deadline, identity, type World } from '../helpers/world';
+
+/**
+ * How an attempt ends after its claim (attempt.ts): a dedupe window's holder answering a fresh key, the
+ * pending answer while that holder runs, and a first attempt's business error whose release — of the
+ * intent, then of the record — fails in the store.
+ */
+let world: World;
+let runtime: ToolRuntime;
+const outcomes: CallOutcome[] = [];
+beforeAll(() => {
+  world = createWorld();
+  runtime = new ToolRuntime({
+    client: world.client,
+    tableName: world.idempotencyTable.tableName,
+    attributes: IDEMPOTENCY_ATTRIBUTES,
+    onOutcome: (outcome) => void outcomes.push(outcome),
+  });
+});
+afterAll(() => world.destroy());
+beforeEach(() => {
+  outcomes.length = 0;
+});
+
+const WINDOW_SECONDS = 600;
+
+/** Fails the next DeleteItem whose key matches `key` with a throttling error, once. */
+function failNextDelete(key: RegExp): void {
+  const name = `fail-delete-${randomUUID()}`;
+  world.client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { Key?: { id?: { S?: string } } };
+      if (context.commandName === 'DeleteItemCommand' && key.test(input.Key?.id?.S ?? '')) {
+        world.client.middlewareStack.remove(name);
+        throw Object.assign(new Error('Rate exceeded'), {
+          name: 'ThrottlingException',
+          $fault: 'client',
+          $metadata: { httpStatusCode: 400 },
+        });
+      }
+      return next(args);
+    },
+    { step: 'initialize', name },
+  );
+}
+
+async function recordOf(tenant: string): Promise<Record<string, AttributeValue> | undefined> {
+  const [record] = (await world.idempotencyRecordKeys(tenant)).filter((item) => !item.id.includes('#intent#'));
+  if (!record) return undefined;
+  const { Item } = await world.client.send(
+    new GetItemCommand({
+      TableName: world.idempotencyTable.tableName,
+      Key: { id: { S: record.id } },
+      ConsistentRead: true,
+    }),
+  );
+  return Item;
+}
+
+describe('a dedupe window’s holder', () => {
+  it('answers a fresh key with its outcome: a replay the outcome names as the dedupe window’s', async () => {
+    const caller = identity();
+    const { tool } = noteTool('send_note', undefined, { dedupeWindowSeconds: WINDOW_SECONDS });
+
+    await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    const fresh = await runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
+
+    expect(fresh).toMatchObject({ ok: true, idempotent: true, key: 'k2' });
+    expect(outcomes.map((outcome) => [outcome.outcome, outcome.replay])).toEqual([
+      ['executed', undefined],
+      ['replayed', 'dedupe_window'],
+    ]);
+  });
+
+  it('still running: pending, asked again no later than the holder’s lock ends', async () => {
+    const caller = identity();
+    const held = gate();
+    const { tool } = noteTool(
+      'send_note',
+      async () => {
+        await held.opened;
+        return { receipt: { ok: 1 }, replayed: false };
+      },
+      { dedupeWindowSeconds: WINDOW_SECONDS },
+    );
+    // The holder's lock ends with its deadline, 700 ms from now: sooner than pending's longest wait (1 s).
+    const holder = runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline(700));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+
+    const fresh = await runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
+    held.open();
+    await holder;
+
+    expect(fresh).toMatchObject({ ok: false, status: 'pending', key: 'k2' });
+    expect((fresh as { retry_after_ms: number }).retry_after_ms).toBeLessThan(700);
+  });
+});
+
+describe('a first attempt’s business error', () => {
+  it('releases the intent it created, then its record: a corrected call runs', async () => {
+    const caller = identity();
+    let refuse = true;
+    const { tool, execute } = noteTool(
+      'send_note',
+      async () => {
+        if (refuse) throw new NotFoundError('no such recipient');
+        return { receipt: { ok: 1 }, replayed: false };
+      },
+      { dedupeWindowSeconds: WINDOW_SECONDS },
+    );
+
+    const refused = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    refuse = false;
+    const corrected = await runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
+
+    expect(refused).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(corrected).toMatchObject({ ok: true, idempotent: false });
+    expect(execute).toHaveBeenCalledTimes(2);
+  });
+
+  it('whose intent release fails: unavailable, and the record is released all the same', async () => {
+    const caller = identity();
+    const { tool } = noteTool(
+      'send_note',
+      async () => {
+        throw new NotFoundError('no such recipient');
+      },
+      { dedupeWindowSeconds: WINDOW_SECONDS },
+    );
+    failNextDelete(/#intent#/);
+
+    const answer = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+    expect(answer).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+    expect(await recordOf(caller.tenant)).toBeUndefined();
+  });
+
+  it('whose record release fails: unavailable (the store), the record left to its lock', async () => {
+    const caller = identity();
+    const { tool } = noteTool('send_note', async () => {
+      throw new NotFoundError('no such recipient');
+    });
+    failNextDelete(/^send_note#/);
+
+    const answer = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+    expect(answer).toEqual({
+      ok: false,
+      error: { code: 'unavailable', message: 'the idempotency store is unavailable; retry later' },
+    });
+    expect(await recordOf(caller.tenant)).toMatchObject({ status: { S: 'INPROGRESS' } });
+  });
+});

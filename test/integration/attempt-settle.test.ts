@@ -102,6 +102,46 @@ describe('a dedupe window’s holder', () => {
   });
 });
 
+describe('a dedupe window’s holder whose own outcome was a replay', () => {
+  it('runs the fresh key’s call under the intent’s downstream key, fixed on its record first: the tool tells', async () => {
+    // A tool that found its effect already there (replayed) on the holder's run: that effect may be
+    // this very call's own, from an earlier attempt — only the tool, under the intent's key, can tell.
+    const caller = identity();
+    const keys: string[] = [];
+    const { tool, execute } = noteTool(
+      'send_note',
+      async (_args, context) => {
+        keys.push(context.downstreamKey);
+        return { receipt: { note: 'n1' }, replayed: true };
+      },
+      { dedupeWindowSeconds: WINDOW_SECONDS },
+    );
+
+    const holder = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    const fresh = await runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
+
+    expect(holder).toMatchObject({ ok: true, idempotent: true });
+    expect(fresh).toMatchObject({ ok: true, idempotent: true, key: 'k2', receipt: { note: 'n1' } });
+    expect(execute).toHaveBeenCalledTimes(2);
+    expect(keys[1]).toBe(keys[0]);
+    const records = (await world.idempotencyRecordKeys(caller.tenant)).filter((item) => !item.id.includes('#intent#'));
+    const fixed = await Promise.all(
+      records.map(async ({ id }) => {
+        const { Item } = await world.client.send(
+          new GetItemCommand({
+            TableName: world.idempotencyTable.tableName,
+            Key: { id: { S: id } },
+            ConsistentRead: true,
+          }),
+        );
+        return Item?.downstream_key?.S;
+      }),
+    );
+    // The fresh key's record names the intent's key (the holder's own record has none: it ran under its own).
+    expect(fixed.filter((key) => key !== undefined)).toEqual([keys[0]]);
+  });
+});
+
 describe('a first attempt’s business error', () => {
   it('releases the intent it created, then its record: a corrected call runs', async () => {
     const caller = identity();

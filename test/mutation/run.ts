@@ -8,10 +8,13 @@
  * again (`--force` runs them all).
  */
 import { spawn } from 'node:child_process';
+import { copyFileSync, existsSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { commandFlags, refuse } from '../../bin/cli-args';
 import { startDynamoDBLocal } from '../../lib/local/dynamodb-local';
 import { ENGINES, type EngineName } from '../explore/engine';
+import { mergeReports, readReport } from './incremental';
 
 const USAGE = `usage: npm run mutate [-- --engine memory|local] [-- --force] [-- --files GLOB[,GLOB…]]
                        [-- --incremental-file FILE]
@@ -28,7 +31,8 @@ reports/mutation/mutation.{json,html}; incremental (test/mutation/stryker-increm
                       The same tests pass on both; DynamoDB Local stays the truth: CI's npm test runs
                       them on it (docs/mutation.md compares the two on a run).
   --force             mutate everything, not only what changed since the incremental file
-  --files             only these of stryker.config.mjs's files (globs, comma-separated)
+  --files             only these of stryker.config.mjs's files (globs, comma-separated); their results
+                      are merged into the incremental file, the other files' kept
   --incremental-file  read and write this incremental file instead of the committed one (a trial run)`;
 
 const ROOT = join(__dirname, '..', '..');
@@ -55,7 +59,14 @@ async function startStore(name: EngineName): Promise<{ env: NodeJS.ProcessEnv; s
   };
 }
 
+/** The committed incremental file: every file's latest results. */
+const COMMITTED = join(ROOT, 'test', 'mutation', 'stryker-incremental.json');
+
 async function main(): Promise<number> {
+  // Stryker writes only the files a run mutated: a part's run goes to a copy, merged back after.
+  const partial = files !== undefined && incrementalFile === undefined;
+  const runFile = partial ? join(tmpdir(), `retrysafe-mutate-${process.pid}.json`) : incrementalFile;
+  if (partial && existsSync(COMMITTED)) copyFileSync(COMMITTED, runFile!);
   const store = await startStore(engine as EngineName);
   try {
     const stryker = spawn(
@@ -65,12 +76,18 @@ async function main(): Promise<number> {
         'run',
         ...(force ? ['--force'] : []),
         ...(files ? ['--mutate', files] : []),
-        ...(incrementalFile ? ['--incrementalFile', incrementalFile] : []),
+        ...(runFile ? ['--incrementalFile', runFile] : []),
       ],
       { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ...store.env } },
     );
-    return await new Promise<number>((resolve) => stryker.on('close', (code) => resolve(code ?? 1)));
+    const code = await new Promise<number>((resolve) => stryker.on('close', (exit) => resolve(exit ?? 1)));
+    if (partial && code === 0 && existsSync(runFile!)) {
+      const earlier = existsSync(COMMITTED) ? [readReport(COMMITTED)] : [];
+      writeFileSync(COMMITTED, JSON.stringify(mergeReports([...earlier, readReport(runFile!)])));
+    }
+    return code;
   } finally {
+    if (partial) rmSync(runFile!, { force: true });
     await store.stop();
   }
 }

@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { type AttributeValue, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import * as z from 'zod/mini';
 import { NotFoundError } from '../../lib/idempotency';
 import { type CallOutcome, ToolRuntime } from '../../lib/idempotency/runtime';
+import { defineTool } from '../../lib/idempotency/tool';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
@@ -14,6 +17,7 @@ import { createWorld, deadline, identity, type World } from '../helpers/world';
 let world: World;
 let runtime: ToolRuntime;
 const outcomes: CallOutcome[] = [];
+const logger = { error: jest.fn(), warn: jest.fn() };
 beforeAll(() => {
   world = createWorld();
   runtime = new ToolRuntime({
@@ -21,12 +25,16 @@ beforeAll(() => {
     tableName: world.idempotencyTable.tableName,
     attributes: IDEMPOTENCY_ATTRIBUTES,
     onOutcome: (outcome) => void outcomes.push(outcome),
+    logger: logger as unknown as Logger,
   });
 });
 afterAll(() => world.destroy());
 beforeEach(() => {
   outcomes.length = 0;
+  logger.error.mockClear();
+  logger.warn.mockClear();
 });
+afterEach(() => jest.restoreAllMocks());
 
 const WINDOW_SECONDS = 600;
 
@@ -195,5 +203,73 @@ describe('a first attempt’s business error', () => {
       error: { code: 'unavailable', message: 'the idempotency store is unavailable; retry later' },
     });
     expect(await recordOf(caller.tenant)).toMatchObject({ status: { S: 'INPROGRESS' } });
+  });
+});
+
+describe('a tool’s own answer', () => {
+  it('found its effect already made (replayed): a replay, named by the key that found it', async () => {
+    const caller = identity();
+    const { tool } = noteTool('send_note', async () => ({ receipt: { note: 'n1' }, replayed: true }));
+    const closeTicket = defineTool({
+      name: 'close_ticket',
+      description: 'Test tool: closes a ticket once.',
+      args: z.strictObject({ ticket_id: z.string() }),
+      annotations: { destructiveHint: false, openWorldHint: false },
+      naturalKey: ['ticket_id'],
+      execute: async () => ({ receipt: { closed: true }, replayed: true }),
+    });
+
+    await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    await runtime.invoke(closeTicket, caller, { idempotency_key: 'k2', ticket_id: 'T-1' }, deadline());
+
+    expect(outcomes.map((outcome) => [outcome.outcome, outcome.replay])).toEqual([
+      ['replayed', 'client_key'],
+      ['replayed', 'natural_key'],
+    ]);
+  });
+
+  it('a receipt that cannot be stored, after the effect ran: internal, stored as the outcome, logged', async () => {
+    const caller = identity();
+    const { tool, execute } = noteTool('send_note', async () => ({
+      receipt: { at: new Date(0) } as never,
+      replayed: false,
+    }));
+
+    const answer = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    const retry = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+    expect(answer).toEqual({ ok: false, idempotent: false, error: { code: 'internal', message: 'internal error' } });
+    expect(retry).toEqual({ ok: false, idempotent: true, error: { code: 'internal', message: 'internal error' } });
+    expect(execute).toHaveBeenCalledTimes(1);
+    expect(logger.error).toHaveBeenCalledWith('tool call failed', {
+      tool: 'send_note',
+      code: 'internal',
+      error: expect.objectContaining({ message: expect.stringMatching(/not plain JSON/) }),
+    });
+  });
+
+  it('a business error on a later attempt: the call’s stored outcome (an earlier attempt may have made the effect)', async () => {
+    const caller = identity();
+    let attempt = 0;
+    const { tool } = noteTool('send_note', async () => {
+      attempt += 1;
+      if (attempt === 1) throw Object.assign(new Error('timed out'), { name: 'TimeoutError' });
+      throw new NotFoundError('no such recipient');
+    });
+    const first = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    const later = Date.now() + 1_000;
+    jest.spyOn(Date, 'now').mockImplementation(() => later);
+
+    const second = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    const third = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+    expect(first).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+    expect(second).toEqual({
+      ok: false,
+      idempotent: false,
+      error: { code: 'not_found', message: 'no such recipient' },
+    });
+    expect(third).toEqual({ ok: false, idempotent: true, error: { code: 'not_found', message: 'no such recipient' } });
+    expect(attempt).toBe(2);
   });
 });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { type AttributeValue, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod/mini';
-import { NotFoundError } from '../../lib/idempotency';
+import { InFlightError, NotFoundError } from '../../lib/idempotency';
 import { type CallOutcome, ToolRuntime } from '../../lib/idempotency/runtime';
 import { defineTool } from '../../lib/idempotency/tool';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
@@ -271,5 +271,48 @@ describe('a tool’s own answer', () => {
     });
     expect(third).toEqual({ ok: false, idempotent: true, error: { code: 'not_found', message: 'no such recipient' } });
     expect(attempt).toBe(2);
+  });
+
+  it('the provider still running the key: pending for as long as it says, the record parked until then', async () => {
+    const caller = identity();
+    const { tool } = noteTool('send_note', async () => {
+      throw new InFlightError('the provider is still running this key', 300);
+    });
+
+    const answer = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+    expect(answer).toEqual({ ok: false, status: 'pending', key: 'k1', retry_after_ms: 300 });
+    const record = await recordOf(caller.tenant);
+    expect(Number(record?.in_progress_expiration?.N)).toBeGreaterThan(Date.now() + 150);
+  });
+
+  it('a transient failure whose park fails in the store: unavailable, the record left to its lock', async () => {
+    const caller = identity();
+    const { tool } = noteTool('send_note', async () => {
+      throw Object.assign(new Error('timed out'), { name: 'TimeoutError' });
+    });
+    const name = `fail-park-${randomUUID()}`;
+    world.client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'UpdateItemCommand') {
+          world.client.middlewareStack.remove(name);
+          throw Object.assign(new Error('Rate exceeded'), {
+            name: 'ThrottlingException',
+            $fault: 'client',
+            $metadata: { httpStatusCode: 400 },
+          });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+
+    const answer = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+    expect(answer).toEqual({
+      ok: false,
+      error: { code: 'unavailable', message: 'the idempotency store is unavailable; retry later' },
+    });
+    expect(await recordOf(caller.tenant)).toMatchObject({ status: { S: 'INPROGRESS' } });
   });
 });

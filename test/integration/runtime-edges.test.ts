@@ -101,6 +101,12 @@ describe('refused before anything is written', () => {
     expect(answer).toMatchObject({ ok: false, error: { code: 'internal' } });
     expect(execute).not.toHaveBeenCalled();
     expect(await world.idempotencyRecordKeys(caller.tenant)).toEqual([]);
+    expect(logger.error).toHaveBeenCalledWith(
+      'tool call failed',
+      expect.objectContaining({
+        error: expect.objectContaining({ message: 'idempotency is disabled by POWERTOOLS_IDEMPOTENCY_DISABLED' }),
+      }),
+    );
   });
 });
 
@@ -156,6 +162,20 @@ describe('what the outcome hook and the logs are told', () => {
       tool: 'send_note',
       error: expect.objectContaining({ message: 'metrics down' }),
     });
+  });
+
+  it('a hook that throws, with no logger: the answer all the same', async () => {
+    const { tool } = noteTool();
+    const runtime = new ToolRuntime({
+      client: world.client,
+      tableName: world.idempotencyTable.tableName,
+      attributes: IDEMPOTENCY_ATTRIBUTES,
+      onOutcome: () => {
+        throw new Error('metrics down');
+      },
+    });
+
+    await expect(runtime.invoke(tool, identity(), input(), deadline())).resolves.toMatchObject({ ok: true });
   });
 
   it('a call that ran out of its invocation’s time: warned, not an error; a business error: not logged', async () => {

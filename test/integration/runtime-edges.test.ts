@@ -71,6 +71,17 @@ describe('refused before anything is written', () => {
     expect(execute).not.toHaveBeenCalled();
   });
 
+  it('a deadline that cannot say how much time is left (NaN): no time left, nothing claimed', async () => {
+    const { tool, execute } = noteTool();
+    const caller = identity();
+
+    const answer = await runtimeWith().invoke(tool, caller, input(), { getRemainingTimeInMillis: () => Number.NaN });
+
+    expect(answer).toMatchObject({ ok: false, error: { code: 'unavailable', message: /no time was left/ } });
+    expect(execute).not.toHaveBeenCalled();
+    expect(await world.idempotencyRecordKeys(caller.tenant)).toEqual([]);
+  });
+
   it('a deadline that does not end 10 s before the TTL: internal (a deployment mistake); one that does runs', async () => {
     const { tool, execute } = noteTool('send_note', undefined, { ttlSeconds: 910 });
     const runtime = runtimeWith();
@@ -176,6 +187,23 @@ describe('what the outcome hook and the logs are told', () => {
     });
 
     await expect(runtime.invoke(tool, identity(), input(), deadline())).resolves.toMatchObject({ ok: true });
+  });
+
+  it('a call out of its invocation’s time, with no logger: answered all the same', async () => {
+    const { tool } = noteTool('send_note', async () => {
+      throw Object.assign(new Error('timed out'), { name: 'TimeoutError' });
+    });
+    const runtime = new ToolRuntime({
+      client: world.client,
+      tableName: world.idempotencyTable.tableName,
+      attributes: IDEMPOTENCY_ATTRIBUTES,
+      storeTimeLeft: () => 0,
+    });
+
+    await expect(runtime.invoke(tool, identity(), input(), deadline())).resolves.toMatchObject({
+      ok: false,
+      error: { code: 'unavailable' },
+    });
   });
 
   it('a call that ran out of its invocation’s time: warned, not an error; a business error: not logged', async () => {

@@ -38,8 +38,8 @@ describe('mergeReports', () => {
       'test/x.test.ts': { source: 'x2', tests: [{ id: '1', name: 'x two' }] },
     });
     expect(merged.files).toEqual({
-      // From the first run: "x two" is 1 again; "x one", gone from its file, is no longer named.
-      'lib/a.ts': { source: 'a1', mutants: [{ id: '0', status: 'Killed', coveredBy: ['1'], killedBy: ['1'] }] },
+      // From the first run, against x's earlier version: it names no test of x any more (Stryker reruns it).
+      'lib/a.ts': { source: 'a1', mutants: [{ id: '0', status: 'Killed', coveredBy: [], killedBy: [] }] },
       // From the second run, whose test 0 was "w one".
       'lib/b.ts': { source: 'b2', mutants: [{ id: '0', status: 'Killed', coveredBy: ['0'], killedBy: ['0'] }] },
     });
@@ -47,5 +47,19 @@ describe('mergeReports', () => {
 
   it('refuses nothing to merge', () => {
     expect(() => mergeReports([])).toThrow('no report to merge');
+  });
+
+  it('keeps naming a test whose file is unchanged since the run', () => {
+    const unchanged: IncrementalReport = {
+      ...second,
+      files: {},
+      testFiles: { ...second.testFiles, ...first.testFiles },
+    };
+
+    const merged = mergeReports([first, unchanged]);
+
+    expect(merged.files['lib/a.ts']?.mutants).toEqual([
+      { id: '0', status: 'Killed', coveredBy: ['1', '2'], killedBy: ['2'] },
+    ]);
   });
 });

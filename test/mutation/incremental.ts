@@ -4,8 +4,9 @@
  * a part of the write path (`npm run mutate -- --files …`) would so leave only that part in the file.
  * `mergeReports` keeps every file's latest results instead: the reports are taken oldest first, a later
  * one's files and test files replace an earlier one's, and every test is renumbered by its file and name
- * so that each mutant still names the tests it named. A test no longer in its file's latest version is
- * dropped from the mutants that named it: Stryker then sees their tests changed and runs them again.
+ * so that each mutant still names the tests it named. A test whose file changed since the run (or that
+ * is gone from it) is dropped from the mutants that named it: Stryker then sees their tests changed and
+ * runs them again, rather than reuse a result against an earlier version of the test.
  */
 import { readFileSync } from 'node:fs';
 
@@ -50,8 +51,11 @@ export function mergeReports(reports: readonly IncrementalReport[]): Incremental
   }
   const files: IncrementalReport['files'] = {};
   for (const report of reports) {
+    // Only the tests whose file is as its latest version: a result against an earlier version of a test
+    // file must not be reused as if that file had not changed (Stryker compares with the latest).
     const named = new Map<string, string>();
     for (const [file, testFile] of Object.entries(report.testFiles ?? {})) {
+      if (testFile.source !== latestTestFiles.get(file)?.source) continue;
       for (const test of testFile.tests) named.set(test.id, key(file, test.name));
     }
     const renumber = (ids: readonly string[] | undefined) =>

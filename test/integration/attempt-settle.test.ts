@@ -248,6 +248,27 @@ describe('a tool’s own answer', () => {
     });
   });
 
+  it('a receipt that cannot be stored, with no logger: stored as the outcome all the same (never run twice)', async () => {
+    const quiet = new ToolRuntime({
+      client: world.client,
+      tableName: world.idempotencyTable.tableName,
+      attributes: IDEMPOTENCY_ATTRIBUTES,
+    });
+    const { tool, execute } = noteTool('send_note', async () => ({
+      receipt: { at: new Date(0) } as never,
+      replayed: false,
+    }));
+
+    await quiet.invoke(tool, identity(), { idempotency_key: 'k1', text: 'hi' }, deadline());
+    const caller = identity();
+    const first = await quiet.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    const retry = await quiet.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+    expect(first).toMatchObject({ ok: false, idempotent: false, error: { code: 'internal' } });
+    expect(retry).toMatchObject({ ok: false, idempotent: true, error: { code: 'internal' } });
+    expect(execute).toHaveBeenCalledTimes(2);
+  });
+
   it('a business error on a later attempt: the call’s stored outcome (an earlier attempt may have made the effect)', async () => {
     const caller = identity();
     let attempt = 0;

@@ -465,6 +465,17 @@ describe('a resume (the completer finishing the claim it read)', () => {
     expect(error).toBeInstanceOf(NotFoundError);
   });
 
+  it('with another hash, its lock ending exactly 10 s before the TTL (rule 2’s boundary): conflict, not pending', async () => {
+    const now = Date.now();
+    const expiresAtS = Math.ceil(now / 1000) + 30;
+    const asked = request({ expiresAtS, lockEndsMs: (expiresAtS - 10) * 1000 });
+    const held = await abandonedClaim(asked);
+
+    const error = errorOf(await claimCall(table, { ...asked, validation: 'v2', resume: held.claimId }));
+
+    expect(error).toBeInstanceOf(ConflictError);
+  });
+
   it('with other arguments’ hash than its record’s (a version whose fingerprint changed): conflict, not taken', async () => {
     const asked = request();
     const held = await abandonedClaim(asked);

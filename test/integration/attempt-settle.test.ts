@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { type AttributeValue, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod/mini';
 import { InFlightError, NotFoundError } from '../../lib/idempotency';
 import { type CallOutcome, ToolRuntime } from '../../lib/idempotency/runtime';
@@ -335,5 +335,37 @@ describe('a tool’s own answer', () => {
       error: { code: 'unavailable', message: 'the idempotency store is unavailable; retry later' },
     });
     expect(await recordOf(caller.tenant)).toMatchObject({ status: { S: 'INPROGRESS' } });
+  });
+
+  it('a transient failure whose park finds the claim taken over: answered without this attempt’s view of the call', async () => {
+    const caller = identity();
+    const { tool } = noteTool('send_note', async () => {
+      throw Object.assign(new Error('timed out'), { name: 'TimeoutError' });
+    });
+    const name = `take-before-park-${randomUUID()}`;
+    world.client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'UpdateItemCommand') {
+          world.client.middlewareStack.remove(name);
+          const input = args.input as { Key: Record<string, AttributeValue> };
+          await world.client.send(
+            new UpdateItemCommand({
+              TableName: world.idempotencyTable.tableName,
+              Key: input.Key,
+              UpdateExpression: 'SET claim_id = :retry',
+              ExpressionAttributeValues: { ':retry': { S: 'a-retry' } },
+            }),
+          );
+        }
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+
+    const answered = await runtime.invokeForCall(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+    expect(answered.result).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+    // Its state is the retry's now, not this attempt's to tell (an MCP task of this request shows none).
+    expect(answered).not.toHaveProperty('call');
   });
 });

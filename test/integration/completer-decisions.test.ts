@@ -406,6 +406,21 @@ describe('a recheck', () => {
     expect(await itemOf(call.recordKey)).toMatchObject({ status: STATUS.completed });
   });
 
+  it('settles a call it cannot finish with no logger all the same', async () => {
+    const completer = new Completer({
+      client: world.client,
+      runtime,
+      tools: [],
+      queue: { send: async () => undefined },
+      tableName: world.idempotencyTable.tableName,
+      attributes: IDEMPOTENCY_ATTRIBUTES,
+    });
+    const call = await abandonedCall();
+    pastTheLock();
+
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline())).toBe('settled');
+  });
+
   it('settles a call it cannot finish — an unknown tool, no stored call, no tenant — and says why', async () => {
     const { completer, execute, logger } = completerWith({ tools: [noteTool('other_tool').tool] });
     const unknownTool = await abandonedCall();

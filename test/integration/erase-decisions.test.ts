@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { STATUS } from '../../lib/idempotency/call-state';
 import { eraseRecord, isCallInFlight } from '../../lib/idempotency/erase';
@@ -218,6 +218,17 @@ describe('a dedupe window’s intent', () => {
     expect(await erase(intentKey, { dryRun: true })).toBe('nothing');
     expect(await itemOf(intentKey)).toBeDefined();
     expect(await erase(intentKey)).toBe('erased');
+    expect(await itemOf(intentKey)).toBeUndefined();
+  });
+
+  it('held by a call whose record is gone (swept by its TTL): deleted', async () => {
+    const holder = await completed();
+    const intentKey = await intentHeldBy(holder);
+    await world.client.send(
+      new DeleteItemCommand({ TableName: table.tableName, Key: marshall({ id: holder.recordKey }) }),
+    );
+
+    expect(await erase(intentKey, { closeStalled: true })).toBe('erased');
     expect(await itemOf(intentKey)).toBeUndefined();
   });
 

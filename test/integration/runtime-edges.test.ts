@@ -89,6 +89,9 @@ describe('refused before anything is written', () => {
     const tooLong = await runtime.invoke(tool, identity(), input(), deadline(900_001));
     const justRight = await runtime.invoke(tool, identity(), input(), deadline(899_900));
 
+    // Exactly 10 s before the TTL is allowed (rule 2: the lock ends 10 s before it).
+    const atTheMargin = await runtime.invoke(tool, identity(), input(), { getRemainingTimeInMillis: () => 900_000 });
+    expect(atTheMargin).toMatchObject({ ok: true });
     expect(tooLong).toMatchObject({ ok: false, error: { code: 'internal' } });
     expect(logger.error).toHaveBeenCalledWith(
       'tool call failed',
@@ -99,7 +102,7 @@ describe('refused before anything is written', () => {
       }),
     );
     expect(justRight).toMatchObject({ ok: true });
-    expect(execute).toHaveBeenCalledTimes(1);
+    expect(execute).toHaveBeenCalledTimes(2);
   });
 
   it('idempotency disabled (POWERTOOLS_IDEMPOTENCY_DISABLED): internal, never an unguarded write', async () => {
@@ -220,6 +223,12 @@ describe('what the outcome hook and the logs are told', () => {
       { tool: 'send_note', code: 'unavailable' },
     );
     expect(logger.error).not.toHaveBeenCalled();
+
+    // Out of time, but not the store's answer (a wiring mistake): still an error, with its stack.
+    await runtimeWith({ storeTimeLeft: () => 0 }).invoke(timedOut, { tenant: 't', user: '' }, input(), deadline());
+    expect(logger.error).toHaveBeenCalledWith('tool call failed', expect.objectContaining({ code: 'internal' }));
+    expect(logger.warn).toHaveBeenCalledTimes(1);
+    logger.error.mockClear();
 
     await runtimeWith({ storeTimeLeft: () => 5_000 }).invoke(timedOut, identity(), input(), deadline());
     expect(logger.error).toHaveBeenCalledWith(

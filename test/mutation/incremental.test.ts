@@ -1,4 +1,4 @@
-import { type IncrementalReport, mergeReports } from './incremental';
+import { committedText, type IncrementalReport, mergeReports } from './incremental';
 
 /** Two runs' incremental reports, each numbering its own tests: merged, every mutant names the same tests. */
 describe('mergeReports', () => {
@@ -61,5 +61,15 @@ describe('mergeReports', () => {
     expect(merged.files['lib/a.ts']?.mutants).toEqual([
       { id: '0', status: 'Killed', coveredBy: ['1', '2'], killedBy: ['2'] },
     ]);
+  });
+
+  it('commits a report on one line, without the mutants’ status reasons', () => {
+    const report: IncrementalReport = {
+      files: { 'lib/a.ts': { source: 'a', mutants: [{ id: '0', status: 'Killed', statusReason: 'at /tmp/sandbox' }] } },
+    };
+
+    expect(committedText(report)).toBe(
+      '{"files":{"lib/a.ts":{"source":"a","mutants":[{"id":"0","status":"Killed"}]}}}',
+    );
   });
 });

@@ -80,3 +80,17 @@ export function mergeReports(reports: readonly IncrementalReport[]): Incremental
 export function readReport(path: string): IncrementalReport {
   return JSON.parse(readFileSync(path, 'utf8')) as IncrementalReport;
 }
+
+/**
+ * The report as committed: one line, and without each mutant's `statusReason` (a failure message or a
+ * stack with the sandbox's paths, ~40% of the file) — Stryker reads neither to decide what to rerun.
+ */
+export function committedText(report: IncrementalReport): string {
+  const files = Object.fromEntries(
+    Object.entries(report.files).map(([file, source]) => [
+      file,
+      { ...source, mutants: source.mutants.map(({ statusReason: _reason, ...mutant }) => mutant) },
+    ]),
+  );
+  return JSON.stringify({ ...report, files });
+}

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { commandFlags, refuse } from '../../bin/cli-args';
 import { startDynamoDBLocal } from '../../lib/local/dynamodb-local';
 import { ENGINES, type EngineName } from '../explore/engine';
-import { mergeReports, readReport } from './incremental';
+import { committedText, mergeReports, readReport } from './incremental';
 
 const USAGE = `usage: npm run mutate [-- --engine memory|local] [-- --force] [-- --files GLOB[,GLOB…]]
                        [-- --incremental-file FILE]
@@ -83,7 +83,9 @@ async function main(): Promise<number> {
     const code = await new Promise<number>((resolve) => stryker.on('close', (exit) => resolve(exit ?? 1)));
     if (partial && code === 0 && existsSync(runFile!)) {
       const earlier = existsSync(COMMITTED) ? [readReport(COMMITTED)] : [];
-      writeFileSync(COMMITTED, JSON.stringify(mergeReports([...earlier, readReport(runFile!)])));
+      writeFileSync(COMMITTED, committedText(mergeReports([...earlier, readReport(runFile!)])));
+    } else if (runFile === undefined && code === 0 && existsSync(COMMITTED)) {
+      writeFileSync(COMMITTED, committedText(readReport(COMMITTED)));
     }
     return code;
   } finally {

@@ -6,6 +6,7 @@ import { createServices } from '../../app/services';
 import { tableName } from '../../app/tables';
 import { TOOLS } from '../../app/tools';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
+import { ToolRuntime, type ToolRuntimeOptions } from '../../lib/idempotency/runtime';
 import type { Identity, InvocationDeadline } from '../../lib/idempotency/types';
 import { createToolRuntime } from '../../lib/lambda/runtime';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
@@ -85,6 +86,14 @@ export function createWorld() {
       tableName: tableName('idempotency'),
       attributes: IDEMPOTENCY_ATTRIBUTES,
     } satisfies IdempotencyTable,
+    /** A bare runtime on the idempotency table (no logger or hook unless given): for tests of the runtime itself. */
+    idempotencyRuntime: (options: Omit<ToolRuntimeOptions, 'client' | 'tableName' | 'attributes'> = {}) =>
+      new ToolRuntime({
+        client: services.client,
+        tableName: tableName('idempotency'),
+        attributes: IDEMPOTENCY_ATTRIBUTES,
+        ...options,
+      }),
     destroy: () => services.client.destroy(),
   };
 }

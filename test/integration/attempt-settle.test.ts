@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { type AttributeValue, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod/mini';
 import { InFlightError, NotFoundError } from '../../lib/idempotency';
-import { type CallOutcome, ToolRuntime } from '../../lib/idempotency/runtime';
+import type { CallOutcome, ToolRuntime } from '../../lib/idempotency/runtime';
 import { defineTool } from '../../lib/idempotency/tool';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
+import { beforeNext, throttled } from '../helpers/intercept';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -20,10 +19,7 @@ const outcomes: CallOutcome[] = [];
 const logger = { error: jest.fn(), warn: jest.fn() };
 beforeAll(() => {
   world = createWorld();
-  runtime = new ToolRuntime({
-    client: world.client,
-    tableName: world.idempotencyTable.tableName,
-    attributes: IDEMPOTENCY_ATTRIBUTES,
+  runtime = world.idempotencyRuntime({
     onOutcome: (outcome) => void outcomes.push(outcome),
     logger: logger as unknown as Logger,
   });
@@ -40,21 +36,13 @@ const WINDOW_SECONDS = 600;
 
 /** Fails the next DeleteItem whose key matches `key` with a throttling error, once. */
 function failNextDelete(key: RegExp): void {
-  const name = `fail-delete-${randomUUID()}`;
-  world.client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const input = args.input as { Key?: { id?: { S?: string } } };
-      if (context.commandName === 'DeleteItemCommand' && key.test(input.Key?.id?.S ?? '')) {
-        world.client.middlewareStack.remove(name);
-        throw Object.assign(new Error('Rate exceeded'), {
-          name: 'ThrottlingException',
-          $fault: 'client',
-          $metadata: { httpStatusCode: 400 },
-        });
-      }
-      return next(args);
+  beforeNext(
+    world.client,
+    'DeleteItemCommand',
+    () => {
+      throw throttled();
     },
-    { step: 'initialize', name },
+    (input) => key.test((input as { Key?: { id?: { S?: string } } }).Key?.id?.S ?? ''),
   );
 }
 
@@ -249,11 +237,7 @@ describe('a tool’s own answer', () => {
   });
 
   it('a receipt that cannot be stored, with no logger: stored as the outcome all the same (never run twice)', async () => {
-    const quiet = new ToolRuntime({
-      client: world.client,
-      tableName: world.idempotencyTable.tableName,
-      attributes: IDEMPOTENCY_ATTRIBUTES,
-    });
+    const quiet = world.idempotencyRuntime();
     const { tool, execute } = noteTool('send_note', async () => ({
       receipt: { at: new Date(0) } as never,
       replayed: false,
@@ -312,21 +296,9 @@ describe('a tool’s own answer', () => {
     const { tool } = noteTool('send_note', async () => {
       throw Object.assign(new Error('timed out'), { name: 'TimeoutError' });
     });
-    const name = `fail-park-${randomUUID()}`;
-    world.client.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (context.commandName === 'UpdateItemCommand') {
-          world.client.middlewareStack.remove(name);
-          throw Object.assign(new Error('Rate exceeded'), {
-            name: 'ThrottlingException',
-            $fault: 'client',
-            $metadata: { httpStatusCode: 400 },
-          });
-        }
-        return next(args);
-      },
-      { step: 'initialize', name },
-    );
+    beforeNext(world.client, 'UpdateItemCommand', () => {
+      throw throttled();
+    });
 
     const answer = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
 
@@ -342,24 +314,15 @@ describe('a tool’s own answer', () => {
     const { tool } = noteTool('send_note', async () => {
       throw Object.assign(new Error('timed out'), { name: 'TimeoutError' });
     });
-    const name = `take-before-park-${randomUUID()}`;
-    world.client.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (context.commandName === 'UpdateItemCommand') {
-          world.client.middlewareStack.remove(name);
-          const input = args.input as { Key: Record<string, AttributeValue> };
-          await world.client.send(
-            new UpdateItemCommand({
-              TableName: world.idempotencyTable.tableName,
-              Key: input.Key,
-              UpdateExpression: 'SET claim_id = :retry',
-              ExpressionAttributeValues: { ':retry': { S: 'a-retry' } },
-            }),
-          );
-        }
-        return next(args);
-      },
-      { step: 'initialize', name },
+    beforeNext(world.client, 'UpdateItemCommand', (input) =>
+      world.client.send(
+        new UpdateItemCommand({
+          TableName: world.idempotencyTable.tableName,
+          Key: (input as { Key: Record<string, AttributeValue> }).Key,
+          UpdateExpression: 'SET claim_id = :retry',
+          ExpressionAttributeValues: { ':retry': { S: 'a-retry' } },
+        }),
+      ),
     );
 
     const answered = await runtime.invokeForCall(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());

@@ -5,8 +5,9 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { STATUS } from '../../lib/idempotency/call-state';
 import { Completer, type Recheck, type StreamChange } from '../../lib/idempotency/completer';
 import { NotFoundError } from '../../lib/idempotency/errors';
-import { ToolRuntime } from '../../lib/idempotency/runtime';
+import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
+import { beforeNext } from '../helpers/intercept';
 import { noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -19,11 +20,7 @@ let world: World;
 let runtime: ToolRuntime;
 beforeAll(() => {
   world = createWorld();
-  runtime = new ToolRuntime({
-    client: world.client,
-    tableName: world.idempotencyTable.tableName,
-    attributes: IDEMPOTENCY_ATTRIBUTES,
-  });
+  runtime = world.idempotencyRuntime();
 });
 afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());
@@ -218,17 +215,7 @@ describe('a recheck', () => {
 
   /** Runs `change` just before the next UpdateItem is sent (between a recheck's read and its write). */
   function beforeNextUpdate(change: () => Promise<unknown>): void {
-    const name = `before-update-${randomUUID()}`;
-    world.client.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (context.commandName === 'UpdateItemCommand') {
-          world.client.middlewareStack.remove(name);
-          await change();
-        }
-        return next(args);
-      },
-      { step: 'initialize', name },
-    );
+    beforeNext(world.client, 'UpdateItemCommand', change);
   }
 
   /** Moves the clock past the parked lock (the park set it to now). */
@@ -338,10 +325,7 @@ describe('a recheck', () => {
 
   it('runs its re-run through the runtime as the completer (the outcome’s transport)', async () => {
     const outcomes: Array<{ transport: string | undefined }> = [];
-    const observed = new ToolRuntime({
-      client: world.client,
-      tableName: world.idempotencyTable.tableName,
-      attributes: IDEMPOTENCY_ATTRIBUTES,
+    const observed = world.idempotencyRuntime({
       onOutcome: (_outcome, context) => void outcomes.push({ transport: context.transport }),
     });
     const { completer } = completerWith({ runtime: observed });

@@ -10,6 +10,7 @@ import { store } from '../../lib/idempotency/protocol/settle';
 import { markStalled } from '../../lib/idempotency/protocol/stall';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
+import { beforeNext as beforeNextCommand } from '../helpers/intercept';
 import { createWorld, type World } from '../helpers/world';
 
 /**
@@ -75,17 +76,7 @@ async function erase(key: string, options: { dryRun?: boolean; closeStalled?: bo
 
 /** Runs `change` just before the next command named `command` is sent (between erase's read and its write). */
 function beforeNext(command: string, change: () => Promise<unknown>): void {
-  const name = `before-${randomUUID()}`;
-  world.client.middlewareStack.add(
-    (next, context) => async (args) => {
-      if (context.commandName === command) {
-        world.client.middlewareStack.remove(name);
-        await change();
-      }
-      return next(args);
-    },
-    { step: 'initialize', name },
-  );
+  beforeNextCommand(world.client, command, change);
 }
 
 describe('a call record', () => {

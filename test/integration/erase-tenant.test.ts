@@ -11,6 +11,7 @@ import { eraseTenant, NO_TENANT_ATTRIBUTE } from '../../lib/admin/erase-tenant';
 import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
 import { createTableInput } from '../../lib/store/create-tables';
 import type { TableSchema } from '../../lib/store/tables';
+import { beforeNext as beforeNextCommand } from '../helpers/intercept';
 import { createWorld, type World } from '../helpers/world';
 
 /**
@@ -78,17 +79,7 @@ async function hasTicket(tenant: string, id: string): Promise<boolean> {
 
 /** Runs `change` just before the next `command` to the app's table is sent. */
 function beforeNext(command: string, change: () => Promise<unknown>): void {
-  const name = `before-${randomUUID()}`;
-  world.client.middlewareStack.add(
-    (next, context) => async (args) => {
-      if (context.commandName === command && (args.input as { TableName?: string }).TableName === TABLE) {
-        world.client.middlewareStack.remove(name);
-        await change();
-      }
-      return next(args);
-    },
-    { step: 'initialize', name },
-  );
+  beforeNextCommand(world.client, command, change, (input) => input.TableName === TABLE);
 }
 
 describe('tenant erase of an app table', () => {

@@ -8,6 +8,7 @@ import { tombstone } from '../../lib/idempotency/protocol/erasure';
 import { intentKeyOf } from '../../lib/idempotency/protocol/intent';
 import { store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
+import { beforeNext } from '../helpers/intercept';
 import { createWorld, identity, type World } from '../helpers/world';
 
 /**
@@ -88,6 +89,18 @@ async function heldBy(holder: Claim, scope: IntentRequest['scope'], askedAgoS = 
   const created = await claimIntent(table, requestFor(holder, scope, { askedAtMs: Date.now() - askedAgoS * 1000 }));
   expect(created).toMatchObject({ kind: 'holds', created: true });
   return (await intentItem(scope))!;
+}
+
+/** The intent of `scope`, moved to another holder's claim (someone else took it meanwhile). */
+async function movedToSomeoneElse(scope: IntentRequest['scope']): Promise<void> {
+  await world.client.send(
+    new UpdateItemCommand({
+      TableName: table.tableName,
+      Key: marshall({ id: intentKeyOf(scope) }),
+      UpdateExpression: 'SET claim_id = :other',
+      ExpressionAttributeValues: marshall({ ':other': 'someone-else' }),
+    }),
+  );
 }
 
 /** The record under `recordKey`, deleted and claimed anew by another call, whose lock is live. */
@@ -296,24 +309,7 @@ describe('claiming a dedupe window’s intent', () => {
     const scope = newScope();
     const first = await callClaimed(-1_000);
     await heldBy(first, scope);
-    const name = `swap-race-${randomUUID()}`;
-    world.client.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (context.commandName === 'UpdateItemCommand') {
-          world.client.middlewareStack.remove(name);
-          await world.client.send(
-            new UpdateItemCommand({
-              TableName: table.tableName,
-              Key: marshall({ id: intentKeyOf(scope) }),
-              UpdateExpression: 'SET claim_id = :other',
-              ExpressionAttributeValues: marshall({ ':other': 'someone-else' }),
-            }),
-          );
-        }
-        return next(args);
-      },
-      { step: 'initialize', name },
-    );
+    beforeNext(world.client, 'UpdateItemCommand', () => movedToSomeoneElse(scope));
 
     const own = await claimIntent(table, requestFor({ ...first, claimId: 'retry' }, scope));
 
@@ -403,25 +399,13 @@ describe('an intent whose window ended before this call was asked', () => {
     const holder = await completedCall();
     await heldBy(holder, scope, WINDOW_S + 5);
     const asker = await callClaimed();
-    const name = `replace-race-${randomUUID()}`;
     let puts = 0;
-    world.client.middlewareStack.add(
-      (next, context) => async (args) => {
-        // The second PutItem is the replace (the first is the create that found the intent).
-        if (context.commandName === 'PutItemCommand' && ++puts === 2) {
-          world.client.middlewareStack.remove(name);
-          await world.client.send(
-            new UpdateItemCommand({
-              TableName: table.tableName,
-              Key: marshall({ id: intentKeyOf(scope) }),
-              UpdateExpression: 'SET claim_id = :other',
-              ExpressionAttributeValues: marshall({ ':other': 'someone-else' }),
-            }),
-          );
-        }
-        return next(args);
-      },
-      { step: 'initialize', name },
+    // The second PutItem is the replace (the first is the create that found the intent).
+    beforeNext(
+      world.client,
+      'PutItemCommand',
+      () => movedToSomeoneElse(scope),
+      () => ++puts === 2,
     );
 
     const result = await claimIntent(table, requestFor(asker, scope));

@@ -5,8 +5,8 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import { NotFoundError } from '../../lib/idempotency';
 import { recordKeyOf } from '../../lib/idempotency/derivation';
 import { StoredFailureError } from '../../lib/idempotency/errors';
-import { type CallContext, type CallOutcome, outcomeOf, ToolRuntime } from '../../lib/idempotency/runtime';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
+import { type CallContext, type CallOutcome, outcomeOf } from '../../lib/idempotency/runtime';
+import { beforeNext, throttled } from '../helpers/intercept';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -21,10 +21,7 @@ const seen: Array<{ outcome: CallOutcome; call: CallContext }> = [];
 function runtimeWith(
   options: { onOutcome?: (o: CallOutcome, c: CallContext) => void; storeTimeLeft?: () => number | undefined } = {},
 ) {
-  return new ToolRuntime({
-    client: world.client,
-    tableName: world.idempotencyTable.tableName,
-    attributes: IDEMPOTENCY_ATTRIBUTES,
+  return world.idempotencyRuntime({
     logger: logger as unknown as Logger,
     onOutcome: options.onOutcome ?? ((outcome, call) => void seen.push({ outcome, call })),
     ...(options.storeTimeLeft ? { storeTimeLeft: options.storeTimeLeft } : {}),
@@ -180,10 +177,7 @@ describe('what the outcome hook and the logs are told', () => {
 
   it('a hook that throws, with no logger: the answer all the same', async () => {
     const { tool } = noteTool();
-    const runtime = new ToolRuntime({
-      client: world.client,
-      tableName: world.idempotencyTable.tableName,
-      attributes: IDEMPOTENCY_ATTRIBUTES,
+    const runtime = world.idempotencyRuntime({
       onOutcome: () => {
         throw new Error('metrics down');
       },
@@ -196,10 +190,7 @@ describe('what the outcome hook and the logs are told', () => {
     const { tool } = noteTool('send_note', async () => {
       throw Object.assign(new Error('timed out'), { name: 'TimeoutError' });
     });
-    const runtime = new ToolRuntime({
-      client: world.client,
-      tableName: world.idempotencyTable.tableName,
-      attributes: IDEMPOTENCY_ATTRIBUTES,
+    const runtime = world.idempotencyRuntime({
       storeTimeLeft: () => 0,
     });
 
@@ -343,21 +334,9 @@ describe('a poll (lookup)', () => {
 
   it('a store that fails the read: its error in the closed set, logged with the tool and code', async () => {
     const runtime = runtimeWith();
-    const name = `fail-read-${randomUUID()}`;
-    world.client.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (context.commandName === 'GetItemCommand') {
-          world.client.middlewareStack.remove(name);
-          throw Object.assign(new Error('Rate exceeded'), {
-            name: 'ThrottlingException',
-            $fault: 'client',
-            $metadata: { httpStatusCode: 400 },
-          });
-        }
-        return next(args);
-      },
-      { step: 'initialize', name },
-    );
+    beforeNext(world.client, 'GetItemCommand', () => {
+      throw throttled();
+    });
 
     await expect(runtime.lookup('send_note', identity(), 'k1')).rejects.toMatchObject({ code: 'unavailable' });
     expect(logger.error).toHaveBeenCalledWith('operation lookup failed', {

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { ToolRuntime } from '../../lib/idempotency/runtime';
+import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask } from '../../lib/idempotency/task';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -10,11 +9,7 @@ let world: World;
 let runtime: ToolRuntime;
 beforeAll(() => {
   world = createWorld();
-  runtime = new ToolRuntime({
-    client: world.client,
-    tableName: world.idempotencyTable.tableName,
-    attributes: IDEMPOTENCY_ATTRIBUTES,
-  });
+  runtime = world.idempotencyRuntime();
 });
 afterAll(() => world.destroy());
 

@@ -83,8 +83,8 @@ describe('refused before anything is written', () => {
     const { tool, execute } = noteTool('send_note', undefined, { ttlSeconds: 910 });
     const runtime = runtimeWith();
 
-    const tooLong = await runtime.invoke(tool, identity(), input(), deadline(900_001));
-    const justRight = await runtime.invoke(tool, identity(), input(), deadline(899_900));
+    const tooLong = await runtime.invoke(tool, identity(), input(), { getRemainingTimeInMillis: () => 900_001 });
+    const justRight = await runtime.invoke(tool, identity(), input(), { getRemainingTimeInMillis: () => 899_900 });
 
     // Exactly 10 s before the TTL is allowed (rule 2: the lock ends 10 s before it).
     const atTheMargin = await runtime.invoke(tool, identity(), input(), { getRemainingTimeInMillis: () => 900_000 });

@@ -77,9 +77,11 @@ describe('a dedupe window’s holder', () => {
   it('still running: pending, asked again no later than the holder’s lock ends', async () => {
     const caller = identity();
     const held = gate();
+    const started = gate();
     const { tool } = noteTool(
       'send_note',
       async () => {
+        started.open();
         await held.opened;
         return { receipt: { ok: 1 }, replayed: false };
       },
@@ -87,7 +89,7 @@ describe('a dedupe window’s holder', () => {
     );
     // The holder's lock ends with its deadline, 700 ms from now: sooner than pending's longest wait (1 s).
     const holder = runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline(700));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await started.opened; // the first call holds its claim and runs
 
     const fresh = await runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
     held.open();

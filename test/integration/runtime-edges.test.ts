@@ -142,14 +142,16 @@ describe('what the outcome hook and the logs are told', () => {
 
   it('a pending answer names its key to the hook', async () => {
     const held = gate();
+    const started = gate();
     const { tool } = noteTool('send_note', async () => {
+      started.open();
       await held.opened;
       return { receipt: {}, replayed: false };
     });
     const caller = identity();
     const runtime = runtimeWith();
     const first = runtime.invoke(tool, caller, input('k1'), deadline());
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await started.opened; // the first call holds its claim and runs
 
     await runtime.invoke(tool, caller, input('k1'), deadline());
     held.open();
@@ -274,14 +276,16 @@ describe('a poll (lookup)', () => {
 
   it('says pending, abandoned, stalled, completed — or nothing for a key never used', async () => {
     const held = gate();
+    const started = gate();
     const { tool } = noteTool('send_note', async () => {
+      started.open();
       await held.opened;
       return { receipt: { n: 1 }, replayed: false };
     });
     const caller = identity();
     const runtime = runtimeWith();
     const running = runtime.invoke(tool, caller, input('k1'), deadline());
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await started.opened; // the first call holds its claim and runs
 
     const live = await runtime.lookup('send_note', caller, 'k1');
     await setLock(caller, 'k1', { in_progress_expiration: Date.now() - 1 });

@@ -149,46 +149,63 @@ export function nextAfterWrite(tool: string, result: ToolResult): NextStep {
   return nextAfterFailure(result);
 }
 
-/** How long to wait before polling an operation still in flight again. */
-export const OPERATION_POLL_AFTER_MS = 1000;
-
 /** What `get_operation` says of a call it finds (docs/state-machine.md's states, as the caller reads them). */
 export type OperationStatus = 'completed' | 'pending' | 'abandoned' | 'stalled';
 
-/** The next step after `get_operation`'s answer. */
-export function nextAfterOperation(status: OperationStatus): NextStep {
+/**
+ * The next step after `get_operation`'s answer. `afterMs` is the answer's `retry_after_ms`: when the call
+ * can next change (`askAgainAfterMs`) — soon for a running call, the completer's re-run for an abandoned one.
+ */
+export function nextAfterOperation(status: OperationStatus, afterMs?: number): NextStep {
   switch (status) {
     case 'completed':
       return { action: 'none', message: 'This call completed; its receipt is here. Do not repeat it.' };
-    case 'pending':
+    case 'pending': {
+      const wait = afterMs ?? MIN_POLL_AFTER_MS;
       return {
         action: 'call_again',
-        after_ms: OPERATION_POLL_AFTER_MS,
-        message: `Still running; it will not run twice. Ask again after ${OPERATION_POLL_AFTER_MS} ms.`,
+        after_ms: wait,
+        message: `Still running; it will not run twice. Ask again after ${wait} ms.`,
       };
-    case 'abandoned':
+    }
+    case 'abandoned': {
+      const wait = afterMs ?? MIN_POLL_AFTER_MS;
       return {
         action: 'call_again',
-        after_ms: OPERATION_POLL_AFTER_MS,
-        message: `The call stopped before it finished; the server finishes it. Ask again after ${OPERATION_POLL_AFTER_MS} ms, or call the write again now with the same idempotency_key and arguments: neither can act twice.`,
+        after_ms: wait,
+        message: `The call stopped before it finished; the server re-runs it in ${secondsOf(wait)}: ask again then. Or call the write again now with the same idempotency_key and arguments to run it at once: neither can act twice.`,
       };
+    }
     case 'stalled':
       return {
         action: 'call_again',
         message:
-          'The server stopped retrying this call: its attempts failed. Call the write again with the same idempotency_key and arguments to run it again (it cannot act twice), or tell the user it did not finish. Polling will not change this answer.',
+          'The server stopped retrying this call. Call the write again with the same idempotency_key and arguments to run it again (it cannot act twice), or tell the user it did not finish. Polling will not change this answer.',
       };
   }
+}
+
+/** The wait when an answer carries none (an older server's poll): a second. */
+const MIN_POLL_AFTER_MS = 1000;
+
+/** A wait in words a model reads: "45 s", "4 min 30 s". */
+function secondsOf(ms: number): string {
+  const seconds = Math.ceil(ms / 1000);
+  if (seconds < 60) return `${seconds} s`;
+  const rest = seconds % 60;
+  return `${Math.floor(seconds / 60)} min${rest === 0 ? '' : ` ${rest} s`}`;
 }
 
 /** The next step after a read that found what it names. */
 export const AFTER_READ: NextStep = { action: 'none', message: 'This is the current state. Nothing to do.' };
 
-/** A read's answer, whichever read: found, an operation's status, or an error. */
-export type ReadResult = { readonly ok: true; readonly status?: OperationStatus } | ErrorResult;
+/** A read's answer, whichever read: found, an operation's status (and when to ask again), or an error. */
+export type ReadResult =
+  | { readonly ok: true; readonly status?: OperationStatus; readonly retry_after_ms?: number }
+  | ErrorResult;
 
 /** The next step after a read's answer (`get_operation`, `get_invoice`, `get_ticket`). */
 export function nextAfterRead(answer: ReadResult): NextStep {
   if (!answer.ok) return nextAfterFailure(answer);
-  return answer.status === undefined ? AFTER_READ : nextAfterOperation(answer.status);
+  return answer.status === undefined ? AFTER_READ : nextAfterOperation(answer.status, answer.retry_after_ms);
 }

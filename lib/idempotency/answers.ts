@@ -2,6 +2,7 @@
  * How an attempt ends (`Ending`) and what the caller is told: the stored outcome's answer, the one
  * `pending` answer, and every failure in the closed set of error codes (`toToolError`).
  */
+import { completerDueAtMs } from './backoff';
 import type { CallRecord, StoredOutcome } from './call-state';
 import {
   ConflictError,
@@ -68,16 +69,36 @@ export function failureOf(stored: StoredOutcome): { code: ErrorCode; message: st
   return { code, message: code === 'internal' ? INTERNAL_MESSAGE : (stored.message ?? code) };
 }
 
-/** The `pending` answer, the only place one is built. */
+/**
+ * The `pending` answer, the only place one is built. A call this attempt parked until a later time (a
+ * provider still running the key) changes at that time and no sooner — nobody runs it until then — so the
+ * answer says all of it; a call found running elsewhere may be stored at any moment (`retryAfterMs`).
+ */
 export function pendingAnswer(clientKey: string, until: PendingUntil): ToolResult<never> {
-  const atMs = 'afterMs' in until ? Date.now() + until.afterMs : until.atMs;
-  return { ok: false, status: 'pending', key: clientKey, retry_after_ms: retryAfterMs(atMs) };
+  const wait = 'afterMs' in until ? Math.max(MIN_RETRY_AFTER_MS, Math.ceil(until.afterMs)) : retryAfterMs(until.atMs);
+  return { ok: false, status: 'pending', key: clientKey, retry_after_ms: wait };
 }
 
-/** When to poll again: soon, but never past the running call's lock. */
-export function retryAfterMs(lockEndsMs: number | undefined): number {
-  const untilLockEnds = lockEndsMs === undefined ? MAX_RETRY_AFTER_MS : lockEndsMs - Date.now();
+/** When to poll a call that runs elsewhere again: soon (its holder may store at any moment), never past its lock. */
+export function retryAfterMs(lockEndsMs: number | undefined, nowMs: number = Date.now()): number {
+  const untilLockEnds = lockEndsMs === undefined ? MAX_RETRY_AFTER_MS : lockEndsMs - nowMs;
   return Math.min(MAX_RETRY_AFTER_MS, Math.max(MIN_RETRY_AFTER_MS, Math.ceil(untilLockEnds)));
+}
+
+/** The least wait an abandoned call's answer hints: its re-run is due, but not this instant. */
+export const MIN_ABANDONED_WAIT_MS = 1_000;
+
+/**
+ * When asking about a call in flight again is worth it, ms after `nowMs` — the one rule every surface's
+ * hint follows (a poll's `next.after_ms`, `Retry-After`, an MCP task's `pollInterval`; docs/state-machine.md,
+ * "Liveness"): a live call may be stored by its holder at any moment, so soon, never past its lock
+ * (`retryAfterMs`); an abandoned call changes only when the completer re-runs it (`completerDueAtMs`) —
+ * or when its caller resends it, which it may do at once — so exactly then, at least a second from now.
+ * No other state has a scheduled change (settled, gone, or stalled: only a resend moves it).
+ */
+export function askAgainAfterMs(record: CallRecord, state: 'live' | 'abandoned', nowMs: number): number {
+  if (state === 'live') return retryAfterMs(record.lockEndsMs, nowMs);
+  return Math.max(MIN_ABANDONED_WAIT_MS, Math.ceil(completerDueAtMs(record) - nowMs));
 }
 
 /** The message of a call whose effect may have run but whose outcome is not stored (or not its own). */

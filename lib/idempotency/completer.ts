@@ -1,8 +1,16 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { backoffSeconds } from './backoff';
-import { type CallRecord, callRecordOf, classify, isCallRecordKey, STATUS } from './call-state';
+import { backoffSeconds, completerDueAtMs, recheckDelaySeconds } from './backoff';
+import {
+  type CallRecord,
+  callRecordOf,
+  classify,
+  isCallRecordKey,
+  STATUS,
+  type StalledReason,
+  type StoredCall,
+} from './call-state';
 import { markStalled } from './protocol/stall';
 import { type IdempotencyTable, readCallRecord } from './protocol/table';
 import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
@@ -34,6 +42,12 @@ export interface Recheck {
   readonly claim: string;
   /** When to deliver it, in seconds from now (SQS `DelaySeconds`: 0–900). */
   readonly delaySeconds: number;
+  /**
+   * When the call is due (epoch ms), as its record says (`completerDueAtMs`): later than the delivery when
+   * it is more than SQS's 15 min away. Not sent through SQS (the recheck reads the record again); a local
+   * run says when to run again by it.
+   */
+  readonly dueAtMs?: number;
 }
 
 /** Where rechecks wait (SQS with `DelaySeconds` on AWS; a timer queue locally and in the explorer). */
@@ -140,9 +154,14 @@ export class Completer {
       if (record?.status !== STATUS.inProgress || !record.claimId) continue;
       // Given up on already (the image of the give-up itself): nothing more to schedule.
       if (record.stalledClaimId === record.claimId) continue;
-      const untilLockEnds = Math.max(0, Math.ceil((record.lockEndsMs - Date.now()) / 1000));
-      const delay = untilLockEnds + (record.attempt > 1 ? backoffSeconds(record.attempt - 1) : 1);
-      rechecks.push({ key: recordKey, claim: record.claimId, delaySeconds: Math.min(900, delay) });
+      // Due when the record says (its lock's end, and its attempts' backoff), however late this image is read.
+      const dueAtMs = completerDueAtMs(record);
+      rechecks.push({
+        key: recordKey,
+        claim: record.claimId,
+        delaySeconds: recheckDelaySeconds(dueAtMs, Date.now()),
+        dueAtMs,
+      });
     }
     if (rechecks.length > 0) await this.#options.queue.send(rechecks);
     return { recordsRead: changes.length, rechecksScheduled: rechecks.length };
@@ -156,47 +175,58 @@ export class Completer {
    */
   async onRecheck(recheck: Pick<Recheck, 'key' | 'claim'>, deadline: InvocationDeadline): Promise<RecheckOutcome> {
     const record = await readCallRecord(this.#table, recheck.key);
-    const state = classify(record, Date.now());
+    const nowMs = Date.now();
+    const state = classify(record, nowMs);
     if (!record || record.claimId !== recheck.claim || (state !== 'live' && state !== 'abandoned')) return 'settled';
-    if (state === 'live') {
-      const delaySeconds = Math.min(900, Math.max(1, Math.ceil((record.lockEndsMs - Date.now()) / 1000)));
-      await this.#options.queue.send([{ key: recheck.key, claim: recheck.claim, delaySeconds }]);
+    // Not due yet — still live, or abandoned within its backoff (a recheck delivered early, twice, or capped
+    // at SQS's 15 min): looked at again when the record says, not when this message came.
+    const dueAtMs = completerDueAtMs(record);
+    if (state === 'live' || nowMs < dueAtMs) {
+      const delaySeconds = Math.max(1, recheckDelaySeconds(dueAtMs, nowMs));
+      await this.#options.queue.send([{ key: recheck.key, claim: recheck.claim, delaySeconds, dueAtMs }]);
       return 'later';
     }
-    // The record is abandoned on the claim the recheck names: that claim is what is given up on or resumed.
-    if (record.attempt > (this.#options.maxAttempts ?? 8)) return this.#giveUp(record, recheck.claim);
-    const outcome = await this.#finish(record, recheck.claim, deadline);
+    // The record is abandoned on the claim the recheck names: that claim is what is given up on or resumed —
+    // given up on after `maxAttempts`, and at once when this completer cannot re-run it (its tool is not one
+    // it serves: a deploy dropped or renamed it; its stored call cannot be read): nothing else would move it
+    // before its TTL, and its poll says why.
+    if (record.attempt > (this.#options.maxAttempts ?? 8)) return this.#giveUp(record, recheck.claim, 'attempts');
+    const tool = record.tool === undefined ? undefined : this.#tools.get(record.tool);
+    if (!tool) return this.#giveUp(record, recheck.claim, 'unknown_tool');
+    if (!record.call || record.tenant === undefined) return this.#giveUp(record, recheck.claim, 'unreadable_call');
+    const outcome = await this.#finish(tool, record.tenant, record.call, recheck.claim, deadline);
     if (outcome === 'unsettled') {
-      // Never rely on a change that may not have happened (the takeover itself may have failed).
-      const delaySeconds = backoffSeconds(record.attempt);
-      await this.#options.queue.send([{ key: recheck.key, claim: recheck.claim, delaySeconds }]);
+      // Never rely on a change that may not have happened (the takeover itself may have failed): looked at
+      // again after this attempt's backoff — when the record says, if the re-run did park it.
+      const dueAtMs = Date.now() + backoffSeconds(record.attempt) * 1000;
+      const delaySeconds = recheckDelaySeconds(dueAtMs, Date.now());
+      await this.#options.queue.send([{ key: recheck.key, claim: recheck.claim, delaySeconds, dueAtMs }]);
     }
     return outcome;
   }
 
-  async #giveUp(record: CallRecord, claimId: string): Promise<RecheckOutcome> {
-    const marked = await markStalled(this.#table, record.recordKey, claimId, Date.now());
+  async #giveUp(record: CallRecord, claimId: string, reason: StalledReason): Promise<RecheckOutcome> {
+    const marked = await markStalled(this.#table, record.recordKey, claimId, Date.now(), reason);
     if (marked === 'changed') return 'settled'; // taken over, finished or erased meanwhile: its own changes follow
     this.#options.logger?.error('completer gave up on a call: it is stalled until a retry with its key, or erase', {
       tool: record.tool,
       attempts: record.attempt,
+      reason,
     });
     return 'gave_up';
   }
 
-  async #finish(record: CallRecord, claimId: string, deadline: InvocationDeadline): Promise<RecheckOutcome> {
-    const tool = record.tool === undefined ? undefined : this.#tools.get(record.tool);
-    const call = record.call;
-    if (!tool || !call || record.tenant === undefined) {
-      this.#options.logger?.warn('abandoned call the completer cannot finish', {
-        tool: record.tool,
-        reason: tool ? 'no stored call' : 'unknown tool',
-      });
-      return 'settled';
-    }
+  /** Re-runs the call as its caller would retry it, taking over only `claimId`. */
+  async #finish(
+    tool: ToolDefinition,
+    tenant: string,
+    call: StoredCall,
+    claimId: string,
+    deadline: InvocationDeadline,
+  ): Promise<RecheckOutcome> {
     const result = await this.#options.runtime.invoke(
       tool,
-      { tenant: record.tenant, user: call.user },
+      { tenant, user: call.user },
       { ...call.args, idempotency_key: call.clientKey },
       deadline,
       { resume: { claimId }, transport: 'completer' },

@@ -35,3 +35,5 @@ export {
   type ToolRuntimeOptions,
 } from './runtime';
 export { type CallTask, callAsTask, readTask, STALLED_POLL_MS, type TaskAnswer } from './task';
+export { backoffSeconds, completerDueAtMs } from './backoff';
+export type { StalledReason } from './call-state';

@@ -55,6 +55,11 @@ export interface RecordAttributes {
    */
   readonly stalledClaim: string;
   /**
+   * On a stalled call record: why the completer gave up on it (`attempts`, `unknown_tool`,
+   * `unreadable_call`), written with `stalledClaim`: its poll says which.
+   */
+  readonly stalledReason: string;
+  /**
    * On a call record: when its first claim was written (epoch ms) — the moment its caller asked, kept by
    * every takeover and by the stored outcome: the dedupe window a call falls in, and an MCP task's
    * `createdAt`. Written by the first claim's own PutItem (no write of its own).
@@ -85,6 +90,7 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   callInstance: 'call_id',
   windowEnd: 'window_end',
   stalledClaim: 'stalled_claim',
+  stalledReason: 'stalled_reason',
   createdAt: 'created_at',
   completedAt: 'completed_at',
 };

@@ -3,6 +3,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod/mini';
 import {
   answerOf,
+  askAgainAfterMs,
   type Ending,
   type EndingCall,
   failureOf,
@@ -12,7 +13,7 @@ import {
 } from './answers';
 import { parseCall } from './arguments';
 import { type CallPlan, runAttempt } from './attempt';
-import { type CallRecord, CLOCK_SKEW_TOLERANCE_MS, classify } from './call-state';
+import { type CallRecord, CLOCK_SKEW_TOLERANCE_MS, classify, type StalledReason } from './call-state';
 import { idempotencyDisabled, recordKeyOf, validationOf } from './derivation';
 import { type ErrorCode, INTERNAL_MESSAGE, InternalError, StoredFailureError, UnavailableError } from './errors';
 import { fingerprint } from './fingerprint';
@@ -80,10 +81,15 @@ export function outcomeOf(result: ToolResult): CallOutcome['outcome'] {
  */
 export type Operation<R extends JsonObject> =
   | { status: 'completed'; receipt: R }
-  | { status: 'pending' }
-  | { status: 'abandoned' }
-  /** Abandoned, and the completer gave up on it after its attempts: only a resend with its key finishes it. */
-  | { status: 'stalled' };
+  /** `retryAfterMs`: when asking again is worth it (`askAgainAfterMs`: soon, never past its lock). */
+  | { status: 'pending'; retryAfterMs: number }
+  /** `retryAfterMs`: when the completer re-runs it (a resend with its key runs it at once). */
+  | { status: 'abandoned'; retryAfterMs: number }
+  /**
+   * Abandoned, and the completer gave up on it (`reason`: after its attempts, or it cannot re-run it):
+   * only a resend with its key finishes it.
+   */
+  | { status: 'stalled'; reason: StalledReason };
 
 /** How an invocation is run. */
 export interface InvokeOptions {
@@ -272,13 +278,15 @@ export class ToolRuntime {
   async lookup(toolName: string, identity: Identity, clientKey: string): Promise<Operation<JsonObject> | undefined> {
     const record = await this.readCall(toolName, identity, clientKey);
     if (!record) return undefined;
-    switch (classify(record, Date.now())) {
+    const nowMs = Date.now();
+    const state = classify(record, nowMs);
+    switch (state) {
       case 'live':
-        return { status: 'pending' };
+        return { status: 'pending', retryAfterMs: askAgainAfterMs(record, state, nowMs) };
       case 'abandoned':
-        return { status: 'abandoned' };
+        return { status: 'abandoned', retryAfterMs: askAgainAfterMs(record, state, nowMs) };
       case 'stalled':
-        return { status: 'stalled' };
+        return { status: 'stalled', reason: record.stalledReason ?? 'attempts' };
       case 'completed': {
         const outcome = record.outcome;
         // A stored failure answers the poll as it answered the call.

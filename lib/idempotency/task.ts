@@ -6,8 +6,8 @@
  *
  * | call state                | task                                                                  |
  * |---------------------------|-----------------------------------------------------------------------|
- * | live                      | `working`, polled again when its lock ends (`pollInterval`: what is left of it) |
- * | abandoned                 | `working`: a retry with its key or the completer finishes it          |
+ * | live                      | `working`, polled again soon (`pollInterval`: at most 1 s, never past its lock) |
+ * | abandoned                 | `working`, polled again when the completer re-runs it (`completerDueAtMs`) |
  * | stalled                   | `working`: only a resend with its key finishes it (never terminal: it can still complete) |
  * | completed, a receipt      | `completed`, its result the call's own answer (`idempotent` as stored) |
  * | completed, a failure      | `failed`, its result the call's own error answer                       |
@@ -17,9 +17,8 @@
  * expires, so a task never moves from `completed` or `failed` to anything but gone.
  */
 import type * as z from 'zod/mini';
-import { answerOf, MIN_RETRY_AFTER_MS } from './answers';
-import { backoffSeconds } from './backoff';
-import { type CallRecord, classify, createdAtOf } from './call-state';
+import { answerOf, askAgainAfterMs, MIN_RETRY_AFTER_MS } from './answers';
+import { type CallRecord, classify, createdAtOf, type StalledReason } from './call-state';
 import type { InvokeOptions, ToolRuntime } from './runtime';
 import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
 import type { Identity, InvocationDeadline, JsonObject, ToolResult } from './types';
@@ -46,6 +45,8 @@ export type CallTask = TaskTimes &
         readonly status: 'working';
         /** Which kind of in flight: the lock is live, ended, or the completer gave up on it. */
         readonly state: 'live' | 'abandoned' | 'stalled';
+        /** Stalled: why the completer gave up on it. */
+        readonly reason?: StalledReason;
         /** When polling it again is worth it. */
         readonly pollIntervalMs: number;
       }
@@ -63,15 +64,6 @@ export interface TaskReading {
   readonly clientKey: string;
   /** The tool's TTL: the times of a record an earlier version wrote (no `created_at`) derive from it. */
   readonly ttlSeconds: number;
-}
-
-/**
- * When the completer looks at an abandoned call again: its stream image schedules a recheck at the
- * lock's end, later after repeated attempts (`backoffSeconds`), and so does a re-run that did not settle.
- */
-function nextLookMs(record: CallRecord, nowMs: number): number {
-  const next = record.lockEndsMs + (record.attempt > 1 ? backoffSeconds(record.attempt - 1) : 1) * 1000;
-  return Math.max(1_000, Math.ceil(next - nowMs));
 }
 
 /**
@@ -93,8 +85,8 @@ export function taskOf(
         lastUpdatedAtMs: createdAtMs,
         status: 'working',
         state,
-        // Nothing changes before its lock ends (its attempt stores, parks or dies by then).
-        pollIntervalMs: Math.max(MIN_RETRY_AFTER_MS, Math.ceil(record.lockEndsMs - nowMs)),
+        // Its holder may store it at any moment: the same hint as every answer about it (`askAgainAfterMs`).
+        pollIntervalMs: askAgainAfterMs(record, state, nowMs),
       };
     case 'abandoned':
     case 'stalled':
@@ -104,7 +96,9 @@ export function taskOf(
         lastUpdatedAtMs: Math.max(createdAtMs, record.lockEndsMs),
         status: 'working',
         state,
-        pollIntervalMs: state === 'stalled' ? STALLED_POLL_MS : nextLookMs(record, nowMs),
+        // Abandoned: when the completer re-runs it (a resend may finish it sooner); stalled: nothing is scheduled.
+        pollIntervalMs: state === 'stalled' ? STALLED_POLL_MS : askAgainAfterMs(record, state, nowMs),
+        ...(state === 'stalled' ? { reason: record.stalledReason ?? 'attempts' } : {}),
       };
     case 'completed': {
       const result = answerOf<JsonObject>(record.outcome ?? { replayed: false }, clientKey);

@@ -24,7 +24,7 @@ import {
   ToolError,
   type ToolResult,
 } from '../idempotency';
-import { ABANDONED_HINT, STALLED_HINT } from '../reads/operation';
+import { ABANDONED_HINT, STALLED_HINTS } from '../reads/operation';
 import { instanceOf, mcpTaskOf, TASK_NOT_FOUND, type TaskWording, taskIdOf, taskNameOf, ttlNote } from './tasks';
 import type { Answer, McpTool } from './tools';
 
@@ -129,8 +129,8 @@ function wordingOf(tool: string, clientKey: string): TaskWording {
     working: {
       live: `Running under idempotency_key "${clientKey}"; it will not run twice. Poll tasks/get, then read tasks/result.`,
       abandoned: ABANDONED_HINT,
-      stalled: STALLED_HINT,
     },
+    stalled: STALLED_HINTS,
     failed(result) {
       const next = nextAfterWrite(tool, result as unknown as ToolResult);
       return result.error ? `${result.error.code}: ${result.error.message}. ${next.message}` : next.message;

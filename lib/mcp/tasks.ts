@@ -13,7 +13,7 @@
  *   write units) and `tasks/cancel` (no state of a call allows it: a claim precedes the effect at once,
  *   so every task still `working` may have made its effect). The SDK answers both `-32601`.
  */
-import type { CallTask } from '../idempotency';
+import type { CallTask, StalledReason } from '../idempotency';
 import type { JsonObject } from '../idempotency/types';
 
 /** The prefix of this format of task id (a later one can be told apart). */
@@ -73,7 +73,9 @@ export interface McpTask {
 /** What each kind of task says of itself. */
 export interface TaskWording {
   /** A `working` task's message, by its call's state. */
-  readonly working: Readonly<Record<'live' | 'abandoned' | 'stalled', string>>;
+  readonly working: Readonly<Record<'live' | 'abandoned', string>>;
+  /** A stalled task's message (`working`: only a resend finishes it), by why the completer gave up on it. */
+  readonly stalled: Readonly<Record<StalledReason, string>>;
   /** A `failed` task's message, from its error answer. */
   failed(result: JsonObject & { readonly error?: { readonly code: string; readonly message: string } }): string;
 }
@@ -90,7 +92,7 @@ export function mcpTaskOf(taskId: string, task: CallTask, wording: TaskWording):
     return {
       ...times,
       status: 'working',
-      statusMessage: wording.working[task.state],
+      statusMessage: task.state === 'stalled' ? wording.stalled[task.reason ?? 'attempts'] : wording.working[task.state],
       pollInterval: task.pollIntervalMs,
     };
   }

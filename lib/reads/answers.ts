@@ -16,11 +16,20 @@ export const operationAnswer = z.lazy(() =>
       receipt: z.record(z.string(), z.unknown()).check(z.describe("The write's receipt, as it first answered.")),
       next: nextStepSchema,
     }),
-    z.strictObject({ ok: z.literal(true), status: z.literal('pending'), key: z.string(), next: nextStepSchema }),
+    z.strictObject({
+      ok: z.literal(true),
+      status: z.literal('pending'),
+      key: z.string(),
+      retry_after_ms: z.int().check(z.describe('Ask again after this long (ms): it may finish at any moment.')),
+      next: nextStepSchema,
+    }),
     z.strictObject({
       ok: z.literal(true),
       status: z.literal('abandoned'),
       key: z.string(),
+      retry_after_ms: z
+        .int()
+        .check(z.describe('When the server re-runs it (ms from now); a resend with the same key runs it at once.')),
       hint: z.string().check(z.describe('What happens next: the completer finishes it, or resend with the same key.')),
       next: nextStepSchema,
     }),

@@ -1,5 +1,5 @@
 import type { OperationStatus } from '../api/next-step';
-import type { Identity, JsonObject, ToolRuntime } from '../idempotency';
+import type { Identity, JsonObject, StalledReason, ToolRuntime } from '../idempotency';
 import { INTERNAL_MESSAGE, StoredFailureError, ToolError } from '../idempotency/errors';
 import { clip, readFailure as failure, type ReadAnswer } from '../tools/read-module';
 
@@ -12,13 +12,22 @@ export interface OperationSource {
   readonly toolNames: readonly string[];
 }
 
-/** What an abandoned call's poll says: who finishes it, and that the caller may resend it now. */
+/** What an abandoned call's poll says: who finishes it and when, and that the caller may resend it now. */
 export const ABANDONED_HINT =
-  'the call stopped before it finished (its worker died, or its attempt failed): the server retries it, the first time within a minute, or resend the same arguments with the same key now — neither can act twice';
+  'the call stopped before it finished (its worker died, or its attempt failed): the server re-runs it once the wait this answer gives is over, or resend the same arguments with the same key now to run it at once — neither can act twice';
 
-/** What a stalled call's poll says: only a resend finishes it. */
-export const STALLED_HINT =
-  'the server stopped retrying this call after its attempts failed (its effect may or may not have happened): resend the same arguments with the same key to run it again — it cannot act twice — otherwise it stays unfinished until its record expires';
+/** What a stalled call's poll says, by why the server gave up on it: only a resend finishes it. */
+export const STALLED_HINTS: Readonly<Record<StalledReason, string>> = {
+  attempts:
+    'the server stopped retrying this call after its attempts failed (its effect may or may not have happened): resend the same arguments with the same key to run it again — it cannot act twice — otherwise it stays unfinished until its record expires',
+  unknown_tool:
+    'the server no longer runs this tool (a deployment removed or renamed it), so it will not finish this call (its effect may or may not have happened): once the tool is served again, resend the same arguments with the same key — it cannot act twice — otherwise it stays unfinished until its record expires',
+  unreadable_call:
+    'the server cannot read what this call asked, so it will not finish it (its effect may or may not have happened): resend the same arguments with the same key to run it again — it cannot act twice — otherwise it stays unfinished until its record expires',
+};
+
+/** The stalled hint of a call the completer gave up on after its attempts (the most common reason). */
+export const STALLED_HINT = STALLED_HINTS.attempts;
 
 /**
  * The caller's own record of a client key: completed with its receipt, or pending. The record is keyed
@@ -30,7 +39,9 @@ export async function readOperation(
   caller: Identity,
   tool: string,
   key: string,
-): Promise<ReadAnswer<{ status: OperationStatus; key: string; receipt?: JsonObject; hint?: string }>> {
+): Promise<
+  ReadAnswer<{ status: OperationStatus; key: string; receipt?: JsonObject; retry_after_ms?: number; hint?: string }>
+> {
   if (!toolNames.includes(tool)) return failure('not_found', `tool: no tool ${clip(tool)}`);
   // A key no write could have used (over 255 characters) names no operation: no read is sent.
   if (key.length > MAX_CLIENT_KEY_LENGTH) return failure('not_found', `key: no operation ${clip(key)} for ${tool}`);
@@ -48,7 +59,7 @@ export async function readOperation(
   }
   if (!operation) return failure('not_found', `key: no operation ${key} for ${tool}`);
   if (operation.status === 'completed') return { ok: true, status: 'completed', key, receipt: operation.receipt };
-  if (operation.status === 'pending') return { ok: true, status: 'pending', key };
-  if (operation.status === 'stalled') return { ok: true, status: 'stalled', key, hint: STALLED_HINT };
-  return { ok: true, status: 'abandoned', key, hint: ABANDONED_HINT };
+  if (operation.status === 'pending') return { ok: true, status: 'pending', key, retry_after_ms: operation.retryAfterMs };
+  if (operation.status === 'stalled') return { ok: true, status: 'stalled', key, hint: STALLED_HINTS[operation.reason] };
+  return { ok: true, status: 'abandoned', key, retry_after_ms: operation.retryAfterMs, hint: ABANDONED_HINT };
 }

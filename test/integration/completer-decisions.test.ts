@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { backoffSeconds } from '../../lib/idempotency/backoff';
 import { STATUS } from '../../lib/idempotency/call-state';
 import { Completer, type Recheck, type StreamChange } from '../../lib/idempotency/completer';
 import { NotFoundError } from '../../lib/idempotency/errors';
@@ -81,21 +82,22 @@ describe('a stream batch', () => {
 
   beforeEach(() => freezeClock(NOW));
 
-  it('schedules a recheck for a call in flight, due one second after its lock ends', async () => {
+  it('schedules a recheck for a call in flight, due when its lock ends (liveness: the due time is the record’s)', async () => {
     const { completer, sends } = completerWith();
 
     const report = await completer.onStream([change('send_note#a', inFlight('send_note#a', {}, 10_200), '1')]);
 
     expect(report).toEqual({ recordsRead: 1, rechecksScheduled: 1 });
-    // ceil(10.2 s) to the lock's end, + 1 s.
-    expect(sends).toEqual([[{ key: 'send_note#a', claim: 'c1', delaySeconds: 12 }]]);
+    // ceil(10.2 s) to the lock's end.
+    expect(sends).toEqual([[{ key: 'send_note#a', claim: 'c1', delaySeconds: 11, dueAtMs: NOW + 10_200 }]]);
   });
 
-  it('waits out a later attempt’s backoff after its lock, and never more than SQS’s 900 s', async () => {
+  it('waits out a later attempt’s backoff counted from its lock’s end, not from the read, and never more than SQS’s 900 s', async () => {
     const { completer, sends } = completerWith();
 
     await completer.onStream([
-      // Attempt 3, its lock ended: the backoff of attempt 2 (60 s), from now.
+      // Attempt 3, its lock ended 5 s ago: the backoff of attempt 2 (60 s) from the lock's end — 55 s from now.
+      // (Counted from the read, a process that reads the stream every minute would never reach it.)
       change('send_note#b', inFlight('send_note#b', { attempt: 3 }, -5_000), '1'),
       // A lock ending in an hour: capped at 900 s.
       change('send_note#c', inFlight('send_note#c', {}, 3_600_000), '2'),
@@ -103,8 +105,8 @@ describe('a stream batch', () => {
 
     expect(sends).toEqual([
       [
-        { key: 'send_note#b', claim: 'c1', delaySeconds: 60 },
-        { key: 'send_note#c', claim: 'c1', delaySeconds: 900 },
+        { key: 'send_note#b', claim: 'c1', delaySeconds: 55, dueAtMs: NOW + 55_000 },
+        { key: 'send_note#c', claim: 'c1', delaySeconds: 900, dueAtMs: NOW + 3_600_000 },
       ],
     ]);
   });
@@ -128,8 +130,8 @@ describe('a stream batch', () => {
     expect(report).toEqual({ recordsRead: 6, rechecksScheduled: 2 });
     expect(sends).toEqual([
       [
-        { key: 'send_note#e', claim: 'new', delaySeconds: 11 },
-        { key: 'send_note#f', claim: 'c1', delaySeconds: 11 },
+        { key: 'send_note#e', claim: 'new', delaySeconds: 10, dueAtMs: NOW + 10_000 },
+        { key: 'send_note#f', claim: 'c1', delaySeconds: 10, dueAtMs: NOW + 10_000 },
       ],
     ]);
   });
@@ -159,7 +161,7 @@ describe('a stream batch', () => {
 
     await completer.onStream([change('send_note#m', inFlight('send_note#m', { stalled_claim: 'c0' }), '1')]);
 
-    expect(sends).toEqual([[{ key: 'send_note#m', claim: 'c1', delaySeconds: 11 }]]);
+    expect(sends).toEqual([[{ key: 'send_note#m', claim: 'c1', delaySeconds: 10, dueAtMs: NOW + 10_000 }]]);
   });
 
   it('reads a change without a sequence number as the earliest', async () => {
@@ -170,7 +172,7 @@ describe('a stream batch', () => {
       change('send_note#n', { ...inFlight('send_note#n'), status: STATUS.completed }),
     ]);
 
-    expect(sends).toEqual([[{ key: 'send_note#n', claim: 'c1', delaySeconds: 11 }]]);
+    expect(sends).toEqual([[{ key: 'send_note#n', claim: 'c1', delaySeconds: 10, dueAtMs: NOW + 10_000 }]]);
   });
 });
 
@@ -222,6 +224,12 @@ describe('a recheck', () => {
   function pastTheLock(): void {
     const now = Date.now();
     jest.spyOn(Date, 'now').mockImplementation(() => now + 1_000);
+  }
+
+  /** Moves the clock past the re-run of an attempt `attempt` parked now: its lock, then its backoff (liveness). */
+  function pastItsDue(attempt: number): void {
+    const now = Date.now();
+    jest.spyOn(Date, 'now').mockImplementation(() => now + 1_000 + backoffSeconds(attempt - 1) * 1000);
   }
 
   it('finishes an abandoned call: the same arguments, caller and key, taking over only the claim it names', async () => {
@@ -278,7 +286,7 @@ describe('a recheck', () => {
     const { completer, execute, logger } = completerWith();
     const call = await abandonedCall();
     await setAttributes(call.recordKey, { attempt: 9 });
-    pastTheLock();
+    pastItsDue(9);
 
     const givenUp = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
 
@@ -286,7 +294,12 @@ describe('a recheck', () => {
     expect(execute).not.toHaveBeenCalled();
     expect(await itemOf(call.recordKey)).toMatchObject({ stalled_claim: call.claim, claim_id: call.claim });
     expect(logger.error).toHaveBeenCalledTimes(1);
-    expect(logger.error).toHaveBeenCalledWith(expect.stringMatching(/gave up/), { tool: 'send_note', attempts: 9 });
+    expect(logger.error).toHaveBeenCalledWith(expect.stringMatching(/gave up/), {
+      tool: 'send_note',
+      attempts: 9,
+      reason: 'attempts',
+    });
+    expect(await itemOf(call.recordKey)).toMatchObject({ stalled_reason: 'attempts' });
     // Stalled: a second recheck of the same claim finds nothing to do.
     expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline())).toBe('settled');
   });
@@ -295,7 +308,7 @@ describe('a recheck', () => {
     const { completer, logger } = completerWith();
     const call = await abandonedCall();
     await setAttributes(call.recordKey, { attempt: 9 });
-    pastTheLock();
+    pastItsDue(9);
     beforeNextUpdate(() =>
       setAttributes(call.recordKey, { claim_id: 'a-retry', in_progress_expiration: Date.now() + 60_000 }),
     );
@@ -340,7 +353,7 @@ describe('a recheck', () => {
     const { completer, execute } = completerWith();
     const call = await abandonedCall();
     await setAttributes(call.recordKey, { attempt: 8 });
-    pastTheLock();
+    pastItsDue(8);
 
     expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline())).toBe('finished');
     expect(execute).toHaveBeenCalledTimes(1);
@@ -357,8 +370,9 @@ describe('a recheck', () => {
     const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
 
     expect(outcome).toBe('unsettled');
-    // The record's attempt as read (1): backoff 30 s.
-    expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 30 }]]);
+    // The record's attempt as read (1): backoff 30 s — the due time the re-run's own park gives the record.
+    const dueAtMs = Date.now() + 30_000;
+    expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 30, dueAtMs }]]);
     expect(await itemOf(call.recordKey)).toMatchObject({ status: STATUS.inProgress, attempt: 2 });
   });
 
@@ -373,7 +387,7 @@ describe('a recheck', () => {
 
     expect(outcome).toBe('unsettled');
     expect(execute).not.toHaveBeenCalled();
-    expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 30 }]]);
+    expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 30, dueAtMs: Date.now() + 30_000 }]]);
     expect(await itemOf(call.recordKey)).toMatchObject({ claim_id: call.claim, attempt: 1 });
   });
 
@@ -390,7 +404,7 @@ describe('a recheck', () => {
     expect(await itemOf(call.recordKey)).toMatchObject({ status: STATUS.completed });
   });
 
-  it('settles a call it cannot finish with no logger all the same', async () => {
+  it('gives up on a call it cannot finish with no logger all the same', async () => {
     const completer = new Completer({
       client: world.client,
       runtime,
@@ -402,10 +416,10 @@ describe('a recheck', () => {
     const call = await abandonedCall();
     pastTheLock();
 
-    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline())).toBe('settled');
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline())).toBe('gave_up');
   });
 
-  it('settles a call it cannot finish — an unknown tool, no stored call, no tenant — and says why', async () => {
+  it('gives up at once on a call it cannot finish — an unknown tool, no stored call, no tenant — stalled with the reason its poll says (liveness)', async () => {
     const { completer, execute, logger } = completerWith({ tools: [noteTool('other_tool').tool] });
     const unknownTool = await abandonedCall();
     pastTheLock();
@@ -430,18 +444,51 @@ describe('a recheck', () => {
       deadline(),
     );
 
-    expect([unknown, withoutCall, withoutTenant]).toEqual(['settled', 'settled', 'settled']);
+    expect([unknown, withoutCall, withoutTenant]).toEqual(['gave_up', 'gave_up', 'gave_up']);
     expect(execute).not.toHaveBeenCalled();
     expect(known.execute).not.toHaveBeenCalled();
-    expect(logger.warn).toHaveBeenCalledWith('abandoned call the completer cannot finish', {
+    expect(logger.error).toHaveBeenCalledWith(expect.stringMatching(/gave up/), {
       tool: 'send_note',
-      reason: 'unknown tool',
+      attempts: 1,
+      reason: 'unknown_tool',
     });
-    expect(known.logger.warn).toHaveBeenNthCalledWith(1, 'abandoned call the completer cannot finish', {
+    expect(known.logger.error).toHaveBeenNthCalledWith(1, expect.stringMatching(/gave up/), {
       tool: 'send_note',
-      reason: 'no stored call',
+      attempts: 1,
+      reason: 'unreadable_call',
     });
-    expect(known.logger.warn).toHaveBeenCalledTimes(2);
-    expect(await itemOf(noCall.recordKey)).toMatchObject({ status: STATUS.inProgress, attempt: 1 });
+    expect(known.logger.error).toHaveBeenCalledTimes(2);
+    expect(await itemOf(unknownTool.recordKey)).toMatchObject({
+      stalled_claim: unknownTool.claim,
+      stalled_reason: 'unknown_tool',
+    });
+    expect(await itemOf(noCall.recordKey)).toMatchObject({
+      status: STATUS.inProgress,
+      attempt: 1,
+      stalled_reason: 'unreadable_call',
+    });
+    // The poll tells the caller why, and that only a resend finishes it.
+    expect(await runtime.lookup('send_note', unknownTool.caller, unknownTool.key)).toEqual({
+      status: 'stalled',
+      reason: 'unknown_tool',
+    });
+  });
+
+  it('re-runs an abandoned call when its record says, not when a recheck comes: one delivered early is sent again for the due time (liveness)', async () => {
+    const { completer, execute, sends } = completerWith();
+    const call = await abandonedCall();
+    // Attempt 3, parked now: due 60 s (attempt 2's backoff) after its lock's end.
+    await setAttributes(call.recordKey, { attempt: 3 });
+    const parkedAt = (await itemOf(call.recordKey)).in_progress_expiration as number;
+    freezeClock(parkedAt + 20_000);
+
+    const early = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    expect(early).toBe('later');
+    expect(execute).not.toHaveBeenCalled();
+    expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 40, dueAtMs: parkedAt + 60_000 }]]);
+    freezeClock(parkedAt + 60_000);
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline())).toBe('finished');
+    expect(execute).toHaveBeenCalledTimes(1);
   });
 });

@@ -99,7 +99,8 @@ describe('the completer', () => {
 
     // Assess
     expect(notYet).toEqual([]);
-    expect(before).toEqual({ status: 'abandoned' });
+    // Abandoned at its first attempt: due now (its lock's end) — ask again in a second, or resend.
+    expect(before).toEqual({ status: 'abandoned', retryAfterMs: 1_000 });
     expect(outcomes).toEqual(['finished']);
     expect(await world.ledgerRows(caller.tenant)).toHaveLength(1);
     expect(new Set(requests.map((request) => request.idempotencyKey)).size).toBe(1); // one downstream key
@@ -146,7 +147,10 @@ describe('the completer', () => {
     const second = await completer.rechecks();
 
     expect(first).toEqual(['unsettled']);
-    expect(afterBlip).toEqual({ status: 'abandoned' });
+    // Its re-run failed now: the next is 30 s away (attempt 1's backoff), and the poll says so.
+    expect(afterBlip).toMatchObject({ status: 'abandoned' });
+    expect((afterBlip as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(29_000);
+    expect((afterBlip as { retryAfterMs: number }).retryAfterMs).toBeLessThanOrEqual(30_000);
     // Two rechecks: the one the completer sent itself after the blip, and the one the kept record's
     // change brought; whichever comes first finishes it, the other finds nothing to do.
     expect([...second].sort()).toEqual(['finished', 'settled']);
@@ -197,7 +201,7 @@ describe('the completer', () => {
     expect(givenUp).toContain('gave_up');
     expect(givenUp.filter((outcome) => outcome !== 'gave_up').every((outcome) => outcome === 'settled')).toBe(true);
     expect(afterwards).toEqual([]);
-    expect(polled).toEqual({ status: 'stalled' });
+    expect(polled).toEqual({ status: 'stalled', reason: 'attempts' });
     expect(attemptsWhileStalled).toBe(2);
     expect(retry).toMatchObject({ ok: true, idempotent: false });
     expect(await runtime.lookup('refund', caller, 'k1')).toMatchObject({ status: 'completed' });

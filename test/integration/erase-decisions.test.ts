@@ -56,7 +56,7 @@ async function completed(): Promise<Claim> {
 
 async function stalled(): Promise<Claim> {
   const call = await claimed(-1_000);
-  expect(await markStalled(table, call.recordKey, call.claimId, Date.now())).toBe('stalled');
+  expect(await markStalled(table, call.recordKey, call.claimId, Date.now(), 'attempts')).toBe('stalled');
   return call;
 }
 

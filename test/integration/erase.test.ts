@@ -176,7 +176,7 @@ describe('eraseTenant', () => {
       .idempotency!.map((item) => (item as { id: { S: string } }).id.S)
       .find((id) => id.startsWith('send_note#'))!;
     const abandoned = (await readCallRecord(table, key))!;
-    const gaveUp = await markStalled(table, key, abandoned.claimId!, Date.now());
+    const gaveUp = await markStalled(table, key, abandoned.claimId!, Date.now(), 'attempts');
     const polledStalled = await world.runtime.lookup('send_note', caller, 'k1');
 
     // Act

@@ -254,9 +254,9 @@ describe('a call record’s transitions', () => {
     const first = firstClaim(1_000);
     const held = await claimed(first);
 
-    const whileLive = await markStalled(table, first.recordKey, held.claimId, first.lockEndsMs - 1);
-    const otherClaim = await markStalled(table, first.recordKey, randomUUID(), first.lockEndsMs + 1);
-    const abandoned = await markStalled(table, first.recordKey, held.claimId, first.lockEndsMs + 1);
+    const whileLive = await markStalled(table, first.recordKey, held.claimId, first.lockEndsMs - 1, 'attempts');
+    const otherClaim = await markStalled(table, first.recordKey, randomUUID(), first.lockEndsMs + 1, 'attempts');
+    const abandoned = await markStalled(table, first.recordKey, held.claimId, first.lockEndsMs + 1, 'attempts');
 
     expect([whileLive, otherClaim, abandoned]).toEqual(['changed', 'changed', 'stalled']);
     expect(await readCallRecord(table, first.recordKey)).toMatchObject({ stalledClaimId: held.claimId });
@@ -273,7 +273,7 @@ describe('a call record’s transitions', () => {
       await deleteExpired(table, first.recordKey, Date.now()), // not expired
     ];
     const afterRefusals = await itemOf(first.recordKey);
-    await markStalled(table, first.recordKey, held.claimId, first.lockEndsMs + 1);
+    await markStalled(table, first.recordKey, held.claimId, first.lockEndsMs + 1, 'attempts');
     const closed = await closeStalled(table, first.recordKey, held.claimId, first.lockEndsMs + 1);
     const expired = await deleteExpired(table, first.recordKey, (first.expiresAtS + 1) * 1000);
 
@@ -287,7 +287,7 @@ describe('a call record’s transitions', () => {
   it('close stalled: never a call whose lock is live again (its attempt, still running past its lock, parked itself)', async () => {
     const first = firstClaim(1_000);
     const held = await claimed(first);
-    await markStalled(table, first.recordKey, held.claimId, first.lockEndsMs + 1);
+    await markStalled(table, first.recordKey, held.claimId, first.lockEndsMs + 1, 'attempts');
     // The attempt given up on was still running (a slow effect past its lock): it parks its own claim.
     await park(table, held, Date.now() + 60_000);
     const before = await itemOf(first.recordKey);

@@ -40,13 +40,13 @@ describe('taskOf', () => {
     expect(taskOf(undefined, reading)).toBeUndefined();
   });
 
-  it('live: working, polled when its lock ends (not sooner than 100 ms)', () => {
+  it('live: working, polled soon — its holder may store it at any moment — at most 1 s, never past its lock (not sooner than 100 ms)', () => {
     expect(taskOf(record(), reading)).toEqual({
       ...TIMES,
       lastUpdatedAtMs: NOW - 5_000,
       status: 'working',
       state: 'live',
-      pollIntervalMs: 10_000,
+      pollIntervalMs: 1_000,
     });
     expect(taskOf(record({ lockEndsMs: NOW + 20.5 }), reading)).toMatchObject({ pollIntervalMs: MIN_RETRY_AFTER_MS });
     expect(taskOf(record({ lockEndsMs: NOW + 150.2 }), reading)).toMatchObject({ pollIntervalMs: 151 });

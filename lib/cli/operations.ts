@@ -145,23 +145,64 @@ export async function callsCommand(argv: readonly string[], cwd: string, env: No
   }
 }
 
-const COMPLETE_USAGE = `usage: retrysafe complete [--config FILE] [store flags]
+const COMPLETE_USAGE = `usage: retrysafe complete [--until-settled [--max-wait 90m]] [--config FILE] [store flags]
 
-One completer pass, as the stack's completer runs on the table's stream: reads the idempotency table's
-stream from its trim horizon, finishes the calls whose worker died (their lock ended with no outcome),
-and waits for the rechecks due within a few seconds. A call whose lock is still live is counted, not
-waited for: run it again once the lock ended. On AWS the deployed completer does this by itself.
+The completer, as the stack runs it on the table's stream: reads the idempotency table's stream from its
+trim horizon and re-runs every call whose worker died, or whose attempts failed, once its record says it
+is due (its lock's end, then a backoff per attempt: 30 s, 60 s, … 15 min); after its attempts it gives
+up on a call (stalled: only a resend with its key finishes it). It waits for what is due within a few
+seconds, then prints when the next call is due: run it again after then — from cron every minute, it
+moves every call on the same schedule as the stack's completer. On AWS the deployed completer does this
+by itself.
+
+  --until-settled   keep running until no call is left that the completer moves (each finished or
+                    stalled); exits 3 when --max-wait ends first
+  --max-wait D      the longest --until-settled runs, as 90s, 45m, 2h (default 90m: a call that fails
+                    every time is given up on within about 75 min)
 
 ${STORE_USAGE}`;
 
-/** The whole run's deadline, as one completer invocation's. */
-const COMPLETE_RUN_MS = 60_000;
-/** Rechecks due within this long are waited for (an abandoned call's first one is due within a second). */
+/** One pass's deadline, as one completer invocation's. */
+const PASS_MS = 60_000;
+/** Rechecks due within this long are waited for (an abandoned call's first one is due at once). */
 const WAIT_FOR_DUE_MS = 5_000;
+/** `--until-settled`'s default bound. */
+const DEFAULT_MAX_WAIT = '90m';
+/** The exit code of `--until-settled` when its bound ended with calls still in flight. */
+export const EXIT_NOT_SETTLED = 3;
+
+/** A duration flag (`90s`, `45m`, `2h`) in ms, or a `UsageError` naming it. */
+function durationFlag(name: string, value: string, usage: string): number {
+  const match = /^(\d+)\s*([smh])$/.exec(value);
+  if (!match) throw new UsageError(`--${name}: "${value}" is not a duration like 90s, 45m or 2h`, usage);
+  return Number(match[1]) * { s: 1_000, m: 60_000, h: 3_600_000 }[match[2] as 's' | 'm' | 'h'];
+}
+
+/** An instant as an operator reads it: `21:45:10 UTC (in 4 min 30 s)`. */
+export function dueWords(atMs: number, nowMs: number): string {
+  const seconds = Math.max(0, Math.ceil((atMs - nowMs) / 1000));
+  const clock = new Date(atMs).toISOString().slice(11, 19);
+  const minutes = Math.floor(seconds / 60);
+  const wait = minutes === 0 ? `${seconds} s` : `${minutes} min${seconds % 60 === 0 ? '' : ` ${seconds % 60} s`}`;
+  return `${clock} UTC (in ${wait})`;
+}
 
 export async function completeCommand(argv: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<number> {
-  const { values, help } = flagsOf(argv, { config: { type: 'string' }, ...STORE_FLAGS }, COMPLETE_USAGE);
+  const { values, help } = flagsOf(
+    argv,
+    {
+      config: { type: 'string' },
+      'until-settled': { type: 'boolean' },
+      'max-wait': { type: 'string' },
+      ...STORE_FLAGS,
+    },
+    COMPLETE_USAGE,
+  );
   if (help) return printed(COMPLETE_USAGE);
+  if (values['max-wait'] !== undefined && !values['until-settled'])
+    throw new UsageError('--max-wait: only with --until-settled', COMPLETE_USAGE);
+  const untilSettled = values['until-settled'] === true;
+  const maxWaitMs = durationFlag('max-wait', values['max-wait'] ?? DEFAULT_MAX_WAIT, COMPLETE_USAGE);
   const config = configFor(cwd, values.config, false)!;
   const store = openStore(values, config.tables ?? {}, COMPLETE_USAGE, cwd, env);
   const streams = createStreamsClient(store.env);
@@ -179,13 +220,16 @@ export async function completeCommand(argv: readonly string[], cwd: string, env:
       store.env,
     );
     const feed = new LocalStreamFeed(streams, store.idempotencyTable);
-    const end = Date.now() + COMPLETE_RUN_MS;
-    const deadline = { getRemainingTimeInMillis: () => end - Date.now() };
-    const waitUntil = Date.now() + WAIT_FOR_DUE_MS;
-    const passes: CompleterPassReport[] = [await completerPass(completer, feed, queue, deadline)];
+    const pass = () => {
+      const end = Date.now() + PASS_MS;
+      return completerPass(completer, feed, queue, { getRemainingTimeInMillis: () => end - Date.now() });
+    };
+    // Waited for: what is due within a few seconds — or, until settled, whatever is due before the bound.
+    const waitUntil = Date.now() + (untilSettled ? maxWaitMs : WAIT_FOR_DUE_MS);
+    const passes: CompleterPassReport[] = [await pass()];
     for (let next = queue.nextDueAt(); next !== undefined && next <= waitUntil; next = queue.nextDueAt()) {
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, next! - Date.now())));
-      passes.push(await completerPass(completer, feed, queue, deadline));
+      passes.push(await pass());
     }
     const total = (count: (pass: CompleterPassReport) => number) => passes.reduce((sum, pass) => sum + count(pass), 0);
     console.log(
@@ -194,10 +238,18 @@ export async function completeCommand(argv: readonly string[], cwd: string, env:
         `${total((pass) => pass.rechecks.outcomes.finished)} calls finished, ` +
         `${total((pass) => pass.rechecks.outcomes.settled)} already settled, ` +
         `${total((pass) => pass.rechecks.failedMessageIds.length)} rechecks failed, ` +
-        `${total((pass) => pass.gaveUp)} given up; ` +
-        `${queue.size} rechecks still waiting (a live lock, or a failed recheck): run it again later`,
+        `${total((pass) => pass.gaveUp)} given up (stalled: only a resend with the key finishes it)`,
     );
-    return 0;
+    const due = queue.nextCallDueAt();
+    if (due === undefined) {
+      console.log('nothing left in flight for the completer: every call is settled or stalled');
+      return 0;
+    }
+    console.log(
+      `${queue.size} recheck(s) still waiting (a call running, or backing off after a failed attempt): ` +
+        `the next is due at ${dueWords(due, Date.now())}: run again after ${new Date(due).toISOString()}`,
+    );
+    return untilSettled ? EXIT_NOT_SETTLED : 0;
   } finally {
     streams.destroy();
     store.core.client.destroy();

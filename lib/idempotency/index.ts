@@ -2,6 +2,9 @@
 // rest of retrysafe imports it through (besides light subpaths: `definition`, for tool authors, `errors`,
 // `record` and `types`). Internals (the call's states, the protocol's transitions, the attempt's phases,
 // argument parsing, receipt encoding) stay inside; tests reach them by path.
+
+export { backoffSeconds, completerDueAtMs } from './backoff';
+export type { StalledReason } from './call-state';
 export {
   Completer,
   type CompleterOptions,
@@ -35,5 +38,3 @@ export {
   type ToolRuntimeOptions,
 } from './runtime';
 export { type CallTask, callAsTask, readTask, STALLED_POLL_MS, type TaskAnswer } from './task';
-export { backoffSeconds, completerDueAtMs } from './backoff';
-export type { StalledReason } from './call-state';

@@ -120,6 +120,20 @@ export class LocalRecheckQueue implements RecheckQueue {
     return next;
   }
 
+  /**
+   * When the earliest call a message is about is due (ms): its recheck's `dueAtMs` (what its record says),
+   * or its delivery when later (a failed recheck hidden until its visibility ends); undefined when none is
+   * left. Later than {@link nextDueAt} for a call more than SQS's 15 min away: that delivery only looks again.
+   */
+  nextCallDueAt(): number | undefined {
+    let next: number | undefined;
+    for (const { visibleAt, recheck } of this.#messages) {
+      const due = Math.max(visibleAt, recheck.dueAtMs ?? visibleAt);
+      if (next === undefined || due < next) next = due;
+    }
+    return next;
+  }
+
   /** Messages in the queue: waiting for their delay, visible, or received and not deleted yet. */
   get size(): number {
     return this.#messages.length;

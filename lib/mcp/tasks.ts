@@ -92,7 +92,8 @@ export function mcpTaskOf(taskId: string, task: CallTask, wording: TaskWording):
     return {
       ...times,
       status: 'working',
-      statusMessage: task.state === 'stalled' ? wording.stalled[task.reason ?? 'attempts'] : wording.working[task.state],
+      statusMessage:
+        task.state === 'stalled' ? wording.stalled[task.reason ?? 'attempts'] : wording.working[task.state],
       pollInterval: task.pollIntervalMs,
     };
   }

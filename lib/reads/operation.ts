@@ -59,7 +59,9 @@ export async function readOperation(
   }
   if (!operation) return failure('not_found', `key: no operation ${key} for ${tool}`);
   if (operation.status === 'completed') return { ok: true, status: 'completed', key, receipt: operation.receipt };
-  if (operation.status === 'pending') return { ok: true, status: 'pending', key, retry_after_ms: operation.retryAfterMs };
-  if (operation.status === 'stalled') return { ok: true, status: 'stalled', key, hint: STALLED_HINTS[operation.reason] };
+  if (operation.status === 'pending')
+    return { ok: true, status: 'pending', key, retry_after_ms: operation.retryAfterMs };
+  if (operation.status === 'stalled')
+    return { ok: true, status: 'stalled', key, hint: STALLED_HINTS[operation.reason] };
   return { ok: true, status: 'abandoned', key, retry_after_ms: operation.retryAfterMs, hint: ABANDONED_HINT };
 }

@@ -387,7 +387,9 @@ describe('a recheck', () => {
 
     expect(outcome).toBe('unsettled');
     expect(execute).not.toHaveBeenCalled();
-    expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 30, dueAtMs: Date.now() + 30_000 }]]);
+    expect(sends).toEqual([
+      [{ key: call.recordKey, claim: call.claim, delaySeconds: 30, dueAtMs: Date.now() + 30_000 }],
+    ]);
     expect(await itemOf(call.recordKey)).toMatchObject({ claim_id: call.claim, attempt: 1 });
   });
 

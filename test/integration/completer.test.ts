@@ -5,6 +5,7 @@ import type { RefundRequest } from '../../app/payments/provider';
 import { refund as refundTool } from '../../app/tools/refund';
 import { Completer } from '../../lib/idempotency/completer';
 import { ToolRuntime } from '../../lib/idempotency/runtime';
+import { completerPass } from '../../lib/local/completer-pass';
 import { LocalRecheckQueue } from '../../lib/local/recheck-queue';
 import { LocalStreamFeed } from '../../lib/local/stream-feed';
 import { createStreamsClient } from '../../lib/local/streams-client';
@@ -207,6 +208,91 @@ describe('the completer', () => {
     expect(await runtime.lookup('refund', caller, 'k1')).toMatchObject({ status: 'completed' });
     expect(await world.ledgerRows(caller.tenant)).toHaveLength(1);
   });
+
+  it('run as one pass that exits, every minute from cron (retrysafe complete), moves a call that fails every time to stalled on the record’s schedule — and every poll between says when (liveness)', async () => {
+    // Prepare: a table of its own (a pass reads the whole stream from its trim horizon, as each run of
+    // `retrysafe complete` does), a provider down for good, a clock the test moves a minute at a time.
+    const table = `completer-cron-${randomUUID().slice(0, 8)}`;
+    await world.client.send(new CreateTableCommand(createTableInput(IDEMPOTENCY_TABLE, table)));
+    const cronRuntime = new ToolRuntime({ client: world.client, tableName: table, attributes: IDEMPOTENCY_ATTRIBUTES });
+    const caller = identity();
+    const invoice = await world.seedInvoice(caller.tenant);
+    const runs: number[] = [];
+    const provider = {
+      async refund(_request: RefundRequest): Promise<never> {
+        runs.push(Date.now());
+        throw Object.assign(new Error('provider down'), { name: 'TimeoutError' });
+      },
+    };
+    const tool = refundTool.bind({ ...world, provider });
+    let offsetMs = 0;
+    const now = Date.now.bind(Date);
+    jest.spyOn(Date, 'now').mockImplementation(() => now() + offsetMs);
+    /** One `retrysafe complete`: a new feed (the stream from its start) and a new queue, one pass, gone. */
+    async function cronRun(): Promise<number | undefined> {
+      const queue = new LocalRecheckQueue();
+      const feed = new LocalStreamFeed(streams, table);
+      const completer = new Completer({
+        client: world.client,
+        runtime: cronRuntime,
+        tools: [tool],
+        queue,
+        tableName: table,
+        attributes: IDEMPOTENCY_ATTRIBUTES,
+      });
+      await completerPass(completer, feed, queue, deadline());
+      return queue.nextCallDueAt();
+    }
+    const call = { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount };
+
+    try {
+      // Act: the caller's attempt fails; then a run every minute for two hours, and an agent that polls
+      // whenever the last answer's `next` says.
+      await cronRuntime.invoke(tool, caller, call, deadline());
+      const polls: Array<{ atMs: number; status: string; afterMs?: number }> = [];
+      let pollAtMs = Date.now();
+      let lastDue: number | undefined;
+      for (let minute = 1; minute <= 120; minute++) {
+        offsetMs = minute * 60_000;
+        lastDue = await cronRun();
+        if (pollAtMs <= Date.now()) {
+          const atMs = Date.now();
+          const operation = await cronRuntime.lookup('refund', caller, 'k1');
+          const afterMs = operation && 'retryAfterMs' in operation ? operation.retryAfterMs : undefined;
+          polls.push({ atMs, status: operation?.status ?? 'none', ...(afterMs ? { afterMs } : {}) });
+          if (afterMs !== undefined) pollAtMs = atMs + afterMs;
+        }
+        if (polls.at(-1)?.status === 'stalled') break;
+      }
+
+      // Assess: the caller's attempt and the completer's 8 re-runs (maxAttempts), each at the first run
+      // at or after the time its record said (its lock's end, then 30 s, 60 s, … 900 s after each failure)…
+      expect(runs).toHaveLength(9);
+      const gaps = runs.slice(1).map((at, i) => at - runs[i]!);
+      const due = [0, 30, 60, 120, 240, 480, 900, 900].map((seconds) => seconds * 1000);
+      gaps.forEach((gap, i) => {
+        expect(gap).toBeGreaterThanOrEqual(due[i]!);
+        expect(gap).toBeLessThanOrEqual(due[i]! + 60_000 + 10_000); // a run a minute, and the test's own real time
+      });
+      // …then it is stalled within the bound the usage text states, and nothing more is due.
+      expect(polls.at(-1)).toMatchObject({ status: 'stalled' });
+      expect(runs.at(-1)! - runs[0]!).toBeLessThan(75 * 60_000);
+      expect(lastDue).toBeUndefined();
+      // An agent following `next` polls about once per re-run, not once a second (~3,000 polls before).
+      expect(polls.length).toBeLessThan(40);
+      // Each abandoned poll's wait ends when the re-run is due: never before it (the poll would find nothing
+      // new), and no later than the run that re-runs it (a run a minute).
+      for (const poll of polls.filter((p) => p.status === 'abandoned' && p.afterMs! > 1_000)) {
+        const nextRun = runs.find((at) => at >= poll.atMs);
+        if (nextRun === undefined) continue; // its last attempt's: what is due then is the give-up
+        expect(nextRun).toBeGreaterThanOrEqual(poll.atMs + poll.afterMs! - 1_000);
+        expect(nextRun).toBeLessThanOrEqual(poll.atMs + poll.afterMs! + 70_000);
+      }
+    } finally {
+      jest.restoreAllMocks();
+      await world.client.send(new DeleteTableCommand({ TableName: table }));
+    }
+  }, 120_000);
 
   it('costs nothing for calls that completed within a batch, and rechecks one still running when its lock ends', async () => {
     const caller = identity();

@@ -3,6 +3,7 @@ import { tableName } from '../../app/tables';
 import { Completer, type Recheck, type ToolRuntime } from '../../lib/idempotency';
 import type { InvocationDeadline, JsonObject, ToolResult } from '../../lib/idempotency/types';
 import { COMPLETER_DEFAULTS } from '../../lib/infra/defaults';
+import { completerPass } from '../../lib/local/completer-pass';
 import { LocalRecheckQueue } from '../../lib/local/recheck-queue';
 import { LocalStreamFeed } from '../../lib/local/stream-feed';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
@@ -23,6 +24,19 @@ export interface CompleterAnswer {
   readonly args: JsonObject;
   readonly result: ToolResult;
 }
+
+/**
+ * Which completer finishes a schedule's calls in quiescence — each one retrysafe ships, since the liveness
+ * rule (docs/state-machine.md) must hold under every one: `stream` — the stack's (the stream's event
+ * source mapping and the SQS recheck queue); `dev` — `retrysafe dev`'s loop (`completerPass` on one feed
+ * and one queue, as long as it runs); `cron` — `retrysafe complete` run every minute (each run a new feed
+ * from the stream's start and a new queue: one pass, then gone).
+ */
+export const COMPLETER_KINDS = ['stream', 'dev', 'cron'] as const;
+export type CompleterKind = (typeof COMPLETER_KINDS)[number];
+
+/** How often the `cron` completer runs: every minute, as the usage text of `retrysafe complete` suggests. */
+export const CRON_PERIOD_MS = 60_000;
 
 /** Where a schedule's delivery faults draw from (the scheduler's seeded stream). */
 export interface DeliveryFaults {
@@ -52,7 +66,10 @@ export class CompleterDriver {
     this.#completer = this.#build();
   }
 
-  #build(): Completer {
+  /** Every stream page read in this schedule: the stream "from its start" a `cron` run reads anew. */
+  #history: StreamRecord[][] = [];
+
+  #build(queue: LocalRecheckQueue = this.#queue): Completer {
     // The world's runtime, its answers to the completer kept (an answer to nobody counts as one).
     const runtime = Object.create(this.world.runtime) as ToolRuntime;
     runtime.invoke = async (tool, identity, input, deadline, options) => {
@@ -65,7 +82,7 @@ export class CompleterDriver {
       client: this.world.client,
       runtime,
       tools: Object.values(this.world.tools),
-      queue: this.#queue,
+      queue,
       tableName: tableName('idempotency', this.world.env),
       attributes: IDEMPOTENCY_ATTRIBUTES,
     });
@@ -77,6 +94,7 @@ export class CompleterDriver {
     this.#completer = this.#build();
     this.#late = [];
     this.#delivered = [];
+    this.#history = [];
     this.answers = [];
     await Scheduler.observe(() => this.#feed.poll(async () => undefined));
   }
@@ -103,10 +121,12 @@ export class CompleterDriver {
       records += batch.length;
       await completer.onStream(batch);
     };
+    const history = this.#history;
     for (const batch of faults ? this.#late.splice(0, faults.pick(this.#late.length + 1)) : this.#late.splice(0)) {
       await hand(batch);
     }
     const read = await this.#feed.poll(async (page) => {
+      history.push(page);
       if (!faults) return hand(page);
       const batch = faults.chance(0.3) ? [...page].reverse() : page;
       if (faults.chance(0.2)) {
@@ -138,17 +158,71 @@ export class CompleterDriver {
   }
 
   /**
-   * Until nothing is left: the stream read to its end and no recheck waiting — moving the clock to
-   * the next recheck when none is due yet (at most `rounds` invocations).
+   * Until nothing is left, with the completer of `kind`: `stream` and `dev` until the stream is read to its
+   * end and no recheck waits — moving the clock to the next recheck when none is due yet; `cron` until a run
+   * reads the stream from the schedule's start and finds no call in flight it would schedule — moving the
+   * clock a minute between runs. False when `rounds` invocations (runs) were not enough.
    */
-  async drain(deadline: () => InvocationDeadline, advanceTo: (ms: number) => void, rounds = 40): Promise<boolean> {
+  async drain(
+    deadline: () => InvocationDeadline,
+    advanceTo: (ms: number) => void,
+    kind: CompleterKind = 'stream',
+    rounds = kind === 'cron' ? 150 : 40,
+  ): Promise<boolean> {
+    if (kind === 'cron') return this.#drainByCron(deadline, advanceTo, rounds);
     for (let round = 0; round < rounds; round++) {
-      const { records, rechecks } = await this.once(deadline);
+      const { records, rechecks } = kind === 'dev' ? await this.#devPass(deadline) : await this.once(deadline);
       if (records === 0 && rechecks === 0 && this.#late.length === 0) {
         const next = this.#queue.nextDueAt();
         if (next === undefined) return true;
         advanceTo(next);
       }
+    }
+    return false;
+  }
+
+  /** One pass of `retrysafe dev`'s loop: `completerPass` on the driver's feed and queue. */
+  async #devPass(deadline: () => InvocationDeadline): Promise<{ records: number; rechecks: number }> {
+    for (const batch of this.#late.splice(0)) await this.#completer.onStream(batch);
+    const history = this.#history;
+    const feed = {
+      poll: (handler: (records: StreamRecord[]) => Promise<void>) =>
+        this.#feed.poll(async (page) => {
+          history.push(page);
+          await handler(page);
+        }),
+    } as unknown as LocalStreamFeed;
+    const report = await completerPass(this.#completer, feed, this.#queue, deadline());
+    const rechecks = Object.values(report.rechecks.outcomes).reduce((sum, n) => sum + n, 0);
+    return { records: report.recordsRead, rechecks: rechecks + report.rechecks.failedMessageIds.length };
+  }
+
+  /**
+   * `retrysafe complete` from cron: each run a new queue and completer, fed the whole stream of this
+   * schedule (what a new feed reads from the trim horizon), then the rechecks due at once; nothing is
+   * kept between runs — when a call is due follows from its record alone, or it is never re-run.
+   */
+  async #drainByCron(
+    deadline: () => InvocationDeadline,
+    advanceTo: (ms: number) => void,
+    runs: number,
+  ): Promise<boolean> {
+    const history = this.#history;
+    for (let run = 0; run < runs; run++) {
+      for (const batch of this.#late.splice(0)) history.push(batch);
+      await this.#feed.poll(async (page) => void history.push(page));
+      const queue = new LocalRecheckQueue(() => Date.now(), QUEUE);
+      const completer = this.#build(queue);
+      // One batch: folded to each record's last image, as a run that reads the stream to its end sees it.
+      const { rechecksScheduled } = await completer.onStream(history.flat());
+      if (rechecksScheduled === 0) return true;
+      for (const { recheck, receipt } of queue.receive()) {
+        await completer.onRecheck(recheck, deadline()).then(
+          () => queue.delete(receipt),
+          () => undefined,
+        );
+      }
+      advanceTo(Date.now() + CRON_PERIOD_MS);
     }
     return false;
   }

@@ -3,13 +3,14 @@ import canonicalize from 'canonicalize';
 import type { Movement } from '../../app/payments/provider';
 import { TABLES, tableName } from '../../app/tables';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
+import { completerDueAtMs } from '../../lib/idempotency/backoff';
 import { type CallRecord, callRecordOf, classify } from '../../lib/idempotency/call-state';
 import { recordKeyOf } from '../../lib/idempotency/derivation';
 import { readTask } from '../../lib/idempotency/task';
 import type { JsonObject, ToolResult } from '../../lib/idempotency/types';
 import { withInvocationDeadline } from '../../lib/store/deadline';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../../lib/store/tables';
-import { CompleterDriver } from './completer-driver';
+import { COMPLETER_KINDS, CompleterDriver, type CompleterKind } from './completer-driver';
 import { leaseViolations } from './leases';
 import {
   type ActorSpec,
@@ -121,7 +122,8 @@ export async function runSchedule(world: ExploreWorld, options: ScheduleOptions)
       clock,
     );
     const tenant = `t${options.seed}${(options.at ?? []).map((at) => `s${at.step}${at.fault}`).join('')}`;
-    const run = new Run(world, scenario, tenant, scheduler);
+    // Each schedule's calls are finished in quiescence by one of the completers retrysafe ships, by seed.
+    const run = new Run(world, scenario, tenant, scheduler, COMPLETER_KINDS[options.seed % COMPLETER_KINDS.length]!);
     await run.setup();
     await run.schedule();
     const violations = await run.quiesceAndCheck();
@@ -160,6 +162,7 @@ class Run {
     readonly scenario: ScenarioSpec,
     readonly tenant: string,
     readonly scheduler: Scheduler,
+    readonly completerKind: CompleterKind = 'stream',
   ) {
     this.#intents = new Map(scenario.intents.map((intent) => [intent.id, intent]));
   }
@@ -337,12 +340,14 @@ class Run {
       const caller = { tenant: this.tenant, user };
       const gone = (record: CallRecord | undefined) =>
         record !== undefined && classify(record, this.scheduler.clock.simulated) === 'expired';
-      const [operation, task] = await Scheduler.observe(() =>
+      const [operation, task, record] = await Scheduler.observe(() =>
         asPoll('get_operation and tasks/get', async () => [
           await this.world.runtime.lookup(intent.tool, caller, call.key).catch(() => 'error' as const),
           await readTask(this.world.runtime, tool, caller, call.key).catch(() => 'error' as const),
+          await this.world.runtime.readCall(intent.tool, caller, call.key).catch(() => undefined),
         ]),
       );
+      this.#checkHint(`${actor} ${intent.tool} key ${call.key}`, operation, record);
       if (operation === undefined && !gone(about)) {
         this.violations.push(
           `5 pending not pollable: ${actor} ${intent.tool} key ${call.key} answered pending, get_operation says not_found`,
@@ -361,6 +366,29 @@ class Run {
     return result;
   }
 
+  /**
+   * Liveness (docs/state-machine.md): a poll's hinted wait is the time to the call's next scheduled change —
+   * an abandoned call's never shorter than its re-run's due time (an agent told "1 s" for a re-run 15 min
+   * away polls in vain), a live call's never past its lock (its holder may store at any moment). A second
+   * of slack: the poll and the read that checks it are two reads.
+   */
+  #checkHint(label: string, operation: unknown, record: CallRecord | undefined): void {
+    if (!record || typeof operation !== 'object' || operation === null) return;
+    const { status, retryAfterMs } = operation as { status?: string; retryAfterMs?: number };
+    if (retryAfterMs === undefined) return;
+    const now = this.scheduler.clock.simulated;
+    if (status === 'abandoned' && retryAfterMs + 1_000 < completerDueAtMs(record) - now) {
+      this.violations.push(
+        `liveness: ${label} polled abandoned, told to ask again after ${retryAfterMs} ms; its re-run is due in ${completerDueAtMs(record) - now} ms`,
+      );
+    }
+    if (status === 'pending' && retryAfterMs > Math.max(1_000, record.lockEndsMs - now) + 1_000) {
+      this.violations.push(
+        `liveness: ${label} polled pending, told to ask again after ${retryAfterMs} ms; its lock ends in ${record.lockEndsMs - now} ms`,
+      );
+    }
+  }
+
   /** Quiescence, then every invariant. */
   async quiesceAndCheck(): Promise<string[]> {
     const { scheduler } = this;
@@ -371,11 +399,11 @@ class Run {
     // The completer runs until nothing is left (no faults now).
     const clock = scheduler.clock;
     const drained = calm.spawn('completer-q', () =>
-      this.completer.drain(callTime, (ms) => clock.advance(Math.max(0, ms - clock.now()))),
+      this.completer.drain(callTime, (ms) => clock.advance(Math.max(0, ms - clock.now())), this.completerKind),
     );
     drained.then(
       (done) => {
-        if (!done) this.violations.push('liveness: the completer still had work after 40 invocations');
+        if (!done) this.violations.push(`liveness: the ${this.completerKind} completer still had work after its runs`);
         for (const recheck of this.completer.deadLetters) {
           this.violations.push(`liveness: recheck of ${recheck.key} failed every delivery (in the recheck DLQ)`);
         }

@@ -6,7 +6,8 @@ import {
   QueryCommand,
   ScanCommand,
 } from '@aws-sdk/client-dynamodb';
-import { type ErasedTable, eraseRecord, isCallInFlight } from '../idempotency';
+import type { TableAccess } from '../api/access';
+import { callInFlight, type ErasedTable, eraseItem, type KeptCall } from '../idempotency';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR, appTableName, idempotencyTableName, type TableSchema } from '../store/tables';
 import { scanTenantRecords } from './tenant-scan';
 
@@ -46,6 +47,23 @@ export interface TableErasure {
   readonly readUnits: number;
 }
 
+/** What an erase left for later in one table: erase again (`ErasureReport.retryAfter`) to finish it. */
+export interface DeferredErasure {
+  /** `idempotency`, or an app table by its name in the tools' `access`. */
+  readonly table: string;
+  /**
+   * `calls_in_flight`: an app table not searched at all — a call in flight whose tool's `access` names it
+   * (or whose tool erase cannot tell) may still commit to it; `items_kept`: the table was searched and
+   * items were kept — idempotency records of calls in flight (and the intents they hold), an app item
+   * stamped by a call in flight, or one written while erase deleted it.
+   */
+  readonly reason: 'calls_in_flight' | 'items_kept';
+  /** The calls in flight that hold it back. */
+  readonly calls: number;
+  /** The items kept; undefined for a table not searched. */
+  readonly items?: number;
+}
+
 export interface ErasureReport {
   readonly tenant: string;
   readonly dryRun: boolean;
@@ -53,7 +71,30 @@ export interface ErasureReport {
   readonly tables: Readonly<Record<string, TableErasure>>;
   /** The app's tables not erased, and why (kept on purpose, no tenant attribute, calls in flight). */
   readonly kept: Readonly<Record<string, string>>;
+  /**
+   * Nothing was left for later: every item of the tenant asked for is erased (a dry run: would be).
+   * False when `deferred` names a table — erase again.
+   */
+  readonly complete: boolean;
+  /** What was left for later, by table. Empty when `complete`. */
+  readonly deferred: readonly DeferredErasure[];
+  /** The tenant's calls in flight erase kept, by state (`KeptCall.state`). */
+  readonly callsInFlight: Readonly<Partial<Record<KeptCall['state'], number>>>;
+  /**
+   * When to erase again (ISO 8601, UTC): the earliest time a call that holds something back can change
+   * by itself — a live call's lock end, the completer's next look at an abandoned one. Undefined when
+   * `complete`, or when no call that holds something back will change by itself (a stalled one: a resend
+   * with its key, or erase with `includeDomain`, settles it; a record erase cannot read).
+   */
+  readonly retryAfter?: string;
 }
+
+/**
+ * The tools erase knows, each with the tables its code may write: its `access` (what the stack grants
+ * it). A call in flight of a tool not listed (a tool a deploy dropped), of a tool without `access`, or
+ * whose record erase cannot read, may commit anywhere: every app table waits for it.
+ */
+export type ErasingTools = readonly { readonly name: string; readonly access?: TableAccess }[];
 
 /**
  * The app's own tables as erase sees them: by their names in the tools' `access`, each schema saying
@@ -71,7 +112,9 @@ export const NO_TENANT_ATTRIBUTE = 'not erased: its schema declares no tenantAtt
  * arguments a claim carries in flight included) and, with `includeDomain`, its items in the app's own
  * tables (`tables`: each schema says where the tenant is). Safe to run again: what is gone stays gone, a
  * second run finds nothing, and a record whose call is still running is left (deleting it would let a
- * retry run beside that call) and reported — rule 6 of docs/state-machine.md.
+ * retry run beside that call) and reported — rule 6 of docs/state-machine.md. An app table waits only for
+ * the calls in flight that may still commit to it: those whose tool's `access` names it (`tools`), and
+ * every call whose tool erase cannot tell. The report says what was left and when to erase again.
  *
  * How it finds the idempotency records, by cost: a parallel, paginated Scan filtered on the tenant. It
  * reads the whole table (records live 24 h), a few read units per thousand records, a few times a year —
@@ -82,16 +125,16 @@ export async function eraseTenant(
   request: EraseRequest,
   env: NodeJS.ProcessEnv = process.env,
   domainTables: ErasableTables = {},
+  tools?: ErasingTools,
 ): Promise<ErasureReport> {
   const dryRun = request.dryRun ?? false;
-  const tables: Record<string, TableErasure> = {
-    idempotency: await eraseIdempotencyRecords(client, idempotencyTableName(env), request.tenant, {
-      dryRun,
-      segments: request.segments ?? 4,
-      closeStalled: request.includeDomain ?? false,
-    }),
-  };
-  const idempotency: ErasedTable = { client, tableName: idempotencyTableName(env), attributes: ATTR };
+  const idempotency = { client, tableName: idempotencyTableName(env), attributes: ATTR } satisfies ErasedTable;
+  const records = await eraseIdempotencyRecords(idempotency, request.tenant, {
+    dryRun,
+    segments: request.segments ?? 4,
+    closeStalled: request.includeDomain ?? false,
+  });
+  const tables: Record<string, TableErasure> = { idempotency: records.totals };
   const kept: Record<string, string> = {};
   const erasable: Array<[string, TableSchema & { readonly tenantAttribute: string }]> = [];
   for (const [name, schema] of Object.entries(domainTables)) {
@@ -99,42 +142,97 @@ export async function eraseTenant(
     else if (schema.tenantAttribute === undefined) kept[name] = NO_TENANT_ATTRIBUTE;
     else erasable.push([name, { ...schema, tenantAttribute: schema.tenantAttribute }]);
   }
-  const inFlight = tables.idempotency?.inFlight ?? 0;
-  if (request.includeDomain && inFlight > 0) {
-    // A call in flight may still commit to any of the tenant's items (the invoice it refunds, the
-    // ticket its retry creates under a taken-over key): the domain waits until every call settled.
-    for (const [name] of erasable)
-      kept[name] = `deferred: ${inFlight} call(s) in flight; erase again once they settled`;
-  } else if (request.includeDomain) {
+  const deferred: DeferredErasure[] = [];
+  const holding = new Map(records.kept);
+  let changedMeanwhile = false;
+  if (records.totals.inFlight > 0) {
+    deferred.push({
+      table: 'idempotency',
+      reason: 'items_kept',
+      calls: records.kept.size,
+      items: records.totals.inFlight,
+    });
+  }
+  if (request.includeDomain) {
+    const accessByTool = tools && new Map(tools.map((tool) => [tool.name, tool.access]));
     for (const [name, schema] of erasable) {
-      tables[name] = await eraseDomainItems(client, schema, appTableName(name, schema, env), request.tenant, {
+      // A call in flight may still commit to the items of the tables its tool accesses (the invoice it
+      // refunds, the ticket its retry creates): those wait until it settled; the others are erased now.
+      const waitsFor = [...records.kept.values()].filter((call) => mayWrite(call, name, accessByTool));
+      if (waitsFor.length > 0) {
+        kept[name] = `deferred: ${waitsFor.length} call(s) in flight; erase again once they settled`;
+        deferred.push({ table: name, reason: 'calls_in_flight', calls: waitsFor.length });
+        continue;
+      }
+      const items = await eraseDomainItems(client, schema, appTableName(name, schema, env), request.tenant, {
         dryRun,
         idempotency,
       });
+      tables[name] = items.totals;
+      if (items.totals.inFlight > 0) {
+        deferred.push({ table: name, reason: 'items_kept', calls: items.stampedBy.size, items: items.totals.inFlight });
+      }
+      for (const [key, call] of items.stampedBy) holding.set(key, call);
+      changedMeanwhile ||= items.changed > 0;
     }
   }
-  return { tenant: request.tenant, dryRun, tables, kept };
+  const nowMs = Date.now();
+  const times = [...holding.values()].flatMap((call) => (call.changesAtMs === undefined ? [] : [call.changesAtMs]));
+  if (changedMeanwhile) times.push(nowMs); // written while erase deleted it: a rerun decides, at once
+  const callsInFlight: Partial<Record<KeptCall['state'], number>> = {};
+  for (const call of records.kept.values()) callsInFlight[call.state] = (callsInFlight[call.state] ?? 0) + 1;
+  const retryAfterMs = deferred.length > 0 && times.length > 0 ? Math.max(nowMs, Math.min(...times)) : undefined;
+  return {
+    tenant: request.tenant,
+    dryRun,
+    tables,
+    kept,
+    complete: deferred.length === 0,
+    deferred,
+    callsInFlight,
+    ...(retryAfterMs === undefined ? {} : { retryAfter: new Date(retryAfterMs).toISOString() }),
+  };
 }
 
 /**
- * The tenant's idempotency records, found by a Scan, each erased by the core (`eraseRecord`: a completed
- * call becomes a tombstone, a call in flight is kept and reported, an intent goes with its settled holder).
+ * Whether a call in flight may still commit to the app table `name`: its tool's `access` names it — or
+ * erase cannot tell (no tools given, a tool not among them or without `access`, a record it cannot read).
+ */
+function mayWrite(
+  call: KeptCall,
+  name: string,
+  accessByTool: ReadonlyMap<string, TableAccess | undefined> | undefined,
+): boolean {
+  const access = call.tool === undefined ? undefined : accessByTool?.get(call.tool);
+  return access === undefined || Object.hasOwn(access, name);
+}
+
+/**
+ * The tenant's idempotency records, found by a Scan, each erased by the core (`eraseItem`: a completed
+ * call becomes a tombstone, a call in flight is kept and reported, an intent goes with its settled holder),
+ * and the calls in flight kept, by record key (an intent's holder once).
  */
 async function eraseIdempotencyRecords(
-  client: DynamoDBClient,
-  table: string,
+  idempotency: ErasedTable & { readonly tableName: string },
   tenant: string,
   { dryRun, segments, closeStalled }: { dryRun: boolean; segments: number; closeStalled: boolean },
-): Promise<TableErasure> {
+): Promise<{ readonly totals: TableErasure; readonly kept: ReadonlyMap<string, KeptCall> }> {
   const totals = { found: 0, deleted: 0, inFlight: 0, readUnits: 0 };
-  const idempotency: ErasedTable = { client, tableName: table, attributes: ATTR };
-  totals.readUnits = await scanTenantRecords(client, table, tenant, { segments }, async (item) => {
-    totals.found += 1;
-    const outcome = await eraseRecord(idempotency, item, { dryRun, closeStalled });
-    if (outcome === 'erased') totals.deleted += 1;
-    if (outcome === 'in_flight') totals.inFlight += 1;
-  });
-  return totals;
+  const kept = new Map<string, KeptCall>();
+  totals.readUnits = await scanTenantRecords(
+    idempotency.client,
+    idempotency.tableName,
+    tenant,
+    { segments },
+    async (item) => {
+      totals.found += 1;
+      const erased = await eraseItem(idempotency, item, { dryRun, closeStalled });
+      if (erased.outcome === 'erased') totals.deleted += 1;
+      if (erased.outcome === 'in_flight') totals.inFlight += 1;
+      if (erased.kept) kept.set(erased.kept.recordKey, erased.kept);
+    },
+  );
+  return { totals, kept };
 }
 
 /**
@@ -149,16 +247,24 @@ async function eraseDomainItems(
   table: string,
   tenant: string,
   { dryRun, idempotency }: { readonly dryRun: boolean; readonly idempotency: ErasedTable },
-): Promise<TableErasure> {
+): Promise<{
+  readonly totals: TableErasure;
+  /** The calls in flight whose stamps kept items, by record key. */
+  readonly stampedBy: ReadonlyMap<string, KeptCall>;
+  /** Items kept because they were written between their read and their delete. */
+  readonly changed: number;
+}> {
   const keyNames = [schema.partitionKey.name, ...(schema.sortKey ? [schema.sortKey.name] : [])];
   const stamps = schema.callStamps ?? [];
   const byQuery = schema.tenantAttribute === schema.partitionKey.name;
   const totals = { found: 0, deleted: 0, inFlight: 0, readUnits: 0 };
-  const inFlightByCall = new Map<string, Promise<boolean>>();
-  function inFlightCall(callId: string): Promise<boolean> {
+  const stampedBy = new Map<string, KeptCall>();
+  let changed = 0;
+  const inFlightByCall = new Map<string, Promise<KeptCall | undefined>>();
+  function inFlightCall(callId: string): Promise<KeptCall | undefined> {
     let inFlight = inFlightByCall.get(callId);
     if (inFlight === undefined) {
-      inFlight = isCallInFlight(idempotency, callId);
+      inFlight = callInFlight(idempotency, callId);
       inFlightByCall.set(callId, inFlight);
     }
     return inFlight;
@@ -188,7 +294,10 @@ async function eraseDomainItems(
       const writers = stamps.map((name) => item[name]?.S);
       let inFlight = false;
       for (const writer of writers) {
-        if (writer !== undefined && (await inFlightCall(writer))) inFlight = true;
+        const call = writer === undefined ? undefined : await inFlightCall(writer);
+        if (call === undefined) continue;
+        inFlight = true;
+        stampedBy.set(call.recordKey, call);
       }
       if (inFlight) {
         totals.inFlight += 1;
@@ -219,9 +328,10 @@ async function eraseDomainItems(
       } catch (error) {
         if (!(error instanceof ConditionalCheckFailedException)) throw error;
         totals.inFlight += 1; // written meanwhile: a rerun decides
+        changed += 1;
       }
     }
     startKey = page.LastEvaluatedKey;
   } while (startKey);
-  return totals;
+  return { totals, stampedBy, changed };
 }

@@ -256,17 +256,31 @@ export async function completeCommand(argv: readonly string[], cwd: string, env:
   }
 }
 
+/** `retrysafe erase`'s exit code when it left something for later: run it again (`retryAfter`). */
+export const ERASE_PARTIAL_EXIT_CODE = 3;
+
 const ERASE_USAGE = `usage: retrysafe erase --tenant T [--include-domain] [--dry-run] [--json] [--config FILE] [store flags]
 
 Erases a tenant (docs/state-machine.md, rule 6): its idempotency records become tombstones or go, and with
 --include-domain its items in the app's own tables — each table whose schema in the config declares a
 tenantAttribute (a table declared keptByErase is kept, and said so). A call still in flight is kept and
-reported, and while one is, the app's tables wait: run it again once they settled. Final and safe to rerun.
+reported, and an app table waits while a call in flight may still commit to it: one whose tool's access
+names the table, or whose tool the config does not list. It prints what it left and when to run it again
+(a live call's lock end, the completer's next look at an abandoned one). Final and safe to rerun.
 
   --include-domain  also the app's own tables
   --dry-run         count only: nothing is deleted
+  --json            the report as JSON (complete, deferred, retryAfter, …)
+
+Exit codes: 0 erased (nothing left), ${ERASE_PARTIAL_EXIT_CODE} something left for later — run it again after the
+time printed (a dry run: the erase would leave it), 2 a usage error, 1 any other failure.
 
 ${STORE_USAGE}`;
+
+/** An ISO time as the CLI prints it: the UTC clock time, then the ISO time. */
+function clockTime(iso: string): string {
+  return `${iso.slice(11, 19)} UTC (${iso})`;
+}
 
 export async function eraseCommand(argv: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<number> {
   const { values, help } = flagsOf(
@@ -295,10 +309,11 @@ export async function eraseCommand(argv: readonly string[], cwd: string, env: No
   const config = configFor(cwd, values.config, !request.includeDomain);
   const store = openStore(values, config?.tables ?? {}, ERASE_USAGE, cwd, env);
   try {
-    const report = await eraseTenant(store.core.client, request, store.env, config?.tables ?? {});
+    const report = await eraseTenant(store.core.client, request, store.env, config?.tables ?? {}, config?.tools);
+    const exitCode = report.complete ? 0 : ERASE_PARTIAL_EXIT_CODE;
     if (values.json) {
       console.log(JSON.stringify({ store: store.where, ...report }, null, 2));
-      return 0;
+      return exitCode;
     }
     console.log(`tenant ${report.tenant} — ${store.where}${report.dryRun ? ' (dry run: nothing deleted)' : ''}`);
     for (const [table, counts] of Object.entries(report.tables)) {
@@ -309,7 +324,24 @@ export async function eraseCommand(argv: readonly string[], cwd: string, env: No
     for (const [table, why] of Object.entries(report.kept)) console.log(`  ${table.padEnd(12)} kept: ${why}`);
     const found = Object.values(report.tables).reduce((sum, counts) => sum + counts.found, 0);
     if (found === 0) console.log('  nothing to erase (already erased, or no such tenant)');
-    return 0;
+    if (report.complete) return 0;
+    const calls = Object.entries(report.callsInFlight)
+      .map(([state, count]) => `${count} ${state}`)
+      .join(', ');
+    console.log(`left for later${calls ? ` (calls in flight: ${calls})` : ''}:`);
+    for (const left of report.deferred) {
+      const what =
+        left.reason === 'calls_in_flight'
+          ? `not erased: ${left.calls} call(s) in flight may still write to it`
+          : `${left.items} item(s) kept, ${left.calls} call(s) in flight hold them`;
+      console.log(`  ${left.table.padEnd(12)} ${what}`);
+    }
+    console.log(
+      report.retryAfter === undefined
+        ? 'run again once the calls in flight settled: none will by itself (a stalled call settles by a resend with its key, or by erase --include-domain)'
+        : `run again after ${clockTime(report.retryAfter)}`,
+    );
+    return exitCode;
   } finally {
     store.core.client.destroy();
   }

@@ -16,10 +16,15 @@ export {
 } from './completer';
 export * from './definition';
 export {
+  callInFlight,
   type ErasedTable,
   type EraseRecordOptions,
+  eraseItem,
   eraseRecord,
+  type ItemErasure,
   isCallInFlight,
+  type KeptCall,
+  nextChangeAtMs,
   type RecordErasure,
 } from './erase';
 export { type InFlightCall, inFlightCallOf, inFlightFilter } from './in-flight';

@@ -2,6 +2,7 @@ import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import canonicalize from 'canonicalize';
 import type { Movement } from '../../app/payments/provider';
 import { TABLES, tableName } from '../../app/tables';
+import { TOOLS } from '../../app/tools';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { completerDueAtMs } from '../../lib/idempotency/backoff';
 import { type CallRecord, callRecordOf, classify } from '../../lib/idempotency/call-state';
@@ -234,6 +235,7 @@ class Run {
           { tenant: this.tenant, includeDomain: erase.includeDomain, segments: 1 },
           this.world.env,
           TABLES,
+          TOOLS, // a table waits only for the calls whose tools access it, as the stack's erase
         ).catch(() => undefined);
       });
     }

@@ -5,7 +5,7 @@
  * is a transition of `protocol/`.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { backoffSeconds } from './backoff';
+import { completerDueAtMs } from './backoff';
 import {
   type CallRecord,
   type CallState,
@@ -80,13 +80,14 @@ export interface ItemErasure {
 /**
  * When a call in flight can next change by itself (epoch ms): a live one at its lock's end (its attempt
  * stores, parks or dies by then); an abandoned one when the completer next looks at it — the stream's
- * image schedules a recheck at its lock's end (+1 s on attempt 1, + `backoffSeconds(attempt - 1)`
- * after), and a re-run that did not settle is rechecked so too; a stalled one never (undefined).
+ * re-run is due when its record says (`completerDueAtMs`: its lock's end, plus its attempts' backoff);
+ * a stalled one never (undefined).
  */
 export function nextChangeAtMs(record: CallRecord, state: 'live' | 'abandoned' | 'stalled'): number | undefined {
   if (state === 'live') return record.lockEndsMs;
   if (state === 'stalled') return undefined;
-  return record.lockEndsMs + (record.attempt > 1 ? backoffSeconds(record.attempt - 1) : 1) * 1000;
+  // The completer's schedule, the one every answer follows (backoff.ts).
+  return completerDueAtMs(record);
 }
 
 /** The call erase keeps for `record` in `state` (in flight), as of `nowMs`. */

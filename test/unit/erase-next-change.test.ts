@@ -33,7 +33,7 @@ function record(attempt: number): CallRecord {
 describe('nextChangeAtMs', () => {
   it.each([
     ['live: its lock’s end', 'live', 1, 0],
-    ['abandoned on attempt 1: a second after its lock ended', 'abandoned', 1, 1_000],
+    ['abandoned on attempt 1: when its lock ended (the completer’s due time)', 'abandoned', 1, 0],
     ['abandoned on attempt 2: 30 s after', 'abandoned', 2, 30_000],
     ['abandoned on attempt 3: 60 s after', 'abandoned', 3, 60_000],
     ['abandoned on attempt 7: 15 min after, the longest', 'abandoned', 7, 900_000],

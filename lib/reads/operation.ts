@@ -16,14 +16,15 @@ export interface OperationSource {
 export const ABANDONED_HINT =
   'the call stopped before it finished (its worker died, or its attempt failed): the server re-runs it once the wait this answer gives is over, or resend the same arguments with the same key now to run it at once — neither can act twice';
 
+/** What a resend does for a stalled call, and what happens without one. */
+const RESEND =
+  'resend the same arguments with the same key to run it again — it cannot act twice — otherwise it stays unfinished until its record expires';
+
 /** What a stalled call's poll says, by why the server gave up on it: only a resend finishes it. */
 export const STALLED_HINTS: Readonly<Record<StalledReason, string>> = {
-  attempts:
-    'the server stopped retrying this call after its attempts failed (its effect may or may not have happened): resend the same arguments with the same key to run it again — it cannot act twice — otherwise it stays unfinished until its record expires',
-  unknown_tool:
-    'the server no longer runs this tool (a deployment removed or renamed it), so it will not finish this call (its effect may or may not have happened): once the tool is served again, resend the same arguments with the same key — it cannot act twice — otherwise it stays unfinished until its record expires',
-  unreadable_call:
-    'the server cannot read what this call asked, so it will not finish it (its effect may or may not have happened): resend the same arguments with the same key to run it again — it cannot act twice — otherwise it stays unfinished until its record expires',
+  attempts: `the server stopped retrying this call after its attempts failed (its effect may or may not have happened): ${RESEND}`,
+  unknown_tool: `the server no longer serves this tool (a deployment removed or renamed it) and will not finish this call (its effect may or may not have happened): once it is served again, ${RESEND}`,
+  unreadable_call: `the server cannot read what this call asked and will not finish it (its effect may or may not have happened): ${RESEND}`,
 };
 
 /** The stalled hint of a call the completer gave up on after its attempts (the most common reason). */

@@ -308,7 +308,7 @@ describe('RetrysafeClient and a call still in flight', () => {
     // Assess
     expect(statuses[0]).toBe(202);
     expect(statuses.at(-1)).toBe(200);
-    expect(whilePending).toEqual({ ok: true, status: 'pending', key: 'k-held' });
+    expect(whilePending).toEqual({ ok: true, status: 'pending', key: 'k-held', retry_after_ms: expect.any(Number) });
     expect(answer).toEqual({
       ok: true,
       idempotent: true,

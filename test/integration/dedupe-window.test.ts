@@ -90,7 +90,7 @@ describe('a dedupe window', () => {
     const retried = await world.runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
 
     expect(racing).toEqual({ ok: false, status: 'pending', key: 'k2', retry_after_ms: expect.any(Number) });
-    expect(polled).toEqual({ status: 'pending' });
+    expect(polled).toEqual({ status: 'pending', retryAfterMs: expect.any(Number) });
     expect(retried).toEqual({ ...first, idempotent: true, key: 'k2' });
     expect(execute).toHaveBeenCalledTimes(1);
   });

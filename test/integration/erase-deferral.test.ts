@@ -179,7 +179,9 @@ describe('erase waits only on what it must (rule 6)', () => {
   it('without the app tables, keeps a stalled call and gives no time: only a resend or erase with them settles it', async () => {
     const tenant = newTenant('defer-stalled');
     const call = await inFlight(tenant, 'refund', Date.now() - 1_000);
-    expect(await markStalled(world.idempotencyTable, call.recordKey, call.claimId, Date.now(), 'attempts')).toBe('stalled');
+    expect(await markStalled(world.idempotencyTable, call.recordKey, call.claimId, Date.now(), 'attempts')).toBe(
+      'stalled',
+    );
 
     const recordsOnly = await eraseTenant(world.client, { tenant }, process.env, TABLES, TOOLS);
     const withDomain = await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES, TOOLS);

@@ -298,10 +298,12 @@ describe('a poll (lookup)', () => {
     await running;
     const completed = await runtime.lookup('send_note', caller, 'k1');
 
+    // Each in-flight answer says when to ask again: a live call soon (≤ 1 s), an abandoned one when its
+    // re-run is due (its lock just ended, attempt 1: at once, so a second); a stalled one why it stalled.
     expect([live, abandoned, stalled, completed]).toEqual([
-      { status: 'pending' },
-      { status: 'abandoned' },
-      { status: 'stalled' },
+      { status: 'pending', retryAfterMs: 1_000 },
+      { status: 'abandoned', retryAfterMs: 1_000 },
+      { status: 'stalled', reason: 'attempts' },
       { status: 'completed', receipt: { n: 1 } },
     ]);
     expect(await runtime.lookup('send_note', caller, 'never')).toBeUndefined();

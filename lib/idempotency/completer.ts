@@ -152,8 +152,10 @@ export class Completer {
     for (const [recordKey, { image }] of last) {
       const record = image ? callRecordOf(image, this.#table.attributes) : undefined;
       if (record?.status !== STATUS.inProgress || !record.claimId) continue;
-      // Given up on already (the image of the give-up itself): nothing more to schedule.
-      if (record.stalledClaimId === record.claimId) continue;
+      // Given up on already (the image of the give-up itself): nothing more to schedule. Past its TTL: gone
+      // for every reader, and never the completer's to finish (rule 2) — a stream read from its start
+      // (`retrysafe complete`) holds such images for a day.
+      if (record.stalledClaimId === record.claimId || classify(record, Date.now()) === 'expired') continue;
       // Due when the record says (its lock's end, and its attempts' backoff), however late this image is read.
       const dueAtMs = completerDueAtMs(record);
       rechecks.push({

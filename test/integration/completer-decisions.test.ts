@@ -150,9 +150,10 @@ describe('a stream batch', () => {
       change('send_note#j', inFlight('send_note#j', { claim_id: undefined }), '6'), // no claim
       change('send_note#k', inFlight('send_note#k', { stalled_claim: 'c1' }), '7'), // the give-up's own image
       change('send_note#l', { id: 'send_note#l', status: STATUS.inProgress }, '8'), // not a record a claim wrote
+      change('send_note#o', inFlight('send_note#o', { expiration: NOW / 1000 - 1 }), '9'), // past its TTL: gone
     ]);
 
-    expect(report).toEqual({ recordsRead: 10, rechecksScheduled: 0 });
+    expect(report).toEqual({ recordsRead: 11, rechecksScheduled: 0 });
     expect(sends).toEqual([]);
   });
 

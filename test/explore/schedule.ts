@@ -572,8 +572,9 @@ class Run {
       if (effects.length > group.length) {
         this.violations.push(`1 double effect (${when}): intent ${label} has ${effects.length} effects`);
       }
-      // Past a record's TTL its key is forgotten: a retry is a new call that finds the effect made by
-      // another, and the record that said "executed" may have been claimed anew. At most one, then.
+      // Rule 5's one exception, as docs/state-machine.md writes it: past the records' TTL a retry is a new
+      // call that finds the effect made by another, and the record that said "executed" may have been
+      // claimed anew — exactly one, or (only for an intent whose clock passed the TTL) at most one.
       const pastTtl = this.scheduler.clock.now() - this.scheduler.clock.start > 24 * 60 * 60_000;
       // 4: the commits that said "executed" — durable records with replayed: false.
       const executedRecords = world.records.filter(

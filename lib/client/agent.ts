@@ -88,12 +88,14 @@ export async function answerToolCall(client: ToolCaller, call: ModelToolCall): P
   } catch (error) {
     if (error instanceof ToolCallError) return refusal(key, error.code, error.detail);
     if (error instanceof GaveUpError) {
-      const message = `No final answer yet (last: ${error.last}); the call may still complete. Call ${call.tool} again with idempotency_key "${key}" and the same arguments: it will not run twice.`;
+      // Never sooner than the server said the call can next change (a provider's wait, the completer's re-run).
+      const afterMs = Math.max(GAVE_UP_RETRY_AFTER_MS, error.retryAfterMs ?? 0);
+      const message = `No final answer yet (last: ${error.last}); the call may still complete. After ${afterMs} ms, call ${call.tool} again with idempotency_key "${key}" and the same arguments: it will not run twice.`;
       return {
         ok: false,
         key,
         error: { code: 'gave_up', message },
-        next: { action: 'call_again', after_ms: GAVE_UP_RETRY_AFTER_MS, message },
+        next: { action: 'call_again', after_ms: afterMs, message },
       };
     }
     throw error;

@@ -287,6 +287,7 @@ export class RetrysafeClient<Tools extends ToolMap = UntypedTools> {
       if (Date.now() + delay + CLIENT_DEFAULTS.minAttemptMs >= deadlineAt) {
         throw new GaveUpError(target.tool, target.key, attempt, Date.now() - started, verdict.retry, {
           cause: verdict.cause,
+          ...(verdict.hintMs === undefined ? {} : { retryAfterMs: verdict.hintMs }),
         });
       }
       await sleep(delay, options.signal);

@@ -64,7 +64,10 @@ export class GaveUpError extends RetrysafeClientError {
     readonly elapsedMs: number,
     /** What the last attempt ended with. */
     readonly last: LastOutcome,
-    options?: ErrorOptions,
+    options?: ErrorOptions & {
+      /** The server's last hint of when to ask again (`retry_after_ms`, `Retry-After`), if it gave one. */
+      readonly retryAfterMs?: number;
+    },
   ) {
     const comeBack =
       key === ''
@@ -77,7 +80,11 @@ export class GaveUpError extends RetrysafeClientError {
       options,
     );
     this.name = 'GaveUpError';
+    this.retryAfterMs = options?.retryAfterMs;
   }
+
+  /** The server's last hint of when asking again is worth it (ms), if it gave one: the wait to pass on. */
+  readonly retryAfterMs: number | undefined;
 }
 
 /**

@@ -177,8 +177,10 @@ export const handler = completerEntry(TOOLS, services);
 `,
     'src/lambdas/erase.ts': `import { eraseEntry } from 'retrysafe/lambda/erase';
 import { TABLES } from '../tables';
+import { TOOLS } from '../tools';
 
-export const handler = eraseEntry(TABLES);
+// A table waits only for the calls in flight whose tools access it (their \`access\` declarations).
+export const handler = eraseEntry(TABLES, process.env, TOOLS);
 `,
     'src/lambdas/list_tools.ts': `import { listToolsEntry } from 'retrysafe/lambda/listing';
 import { TOOLS } from '../tools';

@@ -142,10 +142,12 @@ export const CONSTRUCT_VARIABLES = [
 
 /**
  * The entries that load the app's lists of tools and reads (`mcpEntry(TOOLS, services, { reads: READS })`,
- * `completerEntry(TOOLS, …)`, `listToolsEntry(TOOLS)`, `openApiEntry(TOOLS, READS)`), and so every module
- * those import: each bundles every module a tool or read needs, whether it runs that code or only lists it.
+ * `completerEntry(TOOLS, …)`, `listToolsEntry(TOOLS)`, `openApiEntry(TOOLS, READS)`, and `eraseEntry(TABLES,
+ * env, TOOLS)`, which reads each tool's `access` so that a table waits only for the calls that touch it), and
+ * so every module those import: each bundles every module a tool or read needs, whether it runs that code or
+ * only lists it.
  */
-const LIST_ENTRIES: readonly string[] = ['mcp', 'complete', 'list_tools', 'openapi'];
+const LIST_ENTRIES: readonly string[] = ['mcp', 'complete', 'list_tools', 'openapi', 'erase'];
 
 /**
  * What a function is given of the app's `needs`: all of what each tool or read it runs needs — its own

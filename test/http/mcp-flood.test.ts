@@ -15,9 +15,10 @@ import { newTenant } from '../helpers/world';
 
 /**
  * The longest an authorized tools/call may take while the flood runs: a write on DynamoDB Local, on a warm
- * server (the first call of a process loads the tools and the JSON Schema validator: a cold start).
+ * server (the first call of a process loads the tools and the JSON Schema validator: a cold start). Alone
+ * they take 0.1–0.4 s; beside esbuild bundling on the other core, 1.1–1.2 s was seen.
  */
-const AUTHORIZED_BUDGET_MS = 1_000;
+const AUTHORIZED_BUDGET_MS = 2_000;
 
 let api: TestApi;
 /** Tokens the gateway's authorizer checked, and tokens the MCP function checked (it checks again). */
@@ -137,12 +138,18 @@ describe('MCP under a tokenless flood', () => {
     await bucketRefilled();
     const functionBefore = functionChecks;
 
-    // 90 requests at 60/s for 1.5 s: the bucket's 30, its refill (~45), and the rest refused.
-    const flood = await atFixedRate(90, 60, tokenless);
+    // 150 requests at 300/s for ~0.5 s: the bucket's 30 and what it refills meanwhile pass, the rest is 429.
+    const firstSent = performance.now();
+    const flood = await atFixedRate(150, 300, tokenless);
+    const lastAnswered = performance.now();
     const statuses = flood.map((sent) => sent.status);
+    // The most the bucket could have admitted while the flood really ran (each request is admitted between
+    // its send and its answer; a loaded machine sends and answers slower).
+    const admissible =
+      MCP_ROUTE_THROTTLE.burstLimit + (MCP_ROUTE_THROTTLE.rateLimit * (lastAnswered - firstSent)) / 1000;
 
-    expect(new Set(statuses)).toEqual(new Set([401, 429]));
-    expect(statuses.filter((status) => status === 429).length).toBeGreaterThanOrEqual(5);
+    expect(statuses.filter((status) => status !== 401 && status !== 429)).toEqual([]);
+    expect(statuses.filter((status) => status === 401).length).toBeLessThanOrEqual(Math.ceil(admissible));
     expect(flood.find((sent) => sent.status === 429)?.body).toEqual({ message: 'Too Many Requests' });
     expect(functionChecks - functionBefore).toBe(0);
   });

@@ -410,7 +410,7 @@ const mcpOperation: OperationBuilder = function buildMcp(route, _tools, componen
       operationId: `mcp_${method}`,
       summary: 'Not served: stateless MCP answers POST only.',
       security: securityOf(route),
-      responses: errorResponses(['method_not_allowed'], route.auth, components),
+      responses: errorResponses(['unauthorized', 'method_not_allowed'], route.auth, components),
     };
   }
   const message = components.api('JsonRpcMessage');

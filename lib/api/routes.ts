@@ -1,5 +1,6 @@
 import type { TableSchema } from '../store/tables';
 import type { DynamoAction, FunctionAccess, TableAccess } from './access';
+import { LIGHT_ROUTE_THROTTLE, MCP_ROUTE_THROTTLE, type RouteThrottle } from './throttle';
 
 /** A tool as its route and its function's grants need it: its name and the tables its code uses. */
 export interface RoutedTool {
@@ -18,10 +19,15 @@ export interface RouteDefinition<E extends string = string> {
   readonly path: string;
   readonly entry: E;
   /**
-   * Who checks the token: API Gateway's JWT authorizer (`gateway`), the function itself (`function`:
-   * the MCP endpoint, whose 401 must name its resource metadata), or nobody (`public`).
+   * Who checks the token: API Gateway's JWT authorizer (`gateway`: a request without a valid token is
+   * answered 401 before any function runs), or nobody (`public`).
    */
-  readonly auth: 'gateway' | 'function' | 'public';
+  readonly auth: 'gateway' | 'public';
+  /**
+   * The route's own bucket at API Gateway (`lib/api/throttle.ts`).
+   * @default STAGE_THROTTLE (the stage's default route settings)
+   */
+  readonly throttle?: RouteThrottle;
 }
 
 /**
@@ -120,7 +126,7 @@ export function apiRoutes<T extends RoutedTool, R extends string = never>(
   reads: readonly ReadRoute<R>[] = [],
 ): readonly RouteDefinition<EntryName<T, R>>[] {
   return [
-    { method: 'GET', path: '/health', entry: 'health', auth: 'public' },
+    { method: 'GET', path: '/health', entry: 'health', auth: 'public', throttle: LIGHT_ROUTE_THROTTLE },
     { method: 'GET', path: '/tools', entry: 'list_tools', auth: 'gateway' },
     ...tools.map((tool) => ({
       method: 'POST' as const,
@@ -130,14 +136,28 @@ export function apiRoutes<T extends RoutedTool, R extends string = never>(
     })),
     { method: 'GET', path: '/tools/{tool}/operations/{key}', entry: 'get_operation', auth: 'gateway' },
     ...reads.map((read) => ({ method: 'GET' as const, path: read.path, entry: read.name, auth: 'gateway' as const })),
-    // MCP: the function checks the token (its 401 names the resource metadata); the metadata is public.
-    { method: 'POST', path: '/mcp', entry: 'mcp', auth: 'function' },
-    { method: 'GET', path: '/mcp', entry: 'mcp', auth: 'function' },
-    { method: 'DELETE', path: '/mcp', entry: 'mcp', auth: 'function' },
-    { method: 'GET', path: '/.well-known/oauth-protected-resource', entry: 'mcp', auth: 'public' },
-    { method: 'GET', path: '/.well-known/oauth-protected-resource/mcp', entry: 'mcp', auth: 'public' },
+    // MCP: behind the JWT authorizer, so a request without a valid token never runs (nor waits for) the
+    // MCP function; clients find the authorization server at the public RFC 9728 metadata (MCP
+    // 2025-11-25: from the challenge's resource_metadata, else at these well-known paths).
+    { method: 'POST', path: '/mcp', entry: 'mcp', auth: 'gateway', throttle: MCP_ROUTE_THROTTLE },
+    { method: 'GET', path: '/mcp', entry: 'mcp', auth: 'gateway', throttle: LIGHT_ROUTE_THROTTLE },
+    { method: 'DELETE', path: '/mcp', entry: 'mcp', auth: 'gateway', throttle: LIGHT_ROUTE_THROTTLE },
+    {
+      method: 'GET',
+      path: '/.well-known/oauth-protected-resource',
+      entry: 'mcp',
+      auth: 'public',
+      throttle: LIGHT_ROUTE_THROTTLE,
+    },
+    {
+      method: 'GET',
+      path: '/.well-known/oauth-protected-resource/mcp',
+      entry: 'mcp',
+      auth: 'public',
+      throttle: LIGHT_ROUTE_THROTTLE,
+    },
     // The OpenAPI document: public, as importers fetch it without a token; it names no tenant's data.
-    { method: 'GET', path: '/openapi.json', entry: 'openapi', auth: 'public' },
+    { method: 'GET', path: '/openapi.json', entry: 'openapi', auth: 'public', throttle: LIGHT_ROUTE_THROTTLE },
   ];
 }
 

@@ -112,6 +112,7 @@ export async function devCommand(argv: readonly string[], cwd: string, env: Node
     ...(values.data ? { dataDir: values.data } : {}),
     allowedHosts: allowedHostNames(env),
     ...(env.INVOCATION_TIMEOUT_MS ? { timeoutMs: Number(env.INVOCATION_TIMEOUT_MS) } : {}),
+    ...(env.GATEWAY_THROTTLE === 'off' ? { throttle: 'none' as const } : {}),
     ...(env.COMPLETER_INTERVAL_SECONDS ? { completerIntervalMs: Number(env.COMPLETER_INTERVAL_SECONDS) * 1000 } : {}),
   });
   const stateFile = devStateFile(cwd, env);

@@ -36,6 +36,12 @@ export interface DevServerOptions {
   readonly allowedHosts?: readonly string[];
   /** Each request's deadline. @default the deployed functions' timeout */
   readonly timeoutMs?: number;
+  /**
+   * API Gateway's buckets, by route (`GATEWAY_THROTTLE=off`: none, for a load or fault run that sends
+   * more than the gateway would let through).
+   * @default the stack's (`lib/api/throttle.ts`)
+   */
+  readonly throttle?: 'none';
   /** Between two completer passes. @default 5_000 */
   readonly completerIntervalMs?: number;
 }
@@ -163,6 +169,7 @@ export async function startDevServer<Svc>(
       port,
       allowedHosts: options.allowedHosts ?? [],
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      ...(options.throttle === undefined ? {} : { throttle: options.throttle }),
     });
     cleanup.push(() => api.close());
     cleanup.push(startCompleterLoop(config, { core, services, runtime, env, table: tables.idempotency!, options }));

@@ -117,35 +117,15 @@ export const ALARM_DEFAULTS = {
   unavailablePercent: 5,
 } as const;
 
-/** API Gateway stage throttling: a steady rate and a burst, per account-region for this stage. */
-export const STAGE_THROTTLE = { rateLimit: 100, burstLimit: 200 } as const;
-
-/**
- * Per-route throttling of the routes without an API Gateway authorizer (`auth` in `lib/api/routes.ts`):
- * anyone can send them requests without a token, so each gets its own bucket, and all of them together
- * stay under `STAGE_THROTTLE` — a tokenless flood is answered 429 on those routes while the routes
- * behind the JWT authorizer keep the rest of the stage (here at least 35 requests/s, bursts of 70).
- * Each route key (method and path) has its own bucket.
- */
-export const UNAUTHORIZED_ROUTE_THROTTLE = {
-  /**
-   * `POST`, `GET` and `DELETE /mcp`: the function verifies the token itself, so a tokenless request
-   * invokes it (and is answered 401 there). POST `/mcp` also carries every authorized MCP call.
-   * @default { rateLimit: 15, burstLimit: 30 } per route
-   */
-  function: { rateLimit: 15, burstLimit: 30 },
-  /**
-   * `GET /health`, `/openapi.json` and the two RFC 9728 documents under `/.well-known/`: public by design.
-   * @default { rateLimit: 5, burstLimit: 10 } per route
-   */
-  public: { rateLimit: 5, burstLimit: 10 },
-} as const;
+/** API Gateway's buckets, by route: plain data the local server reads too (`lib/api/throttle.ts`). */
+export { LIGHT_ROUTE_THROTTLE, MCP_ROUTE_THROTTLE, STAGE_THROTTLE } from '../api/throttle';
 
 /**
  * The MCP function's reserved concurrency: the most invocations it runs at once, so a flood of `/mcp`
  * requests cannot take the account's concurrency from the other functions or run up more than this many
- * executions at a time. At its route's 15 requests/s (bursts of 30) and calls of a second or less it
- * needs ~15–30; 50 leaves room for slower providers. Reserving it needs an account whose concurrency
+ * executions at a time. Only authorized requests reach it on `POST /mcp` (the JWT authorizer answers the
+ * rest): at that route's 30 requests/s (`MCP_ROUTE_THROTTLE`) and calls of a second or less it needs ~30;
+ * 50 leaves room for slower providers. Reserving it needs an account whose concurrency
  * limit leaves 100 unreserved after it (new accounts may have a limit of 10: deploy with
  * `-c mcpReservedConcurrency=none` there). Over the cap Lambda refuses the invocation and API Gateway
  * answers 5xx, not 429.

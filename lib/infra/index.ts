@@ -11,11 +11,12 @@ export {
   DEFAULT_TRACING_DEPTH,
   FUNCTION_DEFAULTS,
   JWT_DEFAULTS,
+  LIGHT_ROUTE_THROTTLE,
   MCP_RESERVED_CONCURRENCY,
+  MCP_ROUTE_THROTTLE,
   STAGE_THROTTLE,
   TRACING_DEPTHS,
   type TracingDepth,
-  UNAUTHORIZED_ROUTE_THROTTLE,
 } from './defaults';
 export { CLAIM_ACTIONS, IdempotencyTable, type IdempotencyTableProps } from './idempotency-table';
 export { Observability, type ObservabilityProps } from './observability';

@@ -47,7 +47,6 @@ import {
   TRACING_DEPTHS,
   type TracingDepth,
   tracingEnvironment,
-  UNAUTHORIZED_ROUTE_THROTTLE,
 } from './defaults';
 import { IdempotencyTable } from './idempotency-table';
 import { Observability } from './observability';
@@ -68,13 +67,9 @@ export function locationOutputs(
   }
 }
 
-/** Why a route has no API Gateway authorizer, for cdk-nag. */
-const UNAUTHORIZED_ROUTE_REASONS = {
-  public:
-    'Public by design: it reveals nothing secret (health, or the RFC 9728 metadata naming the issuer) and touches no store.',
-  function:
-    "The function verifies the JWT itself (RS256 against the issuer's JWKS, issuer, audience, exp), so that its 401 can carry the RFC 9728 resource_metadata challenge MCP clients need; API Gateway's authorizer cannot.",
-} as const;
+/** Why a public route has no API Gateway authorizer, for cdk-nag. */
+const PUBLIC_ROUTE_REASON =
+  'Public by design: it reveals nothing secret (health, the OpenAPI document, or the RFC 9728 metadata naming the issuer) and touches no store.';
 
 /** One of the app's tools and the Lambda entry file that serves it. */
 export interface RetrysafeTool<T extends AnyToolModule = AnyToolModule> {
@@ -569,9 +564,9 @@ export class Retrysafe extends Construct {
       },
     });
     const integrations = new Map<string, HttpLambdaIntegration>();
-    // The routes without an authorizer get their own, smaller buckets (UNAUTHORIZED_ROUTE_THROTTLE): a
-    // tokenless flood is refused there, and the routes behind the authorizer keep the rest of the stage.
-    // (RouteSettings is JSON to CloudFormation: its keys are written as CloudFormation spells them.)
+    // Every route has a bucket at the gateway: its own where it names one (`throttle`, lib/api/throttle.ts),
+    // else the stage's default. (RouteSettings is JSON to CloudFormation: its keys are written as
+    // CloudFormation spells them.)
     const routeSettings: Record<string, { ThrottlingRateLimit: number; ThrottlingBurstLimit: number }> = {};
     for (const route of routes) {
       const integration =
@@ -584,15 +579,13 @@ export class Retrysafe extends Construct {
         integration,
         ...(route.auth === 'gateway' ? {} : { authorizer: new HttpNoneAuthorizer() }),
       });
-      if (route.auth !== 'gateway' && created) {
-        Validations.of(created).acknowledge({
-          id: 'AwsSolutions-APIG4',
-          reason: UNAUTHORIZED_ROUTE_REASONS[route.auth],
-        });
-        const throttle = UNAUTHORIZED_ROUTE_THROTTLE[route.auth];
+      if (route.auth === 'public' && created) {
+        Validations.of(created).acknowledge({ id: 'AwsSolutions-APIG4', reason: PUBLIC_ROUTE_REASON });
+      }
+      if (route.throttle && created) {
         routeSettings[`${route.method} ${route.path}`] = {
-          ThrottlingRateLimit: throttle.rateLimit,
-          ThrottlingBurstLimit: throttle.burstLimit,
+          ThrottlingRateLimit: route.throttle.rateLimit,
+          ThrottlingBurstLimit: route.throttle.burstLimit,
         };
         // A stage's route settings must name routes that exist: CloudFormation creates the routes first.
         stage.node.addDependency(created);

@@ -16,8 +16,8 @@ export interface McpEntryOptions<Svc> {
 }
 
 /**
- * `POST /mcp` (and its metadata routes): every tool and read over MCP. The function verifies the token
- * itself against the issuer's JWKS (`JWT_ISSUER`, `JWT_AUDIENCE`, `JWKS_URL`).
+ * `POST /mcp` (and its metadata routes): every tool and read over MCP. Behind API Gateway's JWT authorizer,
+ * the function verifies the token again against the issuer's JWKS (`JWT_ISSUER`, `JWT_AUDIENCE`, `JWKS_URL`).
  */
 export function mcpEntry<Svc>(
   tools: ToolsOver<NoInfer<Svc>>,

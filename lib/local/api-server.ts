@@ -3,12 +3,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
 import { apiRoutes, DEFAULT_ROUTE_ENTRY, INVOCATION_TIMEOUT_SECONDS, type RouteDefinition } from '../api/routes';
-import { identityFromTokenClaims, tokenRefusal } from '../auth/token-claims';
+import { type TokenVerifier, tokenRefusal } from '../auth/token-claims';
 import type { LambdaHandler } from '../http/boundary';
 import type { ApiEvent } from '../http/event';
-import { errorResponse, type HttpResponse } from '../http/status';
+import { errorResponse, type HttpResponse, json } from '../http/status';
 import type { AnyToolModule } from '../tools/tool-module';
 import { type ApiComposition, createHandlers } from './handlers';
+import { RouteBuckets } from './route-buckets';
 
 /**
  * What the local API serves: the tools (their routes and handlers are derived from them, as the stack
@@ -30,6 +31,20 @@ export interface LocalApiOptions<T extends AnyToolModule> extends ApiComposition
    * @default the deployed functions' timeout (INVOCATION_TIMEOUT_SECONDS)
    */
   readonly timeoutMs?: number;
+  /**
+   * API Gateway's throttling: each route's bucket as the stack sizes it (`lib/api/throttle.ts`), a
+   * request over it answered 429 as API Gateway answers it. `'none'`: no bucket (a test about something
+   * else that sends more than the gateway would let through).
+   * @default new RouteBuckets() — the stack's buckets on the wall clock
+   */
+  readonly throttle?: RouteBuckets | 'none';
+  /**
+   * API Gateway's JWT authorizer: deployed, it fetches and caches the issuer's keys apart from the
+   * functions (which verify the token again), so the two can disagree for a while — keys the gateway
+   * still holds while a function cannot fetch them.
+   * @default verifyToken (the same verifier as the handlers)
+   */
+  readonly authorizer?: TokenVerifier;
 }
 
 export interface LocalApi {
@@ -226,6 +241,9 @@ async function answerByDeadline(answer: Promise<HttpResponse>, timeoutMs: number
   }
 }
 
+/** API Gateway's own answer to a request over its route's bucket. */
+const THROTTLED: HttpResponse = json(429, { message: 'Too Many Requests' });
+
 /**
  * Writes the answer. `closeUnlessComplete`: the server answered without reading the body, so if the
  * body has not all arrived, the answer says `connection: close` and Node ends the connection after it
@@ -243,11 +261,13 @@ function send(request: IncomingMessage, response: ServerResponse, result: HttpRe
 
 /**
  * Serves the HTTP API on one machine: each request becomes the event API Gateway would send, handed
- * to the same handler Lambda runs. Only what API Gateway itself does lives here — routing, the JWT
- * authorizer, the body limit; everything else is the handlers'.
+ * to the same handler Lambda runs. Only what API Gateway itself does lives here — routing, throttling,
+ * the JWT authorizer, the body limit; everything else is the handlers'.
  */
 export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOptions<T>): Promise<LocalApi> {
   const timeoutMs = options.timeoutMs ?? INVOCATION_TIMEOUT_SECONDS * 1000;
+  const buckets = options.throttle === 'none' ? undefined : (options.throttle ?? new RouteBuckets());
+  const authorizer = options.authorizer ?? options.verifyToken;
   /** Requests answered without reading their body (see `send`). */
   const bodiesLeftUnread = new WeakSet<IncomingMessage>();
   const hostNames: ReadonlySet<string> = new Set([
@@ -272,31 +292,31 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
       return errorResponse('not_found', 'route: not a request target');
     }
     const { route, pathParameters } = match(routes, request.method ?? 'GET', url.pathname);
-    // As API Gateway does: the authorizer first — every route but the public ones (GET /health) and
-    // those whose function checks the token itself (/mcp) needs a token, and so does a request no
-    // route matches ($default): without one, a caller learns nothing, not even a 404 or a 413.
+    // As API Gateway does: the route's bucket, then the authorizer. Every request takes a token, with a
+    // valid bearer token or not (see RouteBuckets).
+    if (buckets && !buckets.admit(route)) {
+      request.resume();
+      return THROTTLED;
+    }
+    // The authorizer: every route but the public ones (GET /health, the RFC 9728 metadata, the OpenAPI
+    // document) needs a token, and so does a request no route matches ($default): without one, a caller
+    // learns nothing, not even a 404 or a 413 — and no handler runs. Its body is not read (a large
+    // tokenless POST costs no upload): the connection closes after the answer (see `send`).
     let tokenClaims: Record<string, string> | undefined;
     if ((route?.auth ?? 'gateway') === 'gateway') {
       const token = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1];
       let verified: Record<string, string> | undefined;
       let refusal = 'a bearer token is required';
       try {
-        verified = token ? await options.verifyToken(token.trim()) : undefined;
+        verified = token ? await authorizer(token.trim()) : undefined;
       } catch (error) {
         refusal = tokenRefusal(error);
       }
       if (!verified) {
-        request.resume(); // drop the body, so the answer reaches the client
+        bodiesLeftUnread.add(request);
         return errorResponse('unauthorized', `authorization: ${refusal}`);
       }
       tokenClaims = verified;
-    }
-    // A function that checks the token itself answers a request without a valid one from its headers
-    // alone: its body is not read (a large tokenless POST costs no upload), and the connection closes
-    // after the answer rather than reading the rest (see `send`).
-    if (route?.auth === 'function' && !(await presentsValidToken(request))) {
-      bodiesLeftUnread.add(request);
-      return answer(request, url, route, pathParameters, '', undefined);
     }
     let body: string;
     try {
@@ -307,17 +327,6 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
       throw error;
     }
     return answer(request, url, route, pathParameters, body, tokenClaims);
-  }
-
-  /** A bearer token that verifies and names a caller. */
-  async function presentsValidToken(request: IncomingMessage): Promise<boolean> {
-    const token = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1]?.trim();
-    if (!token) return false;
-    try {
-      return identityFromTokenClaims(await options.verifyToken(token)) !== undefined;
-    } catch {
-      return false;
-    }
   }
 
   /** The route's handler answers the request as API Gateway would have handed it over. */

@@ -21,8 +21,10 @@ export const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-re
 
 export interface McpHttpDependencies extends McpServerDependencies {
   /**
-   * Verifies the bearer token. The MCP function checks tokens itself (not API Gateway's authorizer), so
-   * that a missing or bad token gets the 401 MCP clients need: one that names the resource metadata.
+   * Verifies the bearer token. API Gateway's JWT authorizer refuses a missing or bad token before the
+   * function runs (so a tokenless flood costs it nothing); the function checks it again, takes the caller
+   * from its claims, and answers a token it refuses with the 401 MCP clients read: one that names the
+   * resource metadata.
    */
   readonly verifyToken: TokenVerifier;
   /** The OAuth authorization server (the JWT issuer), named in the resource metadata. */

@@ -192,6 +192,15 @@ async function readTask(
 const RESULT_DEADLINE_MARGIN_MS = 1_000;
 
 /**
+ * The longest `tasks/result` waits for a working task, in ms: an invocation of the MCP function is one
+ * of its 50 (its reserved concurrency), so a poll must not hold one for seconds (at 9 s, ~6 polls/s of one
+ * tenant would hold them all). Past it the client is told to poll `tasks/get` (at the task's
+ * `pollInterval`) and ask again once the task is terminal — as the SDK's clients do anyway.
+ * @default 1_000
+ */
+export const TASK_RESULT_HOLD_MS = 1_000;
+
+/**
  * An MCP server, built once and reused: it serves one request at a time (connected to that request's
  * transport), each request's caller and deadline coming with it (`mcpRequestAuth`). Stateless: nothing
  * of a request outlives its answer, so any Lambda instance answers any request. `tools/list` lists
@@ -307,22 +316,25 @@ export function createMcpServer({ tools, logger }: McpServerDependencies): Serve
     return mcpTaskOf(request.params.taskId, task, wordingOf(tool, clientKey));
   });
 
-  // tasks/result waits for a working task (reads only) until it is terminal, or until this request's time
-  // is almost up: then it says so (the client polls tasks/get and asks again), rather than being cut off.
+  // tasks/result waits for a working task (reads only) until it is terminal, for TASK_RESULT_HOLD_MS at most
+  // (and never past this request's time): then it says so (the client polls tasks/get and asks again).
   server.setRequestHandler(GetTaskPayloadRequestSchema, async function getTaskResult(request, extra) {
     const { caller, deadline } = requestContextOf(extra.authInfo);
     const taskId = request.params.taskId;
+    // What is left of the hold: of TASK_RESULT_HOLD_MS, and of the invocation's time.
+    const holdUntil = deadline.getRemainingTimeInMillis() - TASK_RESULT_HOLD_MS;
     for (;;) {
       const { tool, task } = await readTask(byName, taskId, caller);
       if (task.status !== 'working') {
         return { ...toCallToolResult(tool, true, task.result), _meta: { [RELATED_TASK_META_KEY]: { taskId } } };
       }
-      const wait = Math.min(task.pollIntervalMs, 1_000);
-      if (extra.signal.aborted || deadline.getRemainingTimeInMillis() < wait + RESULT_DEADLINE_MARGIN_MS) {
+      const remaining = deadline.getRemainingTimeInMillis();
+      const wait = Math.min(task.pollIntervalMs, TASK_RESULT_HOLD_MS, remaining - holdUntil);
+      if (extra.signal.aborted || wait <= 0 || remaining < wait + RESULT_DEADLINE_MARGIN_MS) {
         throw new JsonRpcError(
           ErrorCode.InternalError,
-          'the task is still working and this request is out of time: poll tasks/get, then ask tasks/result again once it is terminal',
-          { taskId, status: 'working' },
+          `the task is still working (tasks/result waits at most ${TASK_RESULT_HOLD_MS} ms): poll tasks/get every pollInterval, then ask tasks/result again once it is terminal`,
+          { taskId, status: 'working', pollInterval: task.pollIntervalMs },
         );
       }
       await new Promise((resolve) => setTimeout(resolve, wait));

@@ -205,6 +205,8 @@ function errorResponses(
   codes: readonly HttpErrorCode[],
   auth: RouteDefinition['auth'],
   components: SchemaComponents,
+  /** Whether its 401 carries a `WWW-Authenticate` challenge worth documenting (the MCP endpoint's). */
+  challenges = false,
 ): Record<string, OpenApiResponse> {
   const byStatus = new Map<number, HttpErrorCode[]>();
   for (const code of codes) byStatus.set(HTTP_STATUS[code], [...(byStatus.get(HTTP_STATUS[code]) ?? []), code]);
@@ -220,11 +222,11 @@ function errorResponses(
         false,
       );
     }
-    if (carried.includes('unauthorized') && auth === 'function') {
+    if (carried.includes('unauthorized') && challenges) {
       headers['WWW-Authenticate'] = {
         description:
-          '`Bearer resource_metadata="…/.well-known/oauth-protected-resource/mcp"` (RFC 9728), with `error="invalid_token"` for a bad token.',
-        required: true,
+          'API Gateway’s JWT authorizer: `Bearer` with `error="invalid_token"` and why for a bad token. The MCP function itself (a token the authorizer let through that names no caller): `Bearer resource_metadata="…/.well-known/oauth-protected-resource/mcp"` (RFC 9728), `error="invalid_token"`. MCP clients find the metadata at that well-known path when the challenge does not name it.',
+        required: false,
         schema: { type: 'string' },
       };
     }
@@ -408,7 +410,7 @@ const mcpOperation: OperationBuilder = function buildMcp(route, _tools, componen
       operationId: `mcp_${method}`,
       summary: 'Not served: stateless MCP answers POST only.',
       security: securityOf(route),
-      responses: errorResponses(['method_not_allowed'], route.auth, components),
+      responses: errorResponses(['unauthorized', 'method_not_allowed'], route.auth, components),
     };
   }
   const message = components.api('JsonRpcMessage');
@@ -416,7 +418,7 @@ const mcpOperation: OperationBuilder = function buildMcp(route, _tools, componen
     operationId: 'mcp',
     summary: 'MCP over Streamable HTTP: JSON-RPC, stateless, JSON responses.',
     description:
-      'The same tools as the REST routes (and the reads: the app’s own and `get_operation`), spoken as MCP: `initialize`, `tools/list`, `tools/call`. Send `Accept: application/json, text/event-stream`. The function checks the token itself, so that its 401 names the resource metadata.',
+      'The same tools as the REST routes (and the reads: the app’s own and `get_operation`), spoken as MCP: `initialize`, `tools/list`, `tools/call`. Send `Accept: application/json, text/event-stream`. API Gateway’s JWT authorizer checks the token, as on every other route: a request without a valid one never reaches the MCP function. MCP clients find the authorization server in the RFC 9728 metadata at `/.well-known/oauth-protected-resource/mcp`.',
     security: securityOf(route),
     requestBody: { required: true, description: 'One JSON-RPC message.', content: json(message) },
     responses: {
@@ -430,6 +432,7 @@ const mcpOperation: OperationBuilder = function buildMcp(route, _tools, componen
         ['unauthorized', 'payload_too_large', 'internal', 'unavailable', 'timeout'],
         route.auth,
         components,
+        true,
       ),
     },
   };

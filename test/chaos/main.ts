@@ -80,6 +80,7 @@ replays the fuzzer's requests, CHAOS_SCENARIOS=1,6 runs only those scenarios, CH
       const serverEnv: NodeJS.ProcessEnv = {
         ...process.env,
         PORT: String(port), // the dev issuer is the server's URL on it
+        GATEWAY_THROTTLE: 'off', // the faults are the subject, not API Gateway's buckets
         DYNAMODB_ENDPOINT: store.url,
         DEV_KEY_DIR: join(work, 'dev-key'),
         COMPLETER_INTERVAL_SECONDS,

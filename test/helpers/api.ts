@@ -10,6 +10,7 @@ import { createToolRuntime } from '../../lib/lambda/runtime';
 import { startLocalApi } from '../../lib/local/api-server';
 import { DevSigningKey } from '../../lib/local/dev-auth';
 import { freePort } from '../../lib/local/free-port';
+import type { RouteBuckets } from '../../lib/local/route-buckets';
 import type { AnyToolModule } from '../../lib/tools/tool-module';
 
 export interface Reply {
@@ -43,6 +44,15 @@ export async function startTestApi(
     verifyToken?: TokenVerifier;
     /** @default none (loopback names only) */
     allowedHosts?: readonly string[];
+    /**
+     * API Gateway's buckets. The suites built on this API are about what the handlers answer, and some
+     * send more at once than a route's burst: none, unless a test is about throttling
+     * (`test/http/mcp-flood.test.ts` gives the stack's).
+     * @default 'none'
+     */
+    throttle?: RouteBuckets | 'none';
+    /** API Gateway's JWT authorizer, apart from the handlers' verifier. @default verifyToken */
+    authorizer?: TokenVerifier;
   } = {},
 ) {
   // The port is chosen first: the dev issuer is the server's own URL.
@@ -62,6 +72,8 @@ export async function startTestApi(
     port,
     ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    throttle: options.throttle ?? 'none',
+    ...(options.authorizer === undefined ? {} : { authorizer: options.authorizer }),
   });
 
   async function request(

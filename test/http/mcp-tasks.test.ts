@@ -5,6 +5,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { TASK_RESULT_HOLD_MS } from '../../lib/mcp/server';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { heldSendEmail } from '../helpers/tools';
 import { deadline, newTenant } from '../helpers/world';
@@ -201,6 +202,30 @@ describe('a write called as a task', () => {
     expect(result.result.structuredContent).toMatchObject({ ok: true, idempotent: false, key: 'e1' });
     expect(result.result._meta).toEqual({ 'io.modelcontextprotocol/related-task': { taskId } });
     expect(done.result).toMatchObject({ taskId, status: 'completed' });
+  });
+
+  it('holds tasks/result on a working task at most TASK_RESULT_HOLD_MS, then says to poll tasks/get: a poll cannot pin an invocation', async () => {
+    const tenant = newTenant();
+    const token = await api.token(tenant);
+    const { tool: held, started, release } = heldSendEmail();
+    const args = { idempotency_key: 'e-hold', to: 'a@example.com', subject: 's', body: 'b' };
+    const running = api.runtime.invoke(held, { tenant, user: 'ada' }, args, deadline(8_000));
+    await started.opened;
+    const created = await rpc(token, 'tools/call', { name: 'send_email', arguments: args, task: {} });
+    const taskId = created.result.task.taskId as string;
+
+    const askedAt = performance.now();
+    const answer = await rpc(token, 'tasks/result', { taskId });
+    const heldMs = performance.now() - askedAt;
+    release.open();
+    await running;
+
+    expect(answer.error).toMatchObject({
+      message: expect.stringMatching(/still working .*poll tasks\/get/),
+      data: { taskId, status: 'working', pollInterval: expect.any(Number) },
+    });
+    // Its read's time besides: well under the 9 s an invocation held before (the deadline less a margin).
+    expect(heldMs).toBeLessThan(TASK_RESULT_HOLD_MS + 500);
   });
 
   it('costs one GetItem per tasks/get, and no write', async () => {

@@ -367,18 +367,17 @@ describe('MCP tools/call', () => {
 });
 
 describe('MCP authorization and transport', () => {
-  it('answers 401 with the RFC 9728 resource_metadata challenge, and serves that metadata', async () => {
+  it('refuses a request without a valid token at the authorizer, and serves the RFC 9728 metadata clients fall back to', async () => {
     const missing = await rawMcp({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
     const invalid = await rawMcp({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { authorization: 'Bearer nope' });
-    const metadataUrl = /resource_metadata="([^"]+)"/.exec(missing.headers.get('www-authenticate') ?? '')?.[1];
-    const metadata = await (await fetch(metadataUrl!)).json();
+    // MCP 2025-11-25: without resource_metadata in the challenge, a client asks the path-aware well-known URI.
+    const metadata = await (await fetch(`${api.url}/.well-known/oauth-protected-resource/mcp`)).json();
 
-    expect(missing.status).toBe(401);
-    expect(missing.headers.get('www-authenticate')).toBe(
-      `Bearer resource_metadata="${api.url}/.well-known/oauth-protected-resource/mcp"`,
-    );
-    expect(invalid.status).toBe(401);
-    expect(invalid.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);
+    expect([missing.status, invalid.status]).toEqual([401, 401]);
+    expect(missing.body).toMatchObject({
+      ok: false,
+      error: { code: 'unauthorized', message: 'authorization: a bearer token is required' },
+    });
     expect(metadata).toEqual({
       resource: `${api.url}/mcp`,
       authorization_servers: [api.url],
@@ -405,12 +404,12 @@ describe('MCP authorization and transport', () => {
     expect(minted.status).toBe(200);
     expect(minted.body.result.tools.length).toBeGreaterThan(0);
     expect(otherServer.status).toBe(401);
-    expect(otherServer.headers.get('www-authenticate')).toMatch(
-      /error="invalid_token", error_description="the token was issued by another issuer than this server trusts \(iss\)"/,
+    expect(otherServer.body.error.message).toBe(
+      'authorization: the token was issued by another issuer than this server trusts (iss)',
     );
   });
 
-  it('says in the 401 that a token expired, in the body and the challenge', async () => {
+  it('says in the 401 that a token expired', async () => {
     const expired = await rawMcp(
       { jsonrpc: '2.0', id: 1, method: 'tools/list' },
       { authorization: `Bearer ${await api.token(newTenant(), 'ada', '-1m')}` },
@@ -418,7 +417,6 @@ describe('MCP authorization and transport', () => {
 
     expect(expired.status).toBe(401);
     expect(expired.body.error.message).toBe('authorization: the token has expired; get a new one');
-    expect(expired.headers.get('www-authenticate')).toMatch(/error_description="the token has expired; get a new one"/);
   });
 
   it('answers GET and DELETE on /mcp with 405: stateless, no stream, no session', async () => {
@@ -476,7 +474,6 @@ describe('MCP authorization and transport', () => {
     response.resume();
 
     expect(response.statusCode).toBe(401);
-    expect(response.headers['www-authenticate']).toMatch(/^Bearer resource_metadata=/);
     expect(response.headers.connection).toBe('close');
     expect(sent).toBeLessThan(declared);
     response.destroy();
@@ -526,7 +523,7 @@ describe('MCP authorization and transport', () => {
   });
 });
 
-describe('MCP with a JWKS verifier (as deployed)', () => {
+describe('MCP with a JWKS verifier (as deployed), behind an authorizer that holds the keys', () => {
   /** The identity provider's JWKS endpoint, on loopback: serving the key, failing, or never answering. */
   let idp: Server;
   let idpUrl: string;
@@ -546,7 +543,11 @@ describe('MCP with a JWKS verifier (as deployed)', () => {
     });
     await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve));
     idpUrl = `http://127.0.0.1:${(idp.address() as AddressInfo).port}/.well-known/jwks.json`;
-    jwksApi = await startTestApi({ verifyToken: (token) => verifier(token) });
+    // The gateway's authorizer holds the keys (its own cache); the MCP function fetches them itself.
+    jwksApi = await startTestApi({
+      verifyToken: (token) => verifier(token),
+      authorizer: (token) => jwksApi.key.verify(token),
+    });
   });
   /** The verifier of the server under test: a new one per test, so no key set is cached from another. */
   let verifier: TokenVerifier;
@@ -610,7 +611,7 @@ describe('MCP with a JWKS verifier (as deployed)', () => {
     },
   );
 
-  it('still answers 401 invalid_token for a bad token while the keys are there', async () => {
+  it('answers 401 for a bad token at the authorizer: the function never sees it', async () => {
     mode = 'up';
     const foreign = await (
       await DevSigningKey.loadOrCreate({
@@ -620,9 +621,12 @@ describe('MCP with a JWKS verifier (as deployed)', () => {
       })
     ).mint('acme', 'ada');
 
+    const before = fetches;
+
     const reply = await mcpWith(foreign);
 
     expect(reply.status).toBe(401);
-    expect(reply.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);
+    expect(reply.body).toMatchObject({ ok: false, error: { code: 'unauthorized' } });
+    expect(fetches - before).toBe(0);
   });
 });

@@ -585,7 +585,7 @@ describe('a real payment provider', () => {
 });
 
 describe('the HTTP API', () => {
-  it('puts the JWT authorizer (issuer, audience) on every route but GET /health and MCP, $default included', () => {
+  it('puts the JWT authorizer (issuer, audience) on every route but the public ones, MCP and $default included', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', {
       AuthorizerType: 'JWT',
       IdentitySource: ['$request.header.Authorization'],
@@ -611,10 +611,10 @@ describe('the HTTP API', () => {
       'GET /tools/{tool}/operations/{key}': 'JWT',
       'GET /invoices/{invoice_id}': 'JWT',
       'GET /tickets/{ticket_key}': 'JWT',
-      // The MCP function verifies tokens itself (its 401 names the resource metadata); the metadata is public.
-      'POST /mcp': 'NONE',
-      'GET /mcp': 'NONE',
-      'DELETE /mcp': 'NONE',
+      // MCP behind the authorizer too: a tokenless request never runs the MCP function. Its metadata is public.
+      'POST /mcp': 'JWT',
+      'GET /mcp': 'JWT',
+      'DELETE /mcp': 'JWT',
       'GET /.well-known/oauth-protected-resource': 'NONE',
       'GET /.well-known/oauth-protected-resource/mcp': 'NONE',
       'GET /openapi.json': 'NONE',
@@ -634,25 +634,54 @@ describe('the HTTP API', () => {
     expect(stage.Properties.AccessLogSettings.Format).not.toMatch(/body|header|authorization/i);
   });
 
-  it('gives each route without an authorizer its own throttle, all of them together under the stage limit', () => {
+  it('gives each public route a small bucket of its own (5/s, bursts of 10): a flood there is that route alone', () => {
     const stage = Object.values(resources).find((r) => r.Type === 'AWS::ApiGatewayV2::Stage')!;
     const tokenless = Object.values(resources)
       .filter((r) => r.Type === 'AWS::ApiGatewayV2::Route' && (r.Properties.AuthorizationType ?? 'NONE') === 'NONE')
       .map((r) => r.Properties.RouteKey as string);
-    const settings: Array<{ ThrottlingRateLimit: number; ThrottlingBurstLimit: number }> = Object.values(
-      stage.Properties.RouteSettings,
-    );
-    const total = (limit: 'ThrottlingRateLimit' | 'ThrottlingBurstLimit') =>
-      settings.reduce((sum, route) => sum + route[limit], 0);
 
-    expect(Object.keys(stage.Properties.RouteSettings).sort()).toEqual(tokenless.sort());
-    expect(stage.Properties.RouteSettings).toMatchObject({
-      'POST /mcp': { ThrottlingRateLimit: 15, ThrottlingBurstLimit: 30 },
-      'GET /health': { ThrottlingRateLimit: 5, ThrottlingBurstLimit: 10 },
-    });
-    // A flood on every tokenless route at once still leaves the authorized routes part of the stage.
-    expect(total('ThrottlingRateLimit')).toBeLessThan(stage.Properties.DefaultRouteSettings.ThrottlingRateLimit);
-    expect(total('ThrottlingBurstLimit')).toBeLessThan(stage.Properties.DefaultRouteSettings.ThrottlingBurstLimit);
+    expect(tokenless.sort()).toEqual([
+      'GET /.well-known/oauth-protected-resource',
+      'GET /.well-known/oauth-protected-resource/mcp',
+      'GET /health',
+      'GET /openapi.json',
+    ]);
+    for (const route of tokenless) {
+      expect([route, stage.Properties.RouteSettings[route]]).toEqual([
+        route,
+        { ThrottlingRateLimit: 5, ThrottlingBurstLimit: 10 },
+      ]);
+    }
+  });
+
+  it('gives POST /mcp a bucket of 30/s, bursts of 30: within the 50 executions reserved for the MCP function', () => {
+    const stage = Object.values(resources).find((r) => r.Type === 'AWS::ApiGatewayV2::Stage')!;
+
+    expect(stage.Properties.RouteSettings['POST /mcp']).toEqual({ ThrottlingRateLimit: 30, ThrottlingBurstLimit: 30 });
+  });
+
+  it('lets no request into the MCP function but through a route with a bucket: at most 50 requests/s there', () => {
+    const stage = Object.values(resources).find((r) => r.Type === 'AWS::ApiGatewayV2::Stage')!;
+    const mcpIntegrations = Object.entries(resources)
+      .filter(([, r]) => r.Type === 'AWS::ApiGatewayV2::Integration')
+      .filter(([, r]) => JSON.stringify(r.Properties.IntegrationUri).includes(logicalId(stack.functions.mcp)))
+      .map(([id]) => id);
+    const intoMcp = Object.values(resources)
+      .filter((r) => r.Type === 'AWS::ApiGatewayV2::Route')
+      .filter((r) => mcpIntegrations.some((id) => JSON.stringify(r.Properties.Target).includes(id)))
+      .map((r) => r.Properties.RouteKey as string);
+    const settings = intoMcp.map((route) => stage.Properties.RouteSettings[route]);
+    const rate = settings.reduce((sum, setting) => sum + setting.ThrottlingRateLimit, 0);
+
+    expect(intoMcp.sort()).toEqual([
+      'DELETE /mcp',
+      'GET /.well-known/oauth-protected-resource',
+      'GET /.well-known/oauth-protected-resource/mcp',
+      'GET /mcp',
+      'POST /mcp',
+    ]);
+    expect(settings.every((setting) => setting !== undefined)).toBe(true);
+    expect(rate).toBe(50);
   });
 
   it('creates the stage after the routes its settings name (CloudFormation refuses settings for a route not yet there)', () => {

@@ -26,7 +26,7 @@ async function linesWritten(act: () => void): Promise<Array<Record<string, unkno
   return lines;
 }
 
-describe("the services' logger (ErrorSafeLogFormatter)", () => {
+describe("the services' logger (errorSafeReplacer)", () => {
   const services = createServices({ ...process.env, POWERTOOLS_LOG_LEVEL: 'INFO' });
   afterAll(() => services.client.destroy());
 
@@ -70,8 +70,8 @@ describe("the services' logger (ErrorSafeLogFormatter)", () => {
       request_id: error.$metadata.requestId,
       stack: expect.stringContaining('ConditionalCheckFailedException'),
     };
-    expect(lines[0]?.error).toEqual({ ...logged, location: expect.any(String) });
-    expect(lines[1]?.error).toEqual({ ...logged, location: expect.any(String) });
+    expect(lines[0]?.error).toEqual(logged);
+    expect(lines[1]?.error).toEqual(logged);
     expect(lines[2]?.error).toMatchObject({ name: 'Error', message: 'claim failed', cause: logged });
   });
 
@@ -85,7 +85,7 @@ describe("the services' logger (ErrorSafeLogFormatter)", () => {
     expect(JSON.stringify(lines)).not.toContain(SECRET);
   });
 
-  it("writes the same fields as Powertools' default formatter", async () => {
+  it("writes the same line as Powertools' default Logger otherwise", async () => {
     const plain = new Logger({ serviceName: 'retrysafe', logLevel: 'INFO' });
 
     const lines = await linesWritten(() => {

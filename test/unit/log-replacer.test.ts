@@ -76,7 +76,7 @@ describe("the services' logger (errorSafeReplacer)", () => {
   });
 
   it.each([
-    ['an object', { Item: { body: SECRET } }, '[object not logged]'],
+    ['an object', { Item: { body: SECRET } }, '[not logged]'],
     ['a string', 'plain words', 'plain words'],
   ])('logs a cause that is %s by what may be logged of it', async (_kind, cause, expected) => {
     const lines = await linesWritten(() => services.logger.error('failed', new Error('outer', { cause })));

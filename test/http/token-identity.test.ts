@@ -1,5 +1,6 @@
 import type { JWTPayload } from 'jose';
 import { type ApiEvent, identityFromEvent } from '../../lib/http/event';
+import { handleListTools } from '../../lib/http/list-tools';
 import { startTestApi, type TestApi } from '../helpers/api';
 
 let api: TestApi;
@@ -57,8 +58,15 @@ describe('behind API Gateway (claims flattened to strings by the JWT authorizer)
     ['a list', { tenant_id: '[x y]', sub: 'ada' }],
     ['a map', { tenant_id: 'map[name:acme]', sub: 'ada' }],
     ['a list sub', { tenant_id: 'acme', sub: '[a b]' }],
-  ])('names no caller when the tenant or sub was %s', (_kind, claims) => {
+  ])('names no caller when the tenant or sub was %s: a 401 saying both are strings', (_kind, claims) => {
+    const reply = handleListTools([], eventWith(claims));
+
     expect(identityFromEvent(eventWith(claims))).toBeUndefined();
+    expect(reply.statusCode).toBe(401);
+    expect(JSON.parse(reply.body).error).toEqual({
+      code: 'unauthorized',
+      message: expect.stringMatching(/tenant claim and sub each a string/),
+    });
   });
 
   it('takes a plain string (and cannot tell "123" from 123 there)', () => {

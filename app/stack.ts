@@ -100,6 +100,12 @@ export interface RetrysafeStackOptions<T extends AnyToolModule = RegisteredTool>
    */
   readonly destroyTablesOnRemoval?: boolean;
   /**
+   * DynamoDB's deletion protection on every table (bin/app.ts: `-c deletionProtection=false` turns it off
+   * for a throwaway stack).
+   * @default true, unless `destroyTablesOnRemoval` (a protected table would make the stack's deletion fail)
+   */
+  readonly tableDeletionProtection?: boolean;
+  /**
    * Refund through Stripe: the complete ARN of a Secrets Manager secret whose value is the (restricted)
    * API key. The functions that move money — those with access to the ledger — get
    * `PAYMENT_PROVIDER=stripe`, the ARN, read access to that secret alone, and Stripe's SDK in their bundle.
@@ -146,6 +152,7 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
   constructor(scope: Construct, id: string, props: RetrysafeStackProps<T> = {}) {
     super(scope, id, props);
     const removalPolicy = props.destroyTablesOnRemoval ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
+    const deletionProtection = props.tableDeletionProtection ?? !props.destroyTablesOnRemoval;
     const tools = props.tools ?? (TOOLS as readonly AnyToolModule[] as readonly T[]);
     const entryFile = props.entryFile ?? ((entry: string) => join(PROJECT_ROOT, 'lambdas', `${entry}.ts`));
 
@@ -155,12 +162,13 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     // the root for the same reason.
     this.idempotencyTable = new IdempotencyTable(this, 'KeyStore', {
       destroyOnRemoval: props.destroyTablesOnRemoval,
+      deletionProtection,
     });
     this.tables = {
-      invoices: definedTable(this, 'Invoices', TABLES.invoices, { removalPolicy }),
-      tickets: definedTable(this, 'Tickets', TABLES.tickets, { removalPolicy }),
-      outbox: definedTable(this, 'Outbox', TABLES.outbox, { removalPolicy }),
-      ledger: definedTable(this, 'Ledger', TABLES.ledger, { removalPolicy }),
+      invoices: definedTable(this, 'Invoices', TABLES.invoices, { removalPolicy, deletionProtection }),
+      tickets: definedTable(this, 'Tickets', TABLES.tickets, { removalPolicy, deletionProtection }),
+      outbox: definedTable(this, 'Outbox', TABLES.outbox, { removalPolicy, deletionProtection }),
+      ledger: definedTable(this, 'Ledger', TABLES.ledger, { removalPolicy, deletionProtection }),
     };
     // Refunds through Stripe: what the tools that may write the ledger need (it is where a payment
     // provider is called) — the provider's choice, the secret holding its API key, and its SDK.

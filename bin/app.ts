@@ -25,6 +25,10 @@ new RetrysafeStack(app, 'Retrysafe', {
   description: 'retrysafe: idempotent AI-agent tool calls (API Gateway, Lambda, DynamoDB)',
   ...tokenIssuer,
   destroyTablesOnRemoval: context('destroyTables') === 'true',
+  // On unless `-c deletionProtection=false` (or `-c destroyTables=true`, whose stack deletion it would block).
+  ...(context('deletionProtection') === undefined
+    ? {}
+    : { tableDeletionProtection: context('deletionProtection') !== 'false' }),
   alarmTopicArn: context('alarmTopicArn'),
   stripeSecretArn: context('stripeSecretArn'),
   // 'invocations' (the default) or 'calls'; anything else is refused by the stack.

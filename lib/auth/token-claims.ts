@@ -28,8 +28,27 @@ export class VerifierUnavailableError extends Error {
   }
 }
 
-/** Token claims as API Gateway's JWT authorizer passes them on: every value a string. */
-export function stringClaims(payload: JWTPayload): Record<string, string> {
+/**
+ * A claim naming the caller (the tenant claim or `sub`) that is not a string: refused, never stringified
+ * — `["x","y"]` would be a tenant of its own, and `123` the same tenant as `"123"`.
+ */
+export class ClaimNotStringError extends Error {
+  readonly code = 'ERR_CLAIM_NOT_STRING';
+  constructor(readonly claim: string) {
+    super(`the ${claim} claim is not a string`);
+    this.name = 'ClaimNotStringError';
+  }
+}
+
+/**
+ * Token claims as API Gateway's JWT authorizer passes them on: every value a string. A tenant claim or
+ * `sub` that is not a string is refused (`ClaimNotStringError`) — this verifier sees the token's types;
+ * behind API Gateway only `identityFromTokenClaims`' check of the flattened value is left.
+ */
+export function stringClaims(payload: JWTPayload, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  for (const name of [tenantClaimName(env), 'sub']) {
+    if (payload[name] !== undefined && typeof payload[name] !== 'string') throw new ClaimNotStringError(name);
+  }
   return Object.fromEntries(
     Object.entries(payload).map(([name, value]) => [name, typeof value === 'string' ? value : JSON.stringify(value)]),
   );
@@ -48,8 +67,21 @@ export function isIssuedTo(payload: JWTPayload, audience: string): boolean {
 /** The longest tenant or user accepted (the idempotency runtime's limit): a longer one is a 401, not a 500. */
 export const MAX_IDENTITY_LENGTH = 256;
 
+/**
+ * API Gateway's JWT authorizer hands the function every claim as a string: a list as `[x y]`, a map as
+ * `map[k:v]` (Go's formatting), a number or a boolean as its digits or word. A list or a map can still be
+ * told apart there and is refused with the rest; `123` cannot be told from `"123"` once flattened — only a
+ * verifier that sees the token (the MCP function's, the local server's: `stringClaims`) refuses it.
+ */
+const FLATTENED_LIST_OR_MAP = /^(map)?\[.*\]$/s;
+
 function isIdentityPart(value: string | undefined): value is string {
-  return typeof value === 'string' && value !== '' && value.length <= MAX_IDENTITY_LENGTH;
+  return (
+    typeof value === 'string' &&
+    value !== '' &&
+    value.length <= MAX_IDENTITY_LENGTH &&
+    !FLATTENED_LIST_OR_MAP.test(value)
+  );
 }
 
 /** Tenant (the `TENANT_CLAIM` token claim) and user (`sub`), or undefined when either is missing or too long. */
@@ -72,6 +104,8 @@ export function identityFromTokenClaims(
 export function tokenRefusal(error: unknown): string {
   const { code, claim } = (error ?? {}) as { code?: unknown; claim?: unknown };
   switch (code) {
+    case 'ERR_CLAIM_NOT_STRING':
+      return `the token's ${typeof claim === 'string' ? claim : ''} claim is not a string; a tenant and a user (sub) are strings`;
     case 'ERR_JWT_EXPIRED':
       return 'the token has expired; get a new one';
     case 'ERR_JWT_CLAIM_VALIDATION_FAILED':

@@ -39,4 +39,5 @@ export function pathParameter(event: ApiEvent, name: string): string | undefined
 }
 
 /** What a request without a usable identity is told. */
-export const UNAUTHORIZED = 'authorization: a valid bearer token with a tenant and a subject is required';
+export const UNAUTHORIZED =
+  'authorization: a valid bearer token is required, its tenant claim and sub each a string of 1-256 characters';

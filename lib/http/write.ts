@@ -13,15 +13,24 @@ import { type LambdaHandler, withErrorBoundary } from './boundary';
 import { type ApiEvent, bodyText, header, identityFromEvent, UNAUTHORIZED } from './event';
 import { errorResponse, type HttpResponse, toHttpResponse } from './status';
 
+/** One structured-field string (RFC 8941 §3.3.3): quoted, `\"` and `\\` escaped inside. */
+const SF_STRING = /^"((?:[^"\\]|\\["\\])*)"$/;
+
+/** The header sent more than once: its values joined (", " by Node, "," by API Gateway). */
+const REPEATED_KEY = 'Idempotency-Key: sent more than once (a key with a comma is sent quoted, "a,b", or in the body)';
+
 /**
- * The key from the `Idempotency-Key` header, if sent. The IETF draft sends it as a structured-field
- * string (`"abc"`); Stripe-style clients send it bare. Both are accepted.
+ * The key from the `Idempotency-Key` header, if sent, or `{ refused }`. The IETF draft sends it as a
+ * structured-field string (`"abc"`); Stripe-style clients send it bare. Both are accepted. A header sent
+ * twice reaches the function as one value, joined with a comma (by Node locally, by API Gateway deployed):
+ * a comma outside one quoted string is refused rather than read as a key of its own.
  */
-function headerKey(event: ApiEvent): string | undefined {
+function headerKey(event: ApiEvent): string | { readonly refused: string } | undefined {
   const value = header(event, 'idempotency-key');
   if (value === undefined) return undefined;
-  const quoted = /^"(.*)"$/.exec(value);
-  return quoted ? quoted[1] : value;
+  const quoted = SF_STRING.exec(value);
+  if (quoted) return (quoted[1] as string).replace(/\\(["\\])/g, '$1');
+  return value.includes(',') ? { refused: REPEATED_KEY } : value;
 }
 
 /** What a write needs: the runtime that claims, the tool that runs, and where to log the call. */
@@ -52,6 +61,7 @@ export async function handleToolWrite(
     return errorResponse('invalid_args', 'body: not valid JSON');
   }
   const fromHeader = headerKey(event);
+  if (typeof fromHeader === 'object') return errorResponse('invalid_args', fromHeader.refused);
   if (fromHeader !== undefined && input !== null && typeof input === 'object' && !Array.isArray(input)) {
     const fromBody = (input as Record<string, unknown>)[IDEMPOTENCY_KEY_FIELD];
     if (fromBody !== undefined && fromBody !== fromHeader) {

@@ -62,7 +62,11 @@ export interface ToolRuntimeOptions {
 /** One call's outcome, for metrics: never the arguments, the key or the identity. */
 export interface CallOutcome {
   readonly tool: string;
-  readonly outcome: 'executed' | 'replayed' | 'pending' | ErrorCode;
+  /**
+   * `timeout` when the call outlived its invocation: its answer came after the edge had answered `timeout`
+   * (locally; on Lambda the function would have been cut off), so that is what its caller got.
+   */
+  readonly outcome: 'executed' | 'replayed' | 'pending' | 'timeout' | ErrorCode;
   /** On a replay: what answered it. */
   readonly replay?: ReplayKind;
   readonly latencyMs: number;
@@ -189,6 +193,7 @@ export class ToolRuntime {
     options: InvokeOptions,
   ): Promise<Answered<R>> {
     const started = Date.now();
+    const invocationEndsMs = started + deadline.getRemainingTimeInMillis();
     let answered: Answered<R>;
     try {
       answered = await this.#run(tool, identity, input, deadline, options);
@@ -196,13 +201,16 @@ export class ToolRuntime {
       answered = { result: this.#failure(tool.name, error) };
     }
     const { result } = answered;
+    // An answer reached after the invocation's end reached nobody: the caller got `timeout` at the end.
+    const settledMs = Date.now();
+    const late = settledMs > invocationEndsMs;
     try {
       this.#options.onOutcome?.(
         {
           tool: tool.name,
-          outcome: outcomeOf(result),
-          ...(result.ok && result.idempotent ? { replay: answered.replay ?? 'client_key' } : {}),
-          latencyMs: Date.now() - started,
+          outcome: late ? 'timeout' : outcomeOf(result),
+          ...(!late && result.ok && result.idempotent ? { replay: answered.replay ?? 'client_key' } : {}),
+          latencyMs: (late ? invocationEndsMs : settledMs) - started,
         },
         {
           tenant: identity.tenant,

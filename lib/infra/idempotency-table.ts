@@ -11,6 +11,11 @@ export interface IdempotencyTableProps {
    * @default false (the table is retained)
    */
   readonly destroyOnRemoval?: boolean;
+  /**
+   * DynamoDB's deletion protection on the table (`definedTable`'s `deletionProtection`).
+   * @default true, unless `destroyOnRemoval`
+   */
+  readonly deletionProtection?: boolean;
 }
 
 /** The DynamoDB actions the idempotency runtime sends: claim, read, complete, release. */
@@ -19,7 +24,7 @@ export const CLAIM_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:
 /**
  * The idempotency table: the table from the shared definition (`id` partition key, TTL on
  * `expiration`, a stream for the completer), on demand, with point-in-time recovery and encryption at rest,
- * retained by default. Usable on its own by anyone wrapping their own tools.
+ * retained and deletion-protected by default. Usable on its own by anyone wrapping their own tools.
  */
 export class IdempotencyTable extends Construct {
   /** The idempotency table. */
@@ -29,6 +34,7 @@ export class IdempotencyTable extends Construct {
     super(scope, id);
     this.table = tableFromDefinition(this, 'Table', IDEMPOTENCY_TABLE, {
       removalPolicy: props.destroyOnRemoval ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
+      ...(props.deletionProtection === undefined ? {} : { deletionProtection: props.deletionProtection }),
     });
   }
 

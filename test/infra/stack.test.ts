@@ -147,12 +147,13 @@ describe('the idempotency table', () => {
     });
   });
 
-  it('keeps every domain table too: PITR, on demand, retained', () => {
+  it('keeps every domain table too: PITR, on demand, retained, deletion-protected', () => {
     const tables = Object.values(resources).filter((r) => r.Type === 'AWS::DynamoDB::Table');
 
     expect(tables).toHaveLength(5);
     for (const table of tables) {
       expect(table.DeletionPolicy).toBe('Retain');
+      expect(table.Properties.DeletionProtectionEnabled).toBe(true);
       expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
       expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
     }
@@ -165,6 +166,18 @@ describe('the idempotency table', () => {
       (r) => r.Type === 'AWS::DynamoDB::Table',
     );
     expect(tables.map((t) => t.DeletionPolicy)).toEqual(Array(5).fill('Delete'));
+    // A protected table would make the stack's deletion fail.
+    expect(tables.map((t) => t.Properties.DeletionProtectionEnabled)).toEqual(Array(5).fill(false));
+  }, 120_000);
+
+  it('turns deletion protection off when asked (bin/app.ts: -c deletionProtection=false), the tables still retained', () => {
+    const { template: throwaway } = synthesize({ tableDeletionProtection: false }, { bundled: false });
+
+    const tables = Object.values(throwaway.toJSON().Resources as Resources).filter(
+      (r) => r.Type === 'AWS::DynamoDB::Table',
+    );
+    expect(tables.map((t) => t.Properties.DeletionProtectionEnabled)).toEqual(Array(5).fill(false));
+    expect(tables.map((t) => t.DeletionPolicy)).toEqual(Array(5).fill('Retain'));
   }, 120_000);
 });
 

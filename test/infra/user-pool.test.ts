@@ -6,7 +6,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { exportJWK, generateKeyPair, type JWK, type JWTPayload, SignJWT } from 'jose';
 import { RetrysafeStack, type RetrysafeStackProps } from '../../app/stack';
 import { createJwksVerifier } from '../../lib/auth/jwks-verifier';
-import { identityFromTokenClaims } from '../../lib/auth/token-claims';
+import { identityFromTokenClaims, tokenRefusal } from '../../lib/auth/token-claims';
 
 // biome-ignore lint/suspicious/noExplicitAny: CloudFormation properties are asserted structurally
 type Resources = Record<string, { Type: string; Properties: Record<string, any> }>;
@@ -231,5 +231,19 @@ describe('a client-credentials access token, as Cognito issues it', () => {
 
     await expect(verify(await accessToken(clientId, { aud: 'someone-else' }))).rejects.toThrow(/aud/);
     await expect(verify(await sign({ sub: 'user-1', aud: [clientId, 'x'] }))).resolves.toMatchObject({ sub: 'user-1' });
+  });
+
+  it.each([
+    ['sub', { sub: 42 }],
+    ['tenant_id', { sub: 'user-1', tenant_id: ['a', 'b'] }],
+  ])('is refused, naming the claim, when its %s is not a string (the deployed MCP verifier)', async (claim, claims) => {
+    const verify = createJwksVerifier({ issuer, audience: clientId, jwksUrl });
+
+    const refused = await verify(await sign({ aud: clientId, ...claims } as JWTPayload)).catch((error) => error);
+
+    expect(refused).toMatchObject({ code: 'ERR_CLAIM_NOT_STRING', claim });
+    expect(tokenRefusal(refused)).toBe(
+      `the token's ${claim} claim is not a string; a tenant and a user (sub) are strings`,
+    );
   });
 });

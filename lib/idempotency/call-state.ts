@@ -44,12 +44,6 @@ export type CallState = 'absent' | 'expired' | 'live' | 'abandoned' | 'stalled' 
  */
 export type StalledReason = 'attempts' | 'unknown_tool' | 'unreadable_call';
 
-const STALLED_REASONS: readonly string[] = ['attempts', 'unknown_tool', 'unreadable_call'] satisfies StalledReason[];
-
-function stalledReasonOf(value: string | undefined): StalledReason | undefined {
-  return value !== undefined && STALLED_REASONS.includes(value) ? (value as StalledReason) : undefined;
-}
-
 /** A call whose lock ended without an outcome: a takeover (a retry, or the completer unless stalled) finishes it. */
 export function isAbandoned(state: CallState): state is 'abandoned' | 'stalled' {
   return state === 'abandoned' || state === 'stalled';
@@ -87,7 +81,7 @@ export interface CallRecord {
   /** The claim the completer gave up on (`stalled` while it is still `claimId`). */
   readonly stalledClaimId: string | undefined;
   /** Why the completer gave up on it (written with `stalledClaimId`); undefined on a record an earlier version stalled. */
-  readonly stalledReason?: StalledReason;
+  readonly stalledReason?: StalledReason | undefined;
   /**
    * When the call's first claim was written (epoch ms): when its caller asked. Undefined on a record an
    * earlier version claimed (a deployment's old functions may still write them): readers derive it from
@@ -160,11 +154,6 @@ function text(item: Record<string, unknown>, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-/** `{ [name]: value }`, or nothing when the value is undefined (an optional field left out). */
-function optional<K extends string, V>(name: K, value: V | undefined): { [P in K]?: V } {
-  return (value === undefined ? {} : { [name]: value }) as { [P in K]?: V };
-}
-
 /** An attribute of an unmarshalled item, if it is a number. */
 function number(item: Record<string, unknown>, name: string): number | undefined {
   const value = item[name];
@@ -199,7 +188,8 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
     attempt,
     outcome: decodeOutcome(item[attr.data]),
     stalledClaimId: text(item, attr.stalledClaim),
-    ...optional('stalledReason', stalledReasonOf(text(item, attr.stalledReason))),
+    // Written only by `markStalled` (one of the three); a reader that meets another falls back to `attempts`.
+    stalledReason: text(item, attr.stalledReason) as StalledReason | undefined,
     createdAtMs: number(item, attr.createdAt),
     completedAtMs: number(item, attr.completedAt),
   };

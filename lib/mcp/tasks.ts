@@ -93,7 +93,9 @@ export function mcpTaskOf(taskId: string, task: CallTask, wording: TaskWording):
       ...times,
       status: 'working',
       statusMessage:
-        task.state === 'stalled' ? wording.stalled[task.reason ?? 'attempts'] : wording.working[task.state],
+        task.state === 'stalled'
+          ? (wording.stalled[task.reason ?? 'attempts'] ?? wording.stalled.attempts)
+          : wording.working[task.state],
       pollInterval: task.pollIntervalMs,
     };
   }

@@ -63,6 +63,6 @@ export async function readOperation(
   if (operation.status === 'pending')
     return { ok: true, status: 'pending', key, retry_after_ms: operation.retryAfterMs };
   if (operation.status === 'stalled')
-    return { ok: true, status: 'stalled', key, hint: STALLED_HINTS[operation.reason] };
+    return { ok: true, status: 'stalled', key, hint: STALLED_HINTS[operation.reason] ?? STALLED_HINT };
   return { ok: true, status: 'abandoned', key, retry_after_ms: operation.retryAfterMs, hint: ABANDONED_HINT };
 }

@@ -39,9 +39,12 @@ export const JOB_ENTRIES = ['complete', 'erase'] as const;
  * docs/benchmark.md) — the goal is 1.0×, so a write's bundle should not grow. 146 KB until the runtime ran an
 attempt's phases itself instead of through Powertools' makeIdempotent and its persistence layer (−17 KB: the
 largest write, create_invoice, 131,619 bytes); the example's move to app/ changed nothing measurable. An
-attempt's ending names the call it is about (what an MCP task of it is: +1.5 KB, 133,103 bytes).
+attempt's ending names the call it is about (what an MCP task of it is: +1.5 KB, 133,103 bytes). 131 KB
+until liveness (issue 33): a poll's truthful wait and the stalled reason (`askAgainAfterMs`, the completer's
+schedule), the log replacer that keeps stored items out of error lines, the `timeout` outcome and the
+refused non-string claims — +0.5 KB, create_invoice 134,434 bytes.
  */
-export const BUNDLE_BUDGET_BYTES = 131 * 1024;
+export const BUNDLE_BUDGET_BYTES = 132 * 1024;
 
 /**
  * The MCP endpoint's budget: the official SDK brings the full zod (~103 KB, it does not use zod/mini),
@@ -55,7 +58,7 @@ export const BUNDLE_BUDGET_BYTES = 131 * 1024;
 view and a call's record as its attempt left it, +6.7 KB — 454,422 bytes; then a read's answer parsed with its
 `found` schema and a read's argument that takes no text refused: +515 bytes).
  */
-export const MCP_BUNDLE_BUDGET_BYTES = 446 * 1024;
+export const MCP_BUNDLE_BUDGET_BYTES = 447 * 1024; // 446 KB until liveness (issue 33): +0.6 KB, 457,256 bytes
 
 /**
  * The completer's budget: it carries every tool (to finish any call) and the recheck queue's SQS commands

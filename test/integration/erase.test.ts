@@ -191,7 +191,7 @@ describe('eraseTenant', () => {
     expect(whileAbandoned.tables.idempotency).toMatchObject({ inFlight: 1 });
     expect(whileAbandoned.kept.invoices).toMatch(/^deferred: 1 call\(s\) in flight/);
     expect(gaveUp).toBe('stalled');
-    expect(polledStalled).toEqual({ status: 'stalled' });
+    expect(polledStalled).toEqual({ status: 'stalled', reason: 'attempts' });
     // Without the app tables a stalled call is kept (the kept domain may still come to show it)…
     expect(recordsOnly.tables.idempotency).toMatchObject({ deleted: 0, inFlight: 1 });
     // …with them it is closed, and nothing is deferred.

@@ -166,7 +166,7 @@ describe('a provider that says the same key is still in use', () => {
 
     expect(first).toEqual({ ok: false, status: 'pending', key: 'k1', retry_after_ms: expect.any(Number) });
     expect(first.ok === false && 'status' in first && first.retry_after_ms).toBeGreaterThanOrEqual(100);
-    expect(polled).toEqual({ status: 'pending' });
+    expect(polled).toEqual({ status: 'pending', retryAfterMs: expect.any(Number) });
     expect(tooSoon).toMatchObject({ ok: false, status: 'pending' });
     expect(retry).toEqual({ ok: true, idempotent: true, key: 'k1', receipt: { text: 'hi' } });
     expect(execute).toHaveBeenCalledTimes(2);

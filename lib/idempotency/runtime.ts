@@ -193,10 +193,12 @@ export class ToolRuntime {
     options: InvokeOptions,
   ): Promise<Answered<R>> {
     const started = Date.now();
-    const invocationEndsMs = started + deadline.getRemainingTimeInMillis();
+    // The deadline is read once: the lock, the check of the time left and the log line must agree.
+    const remainingMs = deadline.getRemainingTimeInMillis();
+    const invocationEndsMs = started + remainingMs;
     let answered: Answered<R>;
     try {
-      answered = await this.#run(tool, identity, input, deadline, options);
+      answered = await this.#run(tool, identity, input, remainingMs, options);
     } catch (error) {
       answered = { result: this.#failure(tool.name, error) };
     }
@@ -233,14 +235,14 @@ export class ToolRuntime {
     tool: ToolDefinition<S, R>,
     identity: Identity,
     input: unknown,
-    deadline: InvocationDeadline,
+    remainingMs: number,
     options: InvokeOptions,
   ): Promise<Answered<R>> {
     const scope = identitySchema.safeParse(identity);
     if (!scope.success) throw new InternalError(`incomplete identity: ${scope.error.issues[0]?.path.join('.')}`);
     const { clientKey, args } = parseCall(tool, input);
     const ttlSeconds = tool.ttlSeconds ?? DEFAULT_TTL_SECONDS;
-    const lockEndsMs = lockEndOf(deadline, ttlSeconds);
+    const lockEndsMs = lockEndOf(remainingMs, ttlSeconds);
     if (idempotencyDisabled()) {
       // POWERTOOLS_IDEMPOTENCY_DISABLED would make every call execute: refuse to run writes instead.
       throw new InternalError('idempotency is disabled by POWERTOOLS_IDEMPOTENCY_DISABLED');
@@ -347,12 +349,11 @@ export class ToolRuntime {
 }
 
 /**
- * The attempt's lock, from its deadline — read once: the check and the lock must agree. No time left
+ * The attempt's lock, from its deadline's one reading (`remainingMs`): the check and the lock must agree. No time left
  * is the caller's to retry with the same key; a deadline within the tolerated clock skew of the TTL could let the record expire
  * mid-execution: a deployment mistake.
  */
-function lockEndOf(deadline: InvocationDeadline, ttlSeconds: number): number {
-  const remainingMs = deadline.getRemainingTimeInMillis();
+function lockEndOf(remainingMs: number, ttlSeconds: number): number {
   if (!(remainingMs > 0)) throw new UnavailableError('no time was left for this call; retry with the same key');
   if (remainingMs + CLOCK_SKEW_TOLERANCE_MS > ttlSeconds * 1000) {
     throw new InternalError(

@@ -4,24 +4,17 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createServices } from '../../app/services';
 import { tableName } from '../../app/tables';
+import { capturedLines } from '../helpers/captured-logger';
 
 const SECRET = `the-email-body-${randomUUID()}`;
 
 /** Every JSON line written to stdout and stderr while `act` runs. */
 async function linesWritten(act: () => void): Promise<Array<Record<string, unknown>>> {
-  const lines: Array<Record<string, unknown>> = [];
-  function capture(chunk: string | Uint8Array): boolean {
-    for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-    return true;
-  }
-  const writes = [
-    jest.spyOn(process.stdout, 'write').mockImplementation(capture),
-    jest.spyOn(process.stderr, 'write').mockImplementation(capture),
-  ];
+  const { lines, restore } = capturedLines();
   try {
     act();
   } finally {
-    for (const write of writes) write.mockRestore();
+    restore();
   }
   return lines;
 }

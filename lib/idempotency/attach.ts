@@ -9,7 +9,7 @@
  *   refused by live ──read──read────read────────read──▶ budget's end: pending (as before)
  *                       │     │      └ completed: replay of its outcome (idempotent: true)
  *                       │     └ abandoned, released, expired, erased: claim again (claimCall)
- *                       └ live: wait longer (50, 100, 200, 400, 500, 500 … ms)
+ *                       └ live: wait longer (50, 100, 200, 250, 250 … ms)
  *
  * The budget is the least of the cap, this invocation's time less `ATTACH_ANSWER_MARGIN_MS`, and the
  * holder's lock (past it the record is abandoned: a claim takes it over). Only a caller attaches: the
@@ -37,13 +37,19 @@ export interface AttachOptions {
 
 /** The attach cap: most tool calls (a payment, a message, a ticket) finish within 2 s. */
 export const DEFAULT_ATTACH_MAX_WAIT_MS = 2_000;
-/** At most this many reads per wait (a bound that holds even if the clock does not move). */
-export const ATTACH_MAX_READS = 8;
+/**
+ * At most this many reads per wait: a bound that holds even if the clock does not move, and one that
+ * never cuts the default cap short (50 + 100 + 200 + 7 × 250 ms = 2.1 s).
+ */
+export const ATTACH_MAX_READS = 10;
 /** Time kept back from the invocation's deadline to answer (or claim) after the wait. */
 export const ATTACH_ANSWER_MARGIN_MS = 1_000;
-/** The first interval between reads, doubled after each read up to `ATTACH_MAX_INTERVAL_MS`. */
+/**
+ * The first interval between reads, doubled after each read up to `ATTACH_MAX_INTERVAL_MS`: a quick
+ * write is seen within ~50–150 ms, and an outcome stored between two reads waits ≤ 250 ms to be seen.
+ */
 export const ATTACH_FIRST_INTERVAL_MS = 50;
-export const ATTACH_MAX_INTERVAL_MS = 500;
+export const ATTACH_MAX_INTERVAL_MS = 250;
 
 /** Attach options with their defaults resolved (a `CallPlan`'s). */
 export interface Attachment {

@@ -6,8 +6,8 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type * as z from 'zod/mini';
 import { type Ending, failed, REFUSED, type ReplayKind, retryAfterMs, StoreWriteError } from './answers';
-import { type CallRecord, encodeCall, type IntentHolder, STATUS, type StoredOutcome } from './call-state';
 import { type Attachment, attach } from './attach';
+import { type CallRecord, encodeCall, type IntentHolder, STATUS, type StoredOutcome } from './call-state';
 import { type ClaimRequest, claimCall } from './claim-call';
 import { expiresAtSOf } from './derivation';
 import { type ErrorCode, InFlightError, ToolError } from './errors';

@@ -61,8 +61,8 @@ export interface ToolRuntimeOptions {
   readonly storeTimeLeft?: () => number | undefined;
   /**
    * Attach: a duplicate that arrives while a live attempt of the same call runs elsewhere waits for its
-   * outcome — re-reading the record (consistent GetItems, never a write) at 50, 100, 200, 400, 500 … ms, at
-   * most `ATTACH_MAX_READS` (8) times, for at most `maxWaitMs`, this invocation's time less 1 s, and the
+   * outcome — re-reading the record (consistent GetItems, never a write) after 50, 100, 200, 250, 250 … ms,
+   * at most 10 times, for at most `maxWaitMs`, this invocation's time less 1 s, and the
    * holder's lock — and answers it as a replay; `pending` when it is not in by then (docs/state-machine.md,
    * "Attach"). `{ maxWaitMs: 0 }` answers `pending` at once. The completer (`resume`) never waits.
    * @default { maxWaitMs: DEFAULT_ATTACH_MAX_WAIT_MS (2000), sleep: a setTimeout promise }

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import * as z from 'zod/mini';
 import { tableName } from '../app/tables';
 import { DEFAULT_ATTACH_MAX_WAIT_MS, ToolRuntime, type ToolRuntimeOptions } from '../lib/idempotency';
-import { defineTool } from '../lib/idempotency/tool';
+import { defineTool } from '../lib/idempotency/definition';
 import type { ToolResult } from '../lib/idempotency/types';
 import { FUNCTION_DEFAULTS } from '../lib/infra/defaults';
 import { createDynamoDBClient } from '../lib/store/client';

@@ -226,7 +226,6 @@ async function main(): Promise<void> {
         `(${((readUnits / Math.max(1, records)) * 1000).toFixed(1)} per 1,000 records); a tenant index would cost 1 write unit on every claim`,
     );
     await benchCompleterFold(services.client, runtime);
-    await benchAttach(process.env);
     await benchGoals({
       store: {
         DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
@@ -239,6 +238,7 @@ async function main(): Promise<void> {
       rounds: GOAL_ROUNDS,
       ablationRounds: ABLATION_ROUNDS,
     });
+    await benchAttach(process.env);
   } finally {
     services.client.destroy();
     await local?.stop();

@@ -136,6 +136,30 @@ describe('attach: a duplicate of a call in flight waits for its outcome', () => 
     duplicate.destroy();
   });
 
+  it('takes the call over at its lock’s end when the first worker died while it waited (abandoned)', async () => {
+    const caller = identity();
+    const { tool, execute, started } = heldNote(); // never released: the first worker is never heard of again
+    const duplicate = duplicateRuntime();
+
+    void world.runtime.invoke(tool, caller, call, deadline(600));
+    await started.opened;
+    const asked = Date.now();
+    // The first execution stays held; any later one (the takeover's) answers at once.
+    execute.mockImplementation(async (args) => ({ receipt: { note_id: 'note_2', text: args.text }, replayed: false }));
+    const answer = await duplicate.runtime.invoke(tool, caller, call, deadline(5_000));
+    const waitedMs = Date.now() - asked;
+
+    // It waited for the lock (≈ 600 ms from the first claim), then ran the call as its second attempt.
+    expect(answer).toEqual({ ok: true, idempotent: false, key: 'k1', receipt: { note_id: 'note_2', text: 'hi' } });
+    expect(waitedMs).toBeLessThan(1_500);
+    expect(execute).toHaveBeenCalledTimes(2);
+    // Its refused claim; then, once the record was read abandoned, the claim phase again (claim refused,
+    // takeover) and the store.
+    expect(duplicate.writes()).toEqual(['PutItem', 'PutItem', 'UpdateItem', 'UpdateItem']);
+    expect(await world.runtime.readCall('send_note', caller, 'k1')).toMatchObject({ status: 'COMPLETED', attempt: 2 });
+    duplicate.destroy();
+  });
+
   it.each([
     ['no time to wait: pending at once, nothing read', ATTACH_ANSWER_MARGIN_MS - 100, 0, 0],
     ['a little time: pending within it', ATTACH_ANSWER_MARGIN_MS + 300, 1, 4],

@@ -120,7 +120,7 @@ describe('in flight over HTTP', () => {
     expect(pending.status).toBe(202);
     expect(pending.body).toEqual({ ok: false, status: 'pending', key: 'k1', retry_after_ms: expect.any(Number) });
     expect(pending.headers.get('retry-after')).toBe('1');
-    expect(poll.body).toEqual({ ok: true, status: 'pending', key: 'k1' });
+    expect(poll.body).toEqual({ ok: true, status: 'pending', key: 'k1', retry_after_ms: expect.any(Number) });
     expect(after.body).toEqual({
       ok: true,
       idempotent: true,

@@ -1,6 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { tableName } from '../../app/tables';
-import { NotFoundError } from '../../lib/idempotency';
+import { InFlightError, NotFoundError } from '../../lib/idempotency';
 import { ATTACH_ANSWER_MARGIN_MS, ATTACH_MAX_READS } from '../../lib/idempotency/attach';
 import { type AttachOptions, type CallOutcome, ToolRuntime } from '../../lib/idempotency/runtime';
 import { createDynamoDBClient } from '../../lib/store/client';
@@ -157,6 +157,28 @@ describe('attach: a duplicate of a call in flight waits for its outcome', () => 
     // takeover) and the store.
     expect(duplicate.writes()).toEqual(['PutItem', 'PutItem', 'UpdateItem', 'UpdateItem']);
     expect(await world.runtime.readCall('send_note', caller, 'k1')).toMatchObject({ status: 'COMPLETED', attempt: 2 });
+    duplicate.destroy();
+  });
+
+  it('waits out a provider’s park (nobody runs it before its lock ends), then runs the call itself', async () => {
+    const caller = identity();
+    let busy = true;
+    const { tool, execute } = noteTool('send_note', async (args) => {
+      if (busy) throw new InFlightError('the provider is still processing this key', 300);
+      return { receipt: { text: args.text }, replayed: true };
+    });
+    const duplicate = duplicateRuntime();
+
+    const first = await world.runtime.invoke(tool, caller, call, deadline(5_000));
+    busy = false;
+    const asked = Date.now();
+    const answer = await duplicate.runtime.invoke(tool, caller, call, deadline(5_000));
+    const waitedMs = Date.now() - asked;
+
+    expect(first).toMatchObject({ ok: false, status: 'pending' });
+    expect(answer).toEqual({ ok: true, idempotent: true, key: 'k1', receipt: { text: 'hi' } });
+    expect(waitedMs).toBeGreaterThanOrEqual(200);
+    expect(execute).toHaveBeenCalledTimes(2);
     duplicate.destroy();
   });
 

@@ -159,14 +159,16 @@ describe('a provider that says the same key is still in use', () => {
 
     const first = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
     const polled = await world.runtime.lookup('send_note', caller, 'k1');
-    const tooSoon = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    // Asked at once, without attaching: an attached call would wait out the park (400 ms) and run it then.
+    const unattached = world.idempotencyRuntime({ attach: { maxWaitMs: 0 } });
+    const tooSoon = await unattached.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
     busy = false;
     advanceClock(500);
     const retry = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
 
     expect(first).toEqual({ ok: false, status: 'pending', key: 'k1', retry_after_ms: expect.any(Number) });
     expect(first.ok === false && 'status' in first && first.retry_after_ms).toBeGreaterThanOrEqual(100);
-    expect(polled).toEqual({ status: 'pending' });
+    expect(polled).toEqual({ status: 'pending', retryAfterMs: expect.any(Number) });
     expect(tooSoon).toMatchObject({ ok: false, status: 'pending' });
     expect(retry).toEqual({ ok: true, idempotent: true, key: 'k1', receipt: { text: 'hi' } });
     expect(execute).toHaveBeenCalledTimes(2);

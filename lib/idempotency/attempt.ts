@@ -45,8 +45,8 @@ export interface CallPlan<S extends z.ZodMiniObject = z.ZodMiniObject, R extends
 
 /**
  * Runs one attempt: claim (or attach to a live attempt of the same call), choose the downstream key,
- * execute, settle. Every refusal and failure is an
- * `Ending` (a tool's own errors included); nothing is thrown.
+ * execute, settle. Every refusal and failure is an `Ending` (a tool's own errors included); nothing is
+ * thrown.
  */
 export async function runAttempt<S extends z.ZodMiniObject, R extends JsonObject>(
   plan: CallPlan<S, R>,

@@ -13,7 +13,8 @@
  * Then the performance goals, next to a bare Powertools handler (`bench/goals.ts`): CPU per call,
  * latency, cold module init of a write function and of the MCP function, the tracing and source-map
  * choices, and where the CPU over bare goes (each feature taken out at bundle time: bench/ablation.ts);
- * and the completer's fold rate.
+ * and the completer's fold rate; attach's round trips saved against the Lambda time its wait costs
+ * (bench/attach.ts, alone: `npm run bench:attach`).
  *
  * The goals are measured in Lambda-like child processes on the Node.js major the stack deploys
  * (`LAMBDA_RUNTIME`, nodejs24.x → Node 24), whatever Node runs the bench itself: on Node 20,
@@ -40,6 +41,7 @@ import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
 import { applyLocalDefaults } from '../lib/local/local-env';
 import { createTables } from '../lib/store/create-tables';
 import { IDEMPOTENCY_ATTRIBUTES } from '../lib/store/tables';
+import { benchAttach } from './attach';
 import { describeDeployedNode, resolveDeployedNode } from './deployed-node';
 import { benchGoals } from './goals';
 
@@ -236,6 +238,7 @@ async function main(): Promise<void> {
       rounds: GOAL_ROUNDS,
       ablationRounds: ABLATION_ROUNDS,
     });
+    await benchAttach(process.env);
   } finally {
     services.client.destroy();
     await local?.stop();

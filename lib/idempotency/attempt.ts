@@ -6,8 +6,9 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type * as z from 'zod/mini';
 import { type Ending, failed, REFUSED, type ReplayKind, retryAfterMs, StoreWriteError } from './answers';
+import { type Attachment, attach } from './attach';
 import { type CallRecord, encodeCall, type IntentHolder, STATUS, type StoredOutcome } from './call-state';
-import { claimCall } from './claim-call';
+import { type ClaimRequest, claimCall } from './claim-call';
 import { expiresAtSOf } from './derivation';
 import { type ErrorCode, InFlightError, ToolError } from './errors';
 import { downstreamKey } from './fingerprint';
@@ -37,17 +38,20 @@ export interface CallPlan<S extends z.ZodMiniObject = z.ZodMiniObject, R extends
   readonly lockEndsMs: number;
   /** Take over exactly this claim (the completer), or undefined (a caller: claim, or take over). */
   readonly resume: string | undefined;
+  /** How a caller refused by a live attempt of the same call waits for its outcome (attach.ts). */
+  readonly attach: Attachment;
   readonly logger: Logger | undefined;
 }
 
 /**
- * Runs one attempt: claim, choose the downstream key, execute, settle. Every refusal and failure is an
- * `Ending` (a tool's own errors included); nothing is thrown.
+ * Runs one attempt: claim (or attach to a live attempt of the same call), choose the downstream key,
+ * execute, settle. Every refusal and failure is an `Ending` (a tool's own errors included); nothing is
+ * thrown.
  */
 export async function runAttempt<S extends z.ZodMiniObject, R extends JsonObject>(
   plan: CallPlan<S, R>,
 ): Promise<Ending> {
-  const claimed = await claimCall(plan.table, {
+  const request: ClaimRequest = {
     recordKey: plan.recordKey,
     tenant: plan.identity.tenant,
     tool: plan.tool.name,
@@ -58,7 +62,9 @@ export async function runAttempt<S extends z.ZodMiniObject, R extends JsonObject
     // The claim carries what it takes to finish the call if this worker dies (the completer).
     call: () => encodeCall({ user: plan.identity.user, clientKey: plan.clientKey, args: plan.args as JsonObject }),
     resume: plan.resume,
-  });
+  };
+  // A live attempt of the same call in the way: wait for its outcome, within bounds (a caller only).
+  const claimed = await attach(plan.table, request, await claimCall(plan.table, request), plan.attach);
   if (claimed.kind !== 'claimed') return claimed;
   const { claim } = claimed;
   // The call began with this request when its attempt made the first claim (a takeover continues one).

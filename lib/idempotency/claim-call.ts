@@ -98,6 +98,15 @@ async function takeOverOnce(
 }
 
 /**
+ * The answer of a record read after the claim was refused (attach, attach.ts), as the refusal itself
+ * would give it — or undefined once it expired (then the key is free: claim again).
+ */
+export function refusalOf(existing: CallRecord, request: ClaimRequest): ClaimPhase | undefined {
+  const answer = answerOfRecord(existing, request);
+  return answer.kind === GONE_MEANWHILE.kind ? undefined : answer;
+}
+
+/**
  * The answer of the record that refused the claim: other arguments → `conflict`; in progress →
  * `pending` until its lock ends; completed → its outcome, replayed.
  */

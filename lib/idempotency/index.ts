@@ -30,9 +30,11 @@ export {
 export { type InFlightCall, inFlightCallOf, inFlightFilter } from './in-flight';
 export { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 export {
+  type AttachOptions,
   type CallContext,
   type CalledAnswer,
   type CallOutcome,
+  DEFAULT_ATTACH_MAX_WAIT_MS,
   type InvokeOptions,
   MAX_RETRY_AFTER_MS,
   MIN_RETRY_AFTER_MS,

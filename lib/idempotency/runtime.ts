@@ -12,6 +12,7 @@ import {
   toToolError,
 } from './answers';
 import { parseCall } from './arguments';
+import { type Attachment, type AttachOptions, attachmentOf } from './attach';
 import { type CallPlan, runAttempt } from './attempt';
 import { type CallRecord, CLOCK_SKEW_TOLERANCE_MS, classify, type StalledReason } from './call-state';
 import { idempotencyDisabled, recordKeyOf, validationOf } from './derivation';
@@ -24,6 +25,7 @@ import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
 import type { Identity, InvocationDeadline, JsonObject, ToolResult } from './types';
 
 export { MAX_RETRY_AFTER_MS, MIN_RETRY_AFTER_MS, type ReplayKind } from './answers';
+export { type AttachOptions, DEFAULT_ATTACH_MAX_WAIT_MS } from './attach';
 
 export interface ToolRuntimeOptions {
   /** Client for the idempotency table (shared; the runtime keeps no per-call state on it). */
@@ -57,6 +59,15 @@ export interface ToolRuntimeOptions {
    * @default () => undefined (no invocation deadline is known: every `unavailable` is logged as an error)
    */
   readonly storeTimeLeft?: () => number | undefined;
+  /**
+   * Attach: a duplicate that arrives while a live attempt of the same call runs elsewhere waits for its
+   * outcome — re-reading the record (consistent GetItems, never a write) after 50, 100, 200, 250, 250 … ms,
+   * at most 10 times, for at most `maxWaitMs`, this invocation's time less 1 s, and the
+   * holder's lock — and answers it as a replay; `pending` when it is not in by then (docs/state-machine.md,
+   * "Attach"). `{ maxWaitMs: 0 }` answers `pending` at once. The completer (`resume`) never waits.
+   * @default { maxWaitMs: DEFAULT_ATTACH_MAX_WAIT_MS (2000), sleep: a setTimeout promise }
+   */
+  readonly attach?: AttachOptions;
 }
 
 /** One call's outcome, for metrics: never the arguments, the key or the identity. */
@@ -150,9 +161,11 @@ const identitySchema = z.object({
 export class ToolRuntime {
   readonly #options: ToolRuntimeOptions;
   readonly #table: IdempotencyTable;
+  readonly #attach: Attachment;
 
   constructor(options: ToolRuntimeOptions) {
     this.#options = options;
+    this.#attach = attachmentOf(options.attach);
     this.#table = {
       client: options.client,
       tableName: options.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME,
@@ -261,6 +274,7 @@ export class ToolRuntime {
       ttlSeconds,
       lockEndsMs,
       resume: options.resume?.claimId,
+      attach: this.#attach,
       logger: this.#options.logger,
     };
     const ending = await runAttempt(plan);

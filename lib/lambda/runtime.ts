@@ -1,6 +1,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { ToolRuntime } from '../idempotency';
+import { ToolRuntime, type ToolRuntimeOptions } from '../idempotency';
 import { createCallLog } from '../observability/call-log';
 import { timeLeftForStoreCall } from '../store/deadline';
 import { IDEMPOTENCY_ATTRIBUTES, idempotencyTableName } from '../store/tables';
@@ -8,13 +8,16 @@ import { IDEMPOTENCY_ATTRIBUTES, idempotencyTableName } from '../store/tables';
 /**
  * The idempotency runtime over the services' client and logger, on this app's table layout, logging every
  * call in one line that also carries its CloudWatch embedded metrics, unless `POWERTOOLS_METRICS_DISABLED`
- * is `true` (then the line alone).
+ * is `true` (then the line alone). `options.attach`: how a duplicate waits for a live attempt of its call
+ * (@default the runtime's: up to 2 s).
  */
 export function createToolRuntime(
   services: { readonly client: DynamoDBClient; readonly logger: Logger },
   env: NodeJS.ProcessEnv = process.env,
+  options: Pick<ToolRuntimeOptions, 'attach'> = {},
 ): ToolRuntime {
   return new ToolRuntime({
+    ...options,
     client: services.client,
     tableName: idempotencyTableName(env),
     attributes: IDEMPOTENCY_ATTRIBUTES,

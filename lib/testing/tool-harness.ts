@@ -44,7 +44,10 @@ export interface CrashAndRetryOptions {
 
 /** What `crashAndRetry` observed, in order. */
 export interface CrashAndRetry<R extends JsonObject> {
-  /** A call with the same key while the dead worker's lock still held: `pending`. */
+  /**
+   * A call with the same key while the dead worker's lock still held: `pending` (made without attaching:
+   * an attached call would wait for the lock's end and be the retry).
+   */
   readonly whileLocked: ToolResult<R>;
   /** The retry after the lock ran out: it takes the claim over and runs the tool again, same downstream key. */
   readonly retry: ToolResult<R>;
@@ -145,6 +148,9 @@ export function toolHarness<M extends AnyToolModule>(
   options: ToolHarnessOptions = {},
 ): ToolHarness<M> {
   const runtime = createToolRuntime(core, env);
+  // The call made while the dead worker's lock holds answers at once: attaching, it would wait for the
+  // lock's end and take the call over itself — the retry's part in crashAndRetry's sequence.
+  const unattached = createToolRuntime(core, env, { attach: { maxWaitMs: 0 } });
   const definition = module.bind(services) as ToolDefinition;
   const deadlineMs = options.deadlineMs ?? 10_000;
   const defaultCaller = newCaller();
@@ -180,7 +186,9 @@ export function toolHarness<M extends AnyToolModule>(
         );
       }
       const effectsAfterCrash = await effects?.();
-      const whileLocked = await call(args, caller);
+      const whileLocked = (await unattached.invoke(definition, caller, args, deadlineIn(deadlineMs))) as ToolResult<
+        ReceiptOf<M>
+      >;
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, lockEnds - Date.now()) + 50));
       const retry = await call(args, caller);
       const replay = await call(args, caller);

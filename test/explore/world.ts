@@ -88,6 +88,10 @@ export async function createExploreWorld(store: string | StoreConnection, option
     attributes: IDEMPOTENCY_ATTRIBUTES,
     logger,
     onOutcome: (outcome) => outcomes.push(outcome),
+    // A duplicate's wait for the attempt in its way (attach) is a scheduled step that moves the simulated
+    // clock, like an agent's wait: the waiting actor's reads interleave with the holder's steps. Outside
+    // an actor nothing moves the clock: the wait passes at once (its reads are bounded by count).
+    attach: { sleep: waitSimulated },
   });
   const tools = Object.fromEntries(TOOLS.map((tool) => [tool.name, tool.bind(services)]));
   const streams = new DynamoDBStreamsClient({
@@ -121,6 +125,11 @@ export async function createExploreWorld(store: string | StoreConnection, option
 }
 
 export type ExploreWorld = Awaited<ReturnType<typeof createExploreWorld>>;
+
+/** Sleeps `ms` of simulated time: a scheduled step of the current actor (at once outside one). */
+async function waitSimulated(ms: number): Promise<void> {
+  await Scheduler.current()?.scheduler.wait(ms);
+}
 
 /**
  * Every request an actor sends becomes a scheduling point (the `initialize` step: before the SDK

@@ -8,6 +8,7 @@ import {
   type RetrysafeClientOptions,
   ToolCallError,
 } from '../../lib/client';
+import { DEFAULT_ATTACH_MAX_WAIT_MS } from '../../lib/idempotency';
 import {
   type LossPolicy,
   type LossyProxy,
@@ -322,7 +323,9 @@ describe('RetrysafeClient and a call still in flight', () => {
     const tenant = newTenant();
     const first = holdSendEmail(tenant, 'k-slow', email);
     await first.started;
-    const client = await clientFor(api.url, tenant, { deadlineMs: 1_500 });
+    // Longer than the server's attach cap (2 s: its duplicate waits that long for the held call before it
+    // answers pending), shorter than that wait plus the hinted second before the next attempt.
+    const client = await clientFor(api.url, tenant, { deadlineMs: 2_800 });
 
     // Act
     const startedAt = Date.now();
@@ -335,9 +338,11 @@ describe('RetrysafeClient and a call still in flight', () => {
     // Assess
     expect(error).toBeInstanceOf(GaveUpError);
     expect(error).toMatchObject({ key: 'k-slow', tool: 'send_email', last: 'pending' });
-    expect((error as GaveUpError).attempts).toBeGreaterThan(1);
+    // One round trip: the server attached for its cap (each pending was a round trip a second before).
+    expect((error as GaveUpError).attempts).toBe(1);
+    expect(gaveUpAfter).toBeGreaterThanOrEqual(DEFAULT_ATTACH_MAX_WAIT_MS);
     // a client that ignored the deadline would run to its 30 s default
-    expect(gaveUpAfter).toBeLessThanOrEqual(1_500 + 1_000);
+    expect(gaveUpAfter).toBeLessThanOrEqual(2_800 + 1_000);
     expect(later).toEqual({
       ok: true,
       status: 'completed',

@@ -159,7 +159,9 @@ describe('a provider that says the same key is still in use', () => {
 
     const first = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
     const polled = await world.runtime.lookup('send_note', caller, 'k1');
-    const tooSoon = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    // Asked at once, without attaching: an attached call would wait out the park (400 ms) and run it then.
+    const unattached = world.idempotencyRuntime({ attach: { maxWaitMs: 0 } });
+    const tooSoon = await unattached.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
     busy = false;
     advanceClock(500);
     const retry = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());

@@ -1,0 +1,199 @@
+import { randomUUID } from 'node:crypto';
+import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import * as z from 'zod/mini';
+import { STATUS } from '../../lib/idempotency/call-state';
+import { Completer, type Recheck } from '../../lib/idempotency/completer';
+import type { ToolRuntime } from '../../lib/idempotency/runtime';
+import { defineTool } from '../../lib/idempotency/tool';
+import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
+import { noteTool } from '../helpers/tools';
+import { createWorld, deadline, identity, type World } from '../helpers/world';
+
+/**
+ * REVIEW (issue 33, liveness): defects found by the review, each a failing test named after the
+ * behaviour the rules promise (docs/state-machine.md, "Liveness", rule 8). Marked `(REVIEW: fails)`:
+ * they fail on purpose until lib/ is fixed; nothing in lib/ was changed by the review.
+ */
+let world: World;
+let runtime: ToolRuntime;
+beforeAll(() => {
+  world = createWorld();
+  runtime = world.idempotencyRuntime();
+});
+afterAll(() => world.destroy());
+afterEach(() => jest.restoreAllMocks());
+
+function completerWith(tools: ReturnType<typeof noteTool>['tool'][]) {
+  const sends: Recheck[][] = [];
+  const completer = new Completer({
+    client: world.client,
+    runtime,
+    tools,
+    queue: { send: async (rechecks) => void sends.push([...rechecks]) },
+    tableName: world.idempotencyTable.tableName,
+    attributes: IDEMPOTENCY_ATTRIBUTES,
+  });
+  return { completer, sends };
+}
+
+/** A call of send_note whose attempt failed transiently: its record is abandoned (lock = now), attempt 1. */
+async function abandonedCall(text = 'hi') {
+  const caller = identity();
+  const key = `k-${randomUUID()}`;
+  const failing = noteTool('send_note', async () => {
+    throw Object.assign(new Error('provider timed out'), { name: 'TimeoutError' });
+  }).tool;
+  const answer = await runtime.invoke(failing, caller, { idempotency_key: key, text }, deadline());
+  expect(answer).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+  const [record] = await world.idempotencyRecordKeys(caller.tenant);
+  const item = await itemOf(record!.id);
+  return { caller, key, recordKey: record!.id, claim: item.claim_id as string };
+}
+
+async function itemOf(key: string): Promise<Record<string, unknown>> {
+  const { Item } = await world.client.send(
+    new GetItemCommand({ TableName: world.idempotencyTable.tableName, Key: { id: { S: key } }, ConsistentRead: true }),
+  );
+  return Item ? unmarshall(Item) : {};
+}
+
+async function setAttributes(key: string, values: Record<string, unknown>): Promise<void> {
+  const names = Object.keys(values);
+  await world.client.send(
+    new UpdateItemCommand({
+      TableName: world.idempotencyTable.tableName,
+      Key: { id: { S: key } },
+      UpdateExpression: `SET ${names.map((_, i) => `#n${i} = :v${i}`).join(', ')}`,
+      ExpressionAttributeNames: Object.fromEntries(names.map((name, i) => [`#n${i}`, name])),
+      ExpressionAttributeValues: marshall(Object.fromEntries(names.map((name, i) => [`:v${i}`, values[name]]))),
+    }),
+  );
+}
+
+/** Moves every `Date.now()` reader `byMs` ahead of now. */
+function clockAhead(byMs: number): void {
+  const now = Date.now();
+  jest.spyOn(Date, 'now').mockImplementation(() => now + byMs);
+}
+
+/** send_note as a later deploy defines it: the same name, arguments the stored call no longer satisfies. */
+function tightenedSendNote() {
+  const execute = jest.fn(async () => ({ receipt: { note_id: 'n' }, replayed: false }));
+  const tool = defineTool({
+    name: 'send_note',
+    description: 'send_note after a deploy: the text must now be at least 5 characters',
+    args: z.strictObject({ text: z.string().check(z.minLength(5)) }),
+    annotations: { destructiveHint: false, openWorldHint: false },
+    execute,
+  });
+  return { tool, execute };
+}
+
+/** send_note as a later deploy defines it: a new defaulted argument (the stored call's fingerprint no longer matches). */
+function widenedSendNote() {
+  const execute = jest.fn(async () => ({ receipt: { note_id: 'n' }, replayed: false }));
+  const tool = defineTool({
+    name: 'send_note',
+    description: 'send_note after a deploy: a new argument with a default',
+    args: z.strictObject({ text: z.string(), urgent: z._default(z.boolean(), false) }),
+    annotations: { destructiveHint: false, openWorldHint: false },
+    execute,
+  });
+  return { tool, execute };
+}
+
+describe('liveness: a call the completer cannot re-run is stalled with its reason, never left abandoned (rule 8, Liveness table row "its stored call unreadable")', () => {
+  it('stalls (unreadable_call) an abandoned call whose stored arguments no longer parse under the served tool, instead of dropping its recheck (REVIEW: fails)', async () => {
+    const { tool, execute } = tightenedSendNote();
+    const { completer, sends } = completerWith([tool as never]);
+    const call = await abandonedCall('hi'); // 'hi' is shorter than the deployed tool's 5 characters
+    clockAhead(1_000);
+
+    const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    expect(execute).not.toHaveBeenCalled();
+    // What happens today: 'finished' (the re-run answered invalid_args), no recheck sent, nothing written —
+    // so no stream image either: the call stays abandoned until its TTL, its polls saying the server re-runs it.
+    const after = await itemOf(call.recordKey);
+    const poll = await runtime.lookup('send_note', call.caller, call.key);
+    expect({ outcome, stalled: after.stalled_claim, reason: after.stalled_reason, poll: poll?.status }).toEqual({
+      outcome: 'gave_up',
+      stalled: call.claim,
+      reason: 'unreadable_call',
+      poll: 'stalled',
+    });
+    expect(sends).toEqual([]);
+  });
+
+  it('stalls an abandoned call whose stored arguments now fingerprint differently (a defaulted argument added), instead of dropping its recheck on `conflict` (REVIEW: fails)', async () => {
+    const { tool, execute } = widenedSendNote();
+    const { completer, sends } = completerWith([tool as never]);
+    const call = await abandonedCall('hi');
+    clockAhead(1_000);
+
+    const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    expect(execute).not.toHaveBeenCalled();
+    const after = await itemOf(call.recordKey);
+    const poll = await runtime.lookup('send_note', call.caller, call.key);
+    // Neither re-run, nor stalled, nor rechecked: stranded (today: 'finished', no send, the record untouched).
+    const stranded = outcome === 'finished' && sends.length === 0 && poll?.status === 'abandoned';
+    expect({ outcome, stranded, stalled: after.stalled_claim === call.claim }).toEqual({
+      outcome: 'gave_up',
+      stranded: false,
+      stalled: true,
+    });
+  });
+});
+
+describe('liveness: an abandoned call in its record’s last lock-length — its next change is its TTL (Liveness table row "last lock-length")', () => {
+  /** Abandoned (attempt 1, lock ended), its TTL `ttlInS` away: no takeover with a 60 s lock may pass rule 2. */
+  async function nearTtlCall(ttlInS: number) {
+    const call = await abandonedCall();
+    clockAhead(1_000);
+    await setAttributes(call.recordKey, { expiration: Math.floor(Date.now() / 1000) + ttlInS });
+    return call;
+  }
+
+  it('the completer cannot move it before the TTL (its takeover is refused by rule 2): nothing changes', async () => {
+    const { tool, execute } = noteTool('send_note');
+    const { completer } = completerWith([tool]);
+    const call = await nearTtlCall(40);
+
+    const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(60_000));
+
+    expect(outcome).toBe('unsettled');
+    expect(execute).not.toHaveBeenCalled();
+    expect(await itemOf(call.recordKey)).toMatchObject({ status: STATUS.inProgress, claim_id: call.claim, attempt: 1 });
+  });
+
+  it('get_operation hints a wait that reaches its next scheduled change (the TTL, ~40 s), not 1 s — after its due time passed and the completer was refused (REVIEW: fails)', async () => {
+    const { tool } = noteTool('send_note');
+    const { completer } = completerWith([tool]);
+    const call = await nearTtlCall(40);
+    await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(60_000));
+
+    const poll = await runtime.lookup('send_note', call.caller, call.key);
+
+    // Today: { status: 'abandoned', retryAfterMs: 1000 } — asked every second for 40 s, nothing changes
+    // (the completer's due time is past; its re-runs are refused until the TTL).
+    expect(poll?.status).toBe('abandoned');
+    const ttlMs = ((await itemOf(call.recordKey)).expiration as number) * 1000;
+    expect((poll as { retryAfterMs: number }).retryAfterMs).toBeGreaterThanOrEqual(ttlMs - Date.now() - 1_000);
+  });
+
+  it('a resend refused near the TTL answers `pending` with a wait that reaches the TTL, not 1 s (REVIEW: fails)', async () => {
+    const { tool, execute } = noteTool('send_note');
+    const call = await nearTtlCall(40);
+
+    // The caller's resend with a 60 s lock: its takeover would end past the TTL − 10 s, so it is refused.
+    const answer = await runtime.invoke(tool, call.caller, { idempotency_key: call.key, text: 'hi' }, deadline(60_000));
+
+    expect(execute).not.toHaveBeenCalled();
+    expect(answer).toMatchObject({ ok: false, status: 'pending' });
+    const ttlMs = ((await itemOf(call.recordKey)).expiration as number) * 1000;
+    // Today: retry_after_ms 1000 (retryAfterMs caps every `atMs` at a second) though nothing changes for ~40 s.
+    expect((answer as { retry_after_ms: number }).retry_after_ms).toBeGreaterThanOrEqual(ttlMs - Date.now() - 1_000);
+  });
+});

@@ -4,9 +4,11 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import * as z from 'zod/mini';
 import { STATUS } from '../../lib/idempotency/call-state';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
+import { InFlightError } from '../../lib/idempotency/errors';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { defineTool } from '../../lib/idempotency/tool';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
+import { beforeNext, throttled } from '../helpers/intercept';
 import { noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -195,5 +197,49 @@ describe('liveness: an abandoned call in its record’s last lock-length — its
     const ttlMs = ((await itemOf(call.recordKey)).expiration as number) * 1000;
     // Today: retry_after_ms 1000 (retryAfterMs caps every `atMs` at a second) though nothing changes for ~40 s.
     expect((answer as { retry_after_ms: number }).retry_after_ms).toBeGreaterThanOrEqual(ttlMs - Date.now() - 1_000);
+  });
+});
+
+describe('liveness: a call parked for a provider’s wait changes only at its lock’s end (rule 8; events table "provider still running the key": nobody runs it before)', () => {
+  it('get_operation on a parked call hints the provider’s wait the call itself was told, not ≤ 1 s (REVIEW: fails)', async () => {
+    const caller = identity();
+    const key = `k-${randomUUID()}`;
+    const { tool } = noteTool('send_note', async () => {
+      throw new InFlightError('the provider still runs this key', 20_000);
+    });
+
+    const answer = await runtime.invoke(tool, caller, { idempotency_key: key, text: 'hi' }, deadline());
+    const poll = await runtime.lookup('send_note', caller, key);
+    const resend = await runtime.invoke(tool, caller, { idempotency_key: key, text: 'hi' }, deadline());
+
+    // The call's own answer: pending for the provider's 20 s — nobody runs it before (its record parked till then).
+    expect(answer).toMatchObject({ ok: false, status: 'pending', retry_after_ms: 20_000 });
+    // Today the poll (and a resend, refused as live) say ≤ 1 s: ~20 polls that cannot see a change.
+    expect(poll).toMatchObject({ status: 'pending' });
+    expect((poll as { retryAfterMs: number }).retryAfterMs).toBeGreaterThanOrEqual(19_000);
+    expect((resend as { retry_after_ms: number }).retry_after_ms).toBeGreaterThanOrEqual(19_000);
+  });
+});
+
+describe('liveness: the completer’s next look after a re-run it could not start is what the poll hints (rule 8)', () => {
+  it('after a re-run whose takeover failed transiently (nothing written), get_operation hints the completer’s next look (30 s), not 1 s (REVIEW: fails)', async () => {
+    const { tool, execute } = noteTool('send_note');
+    const { completer, sends } = completerWith([tool]);
+    const call = await abandonedCall();
+    clockAhead(1_000);
+    // The completer's takeover (its UpdateItem) is throttled: nothing is written, the record stays as read.
+    beforeNext(world.client, 'UpdateItemCommand', async () => {
+      throw throttled();
+    });
+
+    const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+    const poll = await runtime.lookup('send_note', call.caller, call.key);
+
+    expect(outcome).toBe('unsettled');
+    expect(execute).not.toHaveBeenCalled();
+    const nextLook = sends.flat()[0]!.dueAtMs!;
+    expect(nextLook - Date.now()).toBeGreaterThanOrEqual(29_000);
+    // Today: 1000 ms (the record's due time has passed), though the completer looks again in 30 s.
+    expect((poll as { retryAfterMs: number }).retryAfterMs).toBeGreaterThanOrEqual(nextLook - Date.now() - 1_000);
   });
 });

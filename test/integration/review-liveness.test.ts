@@ -5,6 +5,7 @@ import * as z from 'zod/mini';
 import { STATUS } from '../../lib/idempotency/call-state';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { InFlightError } from '../../lib/idempotency/errors';
+import { eraseTenant } from '../../lib/admin/erase-tenant';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { defineTool } from '../../lib/idempotency/tool';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
@@ -241,5 +242,26 @@ describe('liveness: the completer’s next look after a re-run it could not star
     expect(nextLook - Date.now()).toBeGreaterThanOrEqual(29_000);
     // Today: 1000 ms (the record's due time has passed), though the completer looks again in 30 s.
     expect((poll as { retryAfterMs: number }).retryAfterMs).toBeGreaterThanOrEqual(nextLook - Date.now() - 1_000);
+  });
+});
+
+describe('rule 6: erase’s wait is bounded by the completer’s schedule, not by the records’ TTL', () => {
+  it('erase with the app’s tables completes once the completer looked at a call it cannot re-run (stored arguments the served tool refuses) — not deferred with retryAfter “now” until the TTL (REVIEW: fails)', async () => {
+    const { tool } = tightenedSendNote();
+    const { completer } = completerWith([tool as never]);
+    const call = await abandonedCall('hi');
+    clockAhead(1_000);
+    await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    const report = await eraseTenant(world.client, { tenant: call.caller.tenant, includeDomain: true }, process.env, {}, [
+      { name: 'send_note', access: {} },
+    ]);
+
+    // Today: { complete: false, callsInFlight: { abandoned: 1 }, retryAfter: now } on every run until the
+    // record's TTL — the completer dropped its recheck, so the call never stalls and erase never closes it.
+    expect({ complete: report.complete, callsInFlight: report.callsInFlight }).toEqual({
+      complete: true,
+      callsInFlight: {},
+    });
   });
 });

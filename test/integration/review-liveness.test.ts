@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import * as z from 'zod/mini';
+import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { STATUS } from '../../lib/idempotency/call-state';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { InFlightError } from '../../lib/idempotency/errors';
-import { eraseTenant } from '../../lib/admin/erase-tenant';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { defineTool } from '../../lib/idempotency/tool';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
@@ -253,9 +253,13 @@ describe('rule 6: erase’s wait is bounded by the completer’s schedule, not b
     clockAhead(1_000);
     await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
 
-    const report = await eraseTenant(world.client, { tenant: call.caller.tenant, includeDomain: true }, process.env, {}, [
-      { name: 'send_note', access: {} },
-    ]);
+    const report = await eraseTenant(
+      world.client,
+      { tenant: call.caller.tenant, includeDomain: true },
+      process.env,
+      {},
+      [{ name: 'send_note', access: {} }],
+    );
 
     // Today: { complete: false, callsInFlight: { abandoned: 1 }, retryAfter: now } on every run until the
     // record's TTL — the completer dropped its recheck, so the call never stalls and erase never closes it.

@@ -3,11 +3,14 @@ import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import * as z from 'zod/mini';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
+import { nextAfterOperation } from '../../lib/api/next-step';
+import { backoffSeconds } from '../../lib/idempotency/backoff';
 import { STATUS } from '../../lib/idempotency/call-state';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { InFlightError } from '../../lib/idempotency/errors';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { defineTool } from '../../lib/idempotency/tool';
+import { ABANDONED_HINT } from '../../lib/reads/operation';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { beforeNext, throttled } from '../helpers/intercept';
 import { noteTool } from '../helpers/tools';
@@ -267,5 +270,27 @@ describe('rule 6: erase’s wait is bounded by the completer’s schedule, not b
       complete: true,
       callsInFlight: {},
     });
+  });
+});
+
+describe('liveness: what an abandoned call’s answer says happens at its due time is what the completer does (rule 8, Liveness table row "attempt > maxAttempts")', () => {
+  it('an abandoned call past maxAttempts is not promised a re-run: at its due time the completer stalls it (REVIEW: fails)', async () => {
+    const { tool, execute } = noteTool('send_note');
+    const { completer } = completerWith([tool]);
+    const call = await abandonedCall();
+    await setAttributes(call.recordKey, { attempt: 9 });
+
+    const poll = await runtime.lookup('send_note', call.caller, call.key);
+    const next = nextAfterOperation('abandoned', (poll as { retryAfterMs: number }).retryAfterMs);
+    clockAhead(1_000 + backoffSeconds(8) * 1000);
+    const atDue = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    expect(atDue).toBe('gave_up');
+    expect(execute).not.toHaveBeenCalled();
+    // Today both say the server re-runs it ("the server re-runs it in 15 min", ABANDONED_HINT): it will not —
+    // it gives up, and only a resend finishes it. The answer could say so (attempt > maxAttempts is on the record).
+    expect({ message: next.message, hint: ABANDONED_HINT }).not.toEqual(
+      expect.objectContaining({ message: expect.stringMatching(/re-runs it/) }),
+    );
   });
 });

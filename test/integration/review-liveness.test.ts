@@ -1,0 +1,371 @@
+import { randomUUID } from 'node:crypto';
+import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import * as z from 'zod/mini';
+import { eraseTenant } from '../../lib/admin/erase-tenant';
+import { nextAfterOperation } from '../../lib/api/next-step';
+import { backoffSeconds } from '../../lib/idempotency/backoff';
+import { STATUS } from '../../lib/idempotency/call-state';
+import { Completer, type Recheck } from '../../lib/idempotency/completer';
+import { InFlightError } from '../../lib/idempotency/errors';
+import type { ToolRuntime } from '../../lib/idempotency/runtime';
+import { defineTool } from '../../lib/idempotency/tool';
+import { ABANDONED_HINT } from '../../lib/reads/operation';
+import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
+import { beforeNext, throttled } from '../helpers/intercept';
+import { noteTool } from '../helpers/tools';
+import { createWorld, deadline, identity, type World } from '../helpers/world';
+
+/**
+ * REVIEW (issue 33, liveness): defects found by the review, each a failing test named after the
+ * behaviour the rules promise (docs/state-machine.md, "Liveness", rule 8). Marked `(REVIEW: fails)`:
+ * they fail on purpose until lib/ is fixed; nothing in lib/ was changed by the review.
+ */
+let world: World;
+let runtime: ToolRuntime;
+beforeAll(() => {
+  world = createWorld();
+  runtime = world.idempotencyRuntime();
+});
+afterAll(() => world.destroy());
+afterEach(() => jest.restoreAllMocks());
+
+function completerWith(tools: ReturnType<typeof noteTool>['tool'][]) {
+  const sends: Recheck[][] = [];
+  const completer = new Completer({
+    client: world.client,
+    runtime,
+    tools,
+    queue: { send: async (rechecks) => void sends.push([...rechecks]) },
+    tableName: world.idempotencyTable.tableName,
+    attributes: IDEMPOTENCY_ATTRIBUTES,
+  });
+  return { completer, sends };
+}
+
+/** A call of send_note whose attempt failed transiently: its record is abandoned (lock = now), attempt 1. */
+async function abandonedCall(text = 'hi') {
+  const caller = identity();
+  const key = `k-${randomUUID()}`;
+  const failing = noteTool('send_note', async () => {
+    throw Object.assign(new Error('provider timed out'), { name: 'TimeoutError' });
+  }).tool;
+  const answer = await runtime.invoke(failing, caller, { idempotency_key: key, text }, deadline());
+  expect(answer).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+  const [record] = await world.idempotencyRecordKeys(caller.tenant);
+  const item = await itemOf(record!.id);
+  return { caller, key, recordKey: record!.id, claim: item.claim_id as string };
+}
+
+async function itemOf(key: string): Promise<Record<string, unknown>> {
+  const { Item } = await world.client.send(
+    new GetItemCommand({ TableName: world.idempotencyTable.tableName, Key: { id: { S: key } }, ConsistentRead: true }),
+  );
+  return Item ? unmarshall(Item) : {};
+}
+
+async function setAttributes(key: string, values: Record<string, unknown>): Promise<void> {
+  const names = Object.keys(values);
+  await world.client.send(
+    new UpdateItemCommand({
+      TableName: world.idempotencyTable.tableName,
+      Key: { id: { S: key } },
+      UpdateExpression: `SET ${names.map((_, i) => `#n${i} = :v${i}`).join(', ')}`,
+      ExpressionAttributeNames: Object.fromEntries(names.map((name, i) => [`#n${i}`, name])),
+      ExpressionAttributeValues: marshall(Object.fromEntries(names.map((name, i) => [`:v${i}`, values[name]]))),
+    }),
+  );
+}
+
+/** Moves every `Date.now()` reader `byMs` ahead of now. */
+function clockAhead(byMs: number): void {
+  const now = Date.now();
+  jest.spyOn(Date, 'now').mockImplementation(() => now + byMs);
+}
+
+/** send_note as a later deploy defines it: the same name, arguments the stored call no longer satisfies. */
+function tightenedSendNote() {
+  const execute = jest.fn(async () => ({ receipt: { note_id: 'n' }, replayed: false }));
+  const tool = defineTool({
+    name: 'send_note',
+    description: 'send_note after a deploy: the text must now be at least 5 characters',
+    args: z.strictObject({ text: z.string().check(z.minLength(5)) }),
+    annotations: { destructiveHint: false, openWorldHint: false },
+    execute,
+  });
+  return { tool, execute };
+}
+
+/** send_note as a later deploy defines it: a new defaulted argument (the stored call's fingerprint no longer matches). */
+function widenedSendNote() {
+  const execute = jest.fn(async () => ({ receipt: { note_id: 'n' }, replayed: false }));
+  const tool = defineTool({
+    name: 'send_note',
+    description: 'send_note after a deploy: a new argument with a default',
+    args: z.strictObject({ text: z.string(), urgent: z._default(z.boolean(), false) }),
+    annotations: { destructiveHint: false, openWorldHint: false },
+    execute,
+  });
+  return { tool, execute };
+}
+
+describe('liveness: a call the completer cannot re-run is stalled with its reason, never left abandoned (rule 8, Liveness table row "its stored call unreadable")', () => {
+  it('stalls (unreadable_call) an abandoned call whose stored arguments no longer parse under the served tool, instead of dropping its recheck (REVIEW: fails)', async () => {
+    const { tool, execute } = tightenedSendNote();
+    const { completer, sends } = completerWith([tool as never]);
+    const call = await abandonedCall('hi'); // 'hi' is shorter than the deployed tool's 5 characters
+    clockAhead(1_000);
+
+    const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    expect(execute).not.toHaveBeenCalled();
+    // What happens today: 'finished' (the re-run answered invalid_args), no recheck sent, nothing written —
+    // so no stream image either: the call stays abandoned until its TTL, its polls saying the server re-runs it.
+    const after = await itemOf(call.recordKey);
+    const poll = await runtime.lookup('send_note', call.caller, call.key);
+    expect({ outcome, stalled: after.stalled_claim, reason: after.stalled_reason, poll: poll?.status }).toEqual({
+      outcome: 'gave_up',
+      stalled: call.claim,
+      reason: 'unreadable_call',
+      poll: 'stalled',
+    });
+    expect(sends).toEqual([]);
+  });
+
+  it('stalls an abandoned call whose stored arguments now fingerprint differently (a defaulted argument added), instead of dropping its recheck on `conflict` (REVIEW: fails)', async () => {
+    const { tool, execute } = widenedSendNote();
+    const { completer, sends } = completerWith([tool as never]);
+    const call = await abandonedCall('hi');
+    clockAhead(1_000);
+
+    const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    expect(execute).not.toHaveBeenCalled();
+    const after = await itemOf(call.recordKey);
+    const poll = await runtime.lookup('send_note', call.caller, call.key);
+    // Neither re-run, nor stalled, nor rechecked: stranded (today: 'finished', no send, the record untouched).
+    const stranded = outcome === 'finished' && sends.length === 0 && poll?.status === 'abandoned';
+    expect({ outcome, stranded, stalled: after.stalled_claim === call.claim }).toEqual({
+      outcome: 'gave_up',
+      stranded: false,
+      stalled: true,
+    });
+  });
+});
+
+describe('liveness: an abandoned call in its record’s last lock-length — its next change is its TTL (Liveness table row "last lock-length")', () => {
+  /** Abandoned (attempt 1, lock ended), its TTL `ttlInS` away: no takeover with a 60 s lock may pass rule 2. */
+  async function nearTtlCall(ttlInS: number) {
+    const call = await abandonedCall();
+    clockAhead(1_000);
+    await setAttributes(call.recordKey, { expiration: Math.floor(Date.now() / 1000) + ttlInS });
+    return call;
+  }
+
+  it('the completer cannot move it before the TTL (its takeover is refused by rule 2): nothing changes', async () => {
+    const { tool, execute } = noteTool('send_note');
+    const { completer } = completerWith([tool]);
+    const call = await nearTtlCall(40);
+
+    const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(60_000));
+
+    expect(outcome).toBe('unsettled');
+    expect(execute).not.toHaveBeenCalled();
+    expect(await itemOf(call.recordKey)).toMatchObject({ status: STATUS.inProgress, claim_id: call.claim, attempt: 1 });
+  });
+
+  it('get_operation hints a wait that reaches its next scheduled change (the TTL, ~40 s), not 1 s — after its due time passed and the completer was refused (REVIEW: fails)', async () => {
+    const { tool } = noteTool('send_note');
+    const { completer } = completerWith([tool]);
+    const call = await nearTtlCall(40);
+    await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(60_000));
+
+    const poll = await runtime.lookup('send_note', call.caller, call.key);
+
+    // Today: { status: 'abandoned', retryAfterMs: 1000 } — asked every second for 40 s, nothing changes
+    // (the completer's due time is past; its re-runs are refused until the TTL).
+    expect(poll?.status).toBe('abandoned');
+    const ttlMs = ((await itemOf(call.recordKey)).expiration as number) * 1000;
+    expect((poll as { retryAfterMs: number }).retryAfterMs).toBeGreaterThanOrEqual(ttlMs - Date.now() - 1_000);
+  });
+
+  it('a resend refused near the TTL answers `pending` with a wait that reaches the TTL, not 1 s (REVIEW: fails)', async () => {
+    const { tool, execute } = noteTool('send_note');
+    const call = await nearTtlCall(40);
+
+    // The caller's resend with a 60 s lock: its takeover would end past the TTL − 10 s, so it is refused.
+    const answer = await runtime.invoke(tool, call.caller, { idempotency_key: call.key, text: 'hi' }, deadline(60_000));
+
+    expect(execute).not.toHaveBeenCalled();
+    expect(answer).toMatchObject({ ok: false, status: 'pending' });
+    const ttlMs = ((await itemOf(call.recordKey)).expiration as number) * 1000;
+    // Today: retry_after_ms 1000 (retryAfterMs caps every `atMs` at a second) though nothing changes for ~40 s.
+    expect((answer as { retry_after_ms: number }).retry_after_ms).toBeGreaterThanOrEqual(ttlMs - Date.now() - 1_000);
+  });
+});
+
+describe('liveness: a call parked for a provider’s wait changes only at its lock’s end (rule 8; events table "provider still running the key": nobody runs it before)', () => {
+  it('get_operation on a parked call hints the provider’s wait the call itself was told, not ≤ 1 s (REVIEW: fails)', async () => {
+    const caller = identity();
+    const key = `k-${randomUUID()}`;
+    const { tool } = noteTool('send_note', async () => {
+      throw new InFlightError('the provider still runs this key', 20_000);
+    });
+
+    const answer = await runtime.invoke(tool, caller, { idempotency_key: key, text: 'hi' }, deadline());
+    const poll = await runtime.lookup('send_note', caller, key);
+    const resend = await runtime.invoke(tool, caller, { idempotency_key: key, text: 'hi' }, deadline());
+
+    // The call's own answer: pending for the provider's 20 s — nobody runs it before (its record parked till then).
+    expect(answer).toMatchObject({ ok: false, status: 'pending', retry_after_ms: 20_000 });
+    // Today the poll (and a resend, refused as live) say ≤ 1 s: ~20 polls that cannot see a change.
+    expect(poll).toMatchObject({ status: 'pending' });
+    expect((poll as { retryAfterMs: number }).retryAfterMs).toBeGreaterThanOrEqual(19_000);
+    expect((resend as { retry_after_ms: number }).retry_after_ms).toBeGreaterThanOrEqual(19_000);
+  });
+});
+
+describe('liveness: the completer’s next look after a re-run it could not start is what the poll hints (rule 8)', () => {
+  it('after a re-run whose takeover failed transiently (nothing written), get_operation hints the completer’s next look (30 s), not 1 s (REVIEW: fails)', async () => {
+    const { tool, execute } = noteTool('send_note');
+    const { completer, sends } = completerWith([tool]);
+    const call = await abandonedCall();
+    clockAhead(1_000);
+    // The completer's takeover (its UpdateItem) is throttled: nothing is written, the record stays as read.
+    beforeNext(world.client, 'UpdateItemCommand', async () => {
+      throw throttled();
+    });
+
+    const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+    const poll = await runtime.lookup('send_note', call.caller, call.key);
+
+    expect(outcome).toBe('unsettled');
+    expect(execute).not.toHaveBeenCalled();
+    const nextLook = sends.flat()[0]!.dueAtMs!;
+    expect(nextLook - Date.now()).toBeGreaterThanOrEqual(29_000);
+    // Today: 1000 ms (the record's due time has passed), though the completer looks again in 30 s.
+    expect((poll as { retryAfterMs: number }).retryAfterMs).toBeGreaterThanOrEqual(nextLook - Date.now() - 1_000);
+  });
+});
+
+describe('rule 6: erase’s wait is bounded by the completer’s schedule, not by the records’ TTL', () => {
+  it('erase with the app’s tables completes once the completer looked at a call it cannot re-run (stored arguments the served tool refuses) — not deferred with retryAfter “now” until the TTL (REVIEW: fails)', async () => {
+    const { tool } = tightenedSendNote();
+    const { completer } = completerWith([tool as never]);
+    const call = await abandonedCall('hi');
+    clockAhead(1_000);
+    await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    const report = await eraseTenant(
+      world.client,
+      { tenant: call.caller.tenant, includeDomain: true },
+      process.env,
+      {},
+      [{ name: 'send_note', access: {} }],
+    );
+
+    // Today: { complete: false, callsInFlight: { abandoned: 1 }, retryAfter: now } on every run until the
+    // record's TTL — the completer dropped its recheck, so the call never stalls and erase never closes it.
+    expect({ complete: report.complete, callsInFlight: report.callsInFlight }).toEqual({
+      complete: true,
+      callsInFlight: {},
+    });
+  });
+});
+
+describe('liveness: what an abandoned call’s answer says happens at its due time is what the completer does (rule 8, Liveness table row "attempt > maxAttempts")', () => {
+  it('an abandoned call past maxAttempts is not promised a re-run: at its due time the completer stalls it (REVIEW: fails)', async () => {
+    const { tool, execute } = noteTool('send_note');
+    const { completer } = completerWith([tool]);
+    const call = await abandonedCall();
+    await setAttributes(call.recordKey, { attempt: 9 });
+
+    const poll = await runtime.lookup('send_note', call.caller, call.key);
+    const next = nextAfterOperation('abandoned', (poll as { retryAfterMs: number }).retryAfterMs);
+    clockAhead(1_000 + backoffSeconds(8) * 1000);
+    const atDue = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    expect(atDue).toBe('gave_up');
+    expect(execute).not.toHaveBeenCalled();
+    // Today both say the server re-runs it ("the server re-runs it in 15 min", ABANDONED_HINT): it will not —
+    // it gives up, and only a resend finishes it. The answer could say so (attempt > maxAttempts is on the record).
+    expect({ message: next.message, hint: ABANDONED_HINT }).not.toEqual(
+      expect.objectContaining({ message: expect.stringMatching(/re-runs it/) }),
+    );
+  });
+});
+
+describe('liveness: an abandoned call whose re-run would be due past its TTL (Liveness table: only "the last lock-length" is said to expire)', () => {
+  it('is promised a re-run in 15 min though its record expires in 5: the completer then finds it expired and never re-runs nor stalls it (REVIEW: fails)', async () => {
+    const { tool, execute } = noteTool('send_note');
+    const { completer } = completerWith([tool]);
+    const call = await abandonedCall();
+    // Attempt 8 (≤ maxAttempts): due 15 min after its lock's end; its TTL 5 min away — well outside its last
+    // lock-length (a 60 s takeover would pass rule 2 today).
+    const ttlS = Math.floor(Date.now() / 1000) + 300;
+    await setAttributes(call.recordKey, { attempt: 8, expiration: ttlS });
+
+    const poll = await runtime.lookup('send_note', call.caller, call.key);
+    clockAhead(1_000 + backoffSeconds(7) * 1000);
+    const atDue = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+
+    // At its due time it is gone (expired): 'settled', never re-run, never stalled.
+    expect(atDue).toBe('settled');
+    expect(execute).not.toHaveBeenCalled();
+    // Today: retryAfterMs ≈ 900 000 ("the server re-runs it in 15 min"), though the record expires in ~300 s
+    // and no re-run will come. The hint should not pass the TTL (or the completer should re-run it before).
+    jest.restoreAllMocks();
+    expect((poll as { retryAfterMs: number }).retryAfterMs).toBeLessThanOrEqual(ttlS * 1000 - Date.now() + 1_000);
+  });
+});
+
+/** A call of a send_note that always fails (tool TTL `ttlSeconds`), driven by the completer at each due time its record gives. */
+async function driveAlwaysFailing(ttlSeconds?: number) {
+  const failing = noteTool(
+    'send_note',
+    async () => {
+      throw Object.assign(new Error('provider timed out'), { name: 'TimeoutError' });
+    },
+    ttlSeconds === undefined ? {} : { ttlSeconds },
+  ).tool;
+  const { completer } = completerWith([failing]);
+  const caller = identity();
+  const key = `k-${randomUUID()}`;
+  await runtime.invoke(failing, caller, { idempotency_key: key, text: 'hi' }, deadline());
+  const [record] = await world.idempotencyRecordKeys(caller.tenant);
+  const recordKey = record!.id;
+  // The completer, as the stack runs it: each recheck at the due time the record gives (completerDueAtMs).
+  const outcomes: string[] = [];
+  let clock = Date.now();
+  jest.spyOn(Date, 'now').mockImplementation(() => clock);
+  for (let i = 0; i < 12; i += 1) {
+    const item = await itemOf(recordKey);
+    if (item.claim_id === undefined) break;
+    const attempt = item.attempt as number;
+    clock = (item.in_progress_expiration as number) + (attempt > 1 ? backoffSeconds(attempt - 1) * 1000 : 0) + 1;
+    const outcome = await completer.onRecheck({ key: recordKey, claim: item.claim_id as string }, deadline());
+    outcomes.push(outcome);
+    if (outcome === 'settled' || outcome === 'gave_up') break;
+  }
+  const poll = await runtime.lookup('send_note', caller, key);
+  return { outcomes, poll: poll?.status };
+}
+
+describe('liveness: a tool with a short TTL (≥ MIN_TTL_SECONDS, 910 s) whose calls always fail (rule 8: bound to an end — completed, failed or stalled)', () => {
+  it('control: with the default 24 h TTL, 8 re-runs then given up (stalled) — sound', async () => {
+    expect(await driveAlwaysFailing()).toEqual({
+      outcomes: [...Array<string>(8).fill('unsettled'), 'gave_up'],
+      poll: 'stalled',
+    });
+  });
+
+  it('its call is stalled after its attempts, not left to expire half done while the completer still backs off (REVIEW: fails)', async () => {
+    // Today: re-run 5 times (unsettled), then at the 6th due time (~930 s after the first failure) the record
+    // is past its 910 s TTL: 'settled' — gone, never stalled, its effect possibly half done, and until then each
+    // poll promised a re-run. The rule's bound ("after maxAttempts: stalled ≈ 61 min") needs a TTL past it.
+    expect(await driveAlwaysFailing(910)).toEqual({
+      outcomes: [...Array<string>(8).fill('unsettled'), 'gave_up'],
+      poll: 'stalled',
+    });
+  });
+});

@@ -241,6 +241,13 @@ export async function completeCommand(argv: readonly string[], cwd: string, env:
         `${total((pass) => pass.gaveUp)} given up (stalled: only a resend with the key finishes it)`,
     );
     const due = queue.nextCallDueAt();
+    if (queue.deadLetters.length > 0) {
+      // A recheck that failed every delivery (the store refused it): its call is not known to be settled.
+      console.log(
+        `${queue.deadLetters.length} recheck(s) failed every delivery (see the errors above): their calls may still be in flight — run again`,
+      );
+      return EXIT_NOT_SETTLED;
+    }
     if (due === undefined) {
       console.log('nothing left in flight for the completer: every call is settled or stalled');
       return 0;

@@ -2,7 +2,7 @@
  * How an attempt ends (`Ending`) and what the caller is told: the stored outcome's answer, the one
  * `pending` answer, and every failure in the closed set of error codes (`toToolError`).
  */
-import { completerDueAtMs } from './backoff';
+import { completerLooksAtMs } from './backoff';
 import type { CallRecord, StoredOutcome } from './call-state';
 import {
   ConflictError,
@@ -92,13 +92,14 @@ export const MIN_ABANDONED_WAIT_MS = 1_000;
  * When asking about a call in flight again is worth it, ms after `nowMs` — the one rule every surface's
  * hint follows (a poll's `next.after_ms`, `Retry-After`, an MCP task's `pollInterval`; docs/state-machine.md,
  * "Liveness"): a live call may be stored by its holder at any moment, so soon, never past its lock
- * (`retryAfterMs`); an abandoned call changes only when the completer re-runs it (`completerDueAtMs`) —
+ * (`retryAfterMs`); an abandoned call changes only when the completer looks at it (`completerLooksAtMs`:
+ * its re-run when due, or its give-up before its TTL) —
  * or when its caller resends it, which it may do at once — so exactly then, at least a second from now.
  * No other state has a scheduled change (settled, gone, or stalled: only a resend moves it).
  */
 export function askAgainAfterMs(record: CallRecord, state: 'live' | 'abandoned', nowMs: number): number {
   if (state === 'live') return retryAfterMs(record.lockEndsMs, nowMs);
-  return Math.max(MIN_ABANDONED_WAIT_MS, Math.ceil(completerDueAtMs(record) - nowMs));
+  return Math.max(MIN_ABANDONED_WAIT_MS, Math.ceil(completerLooksAtMs(record) - nowMs));
 }
 
 /** The message of a call whose effect may have run but whose outcome is not stored (or not its own). */

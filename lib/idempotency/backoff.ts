@@ -5,6 +5,7 @@
  * `retrysafe complete` run every minute from cron re-run a call at the same time, and every answer about
  * the call (a poll, a task's `pollInterval`, `Retry-After`) can say when that is.
  */
+import { CLOCK_SKEW_TOLERANCE_MS } from './call-state';
 
 /**
  * Backoff between the completer's re-runs of one call, by attempt: 30 s, 60 s, … at most 15 min (SQS's
@@ -20,6 +21,33 @@ export interface ScheduledRecord {
   readonly lockEndsMs: number;
   /** Attempts that claimed the record: 1 for the first, +1 for each takeover. */
   readonly attempt: number;
+  /** Epoch s: the record's TTL. */
+  readonly expiresAtS: number;
+}
+
+/**
+ * How long before a record's last 10 s (rule 2's `CLOCK_SKEW_TOLERANCE_MS`) the completer looks at a call
+ * whose re-run is not due before then: time to give it up (`stalled`, `expiring`) while the record still
+ * exists, rather than let it expire unfinished and unreported.
+ */
+export const LAST_LOOK_BEFORE_TTL_MS = 60_000;
+
+/**
+ * When the completer looks at a call in flight, epoch ms: when it is due (`completerDueAtMs`), but no later
+ * than its last look before its TTL (`LAST_LOOK_BEFORE_TTL_MS` before the record's last 10 s), and never
+ * before its lock's end (nothing is to be done while an attempt holds it).
+ */
+export function completerLooksAtMs(record: ScheduledRecord): number {
+  const lastLookMs = record.expiresAtS * 1000 - CLOCK_SKEW_TOLERANCE_MS - LAST_LOOK_BEFORE_TTL_MS;
+  return Math.max(record.lockEndsMs, Math.min(completerDueAtMs(record), lastLookMs));
+}
+
+/**
+ * The latest a re-run may start and still take the call over (rule 2: its lock, `lockMs` long, must end
+ * 10 s before the record's TTL): a call not due by then is given up on, not left to expire.
+ */
+export function lastRerunStartMs(record: ScheduledRecord, lockMs: number): number {
+  return record.expiresAtS * 1000 - CLOCK_SKEW_TOLERANCE_MS - lockMs;
 }
 
 /**

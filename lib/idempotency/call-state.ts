@@ -40,9 +40,10 @@ export type CallState = 'absent' | 'expired' | 'live' | 'abandoned' | 'stalled' 
 
 /**
  * Why the completer gave up on a call (`stalled`): it failed every one of `maxAttempts` attempts; its tool
- * is not one the completer serves (a deploy dropped or renamed it); its stored call cannot be read.
+ * is not one the completer serves (a deploy dropped or renamed it); its stored call cannot be read (or the
+ * tool as deployed now refuses it); its record expires before its next re-run could run (`expiring`).
  */
-export type StalledReason = 'attempts' | 'unknown_tool' | 'unreadable_call';
+export type StalledReason = 'attempts' | 'unknown_tool' | 'unreadable_call' | 'expiring';
 
 /** A call whose lock ended without an outcome: a takeover (a retry, or the completer unless stalled) finishes it. */
 export function isAbandoned(state: CallState): state is 'abandoned' | 'stalled' {

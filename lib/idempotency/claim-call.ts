@@ -88,7 +88,8 @@ async function takeOverOnce(
     // The new lock would outlive the record (on some worker's clock): past its TTL it counts as expired —
     // a fresh claim, erase and the poll would all treat the running call as gone. Pending until the record
     // expires (then a fresh claim runs it, under the same downstream key).
-    return { kind: 'pending', until: { atMs: existing.expiresAtS * 1000 }, call: existing };
+    // Nothing lets it run before then: the wait is all of it, not a poll's second.
+    return { kind: 'pending', until: { afterMs: existing.expiresAtS * 1000 - nowMs }, call: existing };
   }
   if (request.resume !== undefined && existing.claimId !== request.resume && state !== 'completed') {
     // Someone else took it, finished it, or it was erased and claimed again: not ours to finish.

@@ -1,7 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { backoffSeconds, completerDueAtMs, recheckDelaySeconds } from './backoff';
+import { completerDueAtMs, completerLooksAtMs, lastRerunStartMs, recheckDelaySeconds } from './backoff';
 import {
   type CallRecord,
   callRecordOf,
@@ -156,8 +156,9 @@ export class Completer {
       // for every reader, and never the completer's to finish (rule 2) — a stream read from its start
       // (`retrysafe complete`) holds such images for a day.
       if (record.stalledClaimId === record.claimId || classify(record, Date.now()) === 'expired') continue;
-      // Due when the record says (its lock's end, and its attempts' backoff), however late this image is read.
-      const dueAtMs = completerDueAtMs(record);
+      // Due when the record says (its lock's end, and its attempts' backoff), however late this image is read
+      // — looked at before its TTL all the same, to give it up if it cannot be re-run by then.
+      const dueAtMs = completerLooksAtMs(record);
       rechecks.push({
         key: recordKey,
         claim: record.claimId,
@@ -180,12 +181,19 @@ export class Completer {
     const nowMs = Date.now();
     const state = classify(record, nowMs);
     if (!record || record.claimId !== recheck.claim || (state !== 'live' && state !== 'abandoned')) return 'settled';
+    // Abandoned, but no re-run could start by its record's last lock-length (rule 2 would refuse its
+    // takeover): given up on now, while the record exists, rather than left to expire unreported.
+    const dueAtMs = completerDueAtMs(record);
+    const lockMs = deadline.getRemainingTimeInMillis();
+    if (state === 'abandoned' && Math.max(dueAtMs, nowMs) > lastRerunStartMs(record, lockMs)) {
+      return this.#giveUp(record, recheck.claim, 'expiring');
+    }
     // Not due yet — still live, or abandoned within its backoff (a recheck delivered early, twice, or capped
     // at SQS's 15 min): looked at again when the record says, not when this message came.
-    const dueAtMs = completerDueAtMs(record);
     if (state === 'live' || nowMs < dueAtMs) {
-      const delaySeconds = Math.max(1, recheckDelaySeconds(dueAtMs, nowMs));
-      await this.#options.queue.send([{ key: recheck.key, claim: recheck.claim, delaySeconds, dueAtMs }]);
+      const lookAtMs = state === 'live' ? completerLooksAtMs(record) : dueAtMs;
+      const delaySeconds = Math.max(1, recheckDelaySeconds(lookAtMs, nowMs));
+      await this.#options.queue.send([{ key: recheck.key, claim: recheck.claim, delaySeconds, dueAtMs: lookAtMs }]);
       return 'later';
     }
     // The record is abandoned on the claim the recheck names: that claim is what is given up on or resumed —
@@ -197,10 +205,15 @@ export class Completer {
     if (!tool) return this.#giveUp(record, recheck.claim, 'unknown_tool');
     if (!record.call || record.tenant === undefined) return this.#giveUp(record, recheck.claim, 'unreadable_call');
     const outcome = await this.#finish(tool, record.tenant, record.call, recheck.claim, deadline);
+    if (outcome === 'refused') {
+      // Refused before any claim (its stored arguments no longer parse, or fingerprint otherwise, under the
+      // tool as deployed now): the record is as it was, and no re-run could move it — given up on at once.
+      return this.#giveUp(record, recheck.claim, 'unreadable_call');
+    }
     if (outcome === 'unsettled') {
       // Never rely on a change that may not have happened (the takeover itself may have failed): looked at
       // again after this attempt's backoff — when the record says, if the re-run did park it.
-      const dueAtMs = Date.now() + backoffSeconds(record.attempt) * 1000;
+      const dueAtMs = completerLooksAtMs({ ...record, lockEndsMs: Date.now(), attempt: record.attempt + 1 });
       const delaySeconds = recheckDelaySeconds(dueAtMs, Date.now());
       await this.#options.queue.send([{ key: recheck.key, claim: recheck.claim, delaySeconds, dueAtMs }]);
     }
@@ -225,8 +238,8 @@ export class Completer {
     call: StoredCall,
     claimId: string,
     deadline: InvocationDeadline,
-  ): Promise<RecheckOutcome> {
-    const result = await this.#options.runtime.invoke(
+  ): Promise<RecheckOutcome | 'refused'> {
+    const { result, call: about } = await this.#options.runtime.invokeForCall(
       tool,
       { tenant, user: call.user },
       { ...call.args, idempotency_key: call.clientKey },
@@ -235,6 +248,11 @@ export class Completer {
     );
     if (result.ok) return 'finished';
     if ('status' in result) return 'unsettled';
-    return result.error.code === 'unavailable' ? 'unsettled' : 'finished';
+    if (result.error.code === 'unavailable') return 'unsettled';
+    // An error about no call of these arguments under the key (`invalid_args`, `conflict` before a claim)
+    // changed nothing; one the call's attempt ended with is its stored outcome, or its claim was released.
+    const refusedBeforeClaim =
+      about === undefined && (result.error.code === 'invalid_args' || result.error.code === 'conflict');
+    return refusedBeforeClaim ? 'refused' : 'finished';
   }
 }

@@ -5,7 +5,7 @@
  * is a transition of `protocol/`.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { completerDueAtMs } from './backoff';
+import { completerLooksAtMs } from './backoff';
 import {
   type CallRecord,
   type CallState,
@@ -80,14 +80,14 @@ export interface ItemErasure {
 /**
  * When a call in flight can next change by itself (epoch ms): a live one at its lock's end (its attempt
  * stores, parks or dies by then); an abandoned one when the completer next looks at it — the stream's
- * re-run is due when its record says (`completerDueAtMs`: its lock's end, plus its attempts' backoff);
+ * next look is when its record says (`completerLooksAtMs`: its lock's end plus its attempts' backoff, before its TTL);
  * a stalled one never (undefined).
  */
 export function nextChangeAtMs(record: CallRecord, state: 'live' | 'abandoned' | 'stalled'): number | undefined {
   if (state === 'live') return record.lockEndsMs;
   if (state === 'stalled') return undefined;
   // The completer's schedule, the one every answer follows (backoff.ts).
-  return completerDueAtMs(record);
+  return completerLooksAtMs(record);
 }
 
 /** The call erase keeps for `record` in `state` (in flight), as of `nowMs`. */

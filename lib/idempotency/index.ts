@@ -3,7 +3,7 @@
 // `record` and `types`). Internals (the call's states, the protocol's transitions, the attempt's phases,
 // argument parsing, receipt encoding) stay inside; tests reach them by path.
 
-export { backoffSeconds, completerDueAtMs } from './backoff';
+export { backoffSeconds, completerDueAtMs, completerLooksAtMs } from './backoff';
 export type { StalledReason } from './call-state';
 export {
   Completer,

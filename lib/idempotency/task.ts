@@ -7,7 +7,7 @@
  * | call state                | task                                                                  |
  * |---------------------------|-----------------------------------------------------------------------|
  * | live                      | `working`, polled again soon (`pollInterval`: at most 1 s, never past its lock) |
- * | abandoned                 | `working`, polled again when the completer re-runs it (`completerDueAtMs`) |
+ * | abandoned                 | `working`, polled again when the completer re-runs it (`completerLooksAtMs`) |
  * | stalled                   | `working`: only a resend with its key finishes it (never terminal: it can still complete) |
  * | completed, a receipt      | `completed`, its result the call's own answer (`idempotent` as stored) |
  * | completed, a failure      | `failed`, its result the call's own error answer                       |

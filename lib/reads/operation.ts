@@ -24,7 +24,8 @@ const RESEND =
 export const STALLED_HINTS: Readonly<Record<StalledReason, string>> = {
   attempts: `the server stopped retrying this call after its attempts failed (its effect may or may not have happened): ${RESEND}`,
   unknown_tool: `the server no longer serves this tool (a deployment removed or renamed it) and will not finish this call (its effect may or may not have happened): once it is served again, ${RESEND}`,
-  unreadable_call: `the server cannot read what this call asked and will not finish it (its effect may or may not have happened): ${RESEND}`,
+  unreadable_call: `the server cannot read what this call asked, or the tool no longer accepts it, and will not finish it (its effect may or may not have happened): ${RESEND}`,
+  expiring: `the server will not re-run this call again: its record expires before another attempt could end (its effect may or may not have happened): ${RESEND}`,
 };
 
 /** The stalled hint of a call the completer gave up on after its attempts (the most common reason). */

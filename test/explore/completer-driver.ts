@@ -72,11 +72,11 @@ export class CompleterDriver {
   #build(queue: LocalRecheckQueue = this.#queue): Completer {
     // The world's runtime, its answers to the completer kept (an answer to nobody counts as one).
     const runtime = Object.create(this.world.runtime) as ToolRuntime;
-    runtime.invoke = async (tool, identity, input, deadline, options) => {
-      const result = await this.world.runtime.invoke(tool, identity, input, deadline, options);
+    runtime.invokeForCall = async (tool, identity, input, deadline, options) => {
+      const answered = await this.world.runtime.invokeForCall(tool, identity, input, deadline, options);
       const { idempotency_key: key, ...args } = input as JsonObject;
-      this.answers.push({ tool: tool.name, user: identity.user, key: String(key), args, result });
-      return result as never;
+      this.answers.push({ tool: tool.name, user: identity.user, key: String(key), args, result: answered.result });
+      return answered as never;
     };
     return new Completer({
       client: this.world.client,

@@ -509,7 +509,11 @@ describe('a resume (the completer finishing the claim it read)', () => {
 
     const phase = await claimCall(table, { ...asked, resume: held.claimId });
 
-    expect(phase).toMatchObject({ kind: 'pending', until: { atMs: asked.expiresAtS * 1000 } });
+    // Nothing lets it run before the TTL: the whole wait (liveness), not a poll's second.
+    expect(phase).toMatchObject({ kind: 'pending', until: { afterMs: expect.any(Number) } });
+    const { afterMs } = (phase as { until: { afterMs: number } }).until;
+    expect(afterMs).toBeGreaterThan(asked.expiresAtS * 1000 - Date.now() - 1_000);
+    expect(afterMs).toBeLessThanOrEqual(asked.expiresAtS * 1000 - Date.now() + 1_000);
     expect(await itemOf(asked.recordKey)).toEqual(stored);
     // Far enough from it, the same resume takes it over.
     const later = await claimCall(table, { ...asked, lockEndsMs: now + 5_000, resume: held.claimId });

@@ -4,8 +4,8 @@ import { nextChangeAtMs } from '../../lib/idempotency/erase';
 /**
  * When erase says to come back for a call it kept (rule 6 of docs/state-machine.md, `retryAfter`): when the
  * call can next change by itself — a live call at its lock's end, an abandoned one when the completer
- * next re-runs it (docs/state-machine.md, "The completer": a recheck at the lock's end, +1 s on attempt 1,
- * then 30 s, 60 s, … at most 15 min), a stalled one never.
+ * next looks at it (docs/state-machine.md, "Liveness": at the lock's end after attempt 1, then 30 s, 60 s,
+ * … at most 15 min after it, before its TTL), a stalled one never.
  */
 const LOCK_ENDS_MS = 1_700_000_000_000;
 

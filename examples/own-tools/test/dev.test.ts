@@ -74,6 +74,16 @@ async function retrysafe(...args: string[]): Promise<string> {
   return stdout;
 }
 
+/** The command's exit code and what it printed, whatever the code (a partial erase exits 3). */
+async function retrysafeExit(...args: string[]): Promise<{ code: number; stdout: string }> {
+  try {
+    return { code: 0, stdout: await retrysafe(...args) };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string };
+    return { code: failed.code ?? 1, stdout: failed.stdout ?? '' };
+  }
+}
+
 beforeAll(async () => {
   const { DYNAMODB_ENDPOINT: _none, PORT: _port, ...base } = process.env;
   env = { ...base, CRM_URL: await crm.listen(), DEV_KEY_DIR: keyDir, POWERTOOLS_LOG_LEVEL: 'WARN', COMPLETER_INTERVAL_SECONDS: '1' };
@@ -180,7 +190,9 @@ describe('retrysafe dev on this app', () => {
 
     const pending = await post(bearer, 'push_contact', { idempotency_key: 'p1', external_id: 'crm-7', name: 'Grace' });
     const inFlight = JSON.parse(await retrysafe('calls', '--tenant', tenant, '--state', 'pending', '--json'));
-    const whileInFlight = JSON.parse(await retrysafe('erase', '--tenant', tenant, '--include-domain', '--json'));
+    // Partial: its table waits for the call in flight — exit 3, so a script can tell.
+    const partial = await retrysafeExit('erase', '--tenant', tenant, '--include-domain', '--json');
+    const whileInFlight = JSON.parse(partial.stdout);
     crm.release();
     await new Promise((resolve) => setTimeout(resolve, 1_200)); // the parked lock's end (Retry-After: 1)
     const completed = await retrysafe('complete');
@@ -193,6 +205,8 @@ describe('retrysafe dev on this app', () => {
     expect(inFlight.calls).toEqual([
       expect.objectContaining({ tool: 'push_contact', state: 'pending', user: 'ada', clientKey: 'p1', attempts: 1 }),
     ]);
+    expect(partial.code).toBe(3);
+    expect(whileInFlight).toMatchObject({ complete: false, deferred: [expect.objectContaining({ table: 'accounts' })] });
     expect(whileInFlight.kept.accounts).toMatch(/^deferred: 1 call\(s\) in flight/);
     expect(whileInFlight.tables.accounts).toBeUndefined();
     expect(completed).toMatch(/^completer .*: \d+ stream records read/);

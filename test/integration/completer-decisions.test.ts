@@ -1,16 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { backoffSeconds } from '../../lib/idempotency/backoff';
 import { STATUS } from '../../lib/idempotency/call-state';
 import { Completer, type Recheck, type StreamChange } from '../../lib/idempotency/completer';
 import { NotFoundError } from '../../lib/idempotency/errors';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
+import { callRecords } from '../helpers/call-records';
 import { beforeNext } from '../helpers/intercept';
 import { noteTool } from '../helpers/tools';
-import { createWorld, deadline, identity, type World } from '../helpers/world';
+import { createWorld, deadline, type World } from '../helpers/world';
 
 /**
  * The completer's decisions one at a time (completer.ts), where completer.test.ts runs it end to end on
@@ -178,43 +179,11 @@ describe('a stream batch', () => {
 });
 
 describe('a recheck', () => {
-  /** A call of send_note whose attempt failed transiently: its record is abandoned (lock = now). */
-  async function abandonedCall() {
-    const caller = identity();
-    const key = `k-${randomUUID()}`;
-    const failing = noteTool('send_note', async () => {
-      throw Object.assign(new Error('provider timed out'), { name: 'TimeoutError' });
-    }).tool;
-    const answer = await runtime.invoke(failing, caller, { idempotency_key: key, text: 'hi' }, deadline());
-    expect(answer).toMatchObject({ ok: false, error: { code: 'unavailable' } });
-    const [record] = await world.idempotencyRecordKeys(caller.tenant);
-    const item = await itemOf(record!.id);
-    return { caller, key, recordKey: record!.id, claim: item.claim_id as string };
-  }
-
-  async function itemOf(key: string): Promise<Record<string, unknown>> {
-    const { Item } = await world.client.send(
-      new GetItemCommand({
-        TableName: world.idempotencyTable.tableName,
-        Key: { id: { S: key } },
-        ConsistentRead: true,
-      }),
-    );
-    return Item ? unmarshall(Item) : {};
-  }
-
-  async function setAttributes(key: string, values: Record<string, unknown>): Promise<void> {
-    const names = Object.keys(values);
-    await world.client.send(
-      new UpdateItemCommand({
-        TableName: world.idempotencyTable.tableName,
-        Key: { id: { S: key } },
-        UpdateExpression: `SET ${names.map((_, i) => `#n${i} = :v${i}`).join(', ')}`,
-        ExpressionAttributeNames: Object.fromEntries(names.map((name, i) => [`#n${i}`, name])),
-        ExpressionAttributeValues: marshall(Object.fromEntries(names.map((name, i) => [`:v${i}`, values[name]]))),
-      }),
-    );
-  }
+  // The world exists once `beforeAll` ran: the helpers are built on first use.
+  const abandonedCall = () => callRecords(world, runtime).abandonedCall();
+  const itemOf = (key: string) => callRecords(world, runtime).itemOf(key);
+  const setAttributes = (key: string, values: Record<string, unknown>) =>
+    callRecords(world, runtime).setAttributes(key, values);
 
   /** Runs `change` just before the next UpdateItem is sent (between a recheck's read and its write). */
   function beforeNextUpdate(change: () => Promise<unknown>): void {

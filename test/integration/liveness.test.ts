@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import * as z from 'zod/mini';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { nextAfterOperation } from '../../lib/api/next-step';
@@ -12,14 +10,16 @@ import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { defineTool } from '../../lib/idempotency/tool';
 import { ABANDONED_HINT } from '../../lib/reads/operation';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
+import { callRecords } from '../helpers/call-records';
 import { beforeNext, throttled } from '../helpers/intercept';
 import { noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
 /**
- * REVIEW (issue 33, liveness): defects found by the review, each a failing test named after the
- * behaviour the rules promise (docs/state-machine.md, "Liveness", rule 8). Marked `(REVIEW: fails)`:
- * they fail on purpose until lib/ is fixed; nothing in lib/ was changed by the review.
+ * Liveness (docs/state-machine.md, rule 8 and "Liveness"): what the completer does with a call it cannot
+ * re-run, near its TTL, or whose next re-run falls past it, and what each answer then hints. Found by a
+ * fresh-eye review of issue 33, each as a failing test first; the four left open are `test.failing` (they
+ * start failing once fixed) and listed under "Left open" in the Liveness section.
  */
 let world: World;
 let runtime: ToolRuntime;
@@ -43,39 +43,11 @@ function completerWith(tools: ReturnType<typeof noteTool>['tool'][]) {
   return { completer, sends };
 }
 
-/** A call of send_note whose attempt failed transiently: its record is abandoned (lock = now), attempt 1. */
-async function abandonedCall(text = 'hi') {
-  const caller = identity();
-  const key = `k-${randomUUID()}`;
-  const failing = noteTool('send_note', async () => {
-    throw Object.assign(new Error('provider timed out'), { name: 'TimeoutError' });
-  }).tool;
-  const answer = await runtime.invoke(failing, caller, { idempotency_key: key, text }, deadline());
-  expect(answer).toMatchObject({ ok: false, error: { code: 'unavailable' } });
-  const [record] = await world.idempotencyRecordKeys(caller.tenant);
-  const item = await itemOf(record!.id);
-  return { caller, key, recordKey: record!.id, claim: item.claim_id as string };
-}
-
-async function itemOf(key: string): Promise<Record<string, unknown>> {
-  const { Item } = await world.client.send(
-    new GetItemCommand({ TableName: world.idempotencyTable.tableName, Key: { id: { S: key } }, ConsistentRead: true }),
-  );
-  return Item ? unmarshall(Item) : {};
-}
-
-async function setAttributes(key: string, values: Record<string, unknown>): Promise<void> {
-  const names = Object.keys(values);
-  await world.client.send(
-    new UpdateItemCommand({
-      TableName: world.idempotencyTable.tableName,
-      Key: { id: { S: key } },
-      UpdateExpression: `SET ${names.map((_, i) => `#n${i} = :v${i}`).join(', ')}`,
-      ExpressionAttributeNames: Object.fromEntries(names.map((name, i) => [`#n${i}`, name])),
-      ExpressionAttributeValues: marshall(Object.fromEntries(names.map((name, i) => [`:v${i}`, values[name]]))),
-    }),
-  );
-}
+/** The call records these tests set up (the world and runtime exist once `beforeAll` ran). */
+const abandonedCall = (text?: string) => callRecords(world, runtime).abandonedCall(text);
+const itemOf = (key: string) => callRecords(world, runtime).itemOf(key);
+const setAttributes = (key: string, values: Record<string, unknown>) =>
+  callRecords(world, runtime).setAttributes(key, values);
 
 /** Moves every `Date.now()` reader `byMs` ahead of now. */
 function clockAhead(byMs: number): void {

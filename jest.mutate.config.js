@@ -11,8 +11,8 @@
 const base = require('./jest.config.js');
 
 const WRITE_PATH_TESTS = [
-  'test/unit/{answers,call-state,claim-commands,erase-commands,derivation,fingerprint,task,transient-errors,recheck-queue}.test.ts',
-  'test/integration/{attempt-settle,claim-call,task-view,completer,completer-decisions,concurrency,crash,create-once,dedupe-window,erase,erase-decisions,erase-tenant,failures,intents,protocol,recovery,refund,runtime-edges,scope,shared-runtime,ttl,validation}.test.ts',
+  'test/unit/{answers,ask-again,call-state,claim-commands,erase-commands,erase-next-change,derivation,fingerprint,task,transient-errors,recheck-queue}.test.ts',
+  'test/integration/{attach,attempt-settle,claim-call,task-view,completer,completer-decisions,concurrency,crash,create-once,dedupe-window,erase,erase-decisions,erase-tenant,failures,intents,liveness,protocol,recovery,refund,runtime-edges,scope,shared-runtime,ttl,validation}.test.ts',
   'test/review/{erase-intent-later-claim,erase-refund-in-flight,erase-ticket-comes-back,intent-takeover-release,intent-ttl-pending,little-time-internal,protocol-review-3,store-duplicate-after-erase}.test.ts',
   'test/review/review-{task-binding,task-holds,task-out-of-time,task-spec,task-stored-conflict,upgrade-records}.test.ts',
   'test/http/mcp-tasks.test.ts',

@@ -5,7 +5,7 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import { backoffSeconds } from '../../lib/idempotency/backoff';
 import { STATUS } from '../../lib/idempotency/call-state';
 import { Completer, type Recheck, type StreamChange } from '../../lib/idempotency/completer';
-import { NotFoundError } from '../../lib/idempotency/errors';
+import { ConflictError, InvalidArgsError, NotFoundError } from '../../lib/idempotency/errors';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { callRecords } from '../helpers/call-records';
@@ -374,6 +374,50 @@ describe('a recheck', () => {
     expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline())).toBe('finished');
     expect(sends).toEqual([]);
     expect(await itemOf(call.recordKey)).toMatchObject({ status: STATUS.completed });
+  });
+
+  it.each([
+    ['invalid_args', () => new InvalidArgsError('text: too long for the provider')],
+    ['conflict', () => new ConflictError('the note was changed meanwhile')],
+  ])(
+    'counts a re-run whose own attempt ended in %s as finished (its stored outcome), not as refused before a claim',
+    async (_code, error) => {
+      const refusing = noteTool('send_note', async () => {
+        throw error();
+      }).tool;
+      const { completer, sends, logger } = completerWith({ tools: [refusing] });
+      const call = await abandonedCall();
+      pastTheLock();
+
+      expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline())).toBe('finished');
+      expect(sends).toEqual([]);
+      expect(logger.error).not.toHaveBeenCalled();
+      const item = await itemOf(call.recordKey);
+      expect(item).toMatchObject({ status: STATUS.completed });
+      expect(item).not.toHaveProperty('stalled_claim');
+    },
+  );
+
+  it('looks again at a live call near its TTL at its last look before it, not at its due time past it (liveness)', async () => {
+    const { completer, execute, sends } = completerWith();
+    const call = await abandonedCall();
+    const now = Date.now();
+    freezeClock(now);
+    // Attempt 3, its lock ending in 20 s, its TTL 90 s away: due 60 s after the lock (80 s), but the last
+    // look is 10 s + 60 s before the TTL (20 s) — so it is looked at when its lock ends.
+    await setAttributes(call.recordKey, {
+      attempt: 3,
+      in_progress_expiration: now + 20_000,
+      expiration: Math.floor(now / 1000) + 90,
+    });
+    const expiresAtMs = (Math.floor(now / 1000) + 90) * 1000;
+
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline())).toBe('later');
+    const lookAtMs = Math.max(now + 20_000, expiresAtMs - 70_000);
+    expect(sends).toEqual([
+      [{ key: call.recordKey, claim: call.claim, delaySeconds: Math.ceil((lookAtMs - now) / 1000), dueAtMs: lookAtMs }],
+    ]);
+    expect(execute).not.toHaveBeenCalled();
   });
 
   it('gives up on a call it cannot finish with no logger all the same', async () => {

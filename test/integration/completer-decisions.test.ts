@@ -420,6 +420,32 @@ describe('a recheck', () => {
     expect(execute).not.toHaveBeenCalled();
   });
 
+  it('waits for an abandoned call’s due time when a re-run can still start by then — up to exactly the last start rule 2 allows — and gives it up one ms past it (liveness)', async () => {
+    const { completer, execute, sends, logger } = completerWith();
+    const call = await abandonedCall();
+    const now = Date.now();
+    freezeClock(now);
+    const expiresAtS = Math.floor(now / 1000) + 3_600;
+    // Attempt 3, its lock ended now: due 60 s after it. With a 20 s lock a re-run must start by the TTL − 30 s.
+    const lastStartMs = expiresAtS * 1000 - 10_000 - 20_000;
+    await setAttributes(call.recordKey, {
+      attempt: 3,
+      in_progress_expiration: lastStartMs - 60_000,
+      expiration: expiresAtS,
+    });
+    freezeClock(lastStartMs - 50_000); // within its backoff: not due yet
+
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(20_000))).toBe('later');
+    // Due at the last start exactly: looked at then (not at the last look, 70 s before the TTL).
+    expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 50, dueAtMs: lastStartMs }]]);
+    expect(logger.error).not.toHaveBeenCalled();
+    // One ms later due, and no re-run can start by then: given up on now.
+    await setAttributes(call.recordKey, { in_progress_expiration: lastStartMs - 60_000 + 1 });
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(20_000))).toBe('gave_up');
+    expect(await itemOf(call.recordKey)).toMatchObject({ stalled_reason: 'expiring' });
+    expect(execute).not.toHaveBeenCalled();
+  });
+
   it('gives up on a call it cannot finish with no logger all the same', async () => {
     const completer = new Completer({
       client: world.client,

@@ -18,6 +18,8 @@ export default {
     'lib/idempotency/completer.ts',
     'lib/idempotency/erase.ts',
     'lib/idempotency/task.ts',
+    'lib/idempotency/backoff.ts',
+    'lib/idempotency/attach.ts',
     'lib/admin/erase-*.ts',
   ],
   coverageAnalysis: 'perTest',

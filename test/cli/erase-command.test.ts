@@ -4,14 +4,13 @@
  * again; run again once the call settled, it finishes and exits 0 (rule 6 of docs/state-machine.md).
  */
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { tableName } from '../../app/tables';
-import { claim } from '../../lib/idempotency/protocol/claim';
 import { release } from '../../lib/idempotency/protocol/settle';
+import { claimInFlight } from '../helpers/call-records';
 import { createWorld, deadline, identity, newTenant, type World } from '../helpers/world';
 
 const run = promisify(execFile);
@@ -71,22 +70,8 @@ describe('retrysafe erase', () => {
       { idempotency_key: 't1', title: 'broken' },
       deadline(),
     );
-    const now = Date.now();
-    const lockEndsMs = now + 5 * 60_000;
-    const claimed = await claim(
-      world.idempotencyTable,
-      {
-        recordKey: `close_ticket#${randomUUID()}`,
-        tenant,
-        tool: 'close_ticket',
-        validation: 'v1',
-        expiresAtS: Math.floor(now / 1000) + 3_600,
-        lockEndsMs,
-        call: '{"args":{},"key":"k","user":"ada"}',
-      },
-      now,
-    );
-    if (claimed.kind !== 'claimed') throw new Error('the seed claim was refused');
+    const lockEndsMs = Date.now() + 5 * 60_000;
+    const claimed = { claim: await claimInFlight(world, tenant, 'close_ticket', lockEndsMs) };
     const retryAfter = new Date(lockEndsMs).toISOString();
 
     // act

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { noteTool } from './tools';
 import { deadline, identity, type World } from './world';
@@ -49,4 +50,32 @@ export function callRecords(world: World, runtime: ToolRuntime) {
   }
 
   return { abandonedCall, itemOf, setAttributes };
+}
+
+/**
+ * A call of `tool` for `tenant` claimed now (the protocol's own first claim, no tool run), its lock ending at
+ * `lockEndsMs` (default: in a minute): a call in flight for erase to meet.
+ */
+export async function claimInFlight(
+  world: World,
+  tenant: string,
+  tool: string,
+  lockEndsMs = Date.now() + 60_000,
+): Promise<Claim> {
+  const now = Date.now();
+  const claimed = await claim(
+    world.idempotencyTable,
+    {
+      recordKey: `${tool}#${randomUUID()}`,
+      tenant,
+      tool,
+      validation: 'v1',
+      expiresAtS: Math.floor(now / 1000) + 3_600,
+      lockEndsMs,
+      call: '{"args":{},"key":"k","user":"ada"}',
+    },
+    now,
+  );
+  if (claimed.kind !== 'claimed') throw new Error('the seed claim was refused');
+  return claimed.claim;
 }

@@ -5,9 +5,9 @@ import type { Context } from 'aws-lambda';
 import { TABLES, type TableId, tableName } from '../../app/tables';
 import { TOOLS } from '../../app/tools';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
-import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
 import { markStalled } from '../../lib/idempotency/protocol/stall';
 import { eraseEntry } from '../../lib/lambda/erase';
+import { claimInFlight } from '../helpers/call-records';
 import { createWorld, deadline, identity, newTenant, type World } from '../helpers/world';
 
 /**
@@ -24,24 +24,7 @@ beforeAll(() => {
 afterAll(() => world.destroy());
 
 /** A call of `tool` for `tenant` claimed now, its lock ending at `lockEndsMs` (default: in a minute). */
-async function inFlight(tenant: string, tool: string, lockEndsMs = Date.now() + 60_000): Promise<Claim> {
-  const now = Date.now();
-  const claimed = await claim(
-    world.idempotencyTable,
-    {
-      recordKey: `${tool}#${randomUUID()}`,
-      tenant,
-      tool,
-      validation: 'v1',
-      expiresAtS: Math.floor(now / 1000) + 3_600,
-      lockEndsMs,
-      call: '{"args":{},"key":"k","user":"ada"}',
-    },
-    now,
-  );
-  if (claimed.kind !== 'claimed') throw new Error('the seed claim was refused');
-  return claimed.claim;
-}
+const inFlight = (tenant: string, tool: string, lockEndsMs?: number) => claimInFlight(world, tenant, tool, lockEndsMs);
 
 /** A tenant with one invoice, one ticket and one email: an item in each erasable table of the example. */
 async function populate(tenant: string): Promise<void> {

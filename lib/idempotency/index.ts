@@ -3,7 +3,6 @@
 // `record` and `types`). Internals (the call's states, the protocol's transitions, the attempt's phases,
 // argument parsing, receipt encoding) stay inside; tests reach them by path.
 
-export { backoffSeconds, completerDueAtMs, completerLooksAtMs } from './backoff';
 export type { StalledReason } from './call-state';
 export {
   Completer,
@@ -24,7 +23,6 @@ export {
   type ItemErasure,
   isCallInFlight,
   type KeptCall,
-  nextChangeAtMs,
   type RecordErasure,
 } from './erase';
 export { type InFlightCall, inFlightCallOf, inFlightFilter } from './in-flight';

@@ -29,8 +29,16 @@ export interface Completed<R = JsonObject> {
  */
 export type Operation<R = JsonObject> =
   | { readonly ok: true; readonly status: 'completed'; readonly key: string; readonly receipt: R }
-  | { readonly ok: true; readonly status: 'pending'; readonly key: string }
-  | { readonly ok: true; readonly status: 'abandoned'; readonly key: string; readonly hint: string }
+  /** `retry_after_ms`: when asking again is worth it (it may finish at any moment: soon). */
+  | { readonly ok: true; readonly status: 'pending'; readonly key: string; readonly retry_after_ms: number }
+  /** `retry_after_ms`: when the server re-runs it (the same call with the same key runs it now). */
+  | {
+      readonly ok: true;
+      readonly status: 'abandoned';
+      readonly key: string;
+      readonly retry_after_ms: number;
+      readonly hint: string;
+    }
   | { readonly ok: true; readonly status: 'stalled'; readonly key: string; readonly hint: string };
 
 /** One tool's types: the arguments a caller sends (without `idempotency_key`) and its receipt. */

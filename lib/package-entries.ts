@@ -7,7 +7,7 @@ export const PACKAGE_ENTRIES = {
   index: 'lib/idempotency/index.ts',
   'idempotency/definition': 'lib/idempotency/definition.ts',
   'idempotency/errors': 'lib/idempotency/errors.ts',
-  'idempotency/record': 'lib/idempotency/record.ts',
+  'idempotency/record': 'lib/idempotency/protocol/record.ts',
   'tools/index': 'lib/tools/index.ts',
   'tools/dynamodb': 'lib/tools/dynamodb.ts',
   'client/index': 'lib/client/index.ts',

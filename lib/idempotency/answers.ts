@@ -3,7 +3,6 @@
  * `pending` answer, and every failure in the closed set of error codes (`toToolError`).
  */
 import { completerLooksAtMs } from './backoff';
-import type { CallRecord, StoredOutcome } from './call-state';
 import {
   ConflictError,
   type ErrorCode,
@@ -14,6 +13,7 @@ import {
   ToolError,
   UnavailableError,
 } from './errors';
+import type { CallRecord, StoredOutcome } from './protocol/record';
 import { decodeReceipt } from './receipt';
 import type { JsonObject, ToolResult } from './types';
 

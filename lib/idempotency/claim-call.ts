@@ -6,8 +6,9 @@
  * here from the typed record instead of rethrown through it.
  */
 import { type Ending, failed, REFUSED, StoreWriteError } from './answers';
-import { type CallRecord, classify, isAbandoned, STATUS, ttlNeededFor } from './call-state';
+import { classify, isAbandoned, ttlNeededFor } from './call-state';
 import { type Claim, claim, type FirstClaim, takeOver } from './protocol/claim';
+import { type CallRecord, STATUS } from './protocol/record';
 import type { IdempotencyTable } from './protocol/table';
 
 /** What an attempt claims with. */

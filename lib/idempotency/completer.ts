@@ -2,18 +2,20 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { completerDueAtMs, completerLooksAtMs, lastRerunStartMs, recheckDelaySeconds } from './backoff';
+import { classify } from './call-state';
 import {
   type CallRecord,
   callRecordOf,
-  classify,
+  DEFAULT_IDEMPOTENCY_TABLE_NAME,
+  DEFAULT_RECORD_ATTRIBUTES,
   isCallRecordKey,
+  type RecordAttributes,
   STATUS,
   type StalledReason,
   type StoredCall,
-} from './call-state';
+} from './protocol/record';
 import { markStalled } from './protocol/stall';
 import { type IdempotencyTable, readCallRecord } from './protocol/table';
-import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 import type { ToolRuntime } from './runtime';
 import type { ToolDefinition } from './tool';
 import type { InvocationDeadline } from './types';

@@ -6,20 +6,20 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { completerLooksAtMs } from './backoff';
-import {
-  type CallRecord,
-  type CallState,
-  callRecordOf,
-  classify,
-  intentOf,
-  isInFlight,
-  recordKeyOfCallId,
-  STATUS,
-} from './call-state';
+import { type CallState, classify, isInFlight } from './call-state';
 import { closeStalled, deleteExpired, tombstone } from './protocol/erasure';
 import { deleteIntent } from './protocol/intent';
+import {
+  type CallRecord,
+  callRecordOf,
+  DEFAULT_IDEMPOTENCY_TABLE_NAME,
+  DEFAULT_RECORD_ATTRIBUTES,
+  intentOf,
+  type RecordAttributes,
+  recordKeyOfCallId,
+  STATUS,
+} from './protocol/record';
 import { type IdempotencyTable, readCallRecord } from './protocol/table';
-import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 
 /** The idempotency table erase works on. */
 export interface ErasedTable {

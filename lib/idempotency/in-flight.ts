@@ -3,8 +3,8 @@
  * scan found — the scan itself is the caller's; the state is `classify`'s.
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { callRecordOf, classify, isInFlight, STATUS } from './call-state';
-import { DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
+import { classify, isInFlight } from './call-state';
+import { callRecordOf, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes, STATUS } from './protocol/record';
 
 /** A call whose record may still commit its effect. */
 export interface InFlightCall {

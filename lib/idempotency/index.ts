@@ -3,7 +3,6 @@
 // `record` and `types`). Internals (the call's states, the protocol's transitions, the attempt's phases,
 // argument parsing, receipt encoding) stay inside; tests reach them by path.
 
-export type { StalledReason } from './call-state';
 export {
   Completer,
   type CompleterOptions,
@@ -26,7 +25,8 @@ export {
   type RecordErasure,
 } from './erase';
 export { type InFlightCall, inFlightCallOf, inFlightFilter } from './in-flight';
-export { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
+export type { StalledReason } from './protocol/record';
+export { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './protocol/record';
 export {
   type AttachOptions,
   type CallContext,

@@ -8,7 +8,7 @@
  * by the records' TTL, so late calls asked inside the window still find it. Its writes are in
  * `protocol/intent.ts`; what a claimant does with each state it finds is decided here.
  */
-import { classify, holdsIntent, type Intent, type IntentHolder, isAbandoned, type StoredOutcome } from './call-state';
+import { classify, holdsIntent, isAbandoned } from './call-state';
 import {
   createIntent,
   type IntentScope,
@@ -17,6 +17,7 @@ import {
   replaceIntent,
   swapIntent,
 } from './protocol/intent';
+import type { Intent, IntentHolder, StoredOutcome } from './protocol/record';
 import { type IdempotencyTable, readCallRecord } from './protocol/table';
 
 /** What a call asks of an intent. */

@@ -14,13 +14,19 @@ import {
 import { parseCall } from './arguments';
 import { type Attachment, type AttachOptions, attachmentOf } from './attach';
 import { type CallPlan, runAttempt } from './attempt';
-import { type CallRecord, CLOCK_SKEW_TOLERANCE_MS, classify, type StalledReason } from './call-state';
+import { CLOCK_SKEW_TOLERANCE_MS, classify } from './call-state';
 import { idempotencyDisabled, recordKeyOf, validationOf } from './derivation';
 import { type ErrorCode, INTERNAL_MESSAGE, InternalError, StoredFailureError, UnavailableError } from './errors';
 import { fingerprint } from './fingerprint';
+import {
+  type CallRecord,
+  DEFAULT_IDEMPOTENCY_TABLE_NAME,
+  DEFAULT_RECORD_ATTRIBUTES,
+  type RecordAttributes,
+  type StalledReason,
+} from './protocol/record';
 import { type IdempotencyTable, readCallRecord } from './protocol/table';
 import { decodeReceipt } from './receipt';
-import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './record';
 import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
 import type { Identity, InvocationDeadline, JsonObject, ToolResult } from './types';
 

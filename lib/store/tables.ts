@@ -3,7 +3,7 @@
  * the local runner and the test store build them from, so a key changed here changes everywhere. Plain
  * data only: no SDK or CDK import, so every consumer can load it without pulling the other's dependencies.
  */
-import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES } from '../idempotency/record';
+import { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES } from '../idempotency/protocol/record';
 
 /** A key attribute: DynamoDB only allows string, number or binary keys; retrysafe uses strings. */
 export interface KeyAttribute {

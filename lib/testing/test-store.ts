@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_IDEMPOTENCY_TABLE_NAME } from '../idempotency/record';
+import { DEFAULT_IDEMPOTENCY_TABLE_NAME } from '../idempotency/protocol/record';
 import type { ComposeServices } from '../lambda/core-services';
 import { type CoreServices, createCoreServices } from '../lambda/core-services';
 import { startDynamoDBLocal } from '../local/dynamodb-local';

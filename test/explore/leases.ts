@@ -1,4 +1,5 @@
-import { CLOCK_SKEW_TOLERANCE_MS, STATUS } from '../../lib/idempotency/call-state';
+import { CLOCK_SKEW_TOLERANCE_MS } from '../../lib/idempotency/call-state';
+import { STATUS } from '../../lib/idempotency/protocol/record';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../../lib/store/tables';
 import type { ObservedWrite } from './world';
 

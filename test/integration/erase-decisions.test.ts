@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { STATUS } from '../../lib/idempotency/call-state';
 import { eraseRecord, isCallInFlight } from '../../lib/idempotency/erase';
 import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
 import { tombstone } from '../../lib/idempotency/protocol/erasure';
 import { createIntent } from '../../lib/idempotency/protocol/intent';
+import { STATUS } from '../../lib/idempotency/protocol/record';
 import { store } from '../../lib/idempotency/protocol/settle';
 import { markStalled } from '../../lib/idempotency/protocol/stall';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';

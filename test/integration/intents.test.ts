@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import type { IntentHolder } from '../../lib/idempotency/call-state';
 import { claimIntent, type IntentRequest } from '../../lib/idempotency/intents';
 import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
 import { tombstone } from '../../lib/idempotency/protocol/erasure';
 import { intentKeyOf } from '../../lib/idempotency/protocol/intent';
+import type { IntentHolder } from '../../lib/idempotency/protocol/record';
 import { store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
 import { beforeNext } from '../helpers/intercept';

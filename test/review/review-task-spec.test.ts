@@ -3,7 +3,7 @@
  * against MCP 2025-11-25 (basic/utilities/tasks.mdx) and the task view.
  */
 
-import type { CallRecord } from '../../lib/idempotency/call-state';
+import type { CallRecord } from '../../lib/idempotency/protocol/record';
 import { taskOf } from '../../lib/idempotency/task';
 import { createWorld, identity, type World } from '../helpers/world';
 import { mcpOf } from './review-mcp';

@@ -1,5 +1,5 @@
 import { askAgainAfterMs } from '../../lib/idempotency/answers';
-import type { CallRecord } from '../../lib/idempotency/call-state';
+import type { CallRecord } from '../../lib/idempotency/protocol/record';
 
 /**
  * REVIEW (issue 33): rule 8 — "no answer hints a wait … (for a call its holder is running) longer" than

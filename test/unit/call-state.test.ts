@@ -1,19 +1,17 @@
+import { classify, createdAtOf, holdsIntent } from '../../lib/idempotency/call-state';
 import {
+  DEFAULT_RECORD_ATTRIBUTES as ATTR,
   type CallRecord,
   callIdOf,
   callRecordOf,
-  classify,
-  createdAtOf,
   decodeCall,
   decodeOutcome,
   encodeCall,
-  holdsIntent,
   intentOf,
   isCallRecordKey,
   recordKeyOfCallId,
   STATUS,
-} from '../../lib/idempotency/call-state';
-import { DEFAULT_RECORD_ATTRIBUTES as ATTR } from '../../lib/idempotency/record';
+} from '../../lib/idempotency/protocol/record';
 
 /**
  * call-state.ts read on its own: `classify`'s boundaries (the same instants the conditions of

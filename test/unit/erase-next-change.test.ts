@@ -1,5 +1,5 @@
-import type { CallRecord } from '../../lib/idempotency/call-state';
 import { nextChangeAtMs } from '../../lib/idempotency/erase';
+import type { CallRecord } from '../../lib/idempotency/protocol/record';
 
 /**
  * When erase says to come back for a call it kept (rule 6 of docs/state-machine.md, `retryAfter`): when the

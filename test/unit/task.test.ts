@@ -1,5 +1,5 @@
 import { MIN_RETRY_AFTER_MS } from '../../lib/idempotency/answers';
-import { type CallRecord, STATUS } from '../../lib/idempotency/call-state';
+import { type CallRecord, STATUS } from '../../lib/idempotency/protocol/record';
 import { begunTask, STALLED_POLL_MS, taskOf } from '../../lib/idempotency/task';
 
 /**

@@ -3,7 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import { PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { type CallRecord, callIdOf, callRecordOf, createdAtOf, STATUS, ttlNeededFor } from '../call-state';
+import { createdAtOf, ttlNeededFor } from '../call-state';
+import { type CallRecord, callIdOf, callRecordOf, STATUS } from './record';
 import { conditionally, type IdempotencyTable, lockEndedOn } from './table';
 
 /** The claim one attempt holds: written once, by `claim` or `takeOver`, and read by everything after it. */

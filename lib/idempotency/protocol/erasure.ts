@@ -1,7 +1,7 @@
 // Erase's writes to call records (docs/state-machine.md, rule 6), one function per transition, each
 // answering what it did or `changed` (the item moved on since it was read: a rerun decides).
 import { type AttributeValue, DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { STATUS } from '../call-state';
+import { STATUS } from './record';
 import { conditionally, type IdempotencyTable, lockEndedOn } from './table';
 
 /**

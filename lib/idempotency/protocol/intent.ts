@@ -4,8 +4,8 @@
 import { createHash } from 'node:crypto';
 import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { type Intent, type IntentHolder, intentOf } from '../call-state';
 import type { Identity } from '../types';
+import { type Intent, type IntentHolder, intentOf } from './record';
 import { type Condition, conditionally, type IdempotencyTable } from './table';
 
 /** What an intent is: this tenant's user asked this tool for these exact arguments. */

@@ -4,8 +4,8 @@
 // overwrite the record of the call that took the key over, or re-create an erased one.
 import { DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { STATUS, type StoredOutcome } from '../call-state';
 import type { Claim } from './claim';
+import { STATUS, type StoredOutcome } from './record';
 import { conditionally, type IdempotencyTable } from './table';
 
 /**

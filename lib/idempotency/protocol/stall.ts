@@ -1,5 +1,5 @@
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import type { StalledReason } from '../call-state';
+import type { StalledReason } from './record';
 import { conditionally, type IdempotencyTable, lockEndedOn } from './table';
 
 /**

@@ -8,8 +8,8 @@ import {
   type UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { type CallRecord, callRecordOf, STATUS } from '../call-state';
-import type { RecordAttributes } from '../record';
+import type { RecordAttributes } from './record';
+import { type CallRecord, callRecordOf, STATUS } from './record';
 
 /** Where the protocol reads and writes: the idempotency table, its client and its attribute names. */
 export interface IdempotencyTable {

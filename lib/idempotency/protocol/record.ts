@@ -1,0 +1,315 @@
+/**
+ * The record on disk, in one place: the attribute names of an idempotency item (call records and dedupe
+ * windows' intents), the values its `status` takes, and the codecs between a table item and the typed
+ * records the rest of the core reads (`callRecordOf`, `intentOf`, the `call` and `data` attributes).
+ * Nothing else in retrysafe names a stored attribute or decodes one; the conditional writes on these items
+ * are in this folder too (`table.ts` names the conditions, one file per concept holds its writes).
+ * Plain data and functions only (no SDK): `retrysafe/idempotency/record` is this file.
+ */
+import canonicalize from 'canonicalize';
+import type { ErrorCode } from '../errors';
+import type { JsonObject } from '../types';
+
+/**
+ * The layout of an idempotency record in DynamoDB. Every name is an option of the runtime (the way
+ * Powertools' persistence layer takes its attribute names), so a project with its own table layout can
+ * use the core unchanged; these are the defaults.
+ */
+export interface RecordAttributes {
+  /** Partition key: `<tool>#<sha256 of [tenant, user, client key]>`. Hash-spread, never static. */
+  readonly key: string;
+  /** TTL attribute, epoch seconds. Expiry is decided by the claim's condition, not by deletion. */
+  readonly expiry: string;
+  /** The lock: epoch milliseconds after which an INPROGRESS claim may be taken over (the invocation deadline). */
+  readonly inProgressExpiry: string;
+  readonly status: string;
+  /** The stored result (receipt as JSON text, plus whether it was itself a replay). */
+  readonly data: string;
+  /** Hash of the argument fingerprint: same key + other fingerprint is a conflict. */
+  readonly validation: string;
+  /** Tenant of the caller: lets one tenant's records be found and erased. */
+  readonly tenant: string;
+  /** Tool name, also the record key's prefix. */
+  readonly tool: string;
+  /**
+   * Random id of the claim that holds the record (its `claimId`): only that claim stores, parks or
+   * releases it. On an intent item: the claim id of its holder, as the holder was when it took the intent.
+   */
+  readonly claim: string;
+  /**
+   * While a claim is in flight: what it takes to finish the call if its worker dies — the user, the
+   * client key and the validated arguments, as canonical JSON. Removed when the result is stored.
+   */
+  readonly call: string;
+  /** On an intent (dedupe window) item: the record key of the call that holds the intent (its holder). */
+  readonly intentHolder: string;
+  /**
+   * The downstream key an effect runs under: on an intent item, fixed when the intent is created; on a
+   * call record, only when it differs from the one derived from the call (it took an intent over).
+   */
+  readonly downstreamKey: string;
+  /** On a call record: how many attempts claimed it (1, then +1 per takeover). */
+  readonly attempt: string;
+  /**
+   * On a call record: this call's instance, set by its first claim and kept by every takeover (a claim
+   * after the TTL starts a new one). With the record key it makes the `callId` tools stamp their commits
+   * with (`<record key>@<instance>`). On an intent item: its holder's whole `callId`.
+   */
+  readonly callInstance: string;
+  /**
+   * On an intent item: the end of its dedupe window (epoch s). Its TTL (`expiry`) is later — the
+   * window's end plus the records' TTL — so the intent outlives every call asked inside the window.
+   */
+  readonly windowEnd: string;
+  /**
+   * On a call record: the claim the completer gave up on after its `maxAttempts` (the call is
+   * `stalled` while that claim is still the record's: a retry with its key takes it over as before).
+   */
+  readonly stalledClaim: string;
+  /**
+   * On a stalled call record: why the completer gave up on it (`attempts`, `unknown_tool`,
+   * `unreadable_call`), written with `stalledClaim`: its poll says which.
+   */
+  readonly stalledReason: string;
+  /**
+   * On a call record: when its first claim was written (epoch ms) — the moment its caller asked, kept by
+   * every takeover and by the stored outcome: the dedupe window a call falls in, and an MCP task's
+   * `createdAt`. Written by the first claim's own PutItem (no write of its own).
+   */
+  readonly createdAt: string;
+  /**
+   * On a call record: when its outcome was stored (epoch ms), written by the store's own UpdateItem: an MCP
+   * task's `lastUpdatedAt` once it is terminal.
+   */
+  readonly completedAt: string;
+}
+
+/** The attribute names retrysafe uses unless told otherwise. */
+export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
+  key: 'id',
+  expiry: 'expiration',
+  inProgressExpiry: 'in_progress_expiration',
+  status: 'status',
+  data: 'data',
+  validation: 'validation',
+  tenant: 'tenant',
+  tool: 'tool',
+  claim: 'claim_id',
+  call: 'call',
+  intentHolder: 'intent_owner',
+  downstreamKey: 'downstream_key',
+  attempt: 'attempt',
+  callInstance: 'call_id',
+  windowEnd: 'window_end',
+  stalledClaim: 'stalled_claim',
+  stalledReason: 'stalled_reason',
+  createdAt: 'created_at',
+  completedAt: 'completed_at',
+};
+
+/** The idempotency table's name unless told otherwise. */
+export const DEFAULT_IDEMPOTENCY_TABLE_NAME = 'retrysafe-idempotency';
+
+/** The `status` values a call record can hold: a claim writes the first, a store the second, erase the third. */
+export const STATUS = {
+  inProgress: 'INPROGRESS',
+  completed: 'COMPLETED',
+  erased: 'ERASED',
+} as const;
+
+/**
+ * Why the completer gave up on a call (`stalled`): it failed every one of `maxAttempts` attempts; its tool
+ * is not one the completer serves (a deploy dropped or renamed it); its stored call cannot be read (or the
+ * tool as deployed now refuses it); its record expires before its next re-run could run (`expiring`).
+ */
+export type StalledReason = 'attempts' | 'unknown_tool' | 'unreadable_call' | 'expiring';
+
+/** A call record as read from the table, every attribute typed. */
+export interface CallRecord {
+  readonly recordKey: string;
+  readonly status: string;
+  /** The claim that holds the record: only it may store, park or release it. None on a tombstone. */
+  readonly claimId: string | undefined;
+  /** Epoch ms after which an INPROGRESS record is abandoned. */
+  readonly lockEndsMs: number;
+  /** Epoch s: the TTL. */
+  readonly expiresAtS: number;
+  /** Hash of the arguments' fingerprint. None on a tombstone. */
+  readonly validation: string | undefined;
+  readonly tenant: string | undefined;
+  readonly tool: string | undefined;
+  /** While in flight: what it takes to finish the call. */
+  readonly call: StoredCall | undefined;
+  /** The downstream key the call's effect runs under, when it is not the one derived from the call. */
+  readonly downstreamKey: string | undefined;
+  /** Attempts that claimed this record: 1 for the first, +1 for each takeover. */
+  readonly attempt: number;
+  /** The call's id (`<record key>@<instance>`): what tools stamp their commits with. */
+  readonly callId: string;
+  /** The stored outcome (COMPLETED). */
+  readonly outcome: StoredOutcome | undefined;
+  /** The claim the completer gave up on (`stalled` while it is still `claimId`). */
+  readonly stalledClaimId: string | undefined;
+  /** Why the completer gave up on it (written with `stalledClaimId`); undefined on a record an earlier version stalled. */
+  readonly stalledReason?: StalledReason | undefined;
+  /**
+   * When the call's first claim was written (epoch ms): when its caller asked. Undefined on a record an
+   * earlier version claimed (a deployment's old functions may still write them): readers derive it from
+   * the TTL the first claim set (`createdAtOf`).
+   */
+  readonly createdAtMs: number | undefined;
+  /** When its outcome was stored (epoch ms); undefined in flight, and on a record an earlier version stored. */
+  readonly completedAtMs: number | undefined;
+}
+
+/** A call's id: the record key and the instance its first claim started. */
+export function callIdOf(recordKey: string, instance: string): string {
+  return `${recordKey}@${instance}`;
+}
+
+/** The record key a call id names, or undefined when it names none (not `<record key>@<instance>`). */
+export function recordKeyOfCallId(callId: string): string | undefined {
+  const at = callId.lastIndexOf('@');
+  return at < 0 ? undefined : callId.slice(0, at);
+}
+
+/** A key of the idempotency table that names a call record (not an intent, not anything else). */
+export function isCallRecordKey(key: string): boolean {
+  return !key.includes('#intent#') && key.includes('#');
+}
+
+/** An attribute of an unmarshalled item, if it is a string. */
+function text(item: Record<string, unknown>, name: string): string | undefined {
+  const value = item[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** An attribute of an unmarshalled item, if it is a number. */
+function number(item: Record<string, unknown>, name: string): number | undefined {
+  const value = item[name];
+  return typeof value === 'number' ? value : undefined;
+}
+
+/**
+ * A table item (unmarshalled) as a typed call record, or undefined when it is not one as every claim
+ * writes it (key, status, call instance, attempt, TTL and lock; a tombstone keeps them all).
+ */
+export function callRecordOf(item: Record<string, unknown>, attr: RecordAttributes): CallRecord | undefined {
+  const recordKey = text(item, attr.key);
+  const status = text(item, attr.status);
+  const instance = text(item, attr.callInstance);
+  const attempt = number(item, attr.attempt);
+  const expiresAtS = number(item, attr.expiry);
+  const lockEndsMs = number(item, attr.inProgressExpiry);
+  if (recordKey === undefined || status === undefined || instance === undefined) return undefined;
+  if (attempt === undefined || expiresAtS === undefined || lockEndsMs === undefined) return undefined;
+  return {
+    recordKey,
+    callId: callIdOf(recordKey, instance),
+    status,
+    claimId: text(item, attr.claim),
+    lockEndsMs,
+    expiresAtS,
+    validation: text(item, attr.validation),
+    tenant: text(item, attr.tenant),
+    tool: text(item, attr.tool),
+    call: decodeCall(item[attr.call]),
+    downstreamKey: text(item, attr.downstreamKey),
+    attempt,
+    outcome: decodeOutcome(item[attr.data]),
+    stalledClaimId: text(item, attr.stalledClaim),
+    // Written only by `markStalled` (one of the three); a reader that meets another falls back to `attempts`.
+    stalledReason: text(item, attr.stalledReason) as StalledReason | undefined,
+    createdAtMs: number(item, attr.createdAt),
+    completedAtMs: number(item, attr.completedAt),
+  };
+}
+
+/** The call that holds a dedupe window's intent: its record, the claim it held it with, and the call itself. */
+export interface IntentHolder {
+  readonly recordKey: string;
+  readonly claimId: string;
+  /** The call (`<record key>@<instance>`): the holder is the call, whichever of its attempts runs. */
+  readonly callId: string;
+}
+
+/** A dedupe window's intent item as read from the table. */
+export interface Intent {
+  readonly intentKey: string;
+  readonly holder: IntentHolder;
+  /** The key its effect runs under, fixed when it was created. */
+  readonly downstreamKey: string;
+  /** The end of its dedupe window (epoch s). */
+  readonly windowEndS: number;
+}
+
+/** A table item (unmarshalled) as an intent, or undefined when it is not one as every intent write leaves it. */
+export function intentOf(item: Record<string, unknown>, attr: RecordAttributes): Intent | undefined {
+  const intentKey = text(item, attr.key);
+  const recordKey = text(item, attr.intentHolder);
+  const claimId = text(item, attr.claim);
+  const callId = text(item, attr.callInstance);
+  const downstreamKey = text(item, attr.downstreamKey);
+  const windowEndS = number(item, attr.windowEnd);
+  if (intentKey === undefined || recordKey === undefined || claimId === undefined || callId === undefined) {
+    return undefined;
+  }
+  if (downstreamKey === undefined || windowEndS === undefined) return undefined;
+  return { intentKey, holder: { recordKey, claimId, callId }, downstreamKey, windowEndS };
+}
+
+/** What a claim carries while in flight, so that anyone can finish the call. */
+export interface StoredCall {
+  readonly user: string;
+  readonly clientKey: string;
+  readonly args: JsonObject;
+}
+
+/** The `call` attribute as a claim writes it: canonical JSON of `{ user, key, args }`. */
+export function encodeCall(call: StoredCall): string {
+  return canonicalize({ user: call.user, key: call.clientKey, args: call.args }) as string;
+}
+
+/** The `call` attribute, or undefined when it is not one (never throws: a bad item must not stop the completer). */
+export function decodeCall(text: unknown): StoredCall | undefined {
+  if (typeof text !== 'string') return undefined;
+  try {
+    const call = JSON.parse(text) as { user?: unknown; key?: unknown; args?: unknown };
+    if (typeof call.user !== 'string' || typeof call.key !== 'string') return undefined;
+    if (call.args === null || typeof call.args !== 'object' || Array.isArray(call.args)) return undefined;
+    return { user: call.user, clientKey: call.key, args: call.args as JsonObject };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The outcome a completed record holds (its `data` attribute): strings, a boolean and an optional
+ * failure only.
+ */
+export interface StoredOutcome {
+  /** The receipt as canonical JSON text; absent when the outcome is a failure. */
+  readonly receipt?: string;
+  /**
+   * True when this call did not commit the effect itself: another call had (a natural key's earlier
+   * refund, a dedupe window's holder, a commit made by another key). Exactly one stored outcome per
+   * effect says false: the one that committed it.
+   */
+  readonly replayed: boolean;
+  /**
+   * The call's outcome is a failure, stored so that every retry gets the same answer instead of a
+   * second run: `internal` for a receipt that cannot be stored after the effect ran; a business error
+   * raised by a later attempt (the first may have made the effect, so the claim is not released).
+   */
+  readonly failure?: ErrorCode;
+  /** The failure's message, when it may be shown. */
+  readonly message?: string;
+}
+
+/** A stored outcome, or undefined when the item holds none. */
+export function decodeOutcome(data: unknown): StoredOutcome | undefined {
+  if (data === null || typeof data !== 'object') return undefined;
+  const outcome = data as Record<string, unknown>;
+  if (typeof outcome.replayed !== 'boolean') return undefined;
+  return outcome as unknown as StoredOutcome;
+}

@@ -17,7 +17,7 @@
  */
 import type { Ending } from './answers';
 import { classify } from './call-state';
-import { type ClaimPhase, type ClaimRequest, claimCall, refusalOf } from './claim-call';
+import { type ClaimPhase, type ClaimRequest, claimCall, refusalOf } from './protocol/claim';
 import { type IdempotencyTable, readCallRecord } from './protocol/table';
 
 /** How a duplicate waits for the attempt in its way (`ToolRuntimeOptions.attach`). */

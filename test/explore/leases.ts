@@ -34,7 +34,7 @@ export function leaseViolations(writes: readonly ObservedWrite[], offsetOf: (act
     if (write.command === 'PutItem') {
       const item = write.input.Item as Record<string, Attribute> | undefined;
       const claimId = text(item?.[ATTR.claim]);
-      const lockMs = number(item?.[ATTR.inProgressExpiry]);
+      const lockMs = number(item?.[ATTR.lockEnd]);
       const expiryS = number(item?.[ATTR.expiry]);
       if (claimId === undefined || lockMs === undefined || expiryS === undefined) continue;
       if (record.claims > 0) {

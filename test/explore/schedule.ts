@@ -485,7 +485,7 @@ class Run {
         continue;
       const item = write.input.Item as Record<string, { S?: string }> | undefined;
       const key = item?.[ATTR.key]?.S ?? '';
-      if (item?.[ATTR.inProgressExpiry] !== undefined && !key.includes('#intent#')) {
+      if (item?.[ATTR.lockEnd] !== undefined && !key.includes('#intent#')) {
         this.violations.push(`9 brought back: ${write.actor} claimed ${key.slice(0, 14)}… afresh`);
       }
     }

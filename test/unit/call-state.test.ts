@@ -104,7 +104,7 @@ describe('callRecordOf', () => {
     [ATTR.callInstance]: 'i1',
     [ATTR.attempt]: 2,
     [ATTR.expiry]: 1_900_000_000,
-    [ATTR.inProgressExpiry]: NOW,
+    [ATTR.lockEnd]: NOW,
     [ATTR.claim]: 'c1',
     [ATTR.createdAt]: NOW - 5,
     [ATTR.call]: encodeCall({ user: 'ada', clientKey: 'k1', args: { amount: 1 } }),
@@ -124,7 +124,7 @@ describe('callRecordOf', () => {
     });
   });
 
-  it.each([ATTR.key, ATTR.status, ATTR.callInstance, ATTR.attempt, ATTR.expiry, ATTR.inProgressExpiry])(
+  it.each([ATTR.key, ATTR.status, ATTR.callInstance, ATTR.attempt, ATTR.expiry, ATTR.lockEnd])(
     'refuses an item without %s, or with it of the other type',
     (name) => {
       const { [name]: kept, ...without } = item;

@@ -103,8 +103,8 @@ describe('the commands a call sends', () => {
     expect(deletes).toHaveLength(1);
     expect(deletes[0]!.args[0].input).toMatchObject({
       TableName: 'keys',
-      ConditionExpression: '#claim = :claim AND #status = :inprogress',
-      ExpressionAttributeValues: { ':claim': { S: claimId }, ':inprogress': { S: 'INPROGRESS' } },
+      ConditionExpression: '#claim = :claim AND #status = :inProgress',
+      ExpressionAttributeValues: { ':claim': { S: claimId }, ':inProgress': { S: 'INPROGRESS' } },
     });
   });
 
@@ -123,10 +123,10 @@ describe('the commands a call sends', () => {
     const park = parks[0]!.args[0].input;
     expect(park).toMatchObject({
       TableName: 'keys',
-      UpdateExpression: 'SET #lock = :until',
-      ConditionExpression: '#claim = :claim AND #status = :inprogress',
-      ExpressionAttributeNames: { '#lock': 'in_progress_expiration' },
-      ExpressionAttributeValues: { ':claim': { S: claimId }, ':inprogress': { S: 'INPROGRESS' } },
+      UpdateExpression: 'SET #lockEnd = :until',
+      ConditionExpression: '#claim = :claim AND #status = :inProgress',
+      ExpressionAttributeNames: { '#lockEnd': 'in_progress_expiration' },
+      ExpressionAttributeValues: { ':claim': { S: claimId }, ':inProgress': { S: 'INPROGRESS' } },
     });
     expect(Number(park.ExpressionAttributeValues?.[':until']?.N)).toBeLessThanOrEqual(Date.now());
     expect(Number(park.ExpressionAttributeValues?.[':until']?.N)).toBeGreaterThanOrEqual(before - 1);

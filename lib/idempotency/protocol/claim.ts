@@ -1,11 +1,136 @@
-// The writes that give an attempt its claim on a call record (docs/state-machine.md, "Call record"), one
-// function per transition, each answering what happened instead of throwing when its condition fails.
+/**
+ * The claim: how an attempt gets its claim on a call record, in one file — the decision (`claimCall`: a
+ * first claim, or a takeover of the abandoned attempt it found, or the answer the record in its way gives:
+ * a replay of its outcome, `pending` while it runs, `conflict` for other arguments, `not_found` once
+ * erased) and the writes it makes (`claim`, `takeOver`, `fixDownstreamKey`: docs/state-machine.md, "Call
+ * record"; one function per transition, each answering what happened instead of throwing when its
+ * condition fails). The answers are the ones Powertools' handler gave a refused claim
+ * (`IdempotencyValidationError`, `IdempotencyAlreadyInProgressError`, the response hook), decided here from
+ * the typed record instead of rethrown through it.
+ */
 import { randomUUID } from 'node:crypto';
 import { PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { createdAtOf, ttlNeededFor } from '../call-state';
+import { type Ending, failed, REFUSED, StoreWriteError } from '../answers';
+import { classify, createdAtOf, isAbandoned, ttlNeededFor } from '../call-state';
 import { type CallRecord, callIdOf, callRecordOf, STATUS } from './record';
-import { conditionally, type IdempotencyTable, lockEndedOn } from './table';
+import { conditionally, type IdempotencyTable, lockEndedOn, ownClaim } from './table';
+
+/** What an attempt claims with. */
+export interface ClaimRequest extends Omit<FirstClaim, 'call'> {
+  /** The tool's TTL (a takeover of a record an earlier version claimed derives its first claim's time from it). */
+  readonly ttlSeconds: number;
+  /** The `call` attribute a first claim writes (`encodeCall`); not built for a resume. */
+  readonly call: () => string;
+  /**
+   * Take over only this claim, never claim afresh: the completer finishing what it saw.
+   * @default undefined (claim, or take over an abandoned attempt of the same arguments)
+   */
+  readonly resume: string | undefined;
+}
+
+/** The claim phase's result: this attempt's claim, or how the attempt ends without one. */
+export type ClaimPhase = { readonly kind: 'claimed'; readonly claim: Claim } | Ending;
+
+/**
+ * The record in the way is gone for a claim since the write that read it: it expired before its answer,
+ * or its holder released it (a first attempt's business error) before the takeover. Ask again.
+ */
+const GONE_MEANWHILE = { kind: 'gone_meanwhile' } as const;
+
+/** How often a claim is tried again when the record in its way keeps going as it is read (Powertools' `MAX_RETRIES`). */
+const RETRIES = 2;
+
+/** Claims the call for this attempt, or answers without a claim. Never throws: a failed write is an `Ending`. */
+export async function claimCall(table: IdempotencyTable, request: ClaimRequest): Promise<ClaimPhase> {
+  try {
+    for (let retry = 0; ; retry++) {
+      const phase = await claimOnce(table, request);
+      if (phase.kind !== GONE_MEANWHILE.kind) return phase;
+      if (retry === RETRIES) return failed(REFUSED.changedWhileRead());
+    }
+  } catch (error) {
+    return failed(new StoreWriteError('claim', { cause: error }));
+  }
+}
+
+async function claimOnce(table: IdempotencyTable, request: ClaimRequest): Promise<ClaimPhase | typeof GONE_MEANWHILE> {
+  const nowMs = Date.now();
+  // A claim without a future lock would hold the key until its TTL (or never hold it).
+  if (request.lockEndsMs <= nowMs) return failed(REFUSED.noTimeLeft());
+  if (request.resume !== undefined) return takeOverOnce(table, request, request.resume, nowMs);
+  const claimed = await claim(table, { ...request, call: request.call() }, nowMs);
+  if (claimed.kind === 'claimed') return claimed;
+  const existing = claimed.existing;
+  if (!existing) return failed(REFUSED.notACallRecord(request.recordKey));
+  const state = classify(existing, nowMs);
+  if (state === 'erased') return failed(REFUSED.erased());
+  if (isAbandoned(state) && existing.validation === request.validation && existing.claimId !== undefined) {
+    return takeOverOnce(table, request, existing.claimId, nowMs);
+  }
+  return answerOfRecord(existing, request);
+}
+
+/** Takes over the attempt that held `fromClaimId`, or answers why not. */
+async function takeOverOnce(
+  table: IdempotencyTable,
+  request: ClaimRequest,
+  fromClaimId: string,
+  nowMs: number,
+): Promise<ClaimPhase | typeof GONE_MEANWHILE> {
+  const taken = await takeOver(table, { ...request, fromClaimId }, nowMs);
+  if (taken.kind === 'claimed') return taken;
+  const existing = taken.existing;
+  // No record under the key now (its holder released it, or it expired and was swept): the key is free.
+  // A caller claims it again; the completer never claims afresh (rule 2).
+  if (!existing) return request.resume !== undefined ? failed(REFUSED.nothingToResume()) : GONE_MEANWHILE;
+  const state = classify(existing, nowMs);
+  if (state === 'erased') return failed(REFUSED.erased());
+  if (
+    existing.claimId === fromClaimId &&
+    isAbandoned(state) &&
+    existing.expiresAtS < ttlNeededFor(request.lockEndsMs)
+  ) {
+    // The new lock would outlive the record (on some worker's clock): past its TTL it counts as expired —
+    // a fresh claim, erase and the poll would all treat the running call as gone. Pending until the record
+    // expires (then a fresh claim runs it, under the same downstream key).
+    // Nothing lets it run before then: the wait is all of it, not a poll's second.
+    return { kind: 'pending', until: { afterMs: existing.expiresAtS * 1000 - nowMs }, call: existing };
+  }
+  if (request.resume !== undefined && existing.claimId !== request.resume && state !== 'completed') {
+    // Someone else took it, finished it, or it was erased and claimed again: not ours to finish.
+    return failed(REFUSED.nothingToResume());
+  }
+  return answerOfRecord(existing, request);
+}
+
+/**
+ * The answer of a record read after the claim was refused (attach, attach.ts), as the refusal itself
+ * would give it — or undefined once it expired (then the key is free: claim again).
+ */
+export function refusalOf(existing: CallRecord, request: ClaimRequest): ClaimPhase | undefined {
+  const answer = answerOfRecord(existing, request);
+  return answer.kind === GONE_MEANWHILE.kind ? undefined : answer;
+}
+
+/**
+ * The answer of the record that refused the claim: other arguments → `conflict`; in progress →
+ * `pending` until its lock ends; completed → its outcome, replayed.
+ */
+function answerOfRecord(existing: CallRecord, request: ClaimRequest): ClaimPhase | typeof GONE_MEANWHILE {
+  if (existing.validation !== request.validation) return failed(REFUSED.conflict());
+  // The write saw it unexpired; it expired since: claim again.
+  if (classify(existing, Date.now()) === 'expired') return GONE_MEANWHILE;
+  if (existing.status === STATUS.inProgress) {
+    return { kind: 'pending', until: { atMs: existing.lockEndsMs }, call: existing };
+  }
+  if (existing.status === STATUS.completed) {
+    return { kind: 'outcome', outcome: { ...existing.outcome, replayed: true }, replay: 'client_key', call: existing };
+  }
+  return failed(REFUSED.notACallRecord(existing.recordKey));
+}
+
+// The writes.
 
 /** The claim one attempt holds: written once, by `claim` or `takeOver`, and read by everything after it. */
 export interface Claim {
@@ -68,7 +193,7 @@ export async function claim(table: IdempotencyTable, first: FirstClaim, nowMs: n
         [attr.claim]: claimId,
         [attr.callInstance]: claimId,
         [attr.attempt]: 1,
-        [attr.inProgressExpiry]: first.lockEndsMs,
+        [attr.lockEnd]: first.lockEndsMs,
         [attr.call]: first.call,
         [attr.expiry]: first.expiresAtS,
         [attr.validation]: first.validation,
@@ -123,12 +248,12 @@ export async function takeOver(table: IdempotencyTable, from: TakeOver, nowMs: n
     new UpdateItemCommand({
       TableName: table.tableName,
       Key: marshall({ [attr.key]: from.recordKey }),
-      UpdateExpression: 'SET #claim = :id, #lock = :lock ADD #attempt :one',
+      UpdateExpression: 'SET #claim = :id, #lockEnd = :lockEnd ADD #attempt :one',
       ConditionExpression: `${ended.expression} AND #validation = :validation`,
       ExpressionAttributeNames: { ...ended.names, '#attempt': attr.attempt, '#validation': attr.validation },
       ExpressionAttributeValues: {
         ...ended.values,
-        ...marshall({ ':id': claimId, ':lock': from.lockEndsMs, ':one': 1, ':validation': from.validation }),
+        ...marshall({ ':id': claimId, ':lockEnd': from.lockEndsMs, ':one': 1, ':validation': from.validation }),
       },
       ReturnValues: 'ALL_NEW',
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -161,15 +286,16 @@ export async function fixDownstreamKey(
   downstreamKey: string,
 ): Promise<'fixed' | 'claim_lost'> {
   const attr = table.attributes;
+  const held = ownClaim(attr, claim.claimId);
   const written = await conditionally(
     table.client,
     new UpdateItemCommand({
       TableName: table.tableName,
       Key: marshall({ [attr.key]: claim.recordKey }),
       UpdateExpression: 'SET #downstream = :downstream',
-      ConditionExpression: '#claim = :claim',
-      ExpressionAttributeNames: { '#downstream': attr.downstreamKey, '#claim': attr.claim },
-      ExpressionAttributeValues: marshall({ ':downstream': downstreamKey, ':claim': claim.claimId }),
+      ConditionExpression: held.expression,
+      ExpressionAttributeNames: { '#downstream': attr.downstreamKey, ...held.names },
+      ExpressionAttributeValues: { ':downstream': { S: downstreamKey }, ...held.values },
     }),
   );
   return written.passed ? 'fixed' : 'claim_lost';

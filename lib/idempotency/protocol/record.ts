@@ -21,7 +21,7 @@ export interface RecordAttributes {
   /** TTL attribute, epoch seconds. Expiry is decided by the claim's condition, not by deletion. */
   readonly expiry: string;
   /** The lock: epoch milliseconds after which an INPROGRESS claim may be taken over (the invocation deadline). */
-  readonly inProgressExpiry: string;
+  readonly lockEnd: string;
   readonly status: string;
   /** The stored result (receipt as JSON text, plus whether it was itself a replay). */
   readonly data: string;
@@ -88,7 +88,7 @@ export interface RecordAttributes {
 export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   key: 'id',
   expiry: 'expiration',
-  inProgressExpiry: 'in_progress_expiration',
+  lockEnd: 'in_progress_expiration',
   status: 'status',
   data: 'data',
   validation: 'validation',
@@ -200,7 +200,7 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
   const instance = text(item, attr.callInstance);
   const attempt = number(item, attr.attempt);
   const expiresAtS = number(item, attr.expiry);
-  const lockEndsMs = number(item, attr.inProgressExpiry);
+  const lockEndsMs = number(item, attr.lockEnd);
   if (recordKey === undefined || status === undefined || instance === undefined) return undefined;
   if (attempt === undefined || expiresAtS === undefined || lockEndsMs === undefined) return undefined;
   return {

@@ -6,7 +6,7 @@ import { DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { Claim } from './claim';
 import { STATUS, type StoredOutcome } from './record';
-import { conditionally, type IdempotencyTable } from './table';
+import { conditionally, type IdempotencyTable, ownClaim } from './table';
 
 /**
  * store: live (own claim) ──▶ completed. An UpdateItem on this attempt's claim that sets the outcome
@@ -20,31 +20,29 @@ export async function store(
   { expiresAtS, completedAtMs }: { readonly expiresAtS: number; readonly completedAtMs: number },
 ): Promise<'stored' | 'claim_lost'> {
   const attr = table.attributes;
+  const held = ownClaim(attr, claim.claimId);
   const written = await conditionally(
     table.client,
     new UpdateItemCommand({
       TableName: table.tableName,
       Key: marshall({ [attr.key]: claim.recordKey }),
       UpdateExpression: 'SET #expiry = :expiry, #status = :status, #data = :data, #completed = :completed REMOVE #call',
-      ConditionExpression: '#claim = :claim',
+      ConditionExpression: held.expression,
       ExpressionAttributeNames: {
         '#expiry': attr.expiry,
         '#status': attr.status,
         '#data': attr.data,
-        '#claim': attr.claim,
         '#call': attr.call,
         '#completed': attr.completedAt,
+        ...held.names,
       },
-      ExpressionAttributeValues: marshall(
-        {
-          ':expiry': expiresAtS,
-          ':status': STATUS.completed,
-          ':data': outcome,
-          ':completed': completedAtMs,
-          ':claim': claim.claimId,
-        },
-        { removeUndefinedValues: true },
-      ),
+      ExpressionAttributeValues: {
+        ...marshall(
+          { ':expiry': expiresAtS, ':status': STATUS.completed, ':data': outcome, ':completed': completedAtMs },
+          { removeUndefinedValues: true },
+        ),
+        ...held.values,
+      },
     }),
   );
   return written.passed ? 'stored' : 'claim_lost';
@@ -57,19 +55,16 @@ export async function store(
  */
 export async function park(table: IdempotencyTable, claim: Claim, untilMs: number): Promise<'parked' | 'claim_lost'> {
   const attr = table.attributes;
+  const held = ownClaim(attr, claim.claimId, { inProgress: true });
   const written = await conditionally(
     table.client,
     new UpdateItemCommand({
       TableName: table.tableName,
       Key: marshall({ [attr.key]: claim.recordKey }),
-      UpdateExpression: 'SET #lock = :until',
-      ConditionExpression: '#claim = :claim AND #status = :inprogress',
-      ExpressionAttributeNames: { '#claim': attr.claim, '#status': attr.status, '#lock': attr.inProgressExpiry },
-      ExpressionAttributeValues: marshall({
-        ':claim': claim.claimId,
-        ':inprogress': STATUS.inProgress,
-        ':until': untilMs,
-      }),
+      UpdateExpression: 'SET #lockEnd = :until',
+      ConditionExpression: held.expression,
+      ExpressionAttributeNames: { '#lockEnd': attr.lockEnd, ...held.names },
+      ExpressionAttributeValues: { ':until': { N: String(untilMs) }, ...held.values },
     }),
   );
   return written.passed ? 'parked' : 'claim_lost';
@@ -81,14 +76,15 @@ export async function park(table: IdempotencyTable, claim: Claim, untilMs: numbe
  */
 export async function release(table: IdempotencyTable, claim: Claim): Promise<'released' | 'claim_lost'> {
   const attr = table.attributes;
+  const held = ownClaim(attr, claim.claimId, { inProgress: true });
   const written = await conditionally(
     table.client,
     new DeleteItemCommand({
       TableName: table.tableName,
       Key: marshall({ [attr.key]: claim.recordKey }),
-      ConditionExpression: '#claim = :claim AND #status = :inprogress',
-      ExpressionAttributeNames: { '#claim': attr.claim, '#status': attr.status },
-      ExpressionAttributeValues: marshall({ ':claim': claim.claimId, ':inprogress': STATUS.inProgress }),
+      ConditionExpression: held.expression,
+      ExpressionAttributeNames: held.names,
+      ExpressionAttributeValues: held.values,
     }),
   );
   return written.passed ? 'released' : 'claim_lost';

@@ -8,14 +8,47 @@ import {
   type UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { RecordAttributes } from './record';
-import { type CallRecord, callRecordOf, STATUS } from './record';
+import {
+  type CallRecord,
+  callRecordOf,
+  DEFAULT_IDEMPOTENCY_TABLE_NAME,
+  DEFAULT_RECORD_ATTRIBUTES,
+  type IntentHolder,
+  type RecordAttributes,
+  STATUS,
+} from './record';
 
 /** Where the protocol reads and writes: the idempotency table, its client and its attribute names. */
 export interface IdempotencyTable {
   readonly client: DynamoDBClient;
   readonly tableName: string;
   readonly attributes: RecordAttributes;
+}
+
+/** The idempotency table as its users name it: everything but the client has a default. */
+export interface IdempotencyTableOptions {
+  /** Client for the idempotency table (shared; nothing keeps per-call state on it). */
+  readonly client: DynamoDBClient;
+  /**
+   * Name of the idempotency table.
+   * @default DEFAULT_IDEMPOTENCY_TABLE_NAME ('retrysafe-idempotency')
+   */
+  readonly tableName?: string;
+  /**
+   * The record's attribute names; those not given keep their default.
+   * @default DEFAULT_RECORD_ATTRIBUTES (`id`, `expiration`, `in_progress_expiration`, `status`, `data`,
+   * `validation`, `tenant`, `tool`, `claim_id`, …)
+   */
+  readonly attributes?: Partial<RecordAttributes>;
+}
+
+/** The table the protocol works on, from its options: the one place their defaults are applied. */
+export function idempotencyTable(options: IdempotencyTableOptions): IdempotencyTable {
+  return {
+    client: options.client,
+    tableName: options.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME,
+    attributes: { ...DEFAULT_RECORD_ATTRIBUTES, ...options.attributes },
+  };
 }
 
 /** The call record under `recordKey`, read consistently, or undefined (none, or not a call record). */
@@ -71,13 +104,59 @@ export function lockEndedOn(
   { nowMs, notBeforeS }: { readonly nowMs: number; readonly notBeforeS: number },
 ): Condition {
   return {
-    expression: '#status = :inProgress AND #claim = :claim AND #lock < :nowMs AND #expiry >= :notBeforeS',
-    names: { '#status': attr.status, '#claim': attr.claim, '#lock': attr.inProgressExpiry, '#expiry': attr.expiry },
+    expression: '#status = :inProgress AND #claim = :claim AND #lockEnd < :nowMs AND #expiry >= :notBeforeS',
+    names: { '#status': attr.status, '#claim': attr.claim, '#lockEnd': attr.lockEnd, '#expiry': attr.expiry },
     values: {
       ':inProgress': { S: STATUS.inProgress },
       ':claim': { S: claimId },
       ':nowMs': { N: String(nowMs) },
       ':notBeforeS': { N: String(notBeforeS) },
     },
+  };
+}
+
+/**
+ * The one DynamoDB condition for "this claim still holds the record": every write an attempt makes on its
+ * own claim (fix the downstream key, store; park and release, `inProgress`) is conditioned on it, so an
+ * attempt whose claim was taken over — or whose record was erased, or expired and claimed anew — writes
+ * nothing.
+ */
+export function ownClaim(
+  attr: RecordAttributes,
+  claimId: string,
+  { inProgress = false }: { readonly inProgress?: boolean } = {},
+): Condition {
+  const claim: Condition = {
+    expression: '#claim = :claim',
+    names: { '#claim': attr.claim },
+    values: { ':claim': { S: claimId } },
+  };
+  if (!inProgress) return claim;
+  return {
+    expression: `${claim.expression} AND #status = :inProgress`,
+    names: { ...claim.names, '#status': attr.status },
+    values: { ...claim.values, ':inProgress': { S: STATUS.inProgress } },
+  };
+}
+
+/** The one condition that an intent is still held as it was read: by `from`'s record, on `from`'s claim. */
+export function heldBy(attr: RecordAttributes, from: Pick<IntentHolder, 'recordKey' | 'claimId'>): Condition {
+  return {
+    expression: '#holder = :from AND #claim = :fromClaim',
+    names: { '#holder': attr.intentHolder, '#claim': attr.claim },
+    values: { ':from': { S: from.recordKey }, ':fromClaim': { S: from.claimId } },
+  };
+}
+
+/**
+ * The filter a scan for calls in flight adds: in progress, and not a dedupe window's intent (intents
+ * carry no call). Its names and values as DynamoDB takes them.
+ */
+export function inFlightFilter(attributes: Partial<RecordAttributes> = {}): Condition {
+  const attr = { ...DEFAULT_RECORD_ATTRIBUTES, ...attributes };
+  return {
+    expression: '#status = :inProgress AND attribute_not_exists(#holder)',
+    names: { '#status': attr.status, '#holder': attr.intentHolder },
+    values: { ':inProgress': { S: STATUS.inProgress } },
   };
 }

@@ -1,13 +1,12 @@
-import {
-  type AttributeValue,
-  ConditionalCheckFailedException,
-  DeleteItemCommand,
-  type DynamoDBClient,
-  QueryCommand,
-  ScanCommand,
-} from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, type DynamoDBClient, QueryCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { TableAccess } from '../api/access';
-import { callInFlight, type ErasedTable, eraseItem, type KeptCall } from '../idempotency';
+import {
+  callInFlight,
+  deleteOnStampsRead,
+  eraseItem,
+  type IdempotencyTableOptions,
+  type KeptCall,
+} from '../idempotency';
 import { IDEMPOTENCY_ATTRIBUTES as ATTR, appTableName, idempotencyTableName, type TableSchema } from '../store/tables';
 import { scanTenantRecords } from './tenant-scan';
 
@@ -128,7 +127,11 @@ export async function eraseTenant(
   tools?: ErasingTools,
 ): Promise<ErasureReport> {
   const dryRun = request.dryRun ?? false;
-  const idempotency = { client, tableName: idempotencyTableName(env), attributes: ATTR } satisfies ErasedTable;
+  const idempotency = {
+    client,
+    tableName: idempotencyTableName(env),
+    attributes: ATTR,
+  } satisfies IdempotencyTableOptions;
   const records = await eraseIdempotencyRecords(idempotency, request.tenant, {
     dryRun,
     segments: request.segments ?? 4,
@@ -213,7 +216,7 @@ function mayWrite(
  * and the calls in flight kept, by record key (an intent's holder once).
  */
 async function eraseIdempotencyRecords(
-  idempotency: ErasedTable & { readonly tableName: string },
+  idempotency: IdempotencyTableOptions & { readonly tableName: string },
   tenant: string,
   { dryRun, segments, closeStalled }: { dryRun: boolean; segments: number; closeStalled: boolean },
 ): Promise<{ readonly totals: TableErasure; readonly kept: ReadonlyMap<string, KeptCall> }> {
@@ -246,7 +249,7 @@ async function eraseDomainItems(
   schema: TableSchema & { readonly tenantAttribute: string },
   table: string,
   tenant: string,
-  { dryRun, idempotency }: { readonly dryRun: boolean; readonly idempotency: ErasedTable },
+  { dryRun, idempotency }: { readonly dryRun: boolean; readonly idempotency: IdempotencyTableOptions },
 ): Promise<{
   readonly totals: TableErasure;
   /** The calls in flight whose stamps kept items, by record key. */
@@ -304,29 +307,11 @@ async function eraseDomainItems(
         continue;
       }
       if (dryRun) continue;
-      const values: Record<string, AttributeValue> = {};
-      const conditions = stamps.map((_, i) => {
-        if (writers[i] === undefined) return `attribute_not_exists(#by${i})`;
-        values[`:by${i}`] = { S: writers[i]! };
-        return `#by${i} = :by${i}`;
-      });
-      try {
-        await client.send(
-          new DeleteItemCommand({
-            TableName: table,
-            Key: Object.fromEntries(keyNames.map((name) => [name, item[name]!])),
-            ...(conditions.length > 0
-              ? {
-                  ConditionExpression: conditions.join(' AND '),
-                  ExpressionAttributeNames: Object.fromEntries(stamps.map((name, i) => [`#by${i}`, name])),
-                  ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
-                }
-              : {}),
-          }),
-        );
+      const key = Object.fromEntries(keyNames.map((name) => [name, item[name]!]));
+      const read = stamps.map((attribute, i) => ({ attribute, callId: writers[i] }));
+      if ((await deleteOnStampsRead(client, table, key, read)) === 'deleted') {
         totals.deleted += 1;
-      } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      } else {
         totals.inFlight += 1; // written meanwhile: a rerun decides
         changed += 1;
       }

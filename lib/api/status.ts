@@ -2,7 +2,6 @@
 // client) answers and expects, as plain data. No handler code: the HTTP edge (lib/http) and the next steps
 // (next-step.ts) read it, never the other way round.
 import type { ErrorCode } from '../idempotency/errors';
-import { UNAVAILABLE_RETRY_AFTER_MS } from './next-step';
 
 /** Codes that only the HTTP edge produces, before a call reaches the runtime. */
 export type EdgeErrorCode = 'unauthorized' | 'forbidden' | 'method_not_allowed' | 'payload_too_large' | 'timeout';
@@ -28,5 +27,7 @@ export const HTTP_STATUS: Readonly<Record<HttpErrorCode, number>> = {
 /** Largest request body accepted, in bytes; larger is `413 payload_too_large`. */
 export const MAX_BODY_BYTES = 64 * 1024;
 
+/** How long to wait before retrying an outage: every 503 says so (`Retry-After`), so clients back off. */
+export const UNAVAILABLE_RETRY_AFTER_MS = 1000;
 /** Seconds a 503 asks a client to wait, unless it says otherwise. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = UNAVAILABLE_RETRY_AFTER_MS / 1000;

@@ -52,7 +52,7 @@ export const CLOCK_SKEW_TOLERANCE_MS = 10_000;
 /**
  * The earliest TTL (epoch s) a record may have for a lock that ends at `lockEndsMs` to be taken: the lock
  * ends `CLOCK_SKEW_TOLERANCE_MS` before it (rule 2: no lock ends after its record's TTL, on any worker's
- * clock). `lockEndedOn`'s `notBeforeS` for a takeover, and what decides that a refused one is pending.
+ * clock). `lockEndedOn`'s `notBeforeAtS` for a takeover, and what decides that a refused one is pending.
  */
 export function ttlNeededFor(lockEndsMs: number): number {
   return Math.ceil((lockEndsMs + CLOCK_SKEW_TOLERANCE_MS) / 1000);

@@ -1,21 +1,23 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { completerDueAtMs, completerLooksAtMs, lastRerunStartMs, recheckDelaySeconds } from './backoff';
 import { classify } from './call-state';
+import { markStalled } from './protocol/completer';
 import {
   type CallRecord,
   callRecordOf,
-  DEFAULT_IDEMPOTENCY_TABLE_NAME,
-  DEFAULT_RECORD_ATTRIBUTES,
   isCallRecordKey,
-  type RecordAttributes,
   STATUS,
   type StalledReason,
   type StoredCall,
 } from './protocol/record';
-import { markStalled } from './protocol/stall';
-import { type IdempotencyTable, readCallRecord } from './protocol/table';
+import {
+  type IdempotencyTable,
+  type IdempotencyTableOptions,
+  idempotencyTable,
+  readCallRecord,
+} from './protocol/table';
 import type { ToolRuntime } from './runtime';
 import type { ToolDefinition } from './tool';
 import type { InvocationDeadline } from './types';
@@ -57,18 +59,14 @@ export interface RecheckQueue {
   send(rechecks: readonly Recheck[]): Promise<void>;
 }
 
-export interface CompleterOptions {
-  readonly client: DynamoDBClient;
+/** The completer's table (`client`, `tableName`, `attributes`: {@link IdempotencyTableOptions}) and what it finishes calls with. */
+export interface CompleterOptions extends IdempotencyTableOptions {
   /** The runtime that finishes a call: the same key, fingerprint and downstream key as the first try. */
   readonly runtime: ToolRuntime;
   /** The tools whose calls can be finished, by name. */
   readonly tools: readonly ToolDefinition[];
   /** Delivers rechecks back to {@link Completer.onRecheck} after their delay. */
   readonly queue: RecheckQueue;
-  /** @default DEFAULT_IDEMPOTENCY_TABLE_NAME */
-  readonly tableName?: string;
-  /** @default DEFAULT_RECORD_ATTRIBUTES */
-  readonly attributes?: Partial<RecordAttributes>;
   /**
    * Attempts of one call after which the completer stops re-running it: the call becomes `stalled`
    * (docs/state-machine.md) — `get_operation` and `retrysafe calls` say so, a retry with its key still
@@ -125,11 +123,7 @@ export class Completer {
   constructor(options: CompleterOptions) {
     this.#options = options;
     this.#tools = new Map(options.tools.map((tool) => [tool.name, tool]));
-    this.#table = {
-      client: options.client,
-      tableName: options.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME,
-      attributes: { ...DEFAULT_RECORD_ATTRIBUTES, ...options.attributes },
-    };
+    this.#table = idempotencyTable(options);
   }
 
   /**

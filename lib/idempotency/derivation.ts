@@ -11,16 +11,16 @@ import { createHash } from 'node:crypto';
 import { IdempotencyConfig } from '@aws-lambda-powertools/idempotency';
 
 /** What a call record is keyed by: who asked, and the key they sent. */
-export type CallScope = readonly [tenant: string, user: string, clientKey: string];
+export type RecordKeyParts = readonly [tenant: string, user: string, clientKey: string];
 
 /** Powertools' hash of a selection (`hashFunction: 'sha256'`, base64). */
-function hashOf(selection: string | CallScope): string {
+function hashOf(selection: string | RecordKeyParts): string {
   return createHash('sha256').update(JSON.stringify(selection)).digest('base64');
 }
 
-/** The record key of `tool`'s call under `scope`: `<tool>#<hash of [tenant, user, client key]>`. */
-export function recordKeyOf(tool: string, scope: CallScope): string {
-  return `${tool}#${hashOf(scope)}`;
+/** The record key of `tool`'s call: `<tool>#<hash of [tenant, user, client key]>`. */
+export function recordKeyOf(tool: string, parts: RecordKeyParts): string {
+  return `${tool}#${hashOf(parts)}`;
 }
 
 /** The validation hash of a call's arguments, from their fingerprint: other arguments under a key are a conflict. */

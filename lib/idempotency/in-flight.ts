@@ -2,9 +2,8 @@
  * A call in flight as an operator reads it (`retrysafe calls`), from an item of the idempotency table a
  * scan found — the scan itself is the caller's; the state is `classify`'s.
  */
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { classify, isInFlight } from './call-state';
-import { callRecordOf, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes, STATUS } from './protocol/record';
+import { callRecordOf, type RecordAttributes, recordAttributes } from './protocol/record';
 
 /** A call whose record may still commit its effect. */
 export interface InFlightCall {
@@ -23,30 +22,13 @@ export interface InFlightCall {
   readonly lockEndsMs: number;
 }
 
-/**
- * The filter a scan for calls in flight adds: in progress, and not a dedupe window's intent (intents
- * carry no call). Its names and values as DynamoDB takes them.
- */
-export function inFlightFilter(attributes: Partial<RecordAttributes> = {}): {
-  readonly expression: string;
-  readonly names: Readonly<Record<string, string>>;
-  readonly values: Readonly<Record<string, AttributeValue>>;
-} {
-  const attr = { ...DEFAULT_RECORD_ATTRIBUTES, ...attributes };
-  return {
-    expression: '#status = :inProgress AND attribute_not_exists(#holder)',
-    names: { '#status': attr.status, '#holder': attr.intentHolder },
-    values: { ':inProgress': { S: STATUS.inProgress } },
-  };
-}
-
 /** The call an item (unmarshalled) records, if it is in flight at `nowMs`; undefined otherwise (expired: no call any more). */
 export function inFlightCallOf(
   item: Record<string, unknown>,
   nowMs: number,
   attributes: Partial<RecordAttributes> = {},
 ): InFlightCall | undefined {
-  const record = callRecordOf(item, { ...DEFAULT_RECORD_ATTRIBUTES, ...attributes });
+  const record = callRecordOf(item, recordAttributes(attributes));
   const state = classify(record, nowMs);
   if (!record || !isInFlight(state)) return undefined;
   return {

@@ -13,9 +13,10 @@ export {
   type StreamReport,
 } from './completer';
 export * from './definition';
+export { type InFlightCall, inFlightCallOf } from './in-flight';
 export {
   callInFlight,
-  type ErasedTable,
+  deleteOnStampsRead,
   type EraseRecordOptions,
   eraseItem,
   eraseRecord,
@@ -23,10 +24,11 @@ export {
   isCallInFlight,
   type KeptCall,
   type RecordErasure,
-} from './erase';
-export { type InFlightCall, inFlightCallOf, inFlightFilter } from './in-flight';
+  type StampRead,
+} from './protocol/erase';
 export type { StalledReason } from './protocol/record';
 export { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './protocol/record';
+export { type IdempotencyTableOptions, inFlightFilter } from './protocol/table';
 export {
   type AttachOptions,
   type CallContext,

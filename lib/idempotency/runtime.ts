@@ -1,5 +1,4 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod/mini';
 import {
   answerOf,
@@ -18,14 +17,13 @@ import { CLOCK_SKEW_TOLERANCE_MS, classify } from './call-state';
 import { idempotencyDisabled, recordKeyOf, validationOf } from './derivation';
 import { type ErrorCode, INTERNAL_MESSAGE, InternalError, StoredFailureError, UnavailableError } from './errors';
 import { fingerprint } from './fingerprint';
+import type { CallRecord, StalledReason } from './protocol/record';
 import {
-  type CallRecord,
-  DEFAULT_IDEMPOTENCY_TABLE_NAME,
-  DEFAULT_RECORD_ATTRIBUTES,
-  type RecordAttributes,
-  type StalledReason,
-} from './protocol/record';
-import { type IdempotencyTable, readCallRecord } from './protocol/table';
+  type IdempotencyTable,
+  type IdempotencyTableOptions,
+  idempotencyTable,
+  readCallRecord,
+} from './protocol/table';
 import { decodeReceipt } from './receipt';
 import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
 import type { Identity, InvocationDeadline, JsonObject, ToolResult } from './types';
@@ -33,20 +31,8 @@ import type { Identity, InvocationDeadline, JsonObject, ToolResult } from './typ
 export { MAX_RETRY_AFTER_MS, MIN_RETRY_AFTER_MS, type ReplayKind } from './answers';
 export { type AttachOptions, DEFAULT_ATTACH_MAX_WAIT_MS } from './attach';
 
-export interface ToolRuntimeOptions {
-  /** Client for the idempotency table (shared; the runtime keeps no per-call state on it). */
-  readonly client: DynamoDBClient;
-  /**
-   * Name of the idempotency table.
-   * @default DEFAULT_IDEMPOTENCY_TABLE_NAME ('retrysafe-idempotency')
-   */
-  readonly tableName?: string;
-  /**
-   * The record's attribute names; those not given keep their default.
-   * @default DEFAULT_RECORD_ATTRIBUTES (`id`, `expiration`, `in_progress_expiration`, `status`, `data`,
-   * `validation`, `tenant`, `tool`, `claim_id`, …)
-   */
-  readonly attributes?: Partial<RecordAttributes>;
+/** The runtime's table (`client`, `tableName`, `attributes`: {@link IdempotencyTableOptions}) and how it runs calls. */
+export interface ToolRuntimeOptions extends IdempotencyTableOptions {
   /**
    * Where `internal` and `unavailable` causes are logged (never the arguments).
    * @default undefined (nothing is logged)
@@ -172,11 +158,7 @@ export class ToolRuntime {
   constructor(options: ToolRuntimeOptions) {
     this.#options = options;
     this.#attach = attachmentOf(options.attach);
-    this.#table = {
-      client: options.client,
-      tableName: options.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME,
-      attributes: { ...DEFAULT_RECORD_ATTRIBUTES, ...options.attributes },
-    };
+    this.#table = idempotencyTable(options);
   }
 
   async invoke<S extends z.ZodMiniObject, R extends JsonObject>(
@@ -257,11 +239,11 @@ export class ToolRuntime {
     remainingMs: number,
     options: InvokeOptions,
   ): Promise<Answered<R>> {
-    const scope = identitySchema.safeParse(identity);
-    if (!scope.success) throw new InternalError(`incomplete identity: ${scope.error.issues[0]?.path.join('.')}`);
+    const caller = identitySchema.safeParse(identity);
+    if (!caller.success) throw new InternalError(`incomplete identity: ${caller.error.issues[0]?.path.join('.')}`);
     const { clientKey, args } = parseCall(tool, input);
     const ttlSeconds = tool.ttlSeconds ?? DEFAULT_TTL_SECONDS;
-    const lockEndsMs = lockEndOf(remainingMs, ttlSeconds);
+    const lockEndsMs = firstLockEndsMs(remainingMs, ttlSeconds);
     if (idempotencyDisabled()) {
       // POWERTOOLS_IDEMPOTENCY_DISABLED would make every call execute: refuse to run writes instead.
       throw new InternalError('idempotency is disabled by POWERTOOLS_IDEMPOTENCY_DISABLED');
@@ -271,10 +253,10 @@ export class ToolRuntime {
     const plan: CallPlan<S, R> = {
       table: this.#table,
       tool,
-      identity: scope.data,
+      identity: caller.data,
       clientKey,
       args,
-      recordKey: recordKeyOf(tool.name, [scope.data.tenant, scope.data.user, clientKey]),
+      recordKey: recordKeyOf(tool.name, [caller.data.tenant, caller.data.user, clientKey]),
       fingerprint: argsFingerprint,
       validation: validationOf(argsFingerprint),
       ttlSeconds,
@@ -373,7 +355,7 @@ export class ToolRuntime {
  * is the caller's to retry with the same key; a deadline within the tolerated clock skew of the TTL could let the record expire
  * mid-execution: a deployment mistake.
  */
-function lockEndOf(remainingMs: number, ttlSeconds: number): number {
+function firstLockEndsMs(remainingMs: number, ttlSeconds: number): number {
   if (!(remainingMs > 0)) throw new UnavailableError('no time was left for this call; retry with the same key');
   if (remainingMs + CLOCK_SKEW_TOLERANCE_MS > ttlSeconds * 1000) {
     throw new InternalError(

@@ -3,9 +3,9 @@
 // the AWS SDK; this one loads `@aws-sdk/client-dynamodb` and `@aws-sdk/lib-dynamodb`, the app's own copies.
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ToolContext } from '../idempotency/definition';
-import { putIfAbsent } from '../store/put-if-absent';
+import { putIfAbsent } from '../idempotency/protocol/commit';
 
-export { putIfAbsent, type Written } from '../store/put-if-absent';
+export { putIfAbsent, type Written } from '../idempotency/protocol/commit';
 
 /** The attribute `createOnce` stamps with the id of the call that created the item, unless told another. */
 export const DEFAULT_STAMP_ATTRIBUTE = 'created_by';

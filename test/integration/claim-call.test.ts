@@ -4,7 +4,7 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { StoreWriteError } from '../../lib/idempotency/answers';
 import { ConflictError, InternalError, NotFoundError, UnavailableError } from '../../lib/idempotency/errors';
 import { type Claim, type ClaimRequest, claim, claimCall, takeOver } from '../../lib/idempotency/protocol/claim';
-import { tombstone } from '../../lib/idempotency/protocol/erasure';
+import { tombstone } from '../../lib/idempotency/protocol/erase';
 import { store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
 import { createWorld, type World } from '../helpers/world';

@@ -1,7 +1,7 @@
 import type { RecordedRefund, RefundReceipt } from '../../app/domain/invoices';
 import type { Movement, RefundRequest } from '../../app/payments/provider';
 import { refund as refundTool } from '../../app/tools/refund';
-import type { Written } from '../../lib/store/put-if-absent';
+import type { Written } from '../../lib/idempotency/protocol/commit';
 import { advanceClock } from '../helpers/clock';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';

@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { eraseRecord, isCallInFlight } from '../../lib/idempotency/erase';
 import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
-import { tombstone } from '../../lib/idempotency/protocol/erasure';
+import { markStalled } from '../../lib/idempotency/protocol/completer';
+import { eraseRecord, isCallInFlight, tombstone } from '../../lib/idempotency/protocol/erase';
 import { createIntent } from '../../lib/idempotency/protocol/intent';
 import { STATUS } from '../../lib/idempotency/protocol/record';
 import { store } from '../../lib/idempotency/protocol/settle';
-import { markStalled } from '../../lib/idempotency/protocol/stall';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { beforeNext as beforeNextCommand } from '../helpers/intercept';
@@ -185,7 +184,7 @@ describe('a dedupe window’s intent', () => {
       tool: 'note',
       holder: { recordKey: holder.recordKey, claimId: holder.claimId, callId: holder.callId },
       downstreamKey: 'dk',
-      windowEndS: Math.floor(Date.now() / 1000) + 60,
+      windowEndsAtS: Math.floor(Date.now() / 1000) + 60,
       expiresAtS: Math.floor(Date.now() / 1000) + 3_660,
     });
     expect(created.kind).toBe('created');

@@ -5,7 +5,7 @@ import type { Context } from 'aws-lambda';
 import { TABLES, type TableId, tableName } from '../../app/tables';
 import { TOOLS } from '../../app/tools';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
-import { markStalled } from '../../lib/idempotency/protocol/stall';
+import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { eraseEntry } from '../../lib/lambda/erase';
 import { claimInFlight } from '../helpers/call-records';
 import { createWorld, deadline, identity, newTenant, type World } from '../helpers/world';

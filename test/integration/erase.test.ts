@@ -2,7 +2,7 @@ import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { TABLES, type TableId, tableName } from '../../app/tables';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { UnavailableError } from '../../lib/idempotency/errors';
-import { markStalled } from '../../lib/idempotency/protocol/stall';
+import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { readCallRecord } from '../../lib/idempotency/protocol/table';
 import { advanceClock } from '../helpers/clock';
 import { gate, noteTool } from '../helpers/tools';

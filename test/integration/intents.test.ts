@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
-import { tombstone } from '../../lib/idempotency/protocol/erasure';
+import { tombstone } from '../../lib/idempotency/protocol/erase';
 import { claimIntent, type IntentRequest, intentKeyOf } from '../../lib/idempotency/protocol/intent';
 import type { IntentHolder } from '../../lib/idempotency/protocol/record';
 import { store } from '../../lib/idempotency/protocol/settle';

@@ -3,7 +3,8 @@ import { GetItemCommand, ResourceNotFoundException } from '@aws-sdk/client-dynam
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { classify } from '../../lib/idempotency/call-state';
 import { type Claim, claim, type FirstClaim, fixDownstreamKey, takeOver } from '../../lib/idempotency/protocol/claim';
-import { closeStalled, deleteExpired, tombstone } from '../../lib/idempotency/protocol/erasure';
+import { markStalled } from '../../lib/idempotency/protocol/completer';
+import { closeStalled, deleteExpired, tombstone } from '../../lib/idempotency/protocol/erase';
 import {
   createIntent,
   deleteIntent,
@@ -13,7 +14,6 @@ import {
   swapIntent,
 } from '../../lib/idempotency/protocol/intent';
 import { park, release, store } from '../../lib/idempotency/protocol/settle';
-import { markStalled } from '../../lib/idempotency/protocol/stall';
 import { type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
 import { createWorld, type World } from '../helpers/world';
 
@@ -315,7 +315,7 @@ describe('an intent’s transitions', () => {
       tool: 'proto',
       holder: { recordKey, claimId: randomUUID(), callId: `${recordKey}@${randomUUID()}` },
       downstreamKey: 'rs1_first',
-      windowEndS: Math.floor(Date.now() / 1000) + 60,
+      windowEndsAtS: Math.floor(Date.now() / 1000) + 60,
       expiresAtS: Math.floor(Date.now() / 1000) + 60 + TTL_SECONDS,
     };
   }
@@ -337,7 +337,7 @@ describe('an intent’s transitions', () => {
         intentKey: intent.intentKey,
         holder: intent.holder,
         downstreamKey: 'rs1_first',
-        windowEndS: intent.windowEndS,
+        windowEndsAtS: intent.windowEndsAtS,
       },
     });
   });

@@ -10,7 +10,7 @@ import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { tableName } from '../../app/tables';
 import { recordKeyOf } from '../../lib/idempotency/derivation';
-import { eraseRecord, isCallInFlight } from '../../lib/idempotency/erase';
+import { eraseRecord, isCallInFlight } from '../../lib/idempotency/protocol/erase';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
 let world: World;

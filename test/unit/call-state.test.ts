@@ -157,7 +157,7 @@ describe('intentOf and holdsIntent', () => {
       intentKey: 'send_email#intent#x',
       holder: { recordKey: 'send_email#abc', claimId: 'c1', callId: 'send_email#abc@i1' },
       downstreamKey: 'dk',
-      windowEndS: 1_900_000_000,
+      windowEndsAtS: 1_900_000_000,
     });
   });
 

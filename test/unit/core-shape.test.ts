@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 
 /**
  * The shape the idempotency core keeps, measured on its source with the TypeScript parser: it could be
@@ -119,4 +120,70 @@ describe('the idempotency core', () => {
 
     expect(asserted).toEqual([]);
   });
+});
+
+/**
+ * The record on disk has one home, `lib/idempotency/protocol/` (as Powertools keeps names, the item ↔ record
+ * mapping and every conditional write in one `DynamoDBPersistenceLayer.ts`): no other file of retrysafe's
+ * code writes a `ConditionExpression` or a stored attribute's name. Elsewhere the names come from
+ * `DEFAULT_RECORD_ATTRIBUTES` (or the runtime's `attributes` option), and conditions from `protocol/`.
+ */
+describe('the record on disk', () => {
+  const ROOT = resolve(__dirname, '..', '..');
+  const PROTOCOL = join(CORE, 'protocol');
+  const CODE = ['lib', 'app', 'lambdas', 'bin']
+    .flatMap((folder) => sourceFiles(join(ROOT, folder)))
+    .filter((path) => !path.startsWith(`${PROTOCOL}${sep}`))
+    .map((path) => ({
+      name: relative(ROOT, path),
+      source: ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.ES2022, true),
+    }));
+  /**
+   * Names too common to police by their text: they mean other things too (an app table's `tenant`, a
+   * stream's `data` event, a record's `id`). Every other stored name is retrysafe's own.
+   */
+  const COMMON = new Set(['id', 'status', 'data', 'tenant', 'tool', 'call']);
+  const STORED = Object.values(DEFAULT_RECORD_ATTRIBUTES).filter((name) => !COMMON.has(name));
+
+  it('has code outside protocol/ to look at, and stored names to look for', () => {
+    expect(CODE.map((file) => file.name)).toEqual(
+      expect.arrayContaining([join('lib', 'admin', 'erase-tenant.ts'), join('lib', 'idempotency', 'runtime.ts')]),
+    );
+    expect(STORED).toEqual(expect.arrayContaining(['in_progress_expiration', 'claim_id', 'intent_owner']));
+  });
+
+  // The example app's own tables are the app's: its conditional writes are its domain's (rule 5's stamped
+  // create, the one retrysafe gives a tool, is `protocol/commit.ts`).
+  const LIB = CODE.filter((file) => file.name.startsWith(`lib${sep}`));
+
+  it.each(LIB.map((file) => [file.name, file] as const))(
+    '%s writes no ConditionExpression (protocol/ writes every one)',
+    (_name, file) => {
+      const found: string[] = [];
+      walk(file.source, (node) => {
+        if (
+          (ts.isPropertyAssignment(node) || ts.isShorthandPropertyAssignment(node)) &&
+          node.name.getText(file.source) === 'ConditionExpression'
+        ) {
+          found.push(`line ${lineOf(file.source, node.getStart(file.source))}`);
+        }
+      });
+
+      expect(found).toEqual([]);
+    },
+  );
+
+  it.each(CODE.map((file) => [file.name, file] as const))(
+    '%s names no stored attribute (protocol/record.ts names them)',
+    (_name, file) => {
+      const found: string[] = [];
+      walk(file.source, (node) => {
+        if (!ts.isStringLiteralLike(node)) return;
+        if (STORED.includes(node.text))
+          found.push(`line ${lineOf(file.source, node.getStart(file.source))}: ${node.text}`);
+      });
+
+      expect(found).toEqual([]);
+    },
+  );
 });

@@ -1,4 +1,4 @@
-import { nextChangeAtMs } from '../../lib/idempotency/erase';
+import { nextChangeAtMs } from '../../lib/idempotency/protocol/erase';
 import type { CallRecord } from '../../lib/idempotency/protocol/record';
 
 /**

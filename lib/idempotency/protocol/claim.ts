@@ -242,7 +242,7 @@ export interface TakeOver {
 export async function takeOver(table: IdempotencyTable, from: TakeOver, nowMs: number): Promise<Claimed> {
   const attr = table.attributes;
   const claimId = randomUUID();
-  const ended = lockEndedOn(attr, from.fromClaimId, { nowMs, notBeforeS: ttlNeededFor(from.lockEndsMs) });
+  const ended = lockEndedOn(attr, from.fromClaimId, { nowMs, notBeforeAtS: ttlNeededFor(from.lockEndsMs) });
   const written = await conditionally(
     table.client,
     new UpdateItemCommand({

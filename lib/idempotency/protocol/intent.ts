@@ -71,24 +71,24 @@ const RUNNING: IntentClaim = { kind: 'running', lockEndsMs: undefined };
  * both take an intent over.
  */
 export async function claimIntent(table: IdempotencyTable, request: IntentRequest): Promise<IntentClaim> {
-  const askedS = Math.floor(request.askedAtMs / 1000);
+  const askedAtS = Math.floor(request.askedAtMs / 1000);
   const intent: NewIntent = {
     intentKey: intentKeyOf(request.scope),
     tenant: request.scope.identity.tenant,
     tool: request.scope.tool,
     holder: request.holder,
     downstreamKey: request.downstreamKey,
-    windowEndS: askedS + request.windowSeconds,
+    windowEndsAtS: askedAtS + request.windowSeconds,
     // Kept past the window for as long as a call asked inside it may still run (the records' TTL):
     // DynamoDB's TTL must not delete an intent a late retry or the completer still needs.
-    expiresAtS: askedS + request.windowSeconds + request.ttlSeconds,
+    expiresAtS: askedAtS + request.windowSeconds + request.ttlSeconds,
   };
   const created = await createIntent(table, intent);
   if (created.kind === 'created') return { kind: 'holds', downstreamKey: request.downstreamKey, created: true };
   const held = created.held;
   if (!held) throw new Error(`the item under ${intent.intentKey} is not an intent`);
   // The window a call falls in is decided by when it was asked, not when an attempt gets to run it.
-  if (held.windowEndS < request.askedAtMs / 1000) return replaceEnded(table, intent, held);
+  if (held.windowEndsAtS < request.askedAtMs / 1000) return replaceEnded(table, intent, held);
   if (held.holder.recordKey !== request.holder.recordKey) return takeFromAnother(table, request, held);
   // This call's own earlier attempt created it when it holds it already (the same call).
   const own = held.holder.callId === request.holder.callId;
@@ -164,7 +164,7 @@ export interface NewIntent {
   readonly tool: string;
   readonly holder: IntentHolder;
   readonly downstreamKey: string;
-  readonly windowEndS: number;
+  readonly windowEndsAtS: number;
   /** Its TTL (epoch s): the window's end plus the records' TTL. */
   readonly expiresAtS: number;
 }
@@ -179,7 +179,7 @@ function itemOf(table: IdempotencyTable, intent: NewIntent): Record<string, unkn
     [attr.claim]: intent.holder.claimId,
     [attr.callInstance]: intent.holder.callId,
     [attr.downstreamKey]: intent.downstreamKey,
-    [attr.windowEnd]: intent.windowEndS,
+    [attr.windowEnd]: intent.windowEndsAtS,
     [attr.expiry]: intent.expiresAtS,
   };
 }

@@ -107,6 +107,11 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   completedAt: 'completed_at',
 };
 
+/** The attribute names a caller gave, with the defaults for those it did not: the one place they are merged. */
+export function recordAttributes(given: Partial<RecordAttributes> = {}): RecordAttributes {
+  return { ...DEFAULT_RECORD_ATTRIBUTES, ...given };
+}
+
 /** The idempotency table's name unless told otherwise. */
 export const DEFAULT_IDEMPOTENCY_TABLE_NAME = 'retrysafe-idempotency';
 
@@ -240,7 +245,7 @@ export interface Intent {
   /** The key its effect runs under, fixed when it was created. */
   readonly downstreamKey: string;
   /** The end of its dedupe window (epoch s). */
-  readonly windowEndS: number;
+  readonly windowEndsAtS: number;
 }
 
 /** A table item (unmarshalled) as an intent, or undefined when it is not one as every intent write leaves it. */
@@ -250,12 +255,12 @@ export function intentOf(item: Record<string, unknown>, attr: RecordAttributes):
   const claimId = text(item, attr.claim);
   const callId = text(item, attr.callInstance);
   const downstreamKey = text(item, attr.downstreamKey);
-  const windowEndS = number(item, attr.windowEnd);
+  const windowEndsAtS = number(item, attr.windowEnd);
   if (intentKey === undefined || recordKey === undefined || claimId === undefined || callId === undefined) {
     return undefined;
   }
-  if (downstreamKey === undefined || windowEndS === undefined) return undefined;
-  return { intentKey, holder: { recordKey, claimId, callId }, downstreamKey, windowEndS };
+  if (downstreamKey === undefined || windowEndsAtS === undefined) return undefined;
+  return { intentKey, holder: { recordKey, claimId, callId }, downstreamKey, windowEndsAtS };
 }
 
 /** What a claim carries while in flight, so that anyone can finish the call. */

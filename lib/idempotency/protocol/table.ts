@@ -12,9 +12,9 @@ import {
   type CallRecord,
   callRecordOf,
   DEFAULT_IDEMPOTENCY_TABLE_NAME,
-  DEFAULT_RECORD_ATTRIBUTES,
   type IntentHolder,
   type RecordAttributes,
+  recordAttributes,
   STATUS,
 } from './record';
 
@@ -47,7 +47,7 @@ export function idempotencyTable(options: IdempotencyTableOptions): IdempotencyT
   return {
     client: options.client,
     tableName: options.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME,
-    attributes: { ...DEFAULT_RECORD_ATTRIBUTES, ...options.attributes },
+    attributes: recordAttributes(options.attributes),
   };
 }
 
@@ -93,24 +93,24 @@ export interface Condition {
  * The one DynamoDB condition for "this claim's attempt is over" — `classify`'s `abandoned` (or
  * `stalled`), on the claim that was read:
  *
- *   INPROGRESS, held by `claimId` ──▶ its lock ended before `nowMs` ──▶ and its TTL is not before `notBeforeS`
+ *   INPROGRESS, held by `claimId` ──▶ its lock ended before `nowMs` ──▶ and its TTL is not before `notBeforeAtS`
  *
- * A takeover asks `notBeforeS` = its own lock's end (no lock may end after its record's TTL); the
+ * A takeover asks `notBeforeAtS` = its own lock's end (no lock may end after its record's TTL); the
  * completer giving up asks now (the record has not expired).
  */
 export function lockEndedOn(
   attr: RecordAttributes,
   claimId: string,
-  { nowMs, notBeforeS }: { readonly nowMs: number; readonly notBeforeS: number },
+  { nowMs, notBeforeAtS }: { readonly nowMs: number; readonly notBeforeAtS: number },
 ): Condition {
   return {
-    expression: '#status = :inProgress AND #claim = :claim AND #lockEnd < :nowMs AND #expiry >= :notBeforeS',
+    expression: '#status = :inProgress AND #claim = :claim AND #lockEnd < :nowMs AND #expiry >= :notBeforeAtS',
     names: { '#status': attr.status, '#claim': attr.claim, '#lockEnd': attr.lockEnd, '#expiry': attr.expiry },
     values: {
       ':inProgress': { S: STATUS.inProgress },
       ':claim': { S: claimId },
       ':nowMs': { N: String(nowMs) },
-      ':notBeforeS': { N: String(notBeforeS) },
+      ':notBeforeAtS': { N: String(notBeforeAtS) },
     },
   };
 }
@@ -153,7 +153,7 @@ export function heldBy(attr: RecordAttributes, from: Pick<IntentHolder, 'recordK
  * carry no call). Its names and values as DynamoDB takes them.
  */
 export function inFlightFilter(attributes: Partial<RecordAttributes> = {}): Condition {
-  const attr = { ...DEFAULT_RECORD_ATTRIBUTES, ...attributes };
+  const attr = recordAttributes(attributes);
   return {
     expression: '#status = :inProgress AND attribute_not_exists(#holder)',
     names: { '#status': attr.status, '#holder': attr.intentHolder },

@@ -1,3 +1,6 @@
+// Rule 5's write (docs/state-machine.md): a tool's commit to its own table, created once per id and stamped
+// with the call that made it, so that exactly one answer per effect says `idempotent: false`. The decision
+// (`replayed` from the stamp) is `createOnce`'s (`retrysafe/tools/dynamodb`); the conditional write is here.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';

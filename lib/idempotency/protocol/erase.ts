@@ -1,34 +1,29 @@
 /**
- * Erase's decisions about idempotency items (docs/state-machine.md, rule 6) — what an operator's erase
- * does with each item of a tenant it found, and whether the call that stamped an app item is still in
- * flight. The scan and the app's own tables are the caller's; the state is `classify`'s and every write
- * is a transition of `protocol/`.
+ * Erase (docs/state-machine.md, rule 6), in one file: what an operator's erase does with each idempotency
+ * item of a tenant it found, and whether the call that stamped an app item is still in flight — decided
+ * here on `classify`'s state — and erase's writes, one function per transition, each answering what it did
+ * or `changed` (the item moved on since it was read: a rerun decides): the call record's (`tombstone`,
+ * `closeStalled`, `deleteExpired`), an intent's (`deleteIntent`, with the intent's other writes), and an app
+ * item's (`deleteOnStampsRead`). The scan and the choice of the app's tables are the caller's.
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { completerLooksAtMs } from './backoff';
-import { type CallState, classify, isInFlight } from './call-state';
-import { closeStalled, deleteExpired, tombstone } from './protocol/erasure';
-import { deleteIntent } from './protocol/intent';
 import {
-  type CallRecord,
-  callRecordOf,
-  DEFAULT_IDEMPOTENCY_TABLE_NAME,
-  DEFAULT_RECORD_ATTRIBUTES,
-  intentOf,
-  type RecordAttributes,
-  recordKeyOfCallId,
-  STATUS,
-} from './protocol/record';
-import { type IdempotencyTable, readCallRecord } from './protocol/table';
-
-/** The idempotency table erase works on. */
-export interface ErasedTable {
-  readonly client: DynamoDBClient;
-  /** @default DEFAULT_IDEMPOTENCY_TABLE_NAME */
-  readonly tableName?: string;
-  /** @default DEFAULT_RECORD_ATTRIBUTES */
-  readonly attributes?: Partial<RecordAttributes>;
-}
+  type AttributeValue,
+  DeleteItemCommand,
+  type DynamoDBClient,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { completerLooksAtMs } from '../backoff';
+import { type CallState, classify, isInFlight } from '../call-state';
+import { deleteIntent } from './intent';
+import { type CallRecord, callRecordOf, intentOf, recordKeyOfCallId, STATUS } from './record';
+import {
+  conditionally,
+  type IdempotencyTable,
+  type IdempotencyTableOptions,
+  idempotencyTable,
+  lockEndedOn,
+  readCallRecord,
+} from './table';
 
 export interface EraseRecordOptions {
   /**
@@ -107,21 +102,13 @@ function toolOfRecordKey(recordKey: string): string | undefined {
   return hash > 0 ? recordKey.slice(0, hash) : undefined;
 }
 
-function tableOf(table: ErasedTable): IdempotencyTable {
-  return {
-    client: table.client,
-    tableName: table.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME,
-    attributes: { ...DEFAULT_RECORD_ATTRIBUTES, ...table.attributes },
-  };
-}
-
 /**
  * Erases one of a tenant's idempotency items (unmarshalled, as a scan found it): a call record or a
  * dedupe window's intent. Safe to run again: what is gone stays gone, and an item that changed
  * meanwhile is left to a rerun.
  */
 export async function eraseRecord(
-  table: ErasedTable,
+  table: IdempotencyTableOptions,
   item: Record<string, unknown>,
   options: EraseRecordOptions = {},
 ): Promise<RecordErasure> {
@@ -133,11 +120,11 @@ export async function eraseRecord(
  * wait, and until when.
  */
 export async function eraseItem(
-  table: ErasedTable,
+  table: IdempotencyTableOptions,
   item: Record<string, unknown>,
   options: EraseRecordOptions = {},
 ): Promise<ItemErasure> {
-  const within = tableOf(table);
+  const within = idempotencyTable(table);
   const settled = { dryRun: options.dryRun ?? false, closeStalled: options.closeStalled ?? false };
   if (item[within.attributes.intentHolder] !== undefined) return eraseIntent(within, item, settled);
   const record = callRecordOf(item, within.attributes);
@@ -171,15 +158,15 @@ function unreadable(table: IdempotencyTable, item: Record<string, unknown>): Ite
  * Whether the call `callId` names (a stamp on an app's item) may still commit its effect: its record is
  * live, abandoned or stalled — and still that call's (a record claimed anew after its TTL is another's).
  */
-export async function isCallInFlight(table: ErasedTable, callId: string): Promise<boolean> {
+export async function isCallInFlight(table: IdempotencyTableOptions, callId: string): Promise<boolean> {
   return (await callInFlight(table, callId)) !== undefined;
 }
 
 /** The call `callId` names as erase keeps it, while it is in flight ({@link isCallInFlight}); else undefined. */
-export async function callInFlight(table: ErasedTable, callId: string): Promise<KeptCall | undefined> {
+export async function callInFlight(table: IdempotencyTableOptions, callId: string): Promise<KeptCall | undefined> {
   const recordKey = recordKeyOfCallId(callId);
   if (recordKey === undefined) return undefined;
-  const record = await readCallRecord(tableOf(table), recordKey);
+  const record = await readCallRecord(idempotencyTable(table), recordKey);
   const nowMs = Date.now();
   const state = classify(record, nowMs);
   return record?.callId === callId && isInFlight(state) ? keptCallOf(record, state, nowMs) : undefined;
@@ -249,4 +236,130 @@ async function eraseIntent(
   if (options.dryRun) return { outcome: 'nothing' };
   const deleted = (await deleteIntent(table, intent.intentKey, intent.holder)) === 'deleted';
   return { outcome: deleted ? 'erased' : 'nothing' };
+}
+
+// The writes.
+
+/**
+ * The tombstone's write, on `condition`: the outcome, the arguments, the hashes and the claims go (no
+ * write conditioned on a claim — a late store, a park — can touch a tombstone, and no claim or takeover
+ * passes it until its TTL).
+ */
+async function toTombstone(
+  table: IdempotencyTable,
+  recordKey: string,
+  condition: string,
+  values: Record<string, AttributeValue>,
+  conditionNames: Record<string, string> = {},
+): Promise<'erased' | 'changed'> {
+  const attr = table.attributes;
+  const written = await conditionally(
+    table.client,
+    new UpdateItemCommand({
+      TableName: table.tableName,
+      Key: { [attr.key]: { S: recordKey } },
+      UpdateExpression: 'SET #status = :erased REMOVE #data, #call, #validation, #downstream, #claim, #stalled',
+      ConditionExpression: condition,
+      ExpressionAttributeNames: {
+        ...conditionNames,
+        '#status': attr.status,
+        '#data': attr.data,
+        '#call': attr.call,
+        '#validation': attr.validation,
+        '#downstream': attr.downstreamKey,
+        '#claim': attr.claim,
+        '#stalled': attr.stalledClaim,
+      },
+      ExpressionAttributeValues: { ':erased': { S: STATUS.erased }, ...values },
+    }),
+  );
+  return written.passed ? 'erased' : 'changed';
+}
+
+/**
+ * tombstone: completed ──▶ erased (`toTombstone`). `changed` when the record is no longer completed
+ * (deleted by its TTL, or claimed again).
+ */
+export function tombstone(table: IdempotencyTable, recordKey: string): Promise<'erased' | 'changed'> {
+  return toTombstone(table, recordKey, '#status = :completed', { ':completed': { S: STATUS.completed } });
+}
+
+/**
+ * close stalled: stalled (on `claimId`) ──▶ erased, with the app's tables (`--include-domain`): a call the
+ * completer gave up on is closed (`toTombstone`), on the claim it was given up on and read with, and only
+ * while that claim's lock has ended (`lockEndedOn`, the one condition for it): a retry that took it over
+ * meanwhile is live and stays, and so does the attempt given up on if it was still running past its lock
+ * and parked itself (its record is live again — classify reads `live` before `stalled`; no write may move
+ * a live call to erased). Nothing would finish it but a retry, and its domain items go with the tenant.
+ * Without the app's tables a stalled call is kept, like every call in flight: the kept domain may still
+ * come to show its effect.
+ */
+export function closeStalled(
+  table: IdempotencyTable,
+  recordKey: string,
+  claimId: string,
+  nowMs: number,
+): Promise<'erased' | 'changed'> {
+  const ended = lockEndedOn(table.attributes, claimId, { nowMs, notBeforeAtS: Math.floor(nowMs / 1000) });
+  return toTombstone(table, recordKey, `${ended.expression} AND #stalled = :claim`, ended.values, ended.names);
+}
+
+/** delete expired: expired ──▶ absent, ahead of DynamoDB's TTL sweep; `changed` when its TTL moved on meanwhile. */
+export async function deleteExpired(
+  table: IdempotencyTable,
+  recordKey: string,
+  nowMs: number,
+): Promise<'deleted' | 'changed'> {
+  const attr = table.attributes;
+  const written = await conditionally(
+    table.client,
+    new DeleteItemCommand({
+      TableName: table.tableName,
+      Key: { [attr.key]: { S: recordKey } },
+      ConditionExpression: '#expiry < :now',
+      ExpressionAttributeNames: { '#expiry': attr.expiry },
+      ExpressionAttributeValues: { ':now': { N: String(nowMs / 1000) } },
+    }),
+  );
+  return written.passed ? 'deleted' : 'changed';
+}
+
+/** An app item's call stamp as erase read it: the attribute, and the call id it held (undefined: none). */
+export interface StampRead {
+  readonly attribute: string;
+  readonly callId: string | undefined;
+}
+
+/**
+ * delete an app item (rule 6): a DeleteItem on the call stamps it was read with — each stamp still the call
+ * id read, or still absent — so a commit that lands after the read (a call in flight writing its stamp)
+ * keeps the item. `changed` when a stamp moved since the read. An item with no stamps is deleted on its key.
+ */
+export async function deleteOnStampsRead(
+  client: DynamoDBClient,
+  tableName: string,
+  key: Record<string, AttributeValue>,
+  stamps: readonly StampRead[],
+): Promise<'deleted' | 'changed'> {
+  const values: Record<string, AttributeValue> = {};
+  const conditions = stamps.map(({ callId }, i) => {
+    if (callId === undefined) return `attribute_not_exists(#by${i})`;
+    values[`:by${i}`] = { S: callId };
+    return `#by${i} = :by${i}`;
+  });
+  const written = await conditionally(
+    client,
+    new DeleteItemCommand({
+      TableName: tableName,
+      Key: key,
+      ...(conditions.length > 0
+        ? {
+            ConditionExpression: conditions.join(' AND '),
+            ExpressionAttributeNames: Object.fromEntries(stamps.map(({ attribute }, i) => [`#by${i}`, attribute])),
+            ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
+          }
+        : {}),
+    }),
+  );
+  return written.passed ? 'deleted' : 'changed';
 }

@@ -14,10 +14,10 @@ import * as z from 'zod/mini';
 import { tableName } from '../app/tables';
 import { DEFAULT_ATTACH_MAX_WAIT_MS, ToolRuntime, type ToolRuntimeOptions } from '../lib/idempotency';
 import { defineTool } from '../lib/idempotency/definition';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../lib/idempotency/protocol/record';
 import type { ToolResult } from '../lib/idempotency/types';
 import { FUNCTION_DEFAULTS } from '../lib/infra/defaults';
 import { createDynamoDBClient } from '../lib/store/client';
-import { IDEMPOTENCY_ATTRIBUTES } from '../lib/store/tables';
 
 const PAIRS = Number(process.env.BENCH_ATTACH_PAIRS ?? 10);
 /** Tool latencies: a quick write, a typical payment, one that outlasts the cap. */
@@ -55,7 +55,7 @@ function meteredRuntime(env: NodeJS.ProcessEnv, attach: ToolRuntimeOptions['atta
   const runtime = new ToolRuntime({
     client,
     tableName: tableName('idempotency', env),
-    attributes: IDEMPOTENCY_ATTRIBUTES,
+    attributes: DEFAULT_RECORD_ATTRIBUTES,
     ...(attach ? { attach } : {}),
   });
   return { runtime, requests, destroy: () => client.destroy() };

@@ -36,11 +36,11 @@ import { sendEmail as sendEmailTool } from '../app/tools/send-email';
 import { commandFlags } from '../bin/cli-args';
 import { eraseTenant } from '../lib/admin/erase-tenant';
 import { Completer, readTask, type StreamChange, type ToolRuntime } from '../lib/idempotency';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../lib/idempotency/protocol/record';
 import { createToolRuntime } from '../lib/lambda/runtime';
 import { startDynamoDBLocal } from '../lib/local/dynamodb-local';
 import { applyLocalDefaults } from '../lib/local/local-env';
 import { createTables } from '../lib/store/create-tables';
-import { IDEMPOTENCY_ATTRIBUTES } from '../lib/store/tables';
 import { benchAttach } from './attach';
 import { describeDeployedNode, resolveDeployedNode } from './deployed-node';
 import { benchGoals } from './goals';
@@ -262,7 +262,7 @@ async function benchCompleterFold(client: DynamoDBClient, runtime: ToolRuntime):
       },
     },
     tableName: tableName('idempotency'),
-    attributes: IDEMPOTENCY_ATTRIBUTES,
+    attributes: DEFAULT_RECORD_ATTRIBUTES,
   });
   const now = Date.now();
   const batch: StreamChange[] = [];

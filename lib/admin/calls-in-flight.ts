@@ -1,6 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DEFAULT_TTL_SECONDS, inFlightCallOf, inFlightFilter } from '../idempotency';
-import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../store/tables';
+import { DEFAULT_RECORD_ATTRIBUTES as ATTR } from '../idempotency/protocol/record';
 import { scanTenantRecords } from './tenant-scan';
 
 /** The states `retrysafe calls` shows a call in flight in (`CallInFlight.state`). */

@@ -10,7 +10,7 @@ import {
   type ToolRuntime,
 } from '../idempotency';
 import type { CompleterFigures } from '../observability/names';
-import { IDEMPOTENCY_ATTRIBUTES, idempotencyTableName } from '../store/tables';
+import { idempotencyTableName } from '../store/tables';
 import type { ToolModule } from '../tools/tool-module';
 import { parseRecheckMessage } from './recheck-queue';
 
@@ -38,7 +38,6 @@ export function createCompleter<Svc>(
     tools: tools.map((tool) => tool.bind(services)),
     queue,
     tableName: idempotencyTableName(env),
-    attributes: IDEMPOTENCY_ATTRIBUTES,
     logger: services.logger,
   });
 }

@@ -7,7 +7,8 @@ import {
   type IdempotencyTableOptions,
   type KeptCall,
 } from '../idempotency';
-import { IDEMPOTENCY_ATTRIBUTES as ATTR, appTableName, idempotencyTableName, type TableSchema } from '../store/tables';
+import { DEFAULT_RECORD_ATTRIBUTES as ATTR } from '../idempotency/protocol/record';
+import { appTableName, idempotencyTableName, type TableSchema } from '../store/tables';
 import { scanTenantRecords } from './tenant-scan';
 
 /** What an erase asks for. */

@@ -1,6 +1,6 @@
 import { type AttributeValue, type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../store/tables';
+import { DEFAULT_RECORD_ATTRIBUTES as ATTR } from '../idempotency/protocol/record';
 
 /** A condition the Scan adds to the tenant's (`AND`ed), with its names and values. */
 export interface ScanFilter {

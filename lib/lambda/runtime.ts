@@ -3,7 +3,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ToolRuntime, type ToolRuntimeOptions } from '../idempotency';
 import { createCallLog } from '../observability/call-log';
 import { timeLeftForStoreCall } from '../store/deadline';
-import { IDEMPOTENCY_ATTRIBUTES, idempotencyTableName } from '../store/tables';
+import { idempotencyTableName } from '../store/tables';
 
 /**
  * The idempotency runtime over the services' client and logger, on this app's table layout, logging every
@@ -20,7 +20,6 @@ export function createToolRuntime(
     ...options,
     client: services.client,
     tableName: idempotencyTableName(env),
-    attributes: IDEMPOTENCY_ATTRIBUTES,
     logger: services.logger,
     // The invocation's deadline bounds the store client's requests: a call cut off by it ran out of time.
     storeTimeLeft: timeLeftForStoreCall,

@@ -67,19 +67,12 @@ export interface TableDefinition extends Omit<TableSchema, 'defaultName'> {
   readonly defaultName: string;
 }
 
-/**
- * Attribute names of an idempotency record in this app's table: the core's own layout, handed to the
- * idempotency runtime as its `attributes` option and used by tenant erase, so the table, the claims and
- * the erase always agree.
- */
-export const IDEMPOTENCY_ATTRIBUTES = DEFAULT_RECORD_ATTRIBUTES;
-
 /** The runtime's own table: call records and intents, with a TTL and the stream the completer reads. */
 export const IDEMPOTENCY_TABLE = {
   envVar: 'IDEMPOTENCY_TABLE',
   defaultName: DEFAULT_IDEMPOTENCY_TABLE_NAME,
-  partitionKey: { name: IDEMPOTENCY_ATTRIBUTES.key, type: 'S' },
-  ttlAttribute: IDEMPOTENCY_ATTRIBUTES.expiry,
+  partitionKey: { name: DEFAULT_RECORD_ATTRIBUTES.key, type: 'S' },
+  ttlAttribute: DEFAULT_RECORD_ATTRIBUTES.expiry,
   // The completer reads it to find claims that never got a result: no index write on any call.
   stream: 'NEW_IMAGE',
 } as const satisfies TableDefinition;

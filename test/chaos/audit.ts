@@ -3,7 +3,7 @@ import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import canonicalize from 'canonicalize';
 import type { Services } from '../../app/services';
 import { tableName } from '../../app/tables';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { CallRecord } from './tally';
 
 /** What the tables say about one tenant after a scenario, against what its calls were answered. */
@@ -47,7 +47,10 @@ export async function claimsInFlight(services: Services, tenant: string): Promis
     {
       TableName: tableName('idempotency'),
       FilterExpression: '#tenant = :tenant AND #status = :inprogress',
-      ExpressionAttributeNames: { '#tenant': IDEMPOTENCY_ATTRIBUTES.tenant, '#status': IDEMPOTENCY_ATTRIBUTES.status },
+      ExpressionAttributeNames: {
+        '#tenant': DEFAULT_RECORD_ATTRIBUTES.tenant,
+        '#status': DEFAULT_RECORD_ATTRIBUTES.status,
+      },
       ExpressionAttributeValues: { ':tenant': tenant, ':inprogress': IdempotencyRecordStatus.INPROGRESS },
       ConsistentRead: true,
     },

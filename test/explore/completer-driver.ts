@@ -1,12 +1,12 @@
 import type { _Record as StreamRecord } from '@aws-sdk/client-dynamodb-streams';
 import { tableName } from '../../app/tables';
 import { Completer, type Recheck, type ToolRuntime } from '../../lib/idempotency';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { InvocationDeadline, JsonObject, ToolResult } from '../../lib/idempotency/types';
 import { COMPLETER_DEFAULTS } from '../../lib/infra/defaults';
 import { completerPass } from '../../lib/local/completer-pass';
 import { LocalRecheckQueue } from '../../lib/local/recheck-queue';
 import { LocalStreamFeed } from '../../lib/local/stream-feed';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { Scheduler } from './scheduler';
 import type { ExploreWorld } from './world';
 
@@ -84,7 +84,7 @@ export class CompleterDriver {
       tools: Object.values(this.world.tools),
       queue,
       tableName: tableName('idempotency', this.world.env),
-      attributes: IDEMPOTENCY_ATTRIBUTES,
+      attributes: DEFAULT_RECORD_ATTRIBUTES,
     });
   }
 

@@ -1,6 +1,5 @@
 import { CLOCK_SKEW_TOLERANCE_MS } from '../../lib/idempotency/call-state';
-import { STATUS } from '../../lib/idempotency/protocol/record';
-import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../../lib/store/tables';
+import { DEFAULT_RECORD_ATTRIBUTES as ATTR, STATUS } from '../../lib/idempotency/protocol/record';
 import type { ObservedWrite } from './world';
 
 /**

@@ -7,11 +7,14 @@ import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { completerDueAtMs } from '../../lib/idempotency/backoff';
 import { classify } from '../../lib/idempotency/call-state';
 import { recordKeyOf } from '../../lib/idempotency/derivation';
-import { type CallRecord, callRecordOf } from '../../lib/idempotency/protocol/record';
+import {
+  DEFAULT_RECORD_ATTRIBUTES as ATTR,
+  type CallRecord,
+  callRecordOf,
+} from '../../lib/idempotency/protocol/record';
 import { readTask } from '../../lib/idempotency/task';
 import type { JsonObject, ToolResult } from '../../lib/idempotency/types';
 import { withInvocationDeadline } from '../../lib/store/deadline';
-import { IDEMPOTENCY_ATTRIBUTES as ATTR } from '../../lib/store/tables';
 import { COMPLETER_KINDS, CompleterDriver, type CompleterKind } from './completer-driver';
 import { leaseViolations } from './leases';
 import {

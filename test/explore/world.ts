@@ -10,9 +10,9 @@ import { LedgerPaymentProvider } from '../../app/payments/ledger';
 import { TABLES, type TableId, tableName } from '../../app/tables';
 import { TOOLS } from '../../app/tools';
 import { type CallOutcome, ToolRuntime } from '../../lib/idempotency';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import { createDocumentClient, createDynamoDBClient } from '../../lib/store/client';
 import { createTables } from '../../lib/store/create-tables';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import type { StoreConnection } from './engine';
 import { Scheduler } from './scheduler';
 
@@ -85,7 +85,7 @@ export async function createExploreWorld(store: string | StoreConnection, option
   const runtime = new ToolRuntime({
     client,
     tableName: tableName('idempotency', env),
-    attributes: IDEMPOTENCY_ATTRIBUTES,
+    attributes: DEFAULT_RECORD_ATTRIBUTES,
     logger,
     onOutcome: (outcome) => outcomes.push(outcome),
     // A duplicate's wait for the attempt in its way (attach) is a scheduled step that moves the simulated

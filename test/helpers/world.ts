@@ -5,11 +5,11 @@ import type { Movement } from '../../app/payments/provider';
 import { createServices } from '../../app/services';
 import { tableName } from '../../app/tables';
 import { TOOLS } from '../../app/tools';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
 import { ToolRuntime, type ToolRuntimeOptions } from '../../lib/idempotency/runtime';
 import type { Identity, InvocationDeadline } from '../../lib/idempotency/types';
 import { createToolRuntime } from '../../lib/lambda/runtime';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 
 /** A deadline like a Lambda context's: `ms` from now, counting down in real time. */
 export function deadline(ms = 10_000): InvocationDeadline {
@@ -84,14 +84,14 @@ export function createWorld() {
     idempotencyTable: {
       client: services.client,
       tableName: tableName('idempotency'),
-      attributes: IDEMPOTENCY_ATTRIBUTES,
+      attributes: DEFAULT_RECORD_ATTRIBUTES,
     } satisfies IdempotencyTable,
     /** A bare runtime on the idempotency table (no logger or hook unless given): for tests of the runtime itself. */
     idempotencyRuntime: (options: Omit<ToolRuntimeOptions, 'client' | 'tableName' | 'attributes'> = {}) =>
       new ToolRuntime({
         client: services.client,
         tableName: tableName('idempotency'),
-        attributes: IDEMPOTENCY_ATTRIBUTES,
+        attributes: DEFAULT_RECORD_ATTRIBUTES,
         ...options,
       }),
     destroy: () => services.client.destroy(),

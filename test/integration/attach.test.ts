@@ -2,9 +2,9 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { tableName } from '../../app/tables';
 import { InFlightError, NotFoundError } from '../../lib/idempotency';
 import { ATTACH_ANSWER_MARGIN_MS, ATTACH_MAX_READS } from '../../lib/idempotency/attach';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import { type AttachOptions, type CallOutcome, ToolRuntime } from '../../lib/idempotency/runtime';
 import { createDynamoDBClient } from '../../lib/store/client';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -36,7 +36,7 @@ function duplicateRuntime(attach?: AttachOptions) {
   const runtime = new ToolRuntime({
     client,
     tableName: tableName('idempotency'),
-    attributes: IDEMPOTENCY_ATTRIBUTES,
+    attributes: DEFAULT_RECORD_ATTRIBUTES,
     onOutcome: (outcome) => void outcomes.push(outcome),
     ...(attach ? { attach } : {}),
   });

@@ -5,9 +5,8 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import { backoffSeconds } from '../../lib/idempotency/backoff';
 import { Completer, type Recheck, type StreamChange } from '../../lib/idempotency/completer';
 import { ConflictError, InvalidArgsError, NotFoundError } from '../../lib/idempotency/errors';
-import { STATUS } from '../../lib/idempotency/protocol/record';
+import { DEFAULT_RECORD_ATTRIBUTES, STATUS } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { callRecords } from '../helpers/call-records';
 import { beforeNext } from '../helpers/intercept';
 import { noteTool } from '../helpers/tools';
@@ -40,7 +39,7 @@ function completerWith(
     tools: options.tools ?? [tool],
     queue: { send: async (rechecks) => void sends.push([...rechecks]) },
     tableName: world.idempotencyTable.tableName,
-    attributes: IDEMPOTENCY_ATTRIBUTES,
+    attributes: DEFAULT_RECORD_ATTRIBUTES,
     logger: logger as unknown as Logger,
     ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
   });
@@ -453,7 +452,7 @@ describe('a recheck', () => {
       tools: [],
       queue: { send: async () => undefined },
       tableName: world.idempotencyTable.tableName,
-      attributes: IDEMPOTENCY_ATTRIBUTES,
+      attributes: DEFAULT_RECORD_ATTRIBUTES,
     });
     const call = await abandonedCall();
     pastTheLock();

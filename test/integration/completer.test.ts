@@ -4,13 +4,14 @@ import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { RefundRequest } from '../../app/payments/provider';
 import { refund as refundTool } from '../../app/tools/refund';
 import { Completer } from '../../lib/idempotency/completer';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import { ToolRuntime } from '../../lib/idempotency/runtime';
 import { completerPass } from '../../lib/local/completer-pass';
 import { LocalRecheckQueue } from '../../lib/local/recheck-queue';
 import { LocalStreamFeed } from '../../lib/local/stream-feed';
 import { createStreamsClient } from '../../lib/local/streams-client';
 import { createTableInput } from '../../lib/store/create-tables';
-import { IDEMPOTENCY_ATTRIBUTES, IDEMPOTENCY_TABLE } from '../../lib/store/tables';
+import { IDEMPOTENCY_TABLE } from '../../lib/store/tables';
 import { advanceClock } from '../helpers/clock';
 import { gate } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
@@ -26,7 +27,7 @@ beforeAll(async () => {
   world = createWorld();
   streams = createStreamsClient(process.env);
   await world.client.send(new CreateTableCommand(createTableInput(IDEMPOTENCY_TABLE, TABLE)));
-  runtime = new ToolRuntime({ client: world.client, tableName: TABLE, attributes: IDEMPOTENCY_ATTRIBUTES });
+  runtime = new ToolRuntime({ client: world.client, tableName: TABLE, attributes: DEFAULT_RECORD_ATTRIBUTES });
 });
 afterAll(async () => {
   await world.client.send(new DeleteTableCommand({ TableName: TABLE }));
@@ -45,7 +46,7 @@ function completerFor(tools: Parameters<typeof refundTool.bind>[0], options: { m
     tools: [refundTool.bind(tools)],
     queue,
     tableName: TABLE,
-    attributes: IDEMPOTENCY_ATTRIBUTES,
+    attributes: DEFAULT_RECORD_ATTRIBUTES,
     ...options,
   });
   return {
@@ -214,7 +215,11 @@ describe('the completer', () => {
     // `retrysafe complete` does), a provider down for good, a clock the test moves a minute at a time.
     const table = `completer-cron-${randomUUID().slice(0, 8)}`;
     await world.client.send(new CreateTableCommand(createTableInput(IDEMPOTENCY_TABLE, table)));
-    const cronRuntime = new ToolRuntime({ client: world.client, tableName: table, attributes: IDEMPOTENCY_ATTRIBUTES });
+    const cronRuntime = new ToolRuntime({
+      client: world.client,
+      tableName: table,
+      attributes: DEFAULT_RECORD_ATTRIBUTES,
+    });
     const caller = identity();
     const invoice = await world.seedInvoice(caller.tenant);
     const runs: number[] = [];
@@ -238,7 +243,7 @@ describe('the completer', () => {
         tools: [tool],
         queue,
         tableName: table,
-        attributes: IDEMPOTENCY_ATTRIBUTES,
+        attributes: DEFAULT_RECORD_ATTRIBUTES,
       });
       await completerPass(completer, feed, queue, deadline());
       return queue.nextCallDueAt();

@@ -5,10 +5,9 @@ import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
 import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { eraseRecord, isCallInFlight, tombstone } from '../../lib/idempotency/protocol/erase';
 import { createIntent } from '../../lib/idempotency/protocol/intent';
-import { STATUS } from '../../lib/idempotency/protocol/record';
+import { DEFAULT_RECORD_ATTRIBUTES, STATUS } from '../../lib/idempotency/protocol/record';
 import { store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { beforeNext as beforeNextCommand } from '../helpers/intercept';
 import { createWorld, type World } from '../helpers/world';
 
@@ -25,7 +24,7 @@ beforeAll(() => {
 });
 afterAll(() => world.destroy());
 
-const erased = () => ({ client: world.client, tableName: table.tableName, attributes: IDEMPOTENCY_ATTRIBUTES });
+const erased = () => ({ client: world.client, tableName: table.tableName, attributes: DEFAULT_RECORD_ATTRIBUTES });
 
 /** A call record claimed now; its lock ends `lockInMs` from now, its TTL `ttlInS` from now. */
 async function claimed(lockInMs = 10_000, ttlInS = 3_600): Promise<Claim> {

@@ -5,11 +5,10 @@ import { nextAfterOperation } from '../../lib/api/next-step';
 import { backoffSeconds, completerLooksAtMs } from '../../lib/idempotency/backoff';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { InFlightError } from '../../lib/idempotency/errors';
-import { STATUS } from '../../lib/idempotency/protocol/record';
+import { DEFAULT_RECORD_ATTRIBUTES, STATUS } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { defineTool } from '../../lib/idempotency/tool';
 import { ABANDONED_HINT } from '../../lib/reads/operation';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { callRecords } from '../helpers/call-records';
 import { beforeNext, throttled } from '../helpers/intercept';
 import { noteTool } from '../helpers/tools';
@@ -38,7 +37,7 @@ function completerWith(tools: ReturnType<typeof noteTool>['tool'][]) {
     tools,
     queue: { send: async (rechecks) => void sends.push([...rechecks]) },
     tableName: world.idempotencyTable.tableName,
-    attributes: IDEMPOTENCY_ATTRIBUTES,
+    attributes: DEFAULT_RECORD_ATTRIBUTES,
   });
   return { completer, sends };
 }

@@ -1,8 +1,8 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { tableName } from '../../app/tables';
 import { ToolRuntime } from '../../lib/idempotency';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import { createDynamoDBClient } from '../../lib/store/client';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -16,7 +16,11 @@ import { createWorld, deadline, identity, type World } from '../helpers/world';
 describe('one runtime shared by every call', () => {
   let world: World;
   const client = createDynamoDBClient();
-  const runtime = new ToolRuntime({ client, tableName: tableName('idempotency'), attributes: IDEMPOTENCY_ATTRIBUTES });
+  const runtime = new ToolRuntime({
+    client,
+    tableName: tableName('idempotency'),
+    attributes: DEFAULT_RECORD_ATTRIBUTES,
+  });
   const identify = jest.spyOn(client.middlewareStack, 'identify');
 
   beforeAll(() => {

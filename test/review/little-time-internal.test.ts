@@ -1,7 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { tableName } from '../../app/tables';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import { ToolRuntime } from '../../lib/idempotency/runtime';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { noteTool } from '../helpers/tools';
 import { createWorld, identity, type World } from '../helpers/world';
 
@@ -29,7 +29,7 @@ describe('rule 7: no time left is unavailable, never internal', () => {
     const runtime = new ToolRuntime({
       client: world.client,
       tableName: tableName('idempotency'),
-      attributes: IDEMPOTENCY_ATTRIBUTES,
+      attributes: DEFAULT_RECORD_ATTRIBUTES,
       logger,
     });
     const result = await runtime.invoke(

@@ -1,9 +1,9 @@
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { TABLES, tableName } from '../../app/tables';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import { ToolRuntime } from '../../lib/idempotency/runtime';
 import { createDynamoDBClient } from '../../lib/store/client';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -38,7 +38,7 @@ describe('erase is final (rule 6)', () => {
     const runtime = new ToolRuntime({
       client,
       tableName: tableName('idempotency'),
-      attributes: IDEMPOTENCY_ATTRIBUTES,
+      attributes: DEFAULT_RECORD_ATTRIBUTES,
     });
 
     const first = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());

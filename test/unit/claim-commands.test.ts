@@ -7,9 +7,9 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { NotFoundError } from '../../lib/idempotency/errors';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import { readCallRecord } from '../../lib/idempotency/protocol/table';
 import { ToolRuntime } from '../../lib/idempotency/runtime';
-import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { noteTool } from '../helpers/tools';
 import { deadline } from '../helpers/world';
 
@@ -156,7 +156,7 @@ describe('the read every decision is made on', () => {
     const dynamodb = mockClient(client);
     dynamodb.on(GetItemCommand).resolves({});
 
-    await readCallRecord({ client, tableName: 'keys', attributes: IDEMPOTENCY_ATTRIBUTES }, 'send_note#abc');
+    await readCallRecord({ client, tableName: 'keys', attributes: DEFAULT_RECORD_ATTRIBUTES }, 'send_note#abc');
 
     expect(dynamodb.commandCalls(GetItemCommand)[0]?.args[0].input).toEqual({
       TableName: 'keys',

@@ -90,8 +90,8 @@ describe('the in-memory engine, cross-checked against DynamoDB Local on the same
 });
 
 /**
- * Each condition the code writes with (lib/idempotency/persistence, lib/admin, app/domain,
- * app/payments, lib/store/put-if-absent), once passing and once failing, sent to DynamoDB Local and to
+ * Each condition the code writes with (lib/idempotency/protocol — every one in lib/ —, app/domain,
+ * app/payments), once passing and once failing, sent to DynamoDB Local and to
  * the in-memory engine: the same outcome (the write, or ConditionalCheckFailedException with the same
  * item) and the same item after.
  */

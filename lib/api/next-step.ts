@@ -5,7 +5,7 @@
 // client imports this file.
 
 import type { ToolResult } from '../idempotency/types';
-import { type HttpErrorCode, UNAVAILABLE_RETRY_AFTER_MS } from './status';
+import type { HttpErrorCode } from './status';
 
 /**
  * - `none`: nothing more to do; for a write, it is done and must not be repeated.
@@ -36,6 +36,8 @@ export interface NextStep {
   readonly message: string;
 }
 
+/** How long to wait before retrying an outage: every 503 says so (`Retry-After`), so clients back off. */
+export const UNAVAILABLE_RETRY_AFTER_MS = 1000;
 /** How long to wait after an internal error before the same call again. */
 export const INTERNAL_RETRY_AFTER_MS = 2000;
 

@@ -26,8 +26,3 @@ export const HTTP_STATUS: Readonly<Record<HttpErrorCode, number>> = {
 
 /** Largest request body accepted, in bytes; larger is `413 payload_too_large`. */
 export const MAX_BODY_BYTES = 64 * 1024;
-
-/** How long to wait before retrying an outage: every 503 says so (`Retry-After`), so clients back off. */
-export const UNAVAILABLE_RETRY_AFTER_MS = 1000;
-/** Seconds a 503 asks a client to wait, unless it says otherwise. */
-export const UNAVAILABLE_RETRY_AFTER_SECONDS = UNAVAILABLE_RETRY_AFTER_MS / 1000;

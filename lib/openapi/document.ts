@@ -1,5 +1,6 @@
+import { UNAVAILABLE_RETRY_AFTER_MS } from '../api/next-step';
 import { type ApiEntryName, apiRoutes, INVOCATION_TIMEOUT_SECONDS, type RouteDefinition } from '../api/routes';
-import { HTTP_STATUS, type HttpErrorCode, MAX_BODY_BYTES, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../api/status';
+import { HTTP_STATUS, type HttpErrorCode, MAX_BODY_BYTES } from '../api/status';
 import { clientKeySchema, IDEMPOTENCY_KEY_FIELD, type JsonObject } from '../idempotency/definition';
 import { foundAnswer } from '../reads/answers';
 import { describeTool, errorAnswer, jsonSchemaOf, pendingAnswer, receiptAnswer } from '../tools/catalog';
@@ -218,7 +219,7 @@ function errorResponses(
     const headers: Record<string, OpenApiHeader> = {};
     if (carried.includes('unavailable')) {
       headers['Retry-After'] = retryAfterHeader(
-        `Seconds to wait before retrying (${UNAVAILABLE_RETRY_AFTER_SECONDS}); sent with every \`unavailable\`.`,
+        `Seconds to wait before retrying (${UNAVAILABLE_RETRY_AFTER_MS / 1000}); sent with every \`unavailable\`.`,
         false,
       );
     }

@@ -60,3 +60,23 @@ export function heldSendEmail() {
   });
   return { tool, started, release };
 }
+
+/** Gates opened in turn: `started()` opens the gate of the n-th run, `reached(n)` waits until run n started. */
+export function runGates(count: number) {
+  const gates = Array.from({ length: count }, () => gate());
+  let runs = 0;
+  return {
+    /** Called by the tool at the start of each run: opens that run's gate, returns its number (1-based). */
+    started(): number {
+      runs += 1;
+      gates[runs - 1]?.open();
+      return runs;
+    },
+    reached(n: number): Promise<void> {
+      return gates[n - 1]!.opened;
+    },
+    get runs() {
+      return runs;
+    },
+  };
+}

@@ -334,3 +334,47 @@ describe('a tool’s own answer', () => {
     expect(answered).not.toHaveProperty('call');
   });
 });
+
+describe('Rule 1 (docs/state-machine.md): a record whose effect may have happened is never deleted', () => {
+  it.each([
+    {
+      kind: 'a transient error',
+      failure: () => Object.assign(new Error('timed out'), { name: 'TimeoutError' }),
+      polled: 'abandoned',
+    },
+    { kind: 'a bug', failure: () => new TypeError('cannot read properties of undefined'), polled: 'abandoned' },
+    {
+      kind: 'a provider still running the key',
+      failure: () => new InFlightError('the provider is still running this key', 60_000),
+      polled: 'pending',
+    },
+  ])('after the effect, $kind keeps the record, polled $polled', async ({ failure, polled }) => {
+    const caller = identity();
+    let attempts = 0;
+    const { tool } = noteTool('send_note', async (args) => {
+      attempts += 1;
+      if (attempts === 1) throw failure(); // the effect may have happened before it failed
+      return { receipt: { text: args.text }, replayed: true }; // the retry finds it
+    });
+
+    await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    const kept = await recordOf(caller.tenant);
+    const poll = await runtime.lookup('send_note', caller, 'k1');
+
+    expect(kept).toMatchObject({ status: { S: 'INPROGRESS' }, attempt: { N: '1' } });
+    expect(poll).toMatchObject({ status: polled });
+  });
+
+  it('only a business error on the first attempt releases the claim: the key polls as never used', async () => {
+    const caller = identity();
+    const { tool } = noteTool('send_note', async () => {
+      throw new NotFoundError('no such recipient');
+    });
+
+    const answer = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+    expect(answer).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(await recordOf(caller.tenant)).toBeUndefined();
+    expect(await runtime.lookup('send_note', caller, 'k1')).toBeUndefined();
+  });
+});

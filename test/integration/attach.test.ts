@@ -1,3 +1,5 @@
+// Rule 4 (docs/state-machine.md): every pending is pollable.
+// Rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { tableName } from '../../app/tables';
 import { InFlightError, NotFoundError } from '../../lib/idempotency';

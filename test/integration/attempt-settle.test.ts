@@ -1,3 +1,4 @@
+// Rule 1 (docs/state-machine.md): a record whose effect may have happened is never deleted.
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { type AttributeValue, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod/mini';

@@ -1,3 +1,4 @@
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';

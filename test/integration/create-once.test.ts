@@ -1,3 +1,4 @@
+// Rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false.
 import { randomUUID } from 'node:crypto';
 import { type DynamoDBDocumentClient, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';

@@ -1,3 +1,5 @@
+// Rule 3 (docs/state-machine.md): an intent’s downstream key is fixed once.
+// Rule 4 (docs/state-machine.md): every pending is pollable.
 import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { tableName } from '../../app/tables';

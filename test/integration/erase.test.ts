@@ -1,3 +1,4 @@
+// Rule 6 (docs/state-machine.md): erase is final and keeps what is in flight.
 import { GetItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { Ticket } from '../../app/domain/tickets';
 import type { RefundRequest } from '../../app/payments/provider';

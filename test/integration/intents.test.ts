@@ -1,3 +1,4 @@
+// Rule 3 (docs/state-machine.md): an intent’s downstream key is fixed once.
 import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';

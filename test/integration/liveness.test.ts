@@ -1,3 +1,4 @@
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod/mini';
 import { eraseTenant } from '../../lib/admin/erase-tenant';

@@ -1,3 +1,7 @@
+// Rule 1 (docs/state-machine.md): a record whose effect may have happened is never deleted.
+// Rule 2 (docs/state-machine.md): every takeover names the claim it replaces; every lock ends 10 s before its record’s TTL.
+// Rule 3 (docs/state-machine.md): an intent’s downstream key is fixed once.
+// Rule 6 (docs/state-machine.md): erase is final and keeps what is in flight.
 import { randomUUID } from 'node:crypto';
 import { GetItemCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';

@@ -1,3 +1,4 @@
+// Rule 6 (docs/state-machine.md): erase is final and keeps what is in flight.
 /**
  * Call records as an earlier version wrote them, read by this one (callRecordOf). Found by a review:
  * records written before 88cbe92 carry no `created_at` (the claim's PutItem added it

@@ -1,3 +1,4 @@
+// Rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false.
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Outbox } from '../../app/domain/outbox';

@@ -1,3 +1,4 @@
+// Rule 7 (docs/state-machine.md): no time left is unavailable, never internal.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';

@@ -1,3 +1,4 @@
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
 import { MIN_RETRY_AFTER_MS } from '../../lib/idempotency/answers';
 import { type CallRecord, STATUS } from '../../lib/idempotency/call-state';
 import { begunTask, STALLED_POLL_MS, taskOf } from '../../lib/idempotency/task';

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod/mini';
-import { sendEmailArgs } from '../../app/tools/send-email';
 import { defineTool, type Execution, type ToolContext } from '../../lib/idempotency/tool';
 import type { JsonObject } from '../../lib/idempotency/types';
 
@@ -38,27 +37,6 @@ export function gate(): { opened: Promise<void>; open: () => void } {
     open = resolve;
   });
   return { opened, open };
-}
-
-/**
- * A `send_email` whose every execution waits for `release` (after opening `started`): run it through
- * the runtime under a key, and the real send_email sees that key in flight — `pending` — until released.
- */
-export function heldSendEmail() {
-  const release = gate();
-  const started = gate();
-  const tool = defineTool({
-    name: 'send_email',
-    description: 'held',
-    args: sendEmailArgs,
-    annotations: { destructiveHint: false, openWorldHint: true },
-    async execute(args) {
-      started.open();
-      await release.opened;
-      return { receipt: { message_id: 'msg_held', to: args.to, subject: args.subject }, replayed: false };
-    },
-  });
-  return { tool, started, release };
 }
 
 /** Gates opened in turn: `started()` opens the gate of the n-th run, `reached(n)` waits until run n started. */

@@ -10,8 +10,9 @@ import { TASK_RESULT_HOLD_MS } from '../../lib/mcp/server';
 import { writeTool } from '../../lib/mcp/tools';
 import { withInvocationDeadline } from '../../lib/store/deadline';
 import { startTestApi, type TestApi } from '../helpers/api';
+import { heldSendEmail } from '../helpers/held-send-email';
 import { mcpOf } from '../helpers/mcp-in-process';
-import { heldSendEmail, noteTool } from '../helpers/tools';
+import { noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, newTenant, type World } from '../helpers/world';
 
 let api: TestApi;

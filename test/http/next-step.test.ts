@@ -12,7 +12,8 @@ import { ConflictError, defineTool } from '../../lib/idempotency/definition';
 import { defineToolModule } from '../../lib/tools/tool-module';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { movableClock } from '../helpers/clock';
-import { gate, heldSendEmail } from '../helpers/tools';
+import { heldSendEmail } from '../helpers/held-send-email';
+import { gate } from '../helpers/tools';
 import { deadline, newTenant } from '../helpers/world';
 
 // Every answer says what to do next as data (`next`): clients that show a model only the answer object

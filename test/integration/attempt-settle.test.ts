@@ -6,20 +6,20 @@ import { InFlightError, NotFoundError } from '../../lib/idempotency';
 import type { CallOutcome, ToolRuntime } from '../../lib/idempotency/runtime';
 import { defineTool } from '../../lib/idempotency/tool';
 import { beforeNext, throttled } from '../helpers/intercept';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { gate, noteTool } from '../helpers/tools';
-import { createWorld, deadline, identity, type World } from '../helpers/world';
 
 /**
  * How an attempt ends after its claim (attempt.ts): a dedupe window's holder answering a fresh key, the
  * pending answer while that holder runs, and a first attempt's business error whose release — of the
  * intent, then of the record — fails in the store.
  */
-let world: World;
+let world: ProtocolWorld;
 let runtime: ToolRuntime;
 const outcomes: CallOutcome[] = [];
 const logger = { error: jest.fn(), warn: jest.fn() };
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
   runtime = world.idempotencyRuntime({
     onOutcome: (outcome) => void outcomes.push(outcome),
     logger: logger as unknown as Logger,

@@ -9,7 +9,7 @@ import { type Claim, claim, takeOver } from '../../lib/idempotency/protocol/clai
 import { tombstone } from '../../lib/idempotency/protocol/erasure';
 import { store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
-import { createWorld, type World } from '../helpers/world';
+import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 
 /**
  * The claim phase's decisions (claim-call.ts) on DynamoDB Local: which write an attempt sends for each
@@ -17,7 +17,7 @@ import { createWorld, type World } from '../helpers/world';
  * records that change between the write that read them and the answer. Each test counts the writes, since
  * the condition alone would refuse a needless one: a needless write is a write unit on the hot path.
  */
-let world: World;
+let world: ProtocolWorld;
 let table: IdempotencyTable;
 /** Commands sent to the idempotency table, by name, in order. */
 let sent: string[];
@@ -32,7 +32,7 @@ let seeding = false;
 
 const MIDDLEWARE = 'claimCallObserver';
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
   table = world.idempotencyTable;
   world.client.middlewareStack.add(
     (next, context) => async (args) => {

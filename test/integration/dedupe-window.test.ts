@@ -2,16 +2,15 @@
 // Rule 4 (docs/state-machine.md): every pending is pollable.
 import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { tableName } from '../../app/tables';
 import { NotFoundError } from '../../lib/idempotency';
 import type { ToolContext } from '../../lib/idempotency/tool';
 import { advanceClock, movableClock } from '../helpers/clock';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { gate, type NoteArgs, noteTool, runGates } from '../helpers/tools';
-import { createWorld, deadline, identity, type World } from '../helpers/world';
 
-let world: World;
+let world: ProtocolWorld;
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
 });
 afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());
@@ -309,7 +308,7 @@ describe('a call answered pending inside a dedupe window, retried after the wind
     clock.advance((WINDOW_SECONDS + 60) * 1000);
     const { Items = [] } = await world.client.send(
       new ScanCommand({
-        TableName: tableName('idempotency'),
+        TableName: world.idempotencyTable.tableName,
         FilterExpression: 'tenant = :t AND attribute_exists(intent_owner)',
         ExpressionAttributeValues: { ':t': { S: caller.tenant } },
         ConsistentRead: true,
@@ -319,7 +318,7 @@ describe('a call answered pending inside a dedupe window, retried after the wind
     if (Number(Items[0]!.expiration!.N) * 1000 < Date.now()) {
       // Its TTL has passed: DynamoDB may delete it at any moment. It does so now.
       await world.client.send(
-        new DeleteItemCommand({ TableName: tableName('idempotency'), Key: { id: Items[0]!.id! } }),
+        new DeleteItemCommand({ TableName: world.idempotencyTable.tableName, Key: { id: Items[0]!.id! } }),
       );
     }
 

@@ -12,17 +12,17 @@ import { markStalled } from '../../lib/idempotency/protocol/stall';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { beforeNext as beforeNextCommand } from '../helpers/intercept';
-import { createWorld, type World } from '../helpers/world';
+import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 
 /**
  * Erase's decision for each idempotency item it finds (erase.ts `eraseRecord`, rule 6 of
  * docs/state-machine.md), one state at a time on DynamoDB Local, with and without a dry run and the app's
  * tables (`closeStalled`): what it answers, and what the item is after. erase.test.ts runs erase whole.
  */
-let world: World;
+let world: ProtocolWorld;
 let table: IdempotencyTable;
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
   table = world.idempotencyTable;
 });
 afterAll(() => world.destroy());

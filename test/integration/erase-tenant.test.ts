@@ -13,7 +13,7 @@ import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
 import { createTableInput } from '../../lib/store/create-tables';
 import type { TableSchema } from '../../lib/store/tables';
 import { beforeNext as beforeNextCommand } from '../helpers/intercept';
-import { createWorld, type World } from '../helpers/world';
+import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 
 /**
  * Tenant erase over an app's own table (lib/admin/erase-tenant.ts), on DynamoDB Local, where the races
@@ -30,10 +30,10 @@ const SCHEMA: TableSchema = {
 };
 const TABLES = { tickets: SCHEMA };
 
-let world: World;
+let world: ProtocolWorld;
 let env: NodeJS.ProcessEnv;
 beforeAll(async () => {
-  world = createWorld();
+  world = createProtocolWorld();
   env = { ...process.env, TICKETS_TABLE: TABLE };
   await world.client.send(new CreateTableCommand(createTableInput(SCHEMA, TABLE)));
 });

@@ -13,8 +13,8 @@ import { ABANDONED_HINT } from '../../lib/reads/operation';
 import { IDEMPOTENCY_ATTRIBUTES } from '../../lib/store/tables';
 import { callRecords } from '../helpers/call-records';
 import { beforeNext, throttled } from '../helpers/intercept';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
-import { createWorld, deadline, identity, type World } from '../helpers/world';
 
 /**
  * Liveness (docs/state-machine.md, rule 8 and "Liveness"): what the completer does with a call it cannot
@@ -22,10 +22,10 @@ import { createWorld, deadline, identity, type World } from '../helpers/world';
  * fresh-eye review of issue 33, each as a failing test first; the four left open are `test.failing` (they
  * start failing once fixed) and listed under "Left open" in the Liveness section.
  */
-let world: World;
+let world: ProtocolWorld;
 let runtime: ToolRuntime;
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
   runtime = world.idempotencyRuntime();
 });
 afterAll(() => world.destroy());

@@ -19,16 +19,16 @@ import {
 import { park, release, store } from '../../lib/idempotency/protocol/settle';
 import { markStalled } from '../../lib/idempotency/protocol/stall';
 import { type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
-import { createWorld, type World } from '../helpers/world';
+import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 
 /**
  * Each transition of docs/state-machine.md on DynamoDB Local: what it answers (a tagged result, never a
  * thrown condition failure) and what the table holds after it — a refused write writes nothing.
  */
-let world: World;
+let world: ProtocolWorld;
 let table: IdempotencyTable;
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
   table = world.idempotencyTable;
 });
 afterAll(() => world.destroy());

@@ -8,15 +8,15 @@ import { recordKeyOf } from '../../lib/idempotency/derivation';
 import { StoredFailureError } from '../../lib/idempotency/errors';
 import { type CallContext, type CallOutcome, outcomeOf } from '../../lib/idempotency/runtime';
 import { beforeNext, throttled } from '../helpers/intercept';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { gate, noteTool } from '../helpers/tools';
-import { createWorld, deadline, identity, type World } from '../helpers/world';
 
 /**
  * The runtime's edges (runtime.ts): what it refuses before any write (an incomplete identity, no time
  * left, a deadline past the TTL's margin, idempotency disabled), what it tells the outcome hook and the
  * logs, and what a poll (`lookup`) says for each state of a call.
  */
-let world: World;
+let world: ProtocolWorld;
 const logger = { error: jest.fn(), warn: jest.fn() };
 const seen: Array<{ outcome: CallOutcome; call: CallContext }> = [];
 function runtimeWith(
@@ -29,7 +29,7 @@ function runtimeWith(
   });
 }
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
 });
 afterAll(() => world.destroy());
 beforeEach(() => {

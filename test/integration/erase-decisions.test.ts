@@ -17,7 +17,7 @@ import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-wor
 /**
  * Erase's decision for each idempotency item it finds (erase.ts `eraseRecord`, rule 6 of
  * docs/state-machine.md), one state at a time on DynamoDB Local, with and without a dry run and the app's
- * tables (`closeStalled`): what it answers, and what the item is after. erase.test.ts runs erase whole.
+ * tables (`closeStalled`): what it answers, and what the item is after. erase-example.test.ts runs erase whole.
  */
 let world: ProtocolWorld;
 let table: IdempotencyTable;

@@ -19,7 +19,7 @@ import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-wor
  * Tenant erase over an app's own table (lib/admin/erase-tenant.ts), on DynamoDB Local, where the races
  * are: rule 6's deferral while a call of the tenant is in flight, a call claimed after the idempotency
  * records were scanned whose stamp is on an item, and a commit that re-stamps an item between its read
- * and its delete. erase.test.ts erases the example app whole.
+ * and its delete. erase-example.test.ts erases the example app whole.
  */
 const TABLE = `erase-tickets-${randomUUID().slice(0, 8)}`;
 const SCHEMA: TableSchema = {

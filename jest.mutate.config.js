@@ -1,5 +1,5 @@
 // The mutation run's Jest (`npm run mutate`, stryker.config.mjs): the tests of the write path — its unit
-// and integration tests, the reviews' regressions, the MCP tasks' view — and the explorer on a fixed sample
+// and integration tests, the MCP tasks' view — and the explorer on a fixed sample
 // of schedules (test/explore/sampled.mutate.ts), which fails on a violation so a mutant it notices is killed.
 // TypeScript is only transpiled here (Stryker marks mutated files @ts-nocheck anyway): a mutant is killed by
 // a test, never by a type error.
@@ -11,10 +11,8 @@
 const base = require('./jest.config.js');
 
 const WRITE_PATH_TESTS = [
-  'test/unit/{answers,ask-again,call-state,claim-commands,erase-commands,erase-next-change,derivation,fingerprint,task,transient-errors,recheck-queue}.test.ts',
-  'test/integration/{attach,attempt-settle,claim-call,task-view,completer,completer-decisions,concurrency,crash,create-once,dedupe-window,erase,erase-decisions,erase-tenant,failures,intents,liveness,protocol,recovery,refund,runtime-edges,scope,shared-runtime,ttl,validation}.test.ts',
-  'test/review/{erase-intent-later-claim,erase-refund-in-flight,erase-ticket-comes-back,intent-takeover-release,intent-ttl-pending,little-time-internal,protocol-review-3,store-duplicate-after-erase}.test.ts',
-  'test/review/review-{task-binding,task-holds,task-out-of-time,task-spec,task-stored-conflict,upgrade-records}.test.ts',
+  'test/unit/{answers,ask-again,call-state,claim-commands,erase-commands,erase-next-change,derivation,fingerprint,task,errors,backoff,receipt,arguments,recheck-queue}.test.ts',
+  'test/integration/{attach,attempt,claim,task-view,completer,completer-decisions,concurrency,commit,crash,dedupe-window,erase,erase-example,erase-tenant,failures,intent,liveness,protocol,record,recovery,refund,runtime,scope,settle,shared-runtime,table,ttl,validation}.test.ts',
   'test/http/mcp-tasks.test.ts',
   'test/integration/clock-skew.test.ts',
   'test/explore/{regressions,blind-spots}.test.ts',

@@ -1,3 +1,4 @@
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
 import { main } from '../../lib/cli/main';
 import { dueWords } from '../../lib/cli/operations';
 

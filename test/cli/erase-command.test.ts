@@ -1,3 +1,4 @@
+// Rule 6 (docs/state-machine.md): erase is final and keeps what is in flight.
 /**
  * `retrysafe erase` as an operator's script runs it (lib/cli/bin.ts, the example's retrysafe.config.ts, on
  * DynamoDB Local): an erase that left something for later exits 3 and says what is left and when to run it

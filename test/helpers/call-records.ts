@@ -3,14 +3,14 @@ import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
+import { deadline, identity, type ProtocolWorld } from './protocol-world';
 import { noteTool } from './tools';
-import { deadline, identity, type World } from './world';
 
 /**
  * Call records as the completer's tests set them up: an abandoned call, a record read as stored, a record's
  * attributes set by hand (a later attempt, a lock, a TTL) — on the world's idempotency table.
  */
-export function callRecords(world: World, runtime: ToolRuntime) {
+export function callRecords(world: ProtocolWorld, runtime: ToolRuntime) {
   async function itemOf(key: string): Promise<Record<string, unknown>> {
     const { Item } = await world.client.send(
       new GetItemCommand({
@@ -57,7 +57,7 @@ export function callRecords(world: World, runtime: ToolRuntime) {
  * `lockEndsMs` (default: in a minute): a call in flight for erase to meet.
  */
 export async function claimInFlight(
-  world: World,
+  world: ProtocolWorld,
   tenant: string,
   tool: string,
   lockEndsMs = Date.now() + 60_000,

@@ -7,3 +7,18 @@ export function advanceClock(ms: number): void {
   const now = Date.now.bind(Date);
   jest.spyOn(Date, 'now').mockImplementation(() => now() + ms);
 }
+
+/**
+ * A clock that can be moved ahead several times in one test (`advanceClock` spies on Date.now again
+ * each time, which recurses when called twice without a restore). Undone by `jest.restoreAllMocks()`.
+ */
+export function movableClock(): { advance(ms: number): void } {
+  const real = Date.now.bind(Date);
+  let offset = 0;
+  jest.spyOn(Date, 'now').mockImplementation(() => real() + offset);
+  return {
+    advance(ms: number) {
+      offset += ms;
+    },
+  };
+}

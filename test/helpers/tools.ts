@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod/mini';
-import { sendEmailArgs } from '../../app/tools/send-email';
 import { defineTool, type Execution, type ToolContext } from '../../lib/idempotency/tool';
 import type { JsonObject } from '../../lib/idempotency/types';
 
@@ -40,23 +39,22 @@ export function gate(): { opened: Promise<void>; open: () => void } {
   return { opened, open };
 }
 
-/**
- * A `send_email` whose every execution waits for `release` (after opening `started`): run it through
- * the runtime under a key, and the real send_email sees that key in flight — `pending` — until released.
- */
-export function heldSendEmail() {
-  const release = gate();
-  const started = gate();
-  const tool = defineTool({
-    name: 'send_email',
-    description: 'held',
-    args: sendEmailArgs,
-    annotations: { destructiveHint: false, openWorldHint: true },
-    async execute(args) {
-      started.open();
-      await release.opened;
-      return { receipt: { message_id: 'msg_held', to: args.to, subject: args.subject }, replayed: false };
+/** Gates opened in turn: `started()` opens the gate of the n-th run, `reached(n)` waits until run n started. */
+export function runGates(count: number) {
+  const gates = Array.from({ length: count }, () => gate());
+  let runs = 0;
+  return {
+    /** Called by the tool at the start of each run: opens that run's gate, returns its number (1-based). */
+    started(): number {
+      runs += 1;
+      gates[runs - 1]?.open();
+      return runs;
     },
-  });
-  return { tool, started, release };
+    reached(n: number): Promise<void> {
+      return gates[n - 1]!.opened;
+    },
+    get runs() {
+      return runs;
+    },
+  };
 }

@@ -1,5 +1,6 @@
 import { generateText, jsonSchema, stepCountIs } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
+import * as z from 'zod/mini';
 import type { Invoice } from '../../app/domain/invoices';
 import { type AgentAnswer, RetrysafeClient, type ToolDescription } from '../../lib/client';
 import { aiSdkTools } from '../../lib/client/ai-sdk';
@@ -10,6 +11,9 @@ import {
   runOpenAiChatToolCall,
   runOpenAiFunctionCall,
 } from '../../lib/client/openai';
+import { strictParameters } from '../../lib/client/strict-schema';
+import { jsonSchemaOf } from '../../lib/tools/catalog';
+import { defineToolModule } from '../../lib/tools/tool-module';
 import { type LossyProxy, loseFirstAnswersPerKey, startLossyProxy } from '../faults/lossy-proxy';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { strictModeProblems } from '../helpers/openai-strict';
@@ -336,5 +340,85 @@ describe('Vercel AI SDK tools', () => {
     expect(outputs[1]).toEqual({ ...outputs[0], idempotent: true });
     expect(movements).toHaveLength(1);
     expect(requestsWithKey('call-ai-1').map((request) => request.lost)).toEqual(['close', false, false]);
+  });
+});
+
+// The strict OpenAI adapter (lib/client/strict-schema.ts) with app tools of nested or unsayable arguments: found
+// by the review of issue 14 (each test failed on the code as first committed).
+
+describe('the strict OpenAI adapter with an app tool that has a nested object', () => {
+  const shipArgs = z.strictObject({
+    address: z.strictObject({ line1: z.string().check(z.minLength(1)), line2: z.optional(z.string()) }),
+  });
+  const ship = defineToolModule({
+    name: 'review_ship',
+    description: 'review: ships to an address',
+    args: shipArgs,
+    annotations: { destructiveHint: false, openWorldHint: false },
+    access: {},
+    async execute(args) {
+      return { receipt: { line1: args.address.line1, line2: args.address.line2 ?? null }, replayed: false };
+    },
+  });
+  let api: TestApi;
+  beforeAll(async () => {
+    api = await startTestApi({ tools: [ship] });
+  });
+  afterAll(() => api.close());
+
+  it('accepts the null the strict schema makes the model send for a nested optional field', async () => {
+    const token = await api.token(newTenant());
+    const client = new RetrysafeClient({ baseUrl: api.url, token, deadlineMs: 5_000 });
+    const [tool] = openAiChatTools(await client.listTools());
+    // The adapter made address.line2 required and nullable: a strict model must send it, as null to leave it out.
+    expect(tool!.function.parameters).toMatchObject({
+      properties: { address: { required: ['line1', 'line2'], properties: { line2: { type: ['string', 'null'] } } } },
+    });
+
+    const { answer } = await runOpenAiChatToolCall(client, {
+      id: 'call_nested_1',
+      type: 'function',
+      function: {
+        name: 'review_ship',
+        arguments: JSON.stringify({ idempotency_key: null, address: { line1: '1 Main St', line2: null } }),
+      },
+    });
+
+    expect(answer).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+  });
+});
+
+describe('the strict OpenAI schema of argument kinds zod gives apps', () => {
+  // What the server validates with: a record, a discriminated union, a tuple. Strict mode cannot say them
+  // (an open map, oneOf, prefixItems): the tool is offered non-strict, as listed, never with another meaning.
+  const args = z.strictObject({
+    tags: z.record(z.string(), z.string()),
+    payment: z.discriminatedUnion('kind', [
+      z.strictObject({ kind: z.literal('card'), last4: z.string() }),
+      z.strictObject({ kind: z.literal('bank'), iban: z.string() }),
+    ]),
+    pair: z.tuple([z.string(), z.int()]),
+  });
+
+  it.each([
+    ['a record', z.strictObject({ tags: args.shape.tags })],
+    ['a discriminated union', z.strictObject({ payment: args.shape.payment })],
+    ['a tuple', z.strictObject({ pair: args.shape.pair })],
+  ])('%s: no strict parameters, so the OpenAI tool is strict: false with the listed schema', (_kind, schema) => {
+    const listed = jsonSchemaOf(schema, 'input');
+    const tool = {
+      name: 'review_kinds',
+      description: 'review',
+      input_schema: {
+        ...listed,
+        properties: { ...(listed.properties as object), idempotency_key: { type: 'string' } },
+      },
+    } as unknown as Parameters<typeof openAiChatTools>[0][number];
+
+    expect(strictParameters(listed)).toBeUndefined();
+    expect(openAiChatTools([tool])[0]!.function).toMatchObject({
+      strict: false,
+      parameters: { properties: listed.properties },
+    });
   });
 });

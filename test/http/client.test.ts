@@ -18,7 +18,8 @@ import {
   startLossyProxy,
 } from '../faults/lossy-proxy';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { gate, heldSendEmail } from '../helpers/tools';
+import { heldSendEmail } from '../helpers/held-send-email';
+import { gate } from '../helpers/tools';
 import { deadline, newTenant } from '../helpers/world';
 
 let api: TestApi;

@@ -1,3 +1,4 @@
+// Rule 7 (docs/state-machine.md): no time left is unavailable, never internal.
 import { createServer, type Server, type Socket } from 'node:net';
 import * as z from 'zod/mini';
 import { TOOLS } from '../../app/tools';

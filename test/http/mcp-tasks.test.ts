@@ -5,10 +5,15 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ConflictError, UnavailableError } from '../../lib/idempotency/errors';
 import { TASK_RESULT_HOLD_MS } from '../../lib/mcp/server';
+import { writeTool } from '../../lib/mcp/tools';
+import { withInvocationDeadline } from '../../lib/store/deadline';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { heldSendEmail } from '../helpers/tools';
-import { deadline, newTenant } from '../helpers/world';
+import { heldSendEmail } from '../helpers/held-send-email';
+import { mcpOf } from '../helpers/mcp-in-process';
+import { noteTool } from '../helpers/tools';
+import { createWorld, deadline, identity, newTenant, type World } from '../helpers/world';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -282,5 +287,227 @@ describe('tasks it will not give', () => {
       data: { ok: false, error: { code: 'conflict' }, next: { action: 'use_original_arguments' } },
     });
     expect(invalid.error).toMatchObject({ code: -32602, message: expect.stringMatching(/^invalid_args: amount/) });
+  });
+});
+
+/** The same tasks through the MCP handler in process (handleMcp): one world, a deadline per request. */
+describe('MCP tasks through the handler in process', () => {
+  let world: World;
+  let rpc: ReturnType<typeof mcpOf>;
+  beforeAll(() => {
+    world = createWorld();
+    rpc = mcpOf(world);
+  });
+  afterAll(() => world.destroy());
+
+  describe('the task lifecycle (MCP 2025-11-25, basic/utilities/tasks.mdx)', () => {
+    it('"Tasks MUST begin in the working status when created" (Task Status Lifecycle, 1)', async () => {
+      const created = await rpc(identity(), 'tools/call', {
+        name: 'create_invoice',
+        arguments: { idempotency_key: 'k', customer: 'cus_ada', amount: 4200 },
+        task: {},
+      });
+      expect(created.result.task.status).toBe('working');
+    });
+  });
+
+  /**
+   * Found by a review: a task-augmented tools/call answers a CreateTaskResult for whatever record is under
+   * its key, not for the call that answered. A call that never ran (no time left: `unavailable`, nothing
+   * claimed) but whose key holds *another* call (other arguments) is told "your task completed", and
+   * tasks/result hands it the other call's receipt with idempotent: false.
+   */
+  describe('whose call a task is', () => {
+    const invoice = (key: string, amount: number) => ({ idempotency_key: key, customer: 'cus_ada', amount });
+    const NO_TIME = { getRemainingTimeInMillis: () => 0 };
+
+    describe('a task-augmented call is the task of the call that answered, or none', () => {
+      it('a call that ran nothing (no time left) is not given the task of another call under its key', async () => {
+        // prepare: the key holds a completed call with amount 4200
+        const caller = identity();
+        const first = await rpc(caller, 'tools/call', { name: 'create_invoice', arguments: invoice('k1', 4200) });
+        expect(first.result.structuredContent).toMatchObject({ ok: true, idempotent: false });
+
+        // act: the same key, OTHER arguments, asked as a task, with no time left (nothing is claimed or run)
+        const plain = await rpc(
+          caller,
+          'tools/call',
+          { name: 'create_invoice', arguments: invoice('k1', 9999) },
+          NO_TIME,
+        );
+        const asTask = await rpc(
+          caller,
+          'tools/call',
+          { name: 'create_invoice', arguments: invoice('k1', 9999), task: {} },
+          NO_TIME,
+        );
+        const result = asTask.result?.task
+          ? await rpc(caller, 'tasks/result', { taskId: asTask.result.task.taskId })
+          : undefined;
+
+        // assess: without a task the call says unavailable (and its retry would say conflict) ...
+        expect(plain.result.structuredContent).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+        // ... so as a task it must not be a completed task whose result is the 4200 invoice, idempotent: false
+        expect({ task: asTask.result?.task?.status, result: result?.result?.structuredContent }).toEqual({
+          task: undefined,
+          result: undefined,
+        });
+      });
+    });
+
+    describe('the task read after the answer races other calls under the key', () => {
+      it('a first attempt’s business error (released) is not answered with the task of the next call that claimed the key', async () => {
+        // prepare: an invoice of the caller's; a refund of an invoice that does not exist will be refused
+        // (not_found, attempt 1: the claim is released) — and right after that release, before the task is
+        // read, another request under the same key refunds the real invoice.
+        const caller = identity();
+        const real = await world.seedInvoice(caller.tenant);
+        let released = false;
+        let other: Promise<unknown> | undefined;
+        const name = 'fresh-after-release';
+        world.client.middlewareStack.add(
+          (next, context) => async (args) => {
+            const out = await next(args);
+            if (context.commandName === 'DeleteItemCommand' && !released) {
+              released = true;
+              other = rpc(caller, 'tools/call', {
+                name: 'refund',
+                arguments: { idempotency_key: 'r1', invoice_id: real.invoice_id, amount: real.amount },
+              });
+              await other;
+            }
+            return out;
+          },
+          { step: 'initialize', name },
+        );
+
+        // act
+        let asTask: { result?: { task?: { taskId: string; status: string } }; error?: unknown };
+        try {
+          asTask = await rpc(caller, 'tools/call', {
+            name: 'refund',
+            arguments: { idempotency_key: 'r1', invoice_id: 'inv_missing', amount: 100 },
+            task: {},
+          });
+        } finally {
+          world.client.middlewareStack.remove(name);
+        }
+        const result = asTask.result?.task
+          ? await rpc(caller, 'tasks/result', { taskId: asTask.result.task.taskId })
+          : undefined;
+
+        // assess: this call's answer was not_found (nothing done): no task, a JSON-RPC error
+        expect(released).toBe(true);
+        expect({ task: asTask.result?.task?.status, receipt: result?.result?.structuredContent?.receipt }).toEqual({
+          task: undefined,
+          receipt: undefined,
+        });
+      });
+    });
+  });
+
+  /** Found by a review: task ids and lookups that held. */
+  describe('task ids and lookups', () => {
+    const invoice = (key: string) => ({ idempotency_key: key, customer: 'cus_ada', amount: 4200 });
+
+    it('a key with every awkward printable character round-trips through its task id', async () => {
+      const caller = identity();
+      const key = `a.b@c"d\\e/f+=%~ .${'x'.repeat(220)}`;
+      const created = await rpc(caller, 'tools/call', { name: 'create_invoice', arguments: invoice(key), task: {} });
+      const got = await rpc(caller, 'tasks/get', { taskId: created.result.task.taskId });
+      const result = await rpc(caller, 'tasks/result', { taskId: created.result.task.taskId });
+      expect(got.result.status).toBe('completed');
+      expect(result.result.structuredContent.key).toBe(key);
+    });
+
+    it('another tenant, another user, a forged huge id and an unknown id all answer the same not-found', async () => {
+      const caller = identity();
+      const created = await rpc(caller, 'tools/call', { name: 'create_invoice', arguments: invoice('k'), task: {} });
+      const taskId = created.result.task.taskId as string;
+      const huge = `rs1.${Buffer.from(JSON.stringify(['create_invoice', 'k'.repeat(40_000)])).toString('base64url')}.x`;
+      const answers = await Promise.all([
+        rpc(identity(), 'tasks/get', { taskId }),
+        rpc({ tenant: caller.tenant, user: 'bob' }, 'tasks/result', { taskId }),
+        rpc(caller, 'tasks/get', { taskId: huge }),
+        rpc(caller, 'tasks/get', { taskId: `${taskId.slice(0, -3)}abc` }),
+        rpc(caller, 'tasks/get', { taskId: 'rs1.W10.x' }),
+      ]);
+      expect(answers.map((a) => a.error)).toEqual(
+        Array(5).fill({ code: -32602, message: 'Failed to retrieve task: Task not found' }),
+      );
+    });
+  });
+
+  /**
+   * Found by a review: a write that runs until its invocation's deadline — the long-running call that
+   * tasks are for — is in flight (claimed; abandoned when its lock ends), yet its task-augmented tools/call
+   * answers a JSON-RPC error instead of a `working` task: the task is read with one more GetItem *after*
+   * the call's answer, when the invocation's store calls are already refused.
+   */
+  describe('a call that used its whole invocation', () => {
+    it('a call that used its whole invocation is created as a working task', async () => {
+      // prepare: a tool whose provider answers only after the invocation's store calls have stopped
+      const { tool } = noteTool('slow_note', async (args) => {
+        await new Promise((resolve) => setTimeout(resolve, 900));
+        return { receipt: { note_id: 'n', text: args.text }, replayed: false };
+      });
+      const rpc = mcpOf(world, [writeTool(tool, world.runtime)]);
+      const caller = identity();
+      const end = Date.now() + 1_800;
+      const invocation = { getRemainingTimeInMillis: () => end - Date.now() };
+
+      // act: as the deployed handler runs it (withErrorBoundary → withInvocationDeadline)
+      const created = await withInvocationDeadline(invocation, () =>
+        rpc(
+          caller,
+          'tools/call',
+          { name: 'slow_note', arguments: { idempotency_key: 's1', text: 'hi' }, task: {} },
+          invocation,
+        ),
+      );
+      const lookup = await world.runtime.lookup('slow_note', caller, 's1');
+
+      // assess: the call is in flight under its key; the request should have its task
+      expect(lookup?.status).toMatch(/pending|abandoned/);
+      expect({ error: created.error, status: created.result?.task?.status }).toEqual({
+        error: undefined,
+        status: 'working',
+      });
+    });
+  });
+
+  /**
+   * Found by a review: "the same key is the same task" — except when the call's stored outcome is a
+   * business `conflict` or `invalid_args` (raised by the tool on a later attempt, stored as the call's
+   * outcome). tools/call with `task` then answers -32602 "no task", while tasks/get of the very task an
+   * earlier tools/call under the key created reads `failed`.
+   */
+  describe('a stored business error is the failed task', () => {
+    it('a stored business error on a later attempt is the failed task, asked again as a task', async () => {
+      // prepare: attempt 1 fails transiently (parked: abandoned); attempt 2 raises a business conflict (stored)
+      let attempts = 0;
+      const { tool } = noteTool('fresh_note', async () => {
+        attempts += 1;
+        if (attempts === 1) throw new UnavailableError('the provider did not answer');
+        throw new ConflictError('text: the note was already sent with another text');
+      });
+      const rpc = mcpOf(world, [writeTool(tool, world.runtime)]);
+      const caller = identity();
+      const call = { name: 'fresh_note', arguments: { idempotency_key: 'n1', text: 'hi' }, task: {} };
+
+      // act
+      const created = await rpc(caller, 'tools/call', call);
+      const again = await rpc(caller, 'tools/call', call); // attempt 2: conflict, stored as the outcome
+      const got = await rpc(caller, 'tasks/get', { taskId: created.result.task.taskId });
+      const thirdTime = await rpc(caller, 'tools/call', call); // a replay of the stored conflict
+
+      // assess: one call under one key, one task — failed, whichever request asks
+      expect(created.result.task.status).toBe('working');
+      expect(got.result.status).toBe('failed');
+      expect([again.result?.task, thirdTime.result?.task]).toEqual([
+        expect.objectContaining({ taskId: created.result.task.taskId, status: 'failed' }),
+        expect.objectContaining({ taskId: created.result.task.taskId, status: 'failed' }),
+      ]);
+    });
   });
 });

@@ -12,7 +12,7 @@ import { createJwksVerifier } from '../../lib/auth/jwks-verifier';
 import type { TokenVerifier } from '../../lib/auth/token-claims';
 import { DevSigningKey } from '../../lib/local/dev-auth';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { heldSendEmail } from '../helpers/tools';
+import { heldSendEmail } from '../helpers/held-send-email';
 import { deadline, newTenant } from '../helpers/world';
 
 let api: TestApi;

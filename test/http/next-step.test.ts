@@ -1,8 +1,19 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
+import Ajv2020 from 'ajv/dist/2020';
+import * as z from 'zod/mini';
+import { sendEmailArgs } from '../../app/tools/send-email';
 import { NEXT_ACTIONS, nextAfterError } from '../../lib/api/next-step';
 import { HTTP_STATUS, type HttpErrorCode } from '../../lib/api/status';
+import { VerifierUnavailableError } from '../../lib/auth/token-claims';
 import { answerToolCall, RetrysafeClient } from '../../lib/client';
+import { ConflictError, defineTool } from '../../lib/idempotency/definition';
+import { defineToolModule } from '../../lib/tools/tool-module';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { heldSendEmail } from '../helpers/tools';
+import { movableClock } from '../helpers/clock';
+import { heldSendEmail } from '../helpers/held-send-email';
+import { gate } from '../helpers/tools';
 import { deadline, newTenant } from '../helpers/world';
 
 // Every answer says what to do next as data (`next`): clients that show a model only the answer object
@@ -141,5 +152,241 @@ describe('the next step through the agent client', () => {
     });
     expect(resumed).toMatchObject({ ok: true, idempotent: true });
     expect((resumed as { next: unknown }).next).toEqual(direct.next);
+  });
+});
+
+// Found by the review of issue 14, parts 1 and 3 (commits 41a1a82, 2ea7c26, 56416c6): each test below failed on
+// the code as first committed (lib/api/next-step.ts, lib/mcp/server.ts, lib/idempotency/arguments.ts).
+
+/** The official MCP client, validating structuredContent against the listed outputSchema (as mcp.test.ts does). */
+async function connect(api: TestApi, token: string): Promise<Client> {
+  const transport = new StreamableHTTPClientTransport(new URL(`${api.url}/mcp`), {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+  });
+  const client = new Client(
+    { name: 'retrysafe-review', version: '1.0.0' },
+    { jsonSchemaValidator: new AjvJsonSchemaValidator(new Ajv2020({ strict: false })) },
+  );
+  await client.connect(transport);
+  await client.listTools();
+  return client;
+}
+
+/** A tool call's result, or what it threw, as data a test can assert on. */
+function settled<T>(promise: Promise<T>): Promise<T | { thrown: string }> {
+  return promise.then(
+    (value) => value,
+    (error: unknown) => ({ thrown: String(error) }),
+  );
+}
+
+describe('next steps of the registry tools over MCP and REST', () => {
+  let api: TestApi;
+  beforeAll(async () => {
+    api = await startTestApi();
+  });
+  afterAll(() => api.close());
+  afterEach(() => jest.restoreAllMocks());
+
+  it('MCP get_invoice during a store outage answers a tool result with next, as GET /invoices does', async () => {
+    const token = await api.token(newTenant());
+    const throttled = () =>
+      Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+        name: 'ProvisionedThroughputExceededException',
+        $metadata: { httpStatusCode: 400 },
+      });
+    jest.spyOn(api.services.invoices, 'get').mockImplementation(() => Promise.reject(throttled()));
+    const client = await connect(api, token);
+
+    const rest = await api.get('/invoices/inv_any', token);
+    const mcp = await settled(client.callTool({ name: 'get_invoice', arguments: { invoice_id: 'inv_any' } }));
+    await client.close();
+
+    // The REST read says "unavailable, call again after 1000 ms" ...
+    expect([rest.status, rest.next?.action]).toEqual([503, 'call_again']);
+    // ... the same read over MCP is a JSON-RPC error: no structuredContent, no next, the store's own message.
+    expect(mcp).toMatchObject({
+      isError: true,
+      structuredContent: { ok: false, error: { code: 'unavailable' }, next: { action: 'call_again' } },
+    });
+  });
+
+  it("a write's poll names a path only where a URL can carry the key: '..' is polled through get_operation", async () => {
+    const tenant = newTenant();
+    const token = await api.token(tenant, 'ada');
+    const { tool: held, started, release } = heldSendEmail();
+    const body = { idempotency_key: '..', to: 'a@example.com', subject: 's', body: 'b' };
+    const running = api.runtime.invoke(held, { tenant, user: 'ada' }, body, deadline(5_000));
+    await started.opened;
+
+    const pending = await api.post('/tools/send_email', token, body);
+    const client = await connect(api, token);
+    const polled = await client.callTool({ name: 'get_operation', arguments: pending.next!.poll!.arguments });
+    await client.close();
+    release.open();
+    await running;
+
+    expect(pending.status).toBe(202);
+    // Any URL client (fetch, curl, the SDKs) folds a dot segment, encoded or not: no path is offered.
+    expect(pending.next?.poll).toEqual({
+      tool: 'get_operation',
+      arguments: { tool: 'send_email', idempotency_key: '..' },
+    });
+    expect(polled.structuredContent).toMatchObject({ ok: true, status: 'pending', key: '..' });
+  });
+
+  it("get_operation's not_found for an expired record does not say nothing was done", async () => {
+    const token = await api.token(newTenant(), 'ada', '72h');
+    const body = { idempotency_key: 'k-expired', customer: 'cus_ada', amount: 4_200 };
+    const created = await api.post('/tools/create_invoice', token, body);
+    const clock = movableClock();
+    clock.advance((24 * 60 * 60 + 60) * 1000); // past the record's TTL (24 h): DynamoDB may delete it any time now
+
+    const polled = await api.get('/tools/create_invoice/operations/k-expired', token);
+    const invoice = await api.get(`/invoices/${created.body.receipt.invoice_id}`, token);
+
+    expect(invoice.status).toBe(200); // the write ran
+    expect(polled.status).toBe(404);
+    expect(polled.next?.message).not.toMatch(/^Nothing was done/);
+  });
+
+  /**
+   * A send_email key whose stored outcome is `conflict`: its first attempt dies in flight, and the
+   * takeover (attempt 2) ends in a business ConflictError — refund's ProviderKeyReuseError does exactly
+   * this — so the runtime stores the failure as the call's outcome ("an earlier attempt may have made
+   * the effect").
+   */
+  async function storedConflict(key: string) {
+    const tenant = newTenant();
+    const token = await api.token(tenant, 'ada');
+    const caller = { tenant, user: 'ada' };
+    const body = { idempotency_key: key, to: 'a@example.com', subject: 's', body: 'b' };
+    const hang = gate();
+    let runs = 0;
+    const crashing = defineTool({
+      name: 'send_email',
+      description: 'review: first attempt never returns, the takeover conflicts',
+      args: sendEmailArgs,
+      annotations: { destructiveHint: false, openWorldHint: true },
+      async execute() {
+        runs += 1;
+        if (runs === 1) {
+          await hang.opened;
+          throw new Error('worker died');
+        }
+        throw new ConflictError('to: the provider holds another message for this send');
+      },
+    });
+    const first = api.runtime.invoke(crashing, caller, body, deadline(400)).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 700)); // the first attempt's lock ends
+    const takeover = await api.runtime.invoke(crashing, caller, body, deadline(5_000));
+    expect(takeover).toMatchObject({ ok: false, error: { code: 'conflict' } }); // stored by attempt 2
+    return {
+      token,
+      body,
+      done: async () => {
+        hang.open();
+        await first;
+      },
+    };
+  }
+
+  it("get_operation's MCP answer for a stored conflict fits its outputSchema (the official client accepts it)", async () => {
+    const { token, body, done } = await storedConflict('k-stored-conflict-mcp');
+    const client = await connect(api, token);
+
+    const polled = await settled(
+      client.callTool({
+        name: 'get_operation',
+        arguments: { tool: 'send_email', idempotency_key: body.idempotency_key },
+      }),
+    );
+    await client.close();
+    await done();
+
+    expect(polled).toMatchObject({
+      structuredContent: { ok: false, idempotent: true, error: { code: 'conflict' }, next: { action: 'stop' } },
+    });
+  });
+
+  it('the replay of a stored conflict does not tell the model to resend what it just sent', async () => {
+    const { token, body, done } = await storedConflict('k-stored-conflict-rest');
+
+    // The model, told "call again with the original arguments and this key", does so:
+    const replay = await api.post('/tools/send_email', token, body);
+    const followed = await api.post('/tools/send_email', token, body);
+    await done();
+
+    expect(followed.body).toEqual(replay.body); // the same stored answer, every time
+    expect(followed.body).toMatchObject({ ok: false, idempotent: true, error: { code: 'conflict' } });
+    expect(followed.next).toEqual({
+      action: 'stop',
+      message: expect.stringMatching(/^This call ended with this error/),
+    });
+    expect(followed.headers.get('idempotent-replayed')).toBe('true');
+  });
+});
+
+describe('an MCP endpoint whose identity provider is down', () => {
+  let api: TestApi;
+  beforeAll(async () => {
+    api = await startTestApi({
+      verifyToken: async () => {
+        // As the JWKS verifier answers inside its 5 s negative cache.
+        throw new VerifierUnavailableError('the issuer signing keys cannot be fetched', 5);
+      },
+      // API Gateway's authorizer still holds the keys (its own cache): the request reaches the function.
+      authorizer: (token) => api.key.verify(token),
+    });
+  });
+  afterAll(() => api.close());
+
+  it('the 503’s next.after_ms is the Retry-After it sends', async () => {
+    const reply = await api.request('POST', '/mcp', {
+      token: await api.token('acme'),
+      headers: { accept: 'application/json, text/event-stream' },
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+    });
+
+    expect(reply.status).toBe(503);
+    expect(reply.headers.get('retry-after')).toBe('5');
+    expect(reply.next?.after_ms).toBe(Number(reply.headers.get('retry-after')) * 1000);
+  });
+});
+
+describe('a write whose outcome is a stored internal failure', () => {
+  // A receipt that is not plain JSON (a Date) fails after the effect ran: the runtime stores `internal`
+  // as the call's outcome (releasing the claim would let a retry act twice). Every retry replays it.
+  const effects = jest.fn();
+  const badReceipt = defineToolModule({
+    name: 'review_bad_receipt',
+    description: 'review: acts, then returns a receipt that is not plain JSON',
+    args: z.strictObject({ text: z.string() }),
+    annotations: { destructiveHint: false, openWorldHint: false },
+    access: {},
+    async execute(args) {
+      effects(args.text);
+      return { receipt: { text: args.text, at: new Date() as unknown as string }, replayed: false };
+    },
+  });
+  let api: TestApi;
+  beforeAll(async () => {
+    api = await startTestApi({ tools: [badReceipt] });
+  });
+  afterAll(() => api.close());
+
+  it('does not tell the model to call again forever: the replay of a stored failure is not call_again', async () => {
+    const token = await api.token(newTenant());
+    const body = { idempotency_key: 'k-internal', text: 'hello' };
+
+    const first = await api.post('/tools/review_bad_receipt', token, body);
+    // The model follows first.next: after 2000 ms, the same key and arguments.
+    const followed = await api.post('/tools/review_bad_receipt', token, body);
+
+    expect(first.body).toMatchObject({ ok: false, idempotent: false, error: { code: 'internal' } });
+    expect(first.next?.action).toBe('stop');
+    expect(effects).toHaveBeenCalledTimes(1); // the second answer is a replay of the stored outcome
+    expect(followed.body).toEqual({ ...first.body, idempotent: true });
+    expect(followed.next?.action).toBe('stop');
   });
 });

@@ -1,5 +1,5 @@
 import { startTestApi, type TestApi } from '../helpers/api';
-import { heldSendEmail } from '../helpers/tools';
+import { heldSendEmail } from '../helpers/held-send-email';
 import { createWorld, deadline, newTenant } from '../helpers/world';
 
 let api: TestApi;

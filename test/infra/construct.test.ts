@@ -401,3 +401,79 @@ describe('the bundles of an app whose tool and read import packages its bundling
     },
   );
 });
+
+// Found by the review of issue 15 (installable package): what an app adopting the construct for its own tools
+// would hit.
+
+/** The Retrysafe construct in stack `id` of `app`, over one tool and one table of the app's own; no bundling. */
+function namedAppStack(app: App, id: string, overrides: Partial<RetrysafeProps> = {}) {
+  const stack = new Stack(app, id, { env: { account: '123456789012', region: 'eu-west-1' } });
+  const outbox = tableFromDefinition(stack, 'Outbox', TABLES.outbox);
+  const retrysafe = new Retrysafe(stack, 'Tools', {
+    tools: [{ tool: sendReminder, entry: REMINDER_ENTRY }],
+    entries: {
+      mcp: join(EXAMPLE_LAMBDAS, 'mcp.ts'),
+      complete: join(EXAMPLE_LAMBDAS, 'complete.ts'),
+      list_tools: join(EXAMPLE_LAMBDAS, 'list_tools.ts'),
+      openapi: join(EXAMPLE_LAMBDAS, 'openapi.ts'),
+    },
+    tables: { outbox },
+    issuer: 'https://issuer.example',
+    audience: 'app',
+    ...overrides,
+  });
+  // biome-ignore lint/suspicious/noExplicitAny: CloudFormation properties are asserted structurally
+  const resources = Template.fromStack(stack).toJSON().Resources as Record<string, { Type: string; Properties: any }>;
+  return { stack, retrysafe, resources };
+}
+
+describe('two deployments of the construct in one account', () => {
+  // A team's dev and prod stacks (or two teams' apps, or this repository's example stack next to an app)
+  // in one account: CloudWatch dashboard names are unique per account, so the second stack's
+  // AWS::CloudWatch::Dashboard fails to create; and every alarm reads metrics of service=retrysafe, so
+  // one deployment's alarms fire on the other's calls. The construct has no prop to tell them apart.
+  it('each stack gets a dashboard of its own', () => {
+    const names = ['Dev', 'Prod'].map((id) => {
+      const { resources } = namedAppStack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), id);
+      const dashboards = Object.values(resources).filter((r) => r.Type === 'AWS::CloudWatch::Dashboard');
+      return dashboards.map((d) => d.Properties.DashboardName);
+    });
+
+    expect(names[0]).toHaveLength(1);
+    expect(names[0]![0]).not.toEqual(names[1]![0]);
+  });
+
+  it("each stack's functions write their metrics under a service of their own", () => {
+    const services = ['Dev', 'Prod'].map((id) => {
+      const { stack, retrysafe, resources } = namedAppStack(
+        new App({ context: { 'aws:cdk:bundling-stacks': [] } }),
+        id,
+      );
+      const fn = resources[stack.getLogicalId(retrysafe.functions.send_reminder!.node.defaultChild as never)]!;
+      return fn.Properties.Environment.Variables.POWERTOOLS_SERVICE_NAME;
+    });
+
+    expect(services[0]).not.toEqual(services[1]);
+  });
+});
+
+describe('the MCP function’s JWKS location', () => {
+  // docs/deploy.md: "Any OIDC provider that signs its tokens with RSA (RS256) works". The JWT
+  // authorizer discovers the keys; the MCP function fetches `<issuer>/.well-known/jwks.json` unless
+  // JWKS_URL is set — Cognito's and Auth0's location, not Okta's (/v1/keys), Keycloak's or Entra ID's.
+  // RetrysafeProps has issuer, audience, tenantClaim and no JWKS location; the construct sets no JWKS_URL.
+  it("an Okta issuer: the MCP function is given the issuer's JWKS location", () => {
+    const okta = 'https://dev-1.okta.com/oauth2/default';
+    const { stack, retrysafe, resources } = namedAppStack(
+      new App({ context: { 'aws:cdk:bundling-stacks': [] } }),
+      'Okta',
+      {
+        issuer: okta,
+        ...({ jwksUrl: `${okta}/v1/keys` } as Partial<RetrysafeProps>),
+      },
+    );
+    const mcp = resources[stack.getLogicalId(retrysafe.functions.mcp!.node.defaultChild as never)]!;
+
+    expect(mcp.Properties.Environment.Variables.JWKS_URL).toBe(`${okta}/v1/keys`);
+  });
+});

@@ -1,12 +1,13 @@
+// Rule 4 (docs/state-machine.md): every pending is pollable.
+// Rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { tableName } from '../../app/tables';
 import { InFlightError, NotFoundError } from '../../lib/idempotency';
 import { ATTACH_ANSWER_MARGIN_MS, ATTACH_MAX_READS } from '../../lib/idempotency/attach';
 import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import { type AttachOptions, type CallOutcome, ToolRuntime } from '../../lib/idempotency/runtime';
 import { createDynamoDBClient } from '../../lib/store/client';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { gate, noteTool } from '../helpers/tools';
-import { createWorld, deadline, identity, type World } from '../helpers/world';
 
 /**
  * Attach (docs/state-machine.md, "Attach"; rule 4, rule 5): a duplicate that arrives while the first
@@ -14,9 +15,9 @@ import { createWorld, deadline, identity, type World } from '../helpers/world';
  * as a replay when it comes within the cap and its own time; else `pending`. The duplicate runs on a
  * client of its own, so what it sent is counted from the world (its client's middleware), not mocked.
  */
-let world: World;
+let world: ProtocolWorld;
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
 });
 afterAll(() => world.destroy());
 
@@ -35,7 +36,7 @@ function duplicateRuntime(attach?: AttachOptions) {
   const outcomes: CallOutcome[] = [];
   const runtime = new ToolRuntime({
     client,
-    tableName: tableName('idempotency'),
+    tableName: world.idempotencyTable.tableName,
     attributes: DEFAULT_RECORD_ATTRIBUTES,
     onOutcome: (outcome) => void outcomes.push(outcome),
     ...(attach ? { attach } : {}),

@@ -1,14 +1,18 @@
+// Rule 2 (docs/state-machine.md): every takeover names the claim it replaces; every lock ends 10 s before its record’s TTL.
+// Rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false.
 import { randomUUID } from 'node:crypto';
 import type { InvoiceStore, RefundReceipt } from '../../app/domain/invoices';
 import type { RefundRequest } from '../../app/payments/provider';
+import { TABLES } from '../../app/tables';
 import { refund as refundTool } from '../../app/tools/refund';
+import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { CLOCK_SKEW_TOLERANCE_MS } from '../../lib/idempotency/call-state';
 import { claim, takeOver } from '../../lib/idempotency/protocol/claim';
 import { type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
 import type { ToolResult } from '../../lib/idempotency/types';
+import { movableClock } from '../helpers/clock';
 import { gate } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
-import { movableClock } from '../review/helpers';
 
 /**
  * Found by the explorer (clock_skew, seeds 1000005 and 1000144): a lock is epoch ms on its claimer's clock
@@ -120,4 +124,90 @@ describe('a takeover near the TTL, on clocks that disagree', () => {
     expect(answers.filter((answer) => answer.ok && !answer.idempotent)).toHaveLength(1);
     expect(answers[0]).toMatchObject({ ok: false, status: 'pending' });
   });
+});
+
+const TTL_MS = 24 * 60 * 60 * 1000; // refund's default ttlSeconds
+
+/** Answers that claim the effect (`idempotent: false`). */
+function executedBy(answers: ToolResult[]): ToolResult[] {
+  return answers.filter((answer) => answer.ok && !answer.idempotent);
+}
+
+/**
+ * Found: a takeover set its lock from its own deadline but kept the first claim's TTL, so near the TTL its
+ * lock outlived the record; past the TTL the running call counted as expired — a fresh claim ran beside
+ * it (no answer said `idempotent: false`), erase deleted it as expired and took the invoice with it.
+ * The rule now holds at every lock write: no lock ends after its record's TTL (a first claim is checked
+ * against the TTL; a takeover that would outlive the record is refused, pending until the record expires).
+ */
+describe('a takeover whose lock would outlive the record’s TTL', () => {
+  /** A refund whose first worker claims and dies before the provider; its provider calls counted. */
+  async function abandonedRefund() {
+    const clock = movableClock();
+    const caller = identity();
+    const invoice = await world.seedInvoice(caller.tenant);
+    const never = gate();
+    const diedBefore = gate();
+    let providerCalls = 0;
+    const provider = {
+      async refund(request: RefundRequest) {
+        providerCalls += 1;
+        if (providerCalls === 1) {
+          diedBefore.open();
+          await never.opened; // attempt 1 dies before the provider
+        }
+        return world.provider.refund(request);
+      },
+    };
+    const tool = refundTool.bind({ ...world, provider });
+    const call = { idempotency_key: 'r1', invoice_id: invoice.invoice_id, amount: invoice.amount };
+    const dead = world.runtime.invoke(tool, caller, call, deadline(1_000));
+    await diedBefore.opened; // attempt 1 holds the claim and hangs
+    return {
+      clock,
+      caller,
+      invoke: (ms: number) => world.runtime.invoke(tool, caller, call, deadline(ms)),
+      providerCalls: () => providerCalls,
+      async end() {
+        never.open();
+        await dead;
+      },
+    };
+  }
+
+  it('is refused — pending until the record expires — and then a fresh claim runs the call once', async () => {
+    const refund = await abandonedRefund();
+
+    refund.clock.advance(TTL_MS - 30_000);
+    const refused = await refund.invoke(120_000); // its lock would end ~90 s after the TTL
+    const providerCallsBefore = refund.providerCalls();
+    refund.clock.advance(60_000); // the record has expired
+    const resend = await refund.invoke(10_000);
+    await refund.end();
+
+    expect(refused).toMatchObject({ ok: false, status: 'pending' });
+    expect(providerCallsBefore).toBe(1); // the refused takeover ran nothing
+    expect(await world.ledgerRows(refund.caller.tenant)).toHaveLength(1);
+    expect(executedBy([refused, resend])).toHaveLength(1);
+  });
+
+  it('leaves nothing running past the TTL: erase then finds no call in flight and no money moved', async () => {
+    const refund = await abandonedRefund();
+
+    refund.clock.advance(TTL_MS - 30_000);
+    const refused = await refund.invoke(120_000);
+    refund.clock.advance(60_000);
+    const report = await eraseTenant(
+      world.client,
+      { tenant: refund.caller.tenant, includeDomain: true },
+      process.env,
+      TABLES,
+    );
+    const moved = await world.ledgerRows(refund.caller.tenant);
+    await refund.end(); // (the first worker, long past its deadline on Lambda, is let go only now)
+
+    expect(refused).toMatchObject({ ok: false, status: 'pending' });
+    expect(report.tables.idempotency).toMatchObject({ inFlight: 0 });
+    expect(moved).toHaveLength(0);
+  }, 90_000);
 });

@@ -1,3 +1,4 @@
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
@@ -9,18 +10,18 @@ import { DEFAULT_RECORD_ATTRIBUTES, STATUS } from '../../lib/idempotency/protoco
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from '../helpers/call-records';
 import { beforeNext } from '../helpers/intercept';
+import { createProtocolWorld, deadline, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
-import { createWorld, deadline, type World } from '../helpers/world';
 
 /**
  * The completer's decisions one at a time (completer.ts), where completer.test.ts runs it end to end on
  * the stream: which stream changes become a recheck and when it is due, and what a recheck does with
  * each state of the record it names. The queue here records what is sent.
  */
-let world: World;
+let world: ProtocolWorld;
 let runtime: ToolRuntime;
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
   runtime = world.idempotencyRuntime();
 });
 afterAll(() => world.destroy());

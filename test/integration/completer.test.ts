@@ -1,3 +1,4 @@
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteItemCommand, DeleteTableCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';

@@ -1,3 +1,4 @@
+// Rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false.
 import { refund as refundTool } from '../../app/tools/refund';
 import { gate, noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';

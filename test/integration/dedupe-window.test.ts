@@ -1,13 +1,16 @@
+// Rule 3 (docs/state-machine.md): an intent’s downstream key is fixed once.
+// Rule 4 (docs/state-machine.md): every pending is pollable.
 import { randomUUID } from 'node:crypto';
-import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteItemCommand, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { NotFoundError } from '../../lib/idempotency';
-import { advanceClock } from '../helpers/clock';
-import { gate, noteTool } from '../helpers/tools';
-import { createWorld, deadline, identity, type World } from '../helpers/world';
+import type { ToolContext } from '../../lib/idempotency/tool';
+import { advanceClock, movableClock } from '../helpers/clock';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { gate, type NoteArgs, noteTool, runGates } from '../helpers/tools';
 
-let world: World;
+let world: ProtocolWorld;
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
 });
 afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());
@@ -227,5 +230,101 @@ describe('a dedupe window', () => {
     const fresh = await world.runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'A' }, deadline());
 
     expect(fresh).toMatchObject({ ok: true, key: 'k2', receipt: { text: 'A' } });
+  });
+});
+
+describe('a call that took a dedupe-window intent over from a dead holder', () => {
+  it('does not free the intent on a business error while the holder whose effect may have happened is still in flight', async () => {
+    const clock = movableClock();
+    const caller = identity();
+    const never = gate();
+    const runs = runGates(3);
+    let recipientKnown = true;
+    // Like refund (invoice first, then the effect under the downstream key): the domain check comes
+    // first, then at most one effect per downstream key.
+    const effects = new Set<string>();
+    const { tool } = noteTool(
+      'send_note',
+      async (args: NoteArgs, { downstreamKey }: ToolContext) => {
+        const run = runs.started();
+        if (!recipientKnown) throw new NotFoundError('text: no such recipient');
+        effects.add(downstreamKey);
+        if (run === 1) await never.opened; // k1's worker dies after the effect, before the receipt
+        return { receipt: { note: downstreamKey.slice(-8), text: args.text }, replayed: false };
+      },
+      { dedupeWindowSeconds: 600 },
+    );
+    const call = (key: string, ms = 5_000) =>
+      world.runtime.invoke(tool, caller, { idempotency_key: key, text: 'hi' }, deadline(ms));
+
+    const k1 = call('k1', 1_000);
+    await runs.reached(1);
+    clock.advance(2_000); // k1 is abandoned: its effect happened, its record is in flight
+    recipientKnown = false; // the world changes for a moment
+    const k2 = await call('k2'); // takes the intent over (runs under k1's key): a first attempt, not_found
+    recipientKnown = true;
+    const k3 = await call('k3'); // a fresh key, same arguments, inside k1's window
+
+    never.open();
+    await k1;
+    expect(k2).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(k3).toMatchObject({ ok: true });
+    expect(effects.size).toBe(1); // k1's note, found again — not a second one under a new key
+  });
+});
+
+describe('a call answered pending inside a dedupe window, retried after the window', () => {
+  it('gets the running call’s receipt even once DynamoDB’s TTL has removed the expired intent item', async () => {
+    const clock = movableClock();
+    const caller = identity();
+    const hold = gate();
+    const started = gate();
+    let first = true;
+    const { tool, execute } = noteTool(
+      'send_note',
+      async (args) => {
+        if (first) {
+          first = false;
+          started.open();
+          await hold.opened;
+        }
+        return { receipt: { note_id: `note_${execute.mock.calls.length}`, text: args.text }, replayed: false };
+      },
+      { dedupeWindowSeconds: WINDOW_SECONDS },
+    );
+    const call = (key: string) => world.runtime.invoke(tool, caller, { idempotency_key: key, text: 'hi' }, deadline());
+
+    // k1 runs; k2 (fresh key, same arguments, same window) is answered pending: one intent.
+    const running = call('k1');
+    await started.opened;
+    const k2 = await call('k2');
+    expect(k2).toMatchObject({ ok: false, status: 'pending' });
+    hold.open();
+    const k1 = await running;
+    expect(k1).toMatchObject({ ok: true, idempotent: false });
+
+    // The agent retries k2 later, after the window (it was asked inside it). Meanwhile DynamoDB's TTL
+    // process removed the intent item, whose `expiration` (the window's end) has passed.
+    clock.advance((WINDOW_SECONDS + 60) * 1000);
+    const { Items = [] } = await world.client.send(
+      new ScanCommand({
+        TableName: world.idempotencyTable.tableName,
+        FilterExpression: 'tenant = :t AND attribute_exists(intent_owner)',
+        ExpressionAttributeValues: { ':t': { S: caller.tenant } },
+        ConsistentRead: true,
+      }),
+    );
+    expect(Items).toHaveLength(1);
+    if (Number(Items[0]!.expiration!.N) * 1000 < Date.now()) {
+      // Its TTL has passed: DynamoDB may delete it at any moment. It does so now.
+      await world.client.send(
+        new DeleteItemCommand({ TableName: world.idempotencyTable.tableName, Key: { id: Items[0]!.id! } }),
+      );
+    }
+
+    const retried = await call('k2');
+
+    expect(execute).toHaveBeenCalledTimes(1); // k2 was a duplicate of k1: one note
+    expect(retried).toEqual({ ...k1, idempotent: true, key: 'k2' });
   });
 });

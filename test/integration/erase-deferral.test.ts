@@ -1,3 +1,4 @@
+// Rule 6 (docs/state-machine.md): erase is final and keeps what is in flight.
 import { randomUUID } from 'node:crypto';
 import { GetItemCommand, PutItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';

@@ -1,3 +1,4 @@
+// Rule 6 (docs/state-machine.md): erase is final and keeps what is in flight.
 import { randomUUID } from 'node:crypto';
 import {
   CreateTableCommand,
@@ -12,13 +13,13 @@ import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
 import { createTableInput } from '../../lib/store/create-tables';
 import type { TableSchema } from '../../lib/store/tables';
 import { beforeNext as beforeNextCommand } from '../helpers/intercept';
-import { createWorld, type World } from '../helpers/world';
+import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 
 /**
  * Tenant erase over an app's own table (lib/admin/erase-tenant.ts), on DynamoDB Local, where the races
  * are: rule 6's deferral while a call of the tenant is in flight, a call claimed after the idempotency
  * records were scanned whose stamp is on an item, and a commit that re-stamps an item between its read
- * and its delete. erase.test.ts erases the example app whole.
+ * and its delete. erase-example.test.ts erases the example app whole.
  */
 const TABLE = `erase-tickets-${randomUUID().slice(0, 8)}`;
 const SCHEMA: TableSchema = {
@@ -29,10 +30,10 @@ const SCHEMA: TableSchema = {
 };
 const TABLES = { tickets: SCHEMA };
 
-let world: World;
+let world: ProtocolWorld;
 let env: NodeJS.ProcessEnv;
 beforeAll(async () => {
-  world = createWorld();
+  world = createProtocolWorld();
   env = { ...process.env, TICKETS_TABLE: TABLE };
   await world.client.send(new CreateTableCommand(createTableInput(SCHEMA, TABLE)));
 });

@@ -1,205 +1,332 @@
-import { ScanCommand } from '@aws-sdk/client-dynamodb';
-import { TABLES, type TableId, tableName } from '../../app/tables';
-import { eraseTenant } from '../../lib/admin/erase-tenant';
-import { UnavailableError } from '../../lib/idempotency/errors';
+// Rule 6 (docs/state-machine.md): erase is final and keeps what is in flight.
+import { randomUUID } from 'node:crypto';
+import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
 import { markStalled } from '../../lib/idempotency/protocol/completer';
-import { readCallRecord } from '../../lib/idempotency/protocol/table';
-import { advanceClock } from '../helpers/clock';
-import { gate, noteTool } from '../helpers/tools';
-import { createWorld, deadline, identity, newTenant, type World } from '../helpers/world';
+import { eraseRecord, isCallInFlight, tombstone } from '../../lib/idempotency/protocol/erase';
+import { createIntent } from '../../lib/idempotency/protocol/intent';
+import { DEFAULT_RECORD_ATTRIBUTES, STATUS } from '../../lib/idempotency/protocol/record';
+import { store } from '../../lib/idempotency/protocol/settle';
+import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
+import { beforeNext as beforeNextCommand } from '../helpers/intercept';
+import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 
-let world: World;
+/**
+ * Erase's decision for each idempotency item it finds (erase.ts `eraseRecord`, rule 6 of
+ * docs/state-machine.md), one state at a time on DynamoDB Local, with and without a dry run and the app's
+ * tables (`closeStalled`): what it answers, and what the item is after. erase-example.test.ts runs erase whole.
+ */
+let world: ProtocolWorld;
+let table: IdempotencyTable;
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
+  table = world.idempotencyTable;
 });
 afterAll(() => world.destroy());
 
-/** Every item of one tenant in every table, as DynamoDB returns it (attribute values untouched). */
-async function itemsOf(tenant: string): Promise<Record<string, unknown[]>> {
-  const tables: Array<TableId | 'idempotency'> = ['idempotency', 'invoices', 'tickets', 'outbox', 'ledger'];
-  const found: Record<string, unknown[]> = {};
-  for (const id of tables) {
-    const { Items = [] } = await world.client.send(
-      new ScanCommand({
-        TableName: tableName(id),
-        FilterExpression: 'tenant = :tenant',
-        ExpressionAttributeValues: { ':tenant': { S: tenant } },
-        ConsistentRead: true,
+const erased = () => ({ client: world.client, tableName: table.tableName, attributes: DEFAULT_RECORD_ATTRIBUTES });
+
+/** A call record claimed now; its lock ends `lockInMs` from now, its TTL `ttlInS` from now. */
+async function claimed(lockInMs = 10_000, ttlInS = 3_600): Promise<Claim> {
+  const now = Date.now();
+  const result = await claim(
+    table,
+    {
+      recordKey: `note#${randomUUID()}`,
+      tenant: 't',
+      tool: 'note',
+      validation: 'v1',
+      expiresAtS: Math.floor(now / 1000) + ttlInS,
+      lockEndsMs: now + lockInMs,
+      call: '{"args":{},"key":"k","user":"ada"}',
+    },
+    now,
+  );
+  if (result.kind !== 'claimed') throw new Error('the seed claim was refused');
+  return result.claim;
+}
+
+async function completed(): Promise<Claim> {
+  const call = await claimed();
+  await store(table, call, { receipt: '{"n":1}', replayed: false }, { expiresAtS: call.expiresAtS, completedAtMs: 1 });
+  return call;
+}
+
+async function stalled(): Promise<Claim> {
+  const call = await claimed(-1_000);
+  expect(await markStalled(table, call.recordKey, call.claimId, Date.now(), 'attempts')).toBe('stalled');
+  return call;
+}
+
+async function itemOf(key: string): Promise<Record<string, unknown> | undefined> {
+  const { Item } = await world.client.send(
+    new GetItemCommand({ TableName: table.tableName, Key: { id: { S: key } }, ConsistentRead: true }),
+  );
+  return Item && unmarshall(Item);
+}
+
+/** Erases the item under `key` as a scan would hand it over (read just before). */
+async function erase(key: string, options: { dryRun?: boolean; closeStalled?: boolean } = {}) {
+  const item = await itemOf(key);
+  if (!item) throw new Error(`no item under ${key}`);
+  return eraseRecord(erased(), item, options);
+}
+
+/** Runs `change` just before the next command named `command` is sent (between erase's read and its write). */
+function beforeNext(command: string, change: () => Promise<unknown>): void {
+  beforeNextCommand(world.client, command, change);
+}
+
+describe('a call record', () => {
+  it('completed: a tombstone (outcome, arguments and claims gone); a dry run changes nothing', async () => {
+    const call = await completed();
+    const before = await itemOf(call.recordKey);
+
+    expect(await erase(call.recordKey, { dryRun: true })).toBe('nothing');
+    expect(await itemOf(call.recordKey)).toEqual(before);
+    expect(await erase(call.recordKey)).toBe('erased');
+    const after = await itemOf(call.recordKey);
+    expect(after).toMatchObject({ status: STATUS.erased });
+    expect(after).not.toHaveProperty('data');
+    expect(after).not.toHaveProperty('call');
+    // Erased already: a rerun finds nothing to do.
+    expect(await erase(call.recordKey)).toBe('nothing');
+  });
+
+  it.each([
+    ['live', () => claimed()],
+    ['abandoned', () => claimed(-1_000)],
+  ])('%s: kept and reported in flight, dry run or not, with the app’s tables or not', async (_state, seed) => {
+    const call = await seed();
+    const before = await itemOf(call.recordKey);
+
+    for (const options of [{}, { dryRun: true }, { closeStalled: true }]) {
+      expect(await erase(call.recordKey, options)).toBe('in_flight');
+    }
+    expect(await itemOf(call.recordKey)).toEqual(before);
+  });
+
+  it('stalled: kept without the app’s tables; closed with them (a tombstone); counted only on a dry run', async () => {
+    const call = await stalled();
+    const before = await itemOf(call.recordKey);
+
+    expect(await erase(call.recordKey)).toBe('in_flight');
+    expect(await erase(call.recordKey, { closeStalled: true, dryRun: true })).toBe('nothing');
+    expect(await itemOf(call.recordKey)).toEqual(before);
+    expect(await erase(call.recordKey, { closeStalled: true })).toBe('erased');
+    expect(await itemOf(call.recordKey)).toMatchObject({ status: STATUS.erased });
+  });
+
+  it('stalled, but taken over by a retry between the read and the close: kept, in flight', async () => {
+    const call = await stalled();
+    beforeNext('UpdateItemCommand', () =>
+      world.client.send(
+        new UpdateItemCommand({
+          TableName: table.tableName,
+          Key: marshall({ id: call.recordKey }),
+          UpdateExpression: 'SET claim_id = :retry, in_progress_expiration = :lock',
+          ExpressionAttributeValues: marshall({ ':retry': 'a-retry', ':lock': Date.now() + 60_000 }),
+        }),
+      ),
+    );
+
+    expect(await erase(call.recordKey, { closeStalled: true })).toBe('in_flight');
+    expect(await itemOf(call.recordKey)).toMatchObject({ status: STATUS.inProgress, claim_id: 'a-retry' });
+  });
+
+  it('expired (its TTL passed, not yet swept): deleted; a dry run changes nothing', async () => {
+    const call = await claimed(-1_000, -5);
+
+    expect(await erase(call.recordKey, { dryRun: true })).toBe('nothing');
+    expect(await itemOf(call.recordKey)).toBeDefined();
+    expect(await erase(call.recordKey)).toBe('erased');
+    expect(await itemOf(call.recordKey)).toBeUndefined();
+  });
+
+  it('changed between the read and the write (claimed anew, completed meanwhile): nothing, left to a rerun', async () => {
+    const expired = await claimed(-1_000, -5);
+    beforeNext('DeleteItemCommand', () =>
+      world.client.send(
+        new UpdateItemCommand({
+          TableName: table.tableName,
+          Key: marshall({ id: expired.recordKey }),
+          UpdateExpression: 'SET expiration = :later',
+          ExpressionAttributeValues: marshall({ ':later': Math.floor(Date.now() / 1000) + 3_600 }),
+        }),
+      ),
+    );
+    expect(await erase(expired.recordKey)).toBe('nothing');
+    expect(await itemOf(expired.recordKey)).toBeDefined();
+
+    const done = await completed();
+    beforeNext('UpdateItemCommand', () => tombstone(table, done.recordKey));
+    expect(await erase(done.recordKey)).toBe('nothing');
+  });
+
+  it('not a call record as claims write it: nothing, unchanged', async () => {
+    const key = `note#${randomUUID()}`;
+    await world.client.send(
+      new PutItemCommand({ TableName: table.tableName, Item: marshall({ id: key, status: STATUS.completed }) }),
+    );
+
+    expect(await erase(key)).toBe('nothing');
+    expect(await itemOf(key)).toEqual({ id: key, status: STATUS.completed });
+  });
+});
+
+describe('a dedupe window’s intent', () => {
+  async function intentHeldBy(holder: Claim): Promise<string> {
+    const intentKey = `note#intent#${randomUUID()}`;
+    const created = await createIntent(table, {
+      intentKey,
+      tenant: 't',
+      tool: 'note',
+      holder: { recordKey: holder.recordKey, claimId: holder.claimId, callId: holder.callId },
+      downstreamKey: 'dk',
+      windowEndsAtS: Math.floor(Date.now() / 1000) + 60,
+      expiresAtS: Math.floor(Date.now() / 1000) + 3_660,
+    });
+    expect(created.kind).toBe('created');
+    return intentKey;
+  }
+
+  it.each([
+    ['live', () => claimed()],
+    ['abandoned', () => claimed(-1_000)],
+  ])('held by a call %s: kept, in flight', async (_state, seed) => {
+    const intentKey = await intentHeldBy(await seed());
+
+    expect(await erase(intentKey)).toBe('in_flight');
+    expect(await erase(intentKey, { closeStalled: true })).toBe('in_flight');
+    expect(await itemOf(intentKey)).toBeDefined();
+  });
+
+  it('held by a settled call (completed, or gone): deleted; a dry run changes nothing', async () => {
+    const intentKey = await intentHeldBy(await completed());
+
+    expect(await erase(intentKey, { dryRun: true })).toBe('nothing');
+    expect(await itemOf(intentKey)).toBeDefined();
+    expect(await erase(intentKey)).toBe('erased');
+    expect(await itemOf(intentKey)).toBeUndefined();
+  });
+
+  it('held by a call whose record is gone (swept by its TTL): deleted', async () => {
+    const holder = await completed();
+    const intentKey = await intentHeldBy(holder);
+    await world.client.send(
+      new DeleteItemCommand({ TableName: table.tableName, Key: marshall({ id: holder.recordKey }) }),
+    );
+
+    expect(await erase(intentKey, { closeStalled: true })).toBe('erased');
+    expect(await itemOf(intentKey)).toBeUndefined();
+  });
+
+  it('held by a call whose record is now another call’s (claimed anew): deleted, that call is not its holder', async () => {
+    const holder = await claimed(-1_000);
+    const intentKey = await intentHeldBy(holder);
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: marshall({ id: holder.recordKey }),
+        UpdateExpression: 'SET call_id = :other, in_progress_expiration = :lock',
+        ExpressionAttributeValues: marshall({ ':other': 'another-call', ':lock': Date.now() + 60_000 }),
       }),
     );
-    found[id] = Items.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
-  }
-  return found;
-}
 
-/** A tenant with records of every kind: idempotency records of two users, an invoice refunded, a ticket, an email. */
-async function populate(tenant: string): Promise<void> {
-  const caller = identity(tenant, 'ada');
-  const invoice = await world.runtime.invoke(
-    world.tools.create_invoice!,
-    caller,
-    { idempotency_key: 'i1', customer: 'c', amount: 300 },
-    deadline(),
-  );
-  const invoiceId = invoice.ok ? (invoice.receipt.invoice_id as string) : '';
-  await world.runtime.invoke(
-    world.refund,
-    identity(tenant, 'bob'),
-    { idempotency_key: 'r1', invoice_id: invoiceId, amount: 300 },
-    deadline(),
-  );
-  await world.runtime.invoke(
-    world.tools.create_ticket!,
-    caller,
-    { idempotency_key: 't1', title: 'broken' },
-    deadline(),
-  );
-  await world.runtime.invoke(
-    world.tools.send_email!,
-    caller,
-    { idempotency_key: 'e1', to: 'ada@example.com', subject: 's', body: 'personal words' },
-    deadline(),
-  );
-}
-
-describe('eraseTenant', () => {
-  it("erases one tenant's records and, with includeDomain, its invoices, tickets and emails — the other tenant's stay byte for byte", async () => {
-    const tenant = newTenant('erase');
-    const other = newTenant('keep');
-    await populate(tenant);
-    await populate(other);
-    const otherBefore = await itemsOf(other);
-
-    const report = await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES);
-    const after = await itemsOf(tenant);
-
-    expect(report.tables).toMatchObject({
-      // 4 calls (now tombstones) and the intents of create_ticket and send_email (their holders settled)
-      idempotency: { found: 6, deleted: 6, inFlight: 0 },
-      invoices: { found: 1, deleted: 1 },
-      tickets: { found: 1, deleted: 1 },
-      outbox: { found: 1, deleted: 1 },
-    });
-    expect(report.kept).toEqual({ ledger: expect.stringMatching(/money movements are kept/) });
-    expect(after).toMatchObject({ invoices: [], tickets: [], outbox: [] });
-    // Left: the four tombstones — no outcome, no arguments, no hashes — that keep an erased key from
-    // running again until its TTL.
-    expect(after.idempotency).toHaveLength(4);
-    for (const tombstone of after.idempotency as Record<string, unknown>[]) {
-      expect(Object.keys(tombstone).sort()).toEqual(
-        [
-          'attempt',
-          'call_id',
-          'claim_id',
-          'completed_at',
-          'created_at',
-          'expiration',
-          'id',
-          'in_progress_expiration',
-          'status',
-          'tenant',
-          'tool',
-        ].filter((name) => name in tombstone),
-      );
-      expect(tombstone.status).toEqual({ S: 'ERASED' });
-    }
-    expect(JSON.stringify(after.idempotency)).not.toMatch(/personal words|broken|ada@example/);
-    expect(after.ledger).toHaveLength(1); // the money movement is kept, and said so
-    expect(await itemsOf(other)).toEqual(otherBefore);
+    expect(await erase(intentKey)).toBe('erased');
   });
 
-  it('only counts on a dry run, and a second run erases nothing more and says so', async () => {
-    const tenant = newTenant('erase');
-    await populate(tenant);
-    const before = await itemsOf(tenant);
+  it('held by a stalled call: kept without the app’s tables or on a dry run; with them, the holder closed and the intent deleted', async () => {
+    const holder = await stalled();
+    const intentKey = await intentHeldBy(holder);
 
-    const dry = await eraseTenant(world.client, { tenant, includeDomain: true, dryRun: true }, process.env, TABLES);
-    const unchanged = await itemsOf(tenant);
-    const first = await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES);
-    const second = await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES);
-
-    expect(dry).toMatchObject({
-      dryRun: true,
-      tables: { idempotency: { found: 6, deleted: 0 }, outbox: { found: 1, deleted: 0 } },
-    });
-    expect(unchanged).toEqual(before);
-    expect(dry.tables.idempotency).toMatchObject({ inFlight: 0 });
-    expect(first.tables.idempotency).toMatchObject({ found: 6, deleted: 6, inFlight: 0 });
-    expect(second.tables).toMatchObject({
-      idempotency: { found: 4, deleted: 0, inFlight: 0 }, // the tombstones, until their TTL
-      invoices: { found: 0, deleted: 0 },
-      tickets: { found: 0, deleted: 0 },
-      outbox: { found: 0, deleted: 0 },
-    });
-    expect(second.tables.idempotency!.readUnits).toBeGreaterThan(0); // the Scan is what an erase costs
+    expect(await erase(intentKey)).toBe('in_flight');
+    expect(await erase(intentKey, { closeStalled: true, dryRun: true })).toBe('in_flight');
+    expect(await itemOf(holder.recordKey)).toMatchObject({ status: STATUS.inProgress });
+    expect(await erase(intentKey, { closeStalled: true })).toBe('erased');
+    expect(await itemOf(intentKey)).toBeUndefined();
+    expect(await itemOf(holder.recordKey)).toMatchObject({ status: STATUS.erased });
   });
 
-  it('skips a record whose call is still running and reports it; that call cannot re-create what was erased', async () => {
-    const caller = identity();
-    const hold = gate();
-    const started = gate();
-    const { tool } = noteTool('send_note', async (args) => {
-      started.open();
-      await hold.opened;
-      return { receipt: { text: args.text }, replayed: false };
-    });
-    const running = world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'secret' }, deadline());
-    await started.opened;
+  it('held by a stalled call closed already (its record came first in the scan): deleted', async () => {
+    const holder = await stalled();
+    const intentKey = await intentHeldBy(holder);
+    const item = await itemOf(intentKey);
+    expect(await erase(holder.recordKey, { closeStalled: true })).toBe('erased');
 
-    const whileRunning = await eraseTenant(world.client, { tenant: caller.tenant }, process.env, TABLES);
-    hold.open();
-    await running;
-    const afterwards = await eraseTenant(world.client, { tenant: caller.tenant }, process.env, TABLES);
-
-    const retried = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'secret' }, deadline());
-
-    expect(whileRunning.tables.idempotency).toMatchObject({ found: 1, deleted: 0, inFlight: 1 });
-    expect(afterwards.tables.idempotency).toMatchObject({ found: 1, deleted: 1, inFlight: 0 });
-    // The erased call's key answers not_found until its TTL: nothing it erased runs or reappears.
-    expect(retried).toMatchObject({ ok: false, error: { code: 'not_found' } });
-    expect(await world.runtime.lookup('send_note', caller, 'k1')).toBeUndefined();
+    expect(await eraseRecord(erased(), item!, { closeStalled: true })).toBe('erased');
+    expect(await itemOf(intentKey)).toBeUndefined();
   });
 
-  it('waits for an abandoned call before the app tables, but closes a stalled one (the completer gave up) and erases them', async () => {
-    // Prepare: a tenant with data, and a note call whose every attempt fails — abandoned, then stalled.
-    const tenant = newTenant();
-    await populate(tenant);
-    const caller = identity(tenant, 'ada');
-    const { tool } = noteTool('send_note', async () => {
-      throw new UnavailableError('the note service is down');
-    });
-    const failed = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'secret' }, deadline());
-    advanceClock(1_000);
-    const whileAbandoned = await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES);
-    const table = world.idempotencyTable;
-    const key = (await itemsOf(tenant))
-      .idempotency!.map((item) => (item as { id: { S: string } }).id.S)
-      .find((id) => id.startsWith('send_note#'))!;
-    const abandoned = (await readCallRecord(table, key))!;
-    const gaveUp = await markStalled(table, key, abandoned.claimId!, Date.now(), 'attempts');
-    const polledStalled = await world.runtime.lookup('send_note', caller, 'k1');
+  it('held by a stalled call a retry takes over before it is closed: kept, in flight', async () => {
+    const holder = await stalled();
+    const intentKey = await intentHeldBy(holder);
+    const item = await itemOf(intentKey);
+    beforeNext('UpdateItemCommand', () =>
+      world.client.send(
+        new UpdateItemCommand({
+          TableName: table.tableName,
+          Key: marshall({ id: holder.recordKey }),
+          UpdateExpression: 'SET claim_id = :retry, in_progress_expiration = :lock',
+          ExpressionAttributeValues: marshall({ ':retry': 'a-retry', ':lock': Date.now() + 60_000 }),
+        }),
+      ),
+    );
 
-    // Act
-    const recordsOnly = await eraseTenant(world.client, { tenant }, process.env, TABLES);
-    const withDomain = await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES);
-    const retried = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'secret' }, deadline());
-    const left = await itemsOf(tenant);
+    expect(await eraseRecord(erased(), item!, { closeStalled: true })).toBe('in_flight');
+    expect(await itemOf(intentKey)).toBeDefined();
+  });
 
-    // Assess
-    expect(failed).toMatchObject({ ok: false, error: { code: 'unavailable' } });
-    // An abandoned call may still be finished by the completer: the app tables wait for it.
-    expect(whileAbandoned.tables.idempotency).toMatchObject({ inFlight: 1 });
-    expect(whileAbandoned.kept.invoices).toMatch(/^deferred: 1 call\(s\) in flight/);
-    expect(gaveUp).toBe('stalled');
-    expect(polledStalled).toEqual({ status: 'stalled', reason: 'attempts' });
-    // Without the app tables a stalled call is kept (the kept domain may still come to show it)…
-    expect(recordsOnly.tables.idempotency).toMatchObject({ deleted: 0, inFlight: 1 });
-    // …with them it is closed, and nothing is deferred.
-    expect(withDomain.tables.idempotency).toMatchObject({ deleted: 1, inFlight: 0 });
-    expect(withDomain.kept.invoices).toBeUndefined();
-    expect(withDomain.tables.invoices).toMatchObject({ deleted: 1, inFlight: 0 });
-    expect(left).toMatchObject({ invoices: [], tickets: [], outbox: [] });
-    expect((await readCallRecord(table, key))?.status).toBe('ERASED');
-    expect(retried).toMatchObject({ ok: false, error: { code: 'not_found' } });
+  it('moved to another holder between the read and the delete: nothing, left to a rerun', async () => {
+    const intentKey = await intentHeldBy(await completed());
+    beforeNext('DeleteItemCommand', () =>
+      world.client.send(
+        new UpdateItemCommand({
+          TableName: table.tableName,
+          Key: marshall({ id: intentKey }),
+          UpdateExpression: 'SET claim_id = :other',
+          ExpressionAttributeValues: marshall({ ':other': 'someone-else' }),
+        }),
+      ),
+    );
+
+    expect(await erase(intentKey)).toBe('nothing');
+    expect(await itemOf(intentKey)).toBeDefined();
+  });
+
+  it('not an intent as intent writes leave it: nothing', async () => {
+    const key = `note#intent#${randomUUID()}`;
+    await world.client.send(
+      new PutItemCommand({ TableName: table.tableName, Item: marshall({ id: key, intent_owner: 'note#x' }) }),
+    );
+
+    expect(await erase(key)).toBe('nothing');
+    expect(await itemOf(key)).toBeDefined();
+  });
+});
+
+describe('whether the call that stamped an app item is in flight', () => {
+  it('is, while its record is live, abandoned or stalled and still that call’s', async () => {
+    const live = await claimed();
+    const abandoned = await claimed(-1_000);
+    const stalledCall = await stalled();
+
+    expect(await isCallInFlight(erased(), live.callId)).toBe(true);
+    expect(await isCallInFlight(erased(), abandoned.callId)).toBe(true);
+    expect(await isCallInFlight(erased(), stalledCall.callId)).toBe(true);
+  });
+
+  it('is not once completed, erased, gone, claimed anew by another call, or when the stamp names no call', async () => {
+    const done = await completed();
+    const gone = await completed();
+    await tombstone(table, gone.recordKey);
+    const live = await claimed();
+
+    expect(await isCallInFlight(erased(), done.callId)).toBe(false);
+    expect(await isCallInFlight(erased(), gone.callId)).toBe(false);
+    expect(await isCallInFlight(erased(), `note#${randomUUID()}@x`)).toBe(false);
+    expect(await isCallInFlight(erased(), `${live.recordKey}@another-instance`)).toBe(false);
+    expect(await isCallInFlight(erased(), 'no-call-id')).toBe(false);
   });
 });

@@ -1,3 +1,5 @@
+// Rule 1 (docs/state-machine.md): a record whose effect may have happened is never deleted.
+// Rule 4 (docs/state-machine.md): every pending is pollable.
 import { tableName } from '../../app/tables';
 import { refund as refundTool } from '../../app/tools/refund';
 import { InFlightError } from '../../lib/idempotency/errors';

@@ -1,3 +1,4 @@
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod/mini';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
@@ -11,8 +12,8 @@ import { defineTool } from '../../lib/idempotency/tool';
 import { ABANDONED_HINT } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
 import { beforeNext, throttled } from '../helpers/intercept';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
-import { createWorld, deadline, identity, type World } from '../helpers/world';
 
 /**
  * Liveness (docs/state-machine.md, rule 8 and "Liveness"): what the completer does with a call it cannot
@@ -20,10 +21,10 @@ import { createWorld, deadline, identity, type World } from '../helpers/world';
  * fresh-eye review of issue 33, each as a failing test first; the four left open are `test.failing` (they
  * start failing once fixed) and listed under "Left open" in the Liveness section.
  */
-let world: World;
+let world: ProtocolWorld;
 let runtime: ToolRuntime;
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
   runtime = world.idempotencyRuntime();
 });
 afterAll(() => world.destroy());

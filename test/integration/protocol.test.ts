@@ -1,8 +1,11 @@
+// Rule 1 (docs/state-machine.md): a record whose effect may have happened is never deleted.
+// Rule 2 (docs/state-machine.md): every takeover names the claim it replaces; every lock ends 10 s before its record’s TTL.
+// Rule 3 (docs/state-machine.md): an intent’s downstream key is fixed once.
+// Rule 6 (docs/state-machine.md): erase is final and keeps what is in flight.
 import { randomUUID } from 'node:crypto';
-import { GetItemCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import { classify } from '../../lib/idempotency/call-state';
-import { type Claim, claim, type FirstClaim, fixDownstreamKey, takeOver } from '../../lib/idempotency/protocol/claim';
+import { claim, fixDownstreamKey, takeOver } from '../../lib/idempotency/protocol/claim';
 import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { closeStalled, deleteExpired, tombstone } from '../../lib/idempotency/protocol/erase';
 import {
@@ -13,51 +16,24 @@ import {
   replaceIntent,
   swapIntent,
 } from '../../lib/idempotency/protocol/intent';
-import { park, release, store } from '../../lib/idempotency/protocol/settle';
+import { park } from '../../lib/idempotency/protocol/settle';
 import { type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
-import { createWorld, type World } from '../helpers/world';
+import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
+import { recordTransitions, TTL_SECONDS } from '../helpers/record-transitions';
 
 /**
  * Each transition of docs/state-machine.md on DynamoDB Local: what it answers (a tagged result, never a
  * thrown condition failure) and what the table holds after it — a refused write writes nothing.
  */
-let world: World;
+let world: ProtocolWorld;
 let table: IdempotencyTable;
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
   table = world.idempotencyTable;
 });
 afterAll(() => world.destroy());
 
-const TTL_SECONDS = 3_600;
-
-/** A first claim of a fresh record, its lock ending `lockMs` from now. */
-function firstClaim(lockMs = 10_000): FirstClaim {
-  const now = Date.now();
-  return {
-    recordKey: `proto#${randomUUID()}`,
-    tenant: `t-${randomUUID()}`,
-    tool: 'proto',
-    validation: 'v1',
-    expiresAtS: Math.round(now / 1000 + TTL_SECONDS),
-    lockEndsMs: now + lockMs,
-    call: '{"args":{},"key":"k1","user":"ada"}',
-  };
-}
-
-/** The item under `key` exactly as the table holds it. */
-async function itemOf(key: string): Promise<Record<string, unknown> | undefined> {
-  const { Item } = await world.client.send(
-    new GetItemCommand({ TableName: table.tableName, Key: { id: { S: key } }, ConsistentRead: true }),
-  );
-  return Item && unmarshall(Item);
-}
-
-async function claimed(first: FirstClaim): Promise<Claim> {
-  const result = await claim(table, first, Date.now());
-  if (result.kind !== 'claimed') throw new Error('the claim was refused');
-  return result.claim;
-}
+const { firstClaim, itemOf, claimed } = recordTransitions(() => table);
 
 describe('a call record’s transitions', () => {
   it('claim: claims an absent record, and answers a refusal with the record in the way, unchanged', async () => {
@@ -147,38 +123,6 @@ describe('a call record’s transitions', () => {
     expect(beyond).toMatchObject({ kind: 'refused', existing: { claimId: held.claimId } });
   });
 
-  it('store, park, release and fix the downstream key answer claim_lost once the claim was taken over, and write nothing', async () => {
-    const first = firstClaim(1_000);
-    const lostClaim = await claimed(first);
-    await takeOver(
-      table,
-      {
-        recordKey: first.recordKey,
-        fromClaimId: lostClaim.claimId,
-        validation: 'v1',
-        lockEndsMs: Date.now() + 10_000,
-        ttlSeconds: TTL_SECONDS,
-      },
-      first.lockEndsMs + 1,
-    );
-    const before = await itemOf(first.recordKey);
-
-    const answers = [
-      await store(
-        table,
-        lostClaim,
-        { receipt: '{"n":1}', replayed: false },
-        { expiresAtS: first.expiresAtS, completedAtMs: Date.now() },
-      ),
-      await park(table, lostClaim, Date.now()),
-      await release(table, lostClaim),
-      await fixDownstreamKey(table, lostClaim, 'rs1_other'),
-    ];
-
-    expect(answers).toEqual(['claim_lost', 'claim_lost', 'claim_lost', 'claim_lost']);
-    expect(await itemOf(first.recordKey)).toEqual(before);
-  });
-
   it('fix the downstream key: on its own claim, and a takeover keeps it', async () => {
     const first = firstClaim();
     const own = await claimed(first);
@@ -199,55 +143,6 @@ describe('a call record’s transitions', () => {
       first.lockEndsMs + 1,
     );
     expect(taken).toMatchObject({ kind: 'claimed', claim: { downstreamKey: 'rs1_intents_key', attempt: 2 } });
-  });
-
-  it('store: an outcome whose optional fields are undefined (a failure without a message) is stored without them', async () => {
-    const first = firstClaim();
-    const own = await claimed(first);
-
-    const stored = await store(
-      table,
-      own,
-      { replayed: true, failure: 'conflict', message: undefined, receipt: undefined },
-      { expiresAtS: first.expiresAtS, completedAtMs: Date.now() },
-    );
-
-    expect(stored).toBe('stored');
-    expect((await itemOf(first.recordKey))?.data).toEqual({ replayed: true, failure: 'conflict' });
-  });
-
-  it('store: completes its own claim, keeping the outcome and dropping the call', async () => {
-    const first = firstClaim();
-    const own = await claimed(first);
-
-    const completedAtMs = Date.now();
-    const stored = await store(
-      table,
-      own,
-      { receipt: '{"n":1}', replayed: false },
-      { expiresAtS: first.expiresAtS + 10, completedAtMs },
-    );
-
-    expect(stored).toBe('stored');
-    const record = await readCallRecord(table, first.recordKey);
-    expect(record).toMatchObject({
-      status: 'COMPLETED',
-      outcome: { receipt: '{"n":1}', replayed: false },
-      completedAtMs,
-    });
-    expect(record?.call).toBeUndefined();
-    expect(record?.expiresAtS).toBe(first.expiresAtS + 10);
-  });
-
-  it('release: deletes its own first claim; park: sets its own lock', async () => {
-    const parked = await claimed(firstClaim());
-    const released = await claimed(firstClaim());
-
-    expect(await park(table, parked, 42)).toBe('parked');
-    expect(await release(table, released)).toBe('released');
-
-    expect(await readCallRecord(table, parked.recordKey)).toMatchObject({ lockEndsMs: 42 });
-    expect(await itemOf(released.recordKey)).toBeUndefined();
   });
 
   it('mark stalled: only an abandoned record, on the claim read', async () => {

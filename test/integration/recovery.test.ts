@@ -1,8 +1,11 @@
+// Rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false.
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Outbox } from '../../app/domain/outbox';
 import { tableName } from '../../app/tables';
 import { sendEmail } from '../../app/tools/send-email';
-import { advanceClock } from '../helpers/clock';
+import type { ToolResult } from '../../lib/idempotency/types';
+import { advanceClock, movableClock } from '../helpers/clock';
 import { gate } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -159,5 +162,65 @@ describe("the outbox's deliver-once guard", () => {
     expect(messages[0]).toMatchObject({ status: 'delivered' });
     await new Promise((resolve) => setImmediate(resolve));
     expect(deliveries.filter((delivered) => delivered)).toHaveLength(1);
+  });
+});
+
+const WINDOW_MS = 10 * 60 * 1000; // send_email's dedupe window
+
+/** Answers that claim the effect (`idempotent: false`). */
+function executedBy(answers: ToolResult[]): ToolResult[] {
+  return answers.filter((answer) => answer.ok && !answer.idempotent);
+}
+
+/**
+ * Found: after its window, an intent was replaced by the next identical call even while its holder was
+ * abandoned; the holder's retry (asked inside its own window) then took the new intent's answer for its
+ * own effect — its own delivered message was never claimed by an `idempotent: false`. The rule now: an
+ * ended window's intent is replaced only once its holder has settled; until then the new call is pending.
+ */
+describe('a dedupe-window intent after its window while its holder is abandoned', () => {
+  it('is not replaced until the holder settles: each delivered message is claimed by its own call', async () => {
+    // prepare: k1's worker delivers its email and dies before storing the receipt
+    const clock = movableClock();
+    const caller = identity();
+    const never = gate();
+    const delivered = gate();
+    const outbox = Object.create(world.outbox) as Outbox;
+    let deliveries = 0;
+    outbox.deliver = async (tenant: string, messageId: string, at: string, by: string) => {
+      const deliveredBy = await world.outbox.deliver(tenant, messageId, at, by);
+      deliveries += 1;
+      if (deliveries === 1) {
+        delivered.open();
+        await never.opened;
+      }
+      return deliveredBy;
+    };
+    const tool = sendEmail.bind({ ...world, outbox });
+    const email = { to: 'ada@example.com', subject: 'hi', body: 'the same body' };
+    const call = (key: string, ms = 5_000) =>
+      world.runtime.invoke(tool, caller, { ...email, idempotency_key: key }, deadline(ms));
+    const dead = call('k1', 1_000);
+    await delivered.opened;
+
+    // act: just after k1's window, the same email under a fresh key is a new intent (as documented),
+    // but k1 is still in flight: k2 waits
+    clock.advance(WINDOW_MS + 1_000);
+    const k2First = await call('k2');
+    // k1 is retried with its own key (or the completer finishes it): it was asked inside its own window
+    const k1 = await call('k1');
+    clock.advance('retry_after_ms' in k2First ? k2First.retry_after_ms + 1 : 0); // k2 retries when told to
+    const k2 = await call('k2');
+    never.open();
+    await dead;
+
+    expect(k2First).toMatchObject({ ok: false, status: 'pending' });
+    // assess: every delivered message is claimed by exactly one answer
+    const messages = (await world.outbox.list(caller.tenant)).filter((m) => m.status === 'delivered');
+    expect(messages).toHaveLength(2); // k1's (before the window ended) and k2's (after)
+    const claimed = executedBy([k1, k2]).map((answer) => (answer.ok ? answer.receipt.message_id : undefined));
+    expect(claimed.sort()).toEqual(messages.map((m) => m.message_id).sort());
+    // k1's answer names k1's own message, not the one k2 sent ten minutes later
+    expect(k1).toMatchObject({ ok: true, idempotent: false });
   });
 });

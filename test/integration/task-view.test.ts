@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask } from '../../lib/idempotency/task';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
-import { createWorld, deadline, identity, type World } from '../helpers/world';
 
 /** A call made as an MCP task (task.ts `callAsTask`): the answer, and the task its record shows. */
-let world: World;
+let world: ProtocolWorld;
 let runtime: ToolRuntime;
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
   runtime = world.idempotencyRuntime();
 });
 afterAll(() => world.destroy());

@@ -104,3 +104,43 @@ describe('startTestStore without an endpoint', () => {
     }
   }, 60_000);
 });
+
+// Found by the review of issue 15: the harness hung (never failed) here.
+describe('crashAndRetry when the dying worker does not execute', () => {
+  // The harness waits for the first worker's execute to finish its effect; if that worker's call is a
+  // replay (the harness's default caller reused with a key a previous `call` used), or its execute
+  // throws (a business error), the promise never settles: the test times out with no message instead
+  // of failing with one.
+  it('answers (or rejects) within 5 s when the key was already used by a call of the same harness', async () => {
+    const { startTestStore } = await import('../../lib/testing/test-store');
+    const store = await startTestStore({
+      endpoint: process.env.DYNAMODB_ENDPOINT!,
+      tables: {
+        outbox: {
+          partitionKey: TABLES.outbox.partitionKey,
+          sortKey: TABLES.outbox.sortKey,
+          defaultName: `harness-outbox-${Date.now()}`,
+        },
+      },
+    });
+    try {
+      const { Outbox } = await import('../../app/domain/outbox');
+      const tool = store.tool(sendReminder, ({ documents, tableName }) => ({
+        outbox: new Outbox(documents, tableName('outbox')),
+      }));
+      const args = { idempotency_key: 'k1', to: 'ada@example.com', text: 'hi' };
+      expect(await tool.call(args)).toMatchObject({ ok: true, idempotent: false });
+
+      const settled = await Promise.race([
+        tool.crashAndRetry(args).then(
+          () => 'answered',
+          () => 'rejected',
+        ),
+        new Promise((resolve) => setTimeout(() => resolve('still waiting after 5 s'), 5_000)),
+      ]);
+      expect(settled).not.toBe('still waiting after 5 s');
+    } finally {
+      await store.stop();
+    }
+  }, 20_000);
+});

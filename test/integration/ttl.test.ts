@@ -1,3 +1,5 @@
+// Rule 2 (docs/state-machine.md): every takeover names the claim it replaces; every lock ends 10 s before its record’s TTL.
+// Rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false.
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { tableName } from '../../app/tables';

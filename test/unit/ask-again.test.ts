@@ -1,3 +1,4 @@
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
 import { askAgainAfterMs } from '../../lib/idempotency/answers';
 import type { CallRecord } from '../../lib/idempotency/protocol/record';
 

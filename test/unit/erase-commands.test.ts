@@ -5,7 +5,7 @@ import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { scanTenantRecords } from '../../lib/admin/tenant-scan';
 
 /**
- * The exact requests tenant erase sends. Its behaviour is tested on DynamoDB Local (erase.test.ts), but
+ * The exact requests tenant erase sends. Its behaviour is tested on DynamoDB Local (erase-example.test.ts, erase-tenant.test.ts), but
  * DynamoDB Local reads strongly consistent whatever is asked: only the request shows that every read
  * erase decides on is consistent. An eventually consistent Scan may miss a call claimed a moment before
  * (erase would then report the tenant clean while that call runs) or return a stamp already replaced.

@@ -1,3 +1,5 @@
+// Rule 6 (docs/state-machine.md): erase is final and keeps what is in flight.
+
 import { nextChangeAtMs } from '../../lib/idempotency/protocol/erase';
 import type { CallRecord } from '../../lib/idempotency/protocol/record';
 

@@ -1,3 +1,4 @@
+// Rule 3 (docs/state-machine.md): an intent’s downstream key is fixed once.
 import { downstreamKey, fingerprint } from '../../lib/idempotency/fingerprint';
 
 describe('fingerprint', () => {

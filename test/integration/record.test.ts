@@ -1,5 +1,7 @@
+// Rule 6 (docs/state-machine.md): erase is final and keeps what is in flight.
 /**
- * Review (fresh eye): records written before 88cbe92 carry no `created_at` (the claim's PutItem added it
+ * Call records as an earlier version wrote them, read by this one (callRecordOf). Found by a review:
+ * records written before 88cbe92 carry no `created_at` (the claim's PutItem added it
  * there), and `callRecordOf` now reads an item without it as "not a call record". A table that holds
  * such records when the new version is deployed (every record of the last TTL) loses them: a replay is
  * `internal` instead of its receipt, an abandoned call can no longer be finished (the takeover writes,

@@ -1,3 +1,4 @@
+// Rule 7 (docs/state-machine.md): no time left is unavailable, never internal.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
@@ -7,15 +8,15 @@ import { recordKeyOf } from '../../lib/idempotency/derivation';
 import { StoredFailureError } from '../../lib/idempotency/errors';
 import { type CallContext, type CallOutcome, outcomeOf } from '../../lib/idempotency/runtime';
 import { beforeNext, throttled } from '../helpers/intercept';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { gate, noteTool } from '../helpers/tools';
-import { createWorld, deadline, identity, type World } from '../helpers/world';
 
 /**
  * The runtime's edges (runtime.ts): what it refuses before any write (an incomplete identity, no time
  * left, a deadline past the TTL's margin, idempotency disabled), what it tells the outcome hook and the
  * logs, and what a poll (`lookup`) says for each state of a call.
  */
-let world: World;
+let world: ProtocolWorld;
 const logger = { error: jest.fn(), warn: jest.fn() };
 const seen: Array<{ outcome: CallOutcome; call: CallContext }> = [];
 function runtimeWith(
@@ -28,7 +29,7 @@ function runtimeWith(
   });
 }
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
 });
 afterAll(() => world.destroy());
 beforeEach(() => {
@@ -350,5 +351,35 @@ describe('a poll (lookup)', () => {
       code: 'unavailable',
       error: expect.objectContaining({ name: 'ThrottlingException' }),
     });
+  });
+});
+
+describe('Rule 7 (docs/state-machine.md): no time left is unavailable, never internal', () => {
+  it('answers a call with a couple of milliseconds left unavailable, not internal', async () => {
+    const caller = identity();
+    const { tool, execute } = noteTool('send_note');
+    // A clock that moves one millisecond every time it is read: what a few ms of real work between
+    // the runtime's deadline check and Powertools' claim look like, made deterministic.
+    const real = Date.now.bind(Date);
+    const start = real();
+    let ticks = 0;
+    jest.spyOn(Date, 'now').mockImplementation(() => start + ticks++);
+    // A Lambda invoked with 3 ms of its budget left.
+    const end = start + 3;
+    const logged: unknown[] = [];
+    const errorLog = { error: (_message: string, extra: unknown) => logged.push(extra) } as unknown as Logger;
+    const runtime = world.idempotencyRuntime({ logger: errorLog });
+    const result = await runtime.invoke(
+      tool,
+      caller,
+      { idempotency_key: 'k1', text: 'hi' },
+      { getRemainingTimeInMillis: () => end - Date.now() },
+    );
+    jest.restoreAllMocks();
+
+    // At 43ce454 the cause is the persistence layer refusing Powertools' lock (now + max(1, time
+    // left)) as not in the future: a plain Error, classified `internal`.
+    expect(execute).not.toHaveBeenCalled();
+    expect(result).toMatchObject({ ok: false, error: { code: 'unavailable' } });
   });
 });

@@ -1,3 +1,4 @@
+// Rule 2 (docs/state-machine.md): every takeover names the claim it replaces; every lock ends 10 s before its record’s TTL.
 import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
@@ -7,7 +8,7 @@ import { type Claim, type ClaimRequest, claim, claimCall, takeOver } from '../..
 import { tombstone } from '../../lib/idempotency/protocol/erase';
 import { store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
-import { createWorld, type World } from '../helpers/world';
+import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 
 /**
  * The claim phase's decisions (claim-call.ts) on DynamoDB Local: which write an attempt sends for each
@@ -15,7 +16,7 @@ import { createWorld, type World } from '../helpers/world';
  * records that change between the write that read them and the answer. Each test counts the writes, since
  * the condition alone would refuse a needless one: a needless write is a write unit on the hot path.
  */
-let world: World;
+let world: ProtocolWorld;
 let table: IdempotencyTable;
 /** Commands sent to the idempotency table, by name, in order. */
 let sent: string[];
@@ -30,7 +31,7 @@ let seeding = false;
 
 const MIDDLEWARE = 'claimCallObserver';
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
   table = world.idempotencyTable;
   world.client.middlewareStack.add(
     (next, context) => async (args) => {

@@ -1,3 +1,6 @@
+// Rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false.
+// protocol/commit (today lib/store/put-if-absent.ts): a tool's one conditional write of its effect, as a tool
+// file reaches it through createOnce (retrysafe/tools/dynamodb), which stamps the call and decides `replayed`.
 import { randomUUID } from 'node:crypto';
 import { type DynamoDBDocumentClient, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';

@@ -1,3 +1,4 @@
+// Rule 1 (docs/state-machine.md): a record whose effect may have happened is never deleted.
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { type AttributeValue, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod/mini';
@@ -5,20 +6,20 @@ import { InFlightError, NotFoundError } from '../../lib/idempotency';
 import type { CallOutcome, ToolRuntime } from '../../lib/idempotency/runtime';
 import { defineTool } from '../../lib/idempotency/tool';
 import { beforeNext, throttled } from '../helpers/intercept';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { gate, noteTool } from '../helpers/tools';
-import { createWorld, deadline, identity, type World } from '../helpers/world';
 
 /**
  * How an attempt ends after its claim (attempt.ts): a dedupe window's holder answering a fresh key, the
  * pending answer while that holder runs, and a first attempt's business error whose release — of the
  * intent, then of the record — fails in the store.
  */
-let world: World;
+let world: ProtocolWorld;
 let runtime: ToolRuntime;
 const outcomes: CallOutcome[] = [];
 const logger = { error: jest.fn(), warn: jest.fn() };
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
   runtime = world.idempotencyRuntime({
     onOutcome: (outcome) => void outcomes.push(outcome),
     logger: logger as unknown as Logger,
@@ -332,5 +333,49 @@ describe('a tool’s own answer', () => {
     expect(answered.result).toMatchObject({ ok: false, error: { code: 'unavailable' } });
     // Its state is the retry's now, not this attempt's to tell (an MCP task of this request shows none).
     expect(answered).not.toHaveProperty('call');
+  });
+});
+
+describe('Rule 1 (docs/state-machine.md): a record whose effect may have happened is never deleted', () => {
+  it.each([
+    {
+      kind: 'a transient error',
+      failure: () => Object.assign(new Error('timed out'), { name: 'TimeoutError' }),
+      polled: 'abandoned',
+    },
+    { kind: 'a bug', failure: () => new TypeError('cannot read properties of undefined'), polled: 'abandoned' },
+    {
+      kind: 'a provider still running the key',
+      failure: () => new InFlightError('the provider is still running this key', 60_000),
+      polled: 'pending',
+    },
+  ])('after the effect, $kind keeps the record, polled $polled', async ({ failure, polled }) => {
+    const caller = identity();
+    let attempts = 0;
+    const { tool } = noteTool('send_note', async (args) => {
+      attempts += 1;
+      if (attempts === 1) throw failure(); // the effect may have happened before it failed
+      return { receipt: { text: args.text }, replayed: true }; // the retry finds it
+    });
+
+    await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    const kept = await recordOf(caller.tenant);
+    const poll = await runtime.lookup('send_note', caller, 'k1');
+
+    expect(kept).toMatchObject({ status: { S: 'INPROGRESS' }, attempt: { N: '1' } });
+    expect(poll).toMatchObject({ status: polled });
+  });
+
+  it('only a business error on the first attempt releases the claim: the key polls as never used', async () => {
+    const caller = identity();
+    const { tool } = noteTool('send_note', async () => {
+      throw new NotFoundError('no such recipient');
+    });
+
+    const answer = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+
+    expect(answer).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(await recordOf(caller.tenant)).toBeUndefined();
+    expect(await runtime.lookup('send_note', caller, 'k1')).toBeUndefined();
   });
 });

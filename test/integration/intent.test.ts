@@ -1,3 +1,4 @@
+// Rule 3 (docs/state-machine.md): an intent’s downstream key is fixed once.
 import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
@@ -8,16 +9,16 @@ import type { IntentHolder } from '../../lib/idempotency/protocol/record';
 import { store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
 import { beforeNext } from '../helpers/intercept';
-import { createWorld, identity, type World } from '../helpers/world';
+import { createProtocolWorld, identity, type ProtocolWorld } from '../helpers/protocol-world';
 
 /**
  * A dedupe window's intent, decided (intents.ts `claimIntent`) for each state of the call that holds it,
  * on DynamoDB Local: which answer, which key the effect runs under, and what the intent item holds after.
  */
-let world: World;
+let world: ProtocolWorld;
 let table: IdempotencyTable;
 beforeAll(() => {
-  world = createWorld();
+  world = createProtocolWorld();
   table = world.idempotencyTable;
 });
 afterAll(() => world.destroy());

@@ -1,10 +1,8 @@
-// Review of issue 16's session (5e351fb..41dbd47). The answers' schemas became lazy (c2ccc3a) on the claim
-// that "a tools/call reads none of them" (lib/tools/catalog.ts: "a call lists nothing"; lib/api/read-answers.ts:
-// "only a listing or the document reads them, never a call"; README: "built on first use, which a `tools/call`
-// never reaches"). The MCP server's tools/call handler reads `tool.listing.annotations` to tell a write from a
-// read (lib/mcp/server.ts), and a listing builds all of its fields on first read (lib/mcp/tools.ts
-// `listingOf`): the tool's input and output JSON Schemas, so the client key's JSON Schema, the answer union,
-// `pendingAnswer` and `nextStepSchema` — on the first tools/call of each tool in a container.
+// A tools/call reads none of the answers' schemas (built on first use, c2ccc3a; test/unit/answer-schemas.test.ts):
+// the MCP server's tools/call handler reads `tool.listing.annotations` to tell a write from a read
+// (lib/mcp/server.ts), and a listing builds all of its fields on first read (lib/mcp/tools.ts `listingOf`) —
+// the input and output JSON Schemas, the answer union, `pendingAnswer` and `nextStepSchema`. Found by the
+// review of issue 16 (5e351fb..41dbd47): they were built on the first tools/call of each tool in a container.
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
 import { createWorld, type World } from '../helpers/world';
@@ -60,7 +58,7 @@ function toolsCall(name: string, args: Record<string, unknown>): APIGatewayProxy
       apiId: 'abc123',
       domainName,
       domainPrefix: 'abc123',
-      http: { method: 'POST', path: '/mcp', protocol: 'HTTP/1.1', sourceIp: '192.0.2.1', userAgent: 'review' },
+      http: { method: 'POST', path: '/mcp', protocol: 'HTTP/1.1', sourceIp: '192.0.2.1', userAgent: 'mcp-first-call' },
       requestId: randomUUID(),
       routeKey: 'POST /mcp',
       stage: '$default',
@@ -84,9 +82,9 @@ beforeAll(() => {
 });
 afterAll(() => world.destroy());
 
-describe("the answers' schemas, built on first use (c2ccc3a): a tools/call must not reach them", () => {
+describe("a tools/call over MCP builds none of the answers' schemas", () => {
   it("a write's first tools/call over MCP builds no schema and no JSON Schema", async () => {
-    const tenant = `review-${randomUUID()}`;
+    const tenant = `mcp-first-call-${randomUUID()}`;
     const invoice = await world.seedInvoice(tenant);
     const mcp = loadMcpFunction(tenant);
     try {
@@ -104,8 +102,8 @@ describe("the answers' schemas, built on first use (c2ccc3a): a tools/call must 
     }
   });
 
-  it('(context, passes) the cost is the first call of each tool in a container: a second tools/call builds nothing', async () => {
-    const tenant = `review-${randomUUID()}`;
+  it('the cost is the first call of each tool in a container: a second tools/call builds nothing', async () => {
+    const tenant = `mcp-first-call-${randomUUID()}`;
     const invoice = await world.seedInvoice(tenant);
     const mcp = loadMcpFunction(tenant);
     const refund = { invoice_id: invoice.invoice_id, amount: invoice.amount };
@@ -123,7 +121,7 @@ describe("the answers' schemas, built on first use (c2ccc3a): a tools/call must 
   });
 
   it("a read's first tools/call over MCP (get_operation) builds no schema and no JSON Schema", async () => {
-    const mcp = loadMcpFunction(`review-${randomUUID()}`);
+    const mcp = loadMcpFunction(`mcp-first-call-${randomUUID()}`);
     try {
       mcp.calls.length = 0;
 

@@ -1,4 +1,4 @@
-/** Shared by the fresh review's MCP tests: the real MCP handler in process, with a deadline per request. */
+/** The real MCP handler (handleMcp) in process, with a deadline per request: JSON-RPC without an HTTP server. */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { READS } from '../../app/reads';
 import { TOOLS } from '../../app/tools';
@@ -6,7 +6,7 @@ import type { ApiEvent } from '../../lib/http/event';
 import type { Identity, InvocationDeadline } from '../../lib/idempotency/types';
 import { handleMcp, type McpHttpDependencies, McpServerPool } from '../../lib/mcp/http';
 import { type McpTool, mcpTools } from '../../lib/mcp/tools';
-import type { World } from '../helpers/world';
+import type { World } from './world';
 
 export function mcpOf(world: World, tools?: McpTool[]) {
   const deps: McpHttpDependencies = {

@@ -1,0 +1,83 @@
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
+import {
+  backoffSeconds,
+  completerDueAtMs,
+  completerLooksAtMs,
+  lastRerunStartMs,
+  recheckDelaySeconds,
+} from '../../lib/idempotency/backoff';
+
+/**
+ * The completer's schedule (backoff.ts) against docs/state-machine.md's Liveness table, whose numbers are
+ * written here as the doc states them: 0 after attempt 1, then 30 s, 60 s, … 15 min; stalled ≈ 61 min of
+ * backoff after the first failure; a last look 60 s before the record's last 10 s.
+ */
+const NOW = 1_800_000_000_000;
+const DAY_S = 86_400;
+
+describe('backoffSeconds', () => {
+  it.each([
+    [1, 30],
+    [2, 60],
+    [3, 120],
+    [4, 240],
+    [5, 480],
+    [6, 900],
+    [7, 900],
+    [30, 900],
+  ])('after attempt %i: %i s (doubling from 30 s, at most 15 min)', (attempt, seconds) => {
+    expect(backoffSeconds(attempt)).toBe(seconds);
+  });
+
+  it('adds up to about 61 min over the 8 attempts before a call is stalled', () => {
+    const total = [1, 2, 3, 4, 5, 6, 7, 8].reduce((sum, attempt) => sum + backoffSeconds(attempt), 0);
+
+    expect(total).toBe(3_630); // 60.5 min
+  });
+});
+
+describe('completerDueAtMs', () => {
+  it('is the lock’s end after the first attempt, and the backoff of the one before after later ones', () => {
+    const record = { lockEndsMs: NOW, expiresAtS: NOW / 1000 + DAY_S };
+
+    expect(completerDueAtMs({ ...record, attempt: 1 })).toBe(NOW);
+    expect(completerDueAtMs({ ...record, attempt: 2 })).toBe(NOW + 30_000);
+    expect(completerDueAtMs({ ...record, attempt: 3 })).toBe(NOW + 60_000);
+    expect(completerDueAtMs({ ...record, attempt: 9 })).toBe(NOW + 900_000);
+  });
+});
+
+describe('completerLooksAtMs', () => {
+  it('is the due time while it comes before the last look, 60 s before the record’s last 10 s', () => {
+    const expiresAtS = NOW / 1000 + 600; // the TTL 10 min away: the last look 70 s before it
+
+    expect(completerLooksAtMs({ lockEndsMs: NOW, attempt: 2, expiresAtS })).toBe(NOW + 30_000);
+    expect(completerLooksAtMs({ lockEndsMs: NOW, attempt: 7, expiresAtS })).toBe(NOW + 600_000 - 70_000);
+  });
+
+  it('is never before the lock’s end: nothing is to be done while an attempt holds it', () => {
+    const lockEndsMs = NOW + 600_000;
+
+    expect(completerLooksAtMs({ lockEndsMs, attempt: 1, expiresAtS: NOW / 1000 + 300 })).toBe(lockEndsMs);
+  });
+});
+
+describe('lastRerunStartMs', () => {
+  it('leaves a re-run’s whole lock and the 10 s margin before the TTL (rule 2)', () => {
+    expect(lastRerunStartMs({ lockEndsMs: NOW, attempt: 1, expiresAtS: NOW / 1000 + 3_600 }, 60_000)).toBe(
+      NOW + 3_600_000 - 10_000 - 60_000,
+    );
+  });
+});
+
+describe('recheckDelaySeconds', () => {
+  it.each([
+    ['due now', 0, 0],
+    ['due in the past', -5_000, 0],
+    ['due in 1.2 s', 1_200, 2],
+    ['due in 15 min', 900_000, 900],
+    ['due in an hour (SQS’s cap: it looks again then)', 3_600_000, 900],
+  ])('%s: %i ms → %i s', (_label, inMs, seconds) => {
+    expect(recheckDelaySeconds(NOW + inMs, NOW)).toBe(seconds);
+  });
+});

@@ -223,6 +223,20 @@ describe('retrysafe types', () => {
   });
 });
 
+describe('retrysafe types --out', () => {
+  it('writes the file (its folder too) and says what it wrote, where, and from which config', async () => {
+    const dir = app(VALID);
+
+    const written = await retrysafe(dir, ['types', '--out', 'agent/tools.ts']);
+
+    expect(written).toMatchObject({ code: 0, stderr: '' });
+    expect(written.stdout).toBe(
+      'retrysafe types: wrote AppTools (1 tool(s): add_contact) to agent/tools.ts, from retrysafe.config.ts\n',
+    );
+    expect(readFileSync(join(dir, 'agent', 'tools.ts'), 'utf8')).toMatch(/readonly add_contact: ToolTypes</);
+  });
+});
+
 describe('retrysafe init', () => {
   it('writes the skeleton into an empty directory, and never into one with files unless told, nor over a file', async () => {
     const parent = app({});

@@ -57,7 +57,7 @@ function runningDev(file: string): DevState | undefined {
 /** What an operations command says when it was given no store and found no running `retrysafe dev`. */
 function noDevFound(cwd: string, env: NodeJS.ProcessEnv): string {
   return (
-    `no running retrysafe dev found (none recorded in ${devStateFile(cwd, env)}): start \`npx retrysafe dev\` ` +
+    `no running retrysafe dev found (no live one recorded in ${devStateFile(cwd, env)}): start \`npx retrysafe dev\` ` +
     'in this directory and run this again from a second terminal; or name the store: DYNAMODB_ENDPOINT for ' +
     'a DynamoDB of yours, --aws --region R for the deployed tables'
   );

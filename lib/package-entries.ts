@@ -1,7 +1,7 @@
 /**
  * The package's public entry points, as plain data: each built file (`dist/<name>.mjs`, `.cjs`, and
  * their declarations) and the source it is built from. The build (`tsdown.config.ts`) reads it, and
- * `package.json`'s `exports` names the built files (test/unit/package.test.ts keeps the two equal).
+ * `package.json`'s `exports` names the built files (test/package/exports.test.ts keeps the two equal).
  */
 export const PACKAGE_ENTRIES = {
   index: 'lib/idempotency/index.ts',

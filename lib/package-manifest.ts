@@ -10,16 +10,18 @@ export interface PackageManifest {
 }
 
 /**
- * retrysafe's own package.json, found by walking up from this file: the repository's root from lib/ (the
- * sources), the package's root from dist/ (built, and installed under node_modules/retrysafe).
+ * The directory of retrysafe's own package.json, found by walking up from this file: the repository's root
+ * from lib/ (the sources), the package's root from dist/ (built, and installed under node_modules/retrysafe).
  */
-export function packageManifest(): PackageManifest {
+export function packageRoot(): string {
   for (let dir = __dirname; ; dir = dirname(dir)) {
     const file = join(dir, 'package.json');
-    if (existsSync(file)) {
-      const manifest = JSON.parse(readFileSync(file, 'utf8'));
-      if (manifest.name === 'retrysafe') return manifest;
-    }
+    if (existsSync(file) && JSON.parse(readFileSync(file, 'utf8')).name === 'retrysafe') return dir;
     if (dirname(dir) === dir) throw new Error(`retrysafe: cannot find its own package.json above ${__dirname}`);
   }
+}
+
+/** retrysafe's own package.json (see `packageRoot`). */
+export function packageManifest(): PackageManifest {
+  return JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8'));
 }

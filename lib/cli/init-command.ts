@@ -1,11 +1,12 @@
 // `retrysafe init`: a working app skeleton — one tool written the correct way (createOnce), its test on
 // DynamoDB Local, the config `retrysafe dev` reads, the Lambda entries and a CDK app — so that a new app
-// starts from something CI has run (examples/init/run creates one from the packed tarball and runs it).
+// starts from something CI has run (examples/run creates one from the packed tarball and runs it).
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { DevError } from '../dev/dev-error';
-import { packageManifest } from '../package-manifest';
+import { packageManifest, packageRoot } from '../package-manifest';
 import { flagsOf, UsageError } from './args';
+import { installSource } from './install-source';
 
 export const INIT_USAGE = `usage: retrysafe init [DIR] [--name NAME] [--retrysafe SPEC] [--force]
 
@@ -14,11 +15,13 @@ table, its (empty) list of reads, retrysafe.config.ts, the Lambda entries and a 
 tsconfig.json, jest.config.js and cdk.json. Then: npm install && npm test && npx retrysafe dev.
 
   --name NAME       the package's name (default: DIR's name)
-  --retrysafe SPEC  the retrysafe dependency to write (default: ^<this version>; a tarball: file:PATH)
+  --retrysafe SPEC  the retrysafe dependency in package.json: a version range, or file:PATH of a tarball
+                    (written absolute). Default: where this retrysafe was installed from — the tarball
+                    that npx --package <tarball> ran, ^<version> from a registry; required from a checkout
   --force           write into a directory that is not empty (never overwrites a file)`;
 
 /** The skeleton's files, by path. */
-function skeleton(name: string, retrysafe: string): Record<string, string> {
+export function skeleton(name: string, retrysafe: string): Record<string, string> {
   const peers = packageManifest().peerDependencies;
   const packageJson = {
     name,
@@ -141,10 +144,20 @@ export const addNote = defineToolModule({
   },
 });
 `,
-    'src/tools/index.ts': `import { addNote } from './add-note';
+    'src/tools/index.ts': `import { registered } from 'retrysafe/lambda';
+import { addNote } from './add-note';
 
-/** The app's tools: the MCP function, the completer, GET /tools and \`retrysafe dev\` serve these. */
-export const TOOLS = [addNote] as const;
+/**
+ * The app's one list of tools: the CDK app (bin/app.ts) deploys each with its function, route and grants,
+ * and the MCP function, the completer, GET /tools and \`retrysafe dev\` serve them. A line is a tool and
+ * the type of its Lambda entry (\`registered\`: the compiler checks that src/lambdas/<name>.ts exists and
+ * serves that tool). A new tool: its file in src/tools/, its entry in src/lambdas/, a line here, and its
+ * line in bin/app.ts's NEEDS (\`{}\` when it needs nothing but its tables), which the compiler asks for.
+ */
+export const TOOLS = [registered<typeof import('../lambdas/add_note')>(addNote)] as const;
+
+/** The name of a tool of the list. */
+export type ToolName = (typeof TOOLS)[number]['name'];
 `,
     'src/reads/index.ts': `import type { ReadsOver } from 'retrysafe/lambda';
 import type { Services } from '../services';
@@ -197,17 +210,27 @@ export const handler = openApiEntry(TOOLS, READS);
 // to deploy, give your OIDC provider's issuer and audience (-c issuer=… -c audience=…).
 import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
-import { definedTable, eraseAccessOf, Retrysafe } from 'retrysafe/cdk';
+import { definedTable, eraseAccessOf, Retrysafe, type ToolNeeds } from 'retrysafe/cdk';
 import { READS } from '../src/reads';
 import { TABLES } from '../src/tables';
-import { addNote } from '../src/tools/add-note';
+import { TOOLS, type ToolName } from '../src/tools';
 
 const app = new App();
 const stack = new Stack(app, ${JSON.stringify(stackName(name))});
 const entry = (file: string) => join(__dirname, '..', 'src', 'lambdas', \`\${file}.ts\`);
 
+/**
+ * What each tool's functions need besides its tables — an outside API's URL (\`environment\`), its key's
+ * secret (\`secrets\`), its SDK (\`bundledModules\`) — one line per tool of TOOLS: the compiler refuses a
+ * tool of TOOLS missing here, and a name that is not one.
+ */
+const NEEDS: Record<ToolName, ToolNeeds> = {
+  add_note: {},
+};
+
 new Retrysafe(stack, 'Tools', {
-  tools: [{ tool: addNote, entry: entry('add_note') }],
+  // Every tool of TOOLS, none other: a function, a route and exactly its declared grants each.
+  tools: TOOLS.map((tool) => ({ tool, entry: entry(tool.name), needs: NEEDS[tool.name] })),
   reads: READS.map((read) => ({ read, entry: entry(read.name) })),
   entries: {
     mcp: entry('mcp'),
@@ -267,6 +290,9 @@ describe('add_note', () => {
 
     const { retry } = await tool.crashAndRetry({ idempotency_key: 'k1', text: 'Call Ada back' }, caller, {
       effects: async () => (await notesOf(caller.tenant)).length,
+      // The dead worker's lock outlasts the reads made while it holds, on a busy machine too (the default,
+      // 300 ms, can end before them: the call made "while locked" would then take the key over itself).
+      lockMs: 2_000,
     });
 
     expect(retry).toMatchObject({ ok: true, idempotent: false });
@@ -283,6 +309,42 @@ function stackName(name: string): string {
     .replace(/[^A-Za-z0-9-]+/g, '-')
     .replace(/^[^A-Za-z]+/, '');
   return cleaned.length > 0 ? cleaned : 'App';
+}
+
+/**
+ * The retrysafe dependency the new app's package.json names: `--retrysafe` as given, else one that
+ * installs this very package — where npm recorded it came from (`installSource`). A registry range when
+ * this copy came from a tarball would send the app's `npm install` to a registry that may not have it.
+ */
+function retrysafeDependency(given: string | undefined, cwd: string): { readonly spec: string; readonly from: string } {
+  if (given?.startsWith('file:')) {
+    // Written absolute: npm resolves a relative file: from the new app's directory, not from here.
+    const path = resolve(cwd, given.slice('file:'.length));
+    if (!existsSync(path)) throw new UsageError(`--retrysafe: no file ${path} (from ${given})`, INIT_USAGE);
+    return { spec: `file:${path}`, from: '--retrysafe' };
+  }
+  if (given !== undefined) {
+    if (given.trim() === '') throw new UsageError('--retrysafe: empty (a version range, or file:PATH)', INIT_USAGE);
+    return { spec: given, from: '--retrysafe' };
+  }
+  const version = packageManifest().version;
+  const source = installSource(packageRoot(), version);
+  if (source.kind === 'checkout') {
+    throw new UsageError(
+      `--retrysafe is required here: this retrysafe runs from a checkout (${source.dir}), which no dependency ` +
+        'spec installs as a package. Pack it (npm run build && npm pack there) and pass ' +
+        `--retrysafe file:<the absolute path of retrysafe-${version}.tgz>, or --retrysafe ^${version} once it is on a registry`,
+      INIT_USAGE,
+    );
+  }
+  if (source.kind === 'registry') return { spec: source.spec, from: `this retrysafe's version, from a registry` };
+  const tarball = source.spec.startsWith('file:') ? source.spec.slice('file:'.length) : undefined;
+  if (tarball !== undefined && !existsSync(tarball)) {
+    throw new DevError(
+      `${tarball}, the tarball this retrysafe was installed from, is gone: pass --retrysafe file:<where it is now>`,
+    );
+  }
+  return { spec: source.spec, from: source.from };
 }
 
 /** `retrysafe init`. */
@@ -304,7 +366,8 @@ export async function initCommand(argv: readonly string[], cwd: string): Promise
   if (!/^(@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/.test(name)) {
     throw new UsageError(`--name: "${name}" is not an npm package name (lowercase, no spaces)`, INIT_USAGE);
   }
-  const files = skeleton(name, values.retrysafe ?? `^${packageManifest().version}`);
+  const dependency = retrysafeDependency(values.retrysafe, cwd);
+  const files = skeleton(name, dependency.spec);
   if (existsSync(dir)) {
     const present = readdirSync(dir).filter((entry) => entry !== '.git');
     if (present.length > 0 && !values.force) {
@@ -325,6 +388,7 @@ export async function initCommand(argv: readonly string[], cwd: string): Promise
   console.log(
     [
       `retrysafe init: wrote ${Object.keys(files).length} files in ${where} (one tool, add_note, its test and a CDK app).`,
+      `package.json depends on "retrysafe": "${dependency.spec}" (${dependency.from}).`,
       '',
       'Next:',
       ...(where === '.' ? [] : [`  cd ${where}`]),

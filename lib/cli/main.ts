@@ -3,6 +3,7 @@
  * token the dev server accepts; `calls`, `complete` and `erase` operate an app's store — dev's DynamoDB
  * Local, or AWS. Every problem a user can fix is one message and exit code 2, never a stack.
  */
+import { CALL_IN_FLIGHT_STATES } from '../admin/calls-in-flight';
 import { DevError } from '../dev/dev-error';
 import { UsageError } from './args';
 import { devCommand } from './dev-command';
@@ -15,12 +16,12 @@ const USAGE = `usage: retrysafe <command> [flags]   (retrysafe <command> --help 
   init       write an app skeleton: one tool, its test, the config, the Lambda entries, a CDK app
   dev        serve the app's tools locally: REST + MCP, DynamoDB Local, the completer
   token      mint a token the dev server accepts (--tenant T --user U)
-  calls      list a tenant's calls in flight (pending, abandoned)
+  calls      list a tenant's calls in flight (${CALL_IN_FLIGHT_STATES.join(', ')})
   complete   run one completer pass: finish the calls whose worker died
   erase      erase a tenant across the idempotency table and the app's own tables
   types      write the tools' argument and receipt types for an agent app's typed client
 
-The app is described by retrysafe.config.ts in the current directory (see the package's README, "Your own tools").`;
+The app is described by retrysafe.config.ts in the current directory (the package's README.md, "Your own tools").`;
 
 const COMMANDS: Record<string, (argv: readonly string[], cwd: string, env: NodeJS.ProcessEnv) => Promise<number>> = {
   init: initCommand,

@@ -268,9 +268,9 @@ export const ERASE_PARTIAL_EXIT_CODE = 3;
 
 const ERASE_USAGE = `usage: retrysafe erase --tenant T [--include-domain] [--dry-run] [--json] [--config FILE] [store flags]
 
-Erases a tenant (docs/state-machine.md, rule 6): its idempotency records become tombstones or go, and with
---include-domain its items in the app's own tables — each table whose schema in the config declares a
-tenantAttribute (a table declared keptByErase is kept, and said so). A call still in flight is kept and
+Erases a tenant (the package's README.md, "Your own tools"): its idempotency records become tombstones
+or go, and with --include-domain its items in the app's own tables — each table whose schema in the config
+declares a tenantAttribute (a table declared keptByErase is kept, and said so). A call still in flight is kept and
 reported, and an app table waits while a call in flight may still commit to it: one whose tool's access
 names the table, or whose tool the config does not list. It prints what it left and when to run it again
 (a live call's lock end, the completer's next look at an abandoned one). Final and safe to rerun.

@@ -54,6 +54,15 @@ function runningDev(file: string): DevState | undefined {
   }
 }
 
+/** What an operations command says when it was given no store and found no running `retrysafe dev`. */
+function noDevFound(cwd: string, env: NodeJS.ProcessEnv): string {
+  return (
+    `no running retrysafe dev found (no live one recorded in ${devStateFile(cwd, env)}): start \`npx retrysafe dev\` ` +
+    'in this directory and run this again from a second terminal; or name the store: DYNAMODB_ENDPOINT for ' +
+    'a DynamoDB of yours, --aws --region R for the deployed tables'
+  );
+}
+
 /** Flags every operations command takes to name its store. */
 export const STORE_FLAGS = {
   aws: { type: 'boolean' },
@@ -145,7 +154,10 @@ export function openStore(
     where = `retrysafe dev's DynamoDB Local (pid ${dev.pid}, ${dev.endpoint})`;
   } else {
     if (values.region) env.AWS_REGION = values.region;
-    if (!env.AWS_REGION) throw new UsageError('AWS: no region (--region, or AWS_REGION)', usage);
+    if (!env.AWS_REGION) {
+      if (values.aws) throw new UsageError('--aws: no region (--region, or AWS_REGION)', usage);
+      throw new DevError(noDevFound(cwd, env));
+    }
     where = `AWS, ${env.AWS_REGION}`;
   }
   for (const [name, physical] of Object.entries(named))
@@ -163,10 +175,10 @@ export function openStore(
     else missing.push(`${name} (${tableEnvVar(name)})`);
   }
   if (missing.length > 0) {
-    throw new UsageError(
-      `AWS: no name for the tables ${missing.join(', ')}: --outputs FILE, --table NAME=PHYSICAL, or the variables`,
-      usage,
-    );
+    const names = `no name for the tables ${missing.join(', ')}: --outputs FILE, --table NAME=PHYSICAL, or the variables`;
+    // Without --aws, AWS was only the fallback: the dev server the user meant to reach is what is missing.
+    if (!values.aws) throw new DevError(`${noDevFound(cwd, env)}\n(for AWS, ${env.AWS_REGION}: ${names})`);
+    throw new UsageError(`AWS: ${names}`, usage);
   }
   const core = createCoreServices(env, {
     ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}),

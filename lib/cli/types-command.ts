@@ -1,5 +1,5 @@
-import { writeFileSync } from 'node:fs';
-import { relative, resolve } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
 import { flagsOf, UsageError } from './args';
 import { findConfig, loadConfig } from './load-config';
 import { toolTypesSource } from './tool-types';
@@ -56,7 +56,16 @@ export async function typesCommand(argv: readonly string[], cwd: string): Promis
       `package: new RetrysafeClient<${name}>(…). Regenerate it when a schema changes; do not edit it.`,
     ].join('\n'),
   });
-  if (values.out === undefined) process.stdout.write(source);
-  else writeFileSync(resolve(cwd, values.out), source);
+  if (values.out === undefined) {
+    process.stdout.write(source);
+    return 0;
+  }
+  const out = resolve(cwd, values.out);
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, source);
+  console.log(
+    `retrysafe types: wrote ${name} (${config.tools.length} tool(s): ${config.tools.map((tool) => tool.name).join(', ')}) ` +
+      `to ${relative(cwd, out) || out}, from ${relative(cwd, file)}`,
+  );
   return 0;
 }

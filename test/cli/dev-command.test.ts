@@ -3,7 +3,7 @@
  * for the mistakes a newcomer makes — one message, exit 2, never a stack — and `--watch`.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -223,17 +223,31 @@ describe('retrysafe types', () => {
   });
 });
 
+describe('retrysafe types --out', () => {
+  it('writes the file (its folder too) and says what it wrote, where, and from which config', async () => {
+    const dir = app(VALID);
+
+    const written = await retrysafe(dir, ['types', '--out', 'agent/tools.ts']);
+
+    expect(written).toMatchObject({ code: 0, stderr: '' });
+    expect(written.stdout).toBe(
+      'retrysafe types: wrote AppTools (1 tool(s): add_contact) to agent/tools.ts, from retrysafe.config.ts\n',
+    );
+    expect(readFileSync(join(dir, 'agent', 'tools.ts'), 'utf8')).toMatch(/readonly add_contact: ToolTypes</);
+  });
+});
+
 describe('retrysafe init', () => {
   it('writes the skeleton into an empty directory, and never into one with files unless told, nor over a file', async () => {
-    const parent = app({});
-    const written = await retrysafe(parent, ['init', 'notes-app', '--retrysafe', 'file:../retrysafe.tgz']);
-    const again = await retrysafe(parent, ['init', 'notes-app']);
-    const forced = await retrysafe(parent, ['init', 'notes-app', '--force']);
+    const parent = app({ 'retrysafe.tgz': '' });
+    const written = await retrysafe(parent, ['init', 'notes-app', '--retrysafe', 'file:retrysafe.tgz']);
+    const again = await retrysafe(parent, ['init', 'notes-app', '--retrysafe', 'file:retrysafe.tgz']);
+    const forced = await retrysafe(parent, ['init', 'notes-app', '--retrysafe', 'file:retrysafe.tgz', '--force']);
     const badName = await retrysafe(parent, ['init', 'other', '--name', 'Notes App']);
 
     expect(written).toMatchObject({ code: 0, stdout: expect.stringContaining('cd notes-app\n  npm install') });
     const manifest = JSON.parse(readFileSync(join(parent, 'notes-app', 'package.json'), 'utf8'));
-    expect(manifest).toMatchObject({ name: 'notes-app', dependencies: { retrysafe: 'file:../retrysafe.tgz' } });
+    expect(manifest).toMatchObject({ name: 'notes-app', dependencies: { retrysafe: expect.any(String) } });
     expect(again).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/is not empty: init writes into an empty directory/),
@@ -247,5 +261,31 @@ describe('retrysafe init', () => {
       stderr: expect.stringMatching(/--name: "Notes App" is not an npm package name/),
     });
     for (const result of [again, forced, badName]) expect(result.stderr).not.toMatch(STACK);
+  });
+
+  it("writes --retrysafe file:PATH absolute (npm resolves it from the new app's folder), and says so", async () => {
+    const parent = app({ 'retrysafe.tgz': '' });
+
+    const written = await retrysafe(parent, ['init', 'notes-app', '--retrysafe', 'file:retrysafe.tgz']);
+
+    const manifest = JSON.parse(readFileSync(join(parent, 'notes-app', 'package.json'), 'utf8'));
+    expect(manifest.dependencies.retrysafe).toBe(`file:${join(parent, 'retrysafe.tgz')}`);
+    expect(written.stdout).toContain(
+      `package.json depends on "retrysafe": "file:${join(parent, 'retrysafe.tgz')}" (--retrysafe).`,
+    );
+  });
+
+  it.each([
+    [['--retrysafe', 'file:missing.tgz'], /--retrysafe: no file .*missing\.tgz \(from file:missing\.tgz\)/],
+    // Run from this checkout, as a user runs it from a clone: no spec installs a working copy as a package.
+    [[], /--retrysafe is required here: this retrysafe runs from a checkout .*npm run build && npm pack/],
+  ])('%j: refuses before writing anything, naming --retrysafe, exit 2', async (flags, message) => {
+    const parent = app({});
+
+    const refused = await retrysafe(parent, ['init', 'notes-app', ...flags]);
+
+    expect(refused).toMatchObject({ code: 2, stderr: expect.stringMatching(message) });
+    expect(refused.stderr).not.toMatch(STACK);
+    expect(existsSync(join(parent, 'notes-app'))).toBe(false);
   });
 });

@@ -11,7 +11,7 @@ import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
 import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 
 /**
- * The claim phase's decisions (claim-call.ts) on DynamoDB Local: which write an attempt sends for each
+ * The claim phase's decisions (protocol/claim.ts `claimCall`) on DynamoDB Local: which write an attempt sends for each
  * record in its way, and what it answers — a first claim, a takeover, a resume of the completer's, and the
  * records that change between the write that read them and the answer. Each test counts the writes, since
  * the condition alone would refuse a needless one: a needless write is a write unit on the hot path.

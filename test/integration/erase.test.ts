@@ -13,7 +13,7 @@ import { beforeNext as beforeNextCommand } from '../helpers/intercept';
 import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 
 /**
- * Erase's decision for each idempotency item it finds (erase.ts `eraseRecord`, rule 6 of
+ * Erase's decision for each idempotency item it finds (protocol/erase.ts `eraseRecord`, rule 6 of
  * docs/state-machine.md), one state at a time on DynamoDB Local, with and without a dry run and the app's
  * tables (`closeStalled`): what it answers, and what the item is after. erase-example.test.ts runs erase whole.
  */

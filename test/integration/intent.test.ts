@@ -12,7 +12,7 @@ import { beforeNext } from '../helpers/intercept';
 import { createProtocolWorld, identity, type ProtocolWorld } from '../helpers/protocol-world';
 
 /**
- * A dedupe window's intent, decided (intents.ts `claimIntent`) for each state of the call that holds it,
+ * A dedupe window's intent, decided (protocol/intent.ts `claimIntent`) for each state of the call that holds it,
  * on DynamoDB Local: which answer, which key the effect runs under, and what the intent item holds after.
  */
 let world: ProtocolWorld;

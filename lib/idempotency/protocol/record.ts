@@ -107,11 +107,6 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   completedAt: 'completed_at',
 };
 
-/** The attribute names a caller gave, with the defaults for those it did not: the one place they are merged. */
-export function recordAttributes(given: Partial<RecordAttributes> = {}): RecordAttributes {
-  return { ...DEFAULT_RECORD_ATTRIBUTES, ...given };
-}
-
 /** The idempotency table's name unless told otherwise. */
 export const DEFAULT_IDEMPOTENCY_TABLE_NAME = 'retrysafe-idempotency';
 

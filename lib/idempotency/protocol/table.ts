@@ -12,9 +12,9 @@ import {
   type CallRecord,
   callRecordOf,
   DEFAULT_IDEMPOTENCY_TABLE_NAME,
+  DEFAULT_RECORD_ATTRIBUTES,
   type IntentHolder,
   type RecordAttributes,
-  recordAttributes,
   STATUS,
 } from './record';
 
@@ -42,12 +42,15 @@ export interface IdempotencyTableOptions {
   readonly attributes?: Partial<RecordAttributes>;
 }
 
-/** The table the protocol works on, from its options: the one place their defaults are applied. */
+/**
+ * The table the protocol works on, from its options: the one place their defaults are applied (a reader
+ * of items without a table — `inFlightFilter`, `inFlightCallOf` — takes the whole set, its `attributes`).
+ */
 export function idempotencyTable(options: IdempotencyTableOptions): IdempotencyTable {
   return {
     client: options.client,
     tableName: options.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME,
-    attributes: recordAttributes(options.attributes),
+    attributes: { ...DEFAULT_RECORD_ATTRIBUTES, ...options.attributes },
   };
 }
 
@@ -126,17 +129,13 @@ export function ownClaim(
   claimId: string,
   { inProgress = false }: { readonly inProgress?: boolean } = {},
 ): Condition {
-  const claim: Condition = {
-    expression: '#claim = :claim',
-    names: { '#claim': attr.claim },
-    values: { ':claim': { S: claimId } },
-  };
-  if (!inProgress) return claim;
-  return {
-    expression: `${claim.expression} AND #status = :inProgress`,
-    names: { ...claim.names, '#status': attr.status },
-    values: { ...claim.values, ':inProgress': { S: STATUS.inProgress } },
-  };
+  const names: Record<string, string> = { '#claim': attr.claim };
+  const values: Record<string, AttributeValue> = { ':claim': { S: claimId } };
+  if (!inProgress) return { expression: '#claim = :claim', names, values };
+  // Still in flight too (park, release): a stored outcome keeps the claim that stored it.
+  names['#status'] = attr.status;
+  values[':inProgress'] = { S: STATUS.inProgress };
+  return { expression: '#claim = :claim AND #status = :inProgress', names, values };
 }
 
 /** The one condition that an intent is still held as it was read: by `from`'s record, on `from`'s claim. */
@@ -152,8 +151,7 @@ export function heldBy(attr: RecordAttributes, from: Pick<IntentHolder, 'recordK
  * The filter a scan for calls in flight adds: in progress, and not a dedupe window's intent (intents
  * carry no call). Its names and values as DynamoDB takes them.
  */
-export function inFlightFilter(attributes: Partial<RecordAttributes> = {}): Condition {
-  const attr = recordAttributes(attributes);
+export function inFlightFilter(attr: RecordAttributes = DEFAULT_RECORD_ATTRIBUTES): Condition {
   return {
     expression: '#status = :inProgress AND attribute_not_exists(#holder)',
     names: { '#status': attr.status, '#holder': attr.intentHolder },

@@ -65,7 +65,9 @@ beforeAll(async () => {
   resources = template.toJSON().Resources as Resources;
   observed = await observeAccess(TOOLS_WITH_FIXTURE, ACCESS_EXERCISES);
   completerObserved = await observeCompleterAccess();
-}, 120_000);
+  // A bundled synthesis and two rounds on DynamoDB Local, with half the CPU: on CI's two cores the other
+  // Jest worker starts test/explore/engine.test.ts beside it (the two largest files go first).
+}, 240_000);
 
 function logicalId(construct: { node: { defaultChild?: unknown } }, of: RetrysafeStack<AnyToolModule> = stack): string {
   return of.getLogicalId(construct.node.defaultChild as never);

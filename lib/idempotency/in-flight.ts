@@ -3,7 +3,7 @@
  * scan found — the scan itself is the caller's; the state is `classify`'s.
  */
 import { classify, isInFlight } from './call-state';
-import { callRecordOf, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './protocol/record';
+import { callRecordOf, type RecordAttributes, recordAttributes } from './protocol/record';
 
 /** A call whose record may still commit its effect. */
 export interface InFlightCall {
@@ -26,9 +26,9 @@ export interface InFlightCall {
 export function inFlightCallOf(
   item: Record<string, unknown>,
   nowMs: number,
-  attributes: RecordAttributes = DEFAULT_RECORD_ATTRIBUTES,
+  attributes: Partial<RecordAttributes> = {},
 ): InFlightCall | undefined {
-  const record = callRecordOf(item, attributes);
+  const record = callRecordOf(item, recordAttributes(attributes));
   const state = classify(record, nowMs);
   if (!record || !isInFlight(state)) return undefined;
   return {

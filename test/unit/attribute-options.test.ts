@@ -58,15 +58,15 @@ describe('inFlightCallOf, given the names a project renamed', () => {
 });
 
 describe("erase, given a layout's lock attribute under the option name it had (inProgressExpiry)", () => {
-  it('reads the call as live (kept until its lock ends), not as an unreadable item', async () => {
-    // The option was renamed lockEnd with no alias: a layout written against the published
-    // RecordAttributes (`inProgressExpiry: 'lock_ms'`) is silently read with the default lock name.
+  it('refuses the option by its name (renamed lockEnd) instead of reading the lock under the default name', async () => {
+    // A layout written against the earlier RecordAttributes (`inProgressExpiry: 'lock_ms'`) would otherwise
+    // be read with the default lock name: its live call taken for an unreadable item.
     const nowMs = Date.now();
     const attributes = { inProgressExpiry: 'lock_ms' } as Partial<RecordAttributes>;
     const item = itemInFlight({ ...NAMES, lock: 'lock_ms' }, nowMs);
 
-    const erased = await eraseItem({ client: {} as DynamoDBClient, attributes }, item, { dryRun: true });
-
-    expect(erased).toMatchObject({ outcome: 'in_flight', kept: { state: 'live', changesAtMs: nowMs + 60_000 } });
+    await expect(eraseItem({ client: {} as DynamoDBClient, attributes }, item, { dryRun: true })).rejects.toThrow(
+      /^attributes\.inProgressExpiry: unknown$/,
+    );
   });
 });

@@ -12,9 +12,9 @@ import {
   type CallRecord,
   callRecordOf,
   DEFAULT_IDEMPOTENCY_TABLE_NAME,
-  DEFAULT_RECORD_ATTRIBUTES,
   type IntentHolder,
   type RecordAttributes,
+  recordAttributes,
   STATUS,
 } from './record';
 
@@ -42,15 +42,12 @@ export interface IdempotencyTableOptions {
   readonly attributes?: Partial<RecordAttributes>;
 }
 
-/**
- * The table the protocol works on, from its options: the one place their defaults are applied (a reader
- * of items without a table — `inFlightFilter`, `inFlightCallOf` — takes the whole set, its `attributes`).
- */
+/** The table the protocol works on, from its options (the attribute names merged by `recordAttributes`). */
 export function idempotencyTable(options: IdempotencyTableOptions): IdempotencyTable {
   return {
     client: options.client,
     tableName: options.tableName ?? DEFAULT_IDEMPOTENCY_TABLE_NAME,
-    attributes: { ...DEFAULT_RECORD_ATTRIBUTES, ...options.attributes },
+    attributes: recordAttributes(options.attributes),
   };
 }
 
@@ -124,11 +121,7 @@ export function lockEndedOn(
  * attempt whose claim was taken over — or whose record was erased, or expired and claimed anew — writes
  * nothing.
  */
-export function ownClaim(
-  attr: RecordAttributes,
-  claimId: string,
-  { inProgress = false }: { readonly inProgress?: boolean } = {},
-): Condition {
+export function ownClaim(attr: RecordAttributes, claimId: string, inProgress?: boolean): Condition {
   const names: Record<string, string> = { '#claim': attr.claim };
   const values: Record<string, AttributeValue> = { ':claim': { S: claimId } };
   if (!inProgress) return { expression: '#claim = :claim', names, values };
@@ -151,7 +144,8 @@ export function heldBy(attr: RecordAttributes, from: Pick<IntentHolder, 'recordK
  * The filter a scan for calls in flight adds: in progress, and not a dedupe window's intent (intents
  * carry no call). Its names and values as DynamoDB takes them.
  */
-export function inFlightFilter(attr: RecordAttributes = DEFAULT_RECORD_ATTRIBUTES): Condition {
+export function inFlightFilter(attributes: Partial<RecordAttributes> = {}): Condition {
+  const attr = recordAttributes(attributes);
   return {
     expression: '#status = :inProgress AND attribute_not_exists(#holder)',
     names: { '#status': attr.status, '#holder': attr.intentHolder },

@@ -189,6 +189,7 @@ describe('decodeCall and decodeOutcome', () => {
     ['null arguments', '{"user":"u","key":"k","args":null}'],
     ['text arguments', '{"user":"u","key":"k","args":"a"}'],
     ['list arguments', '{"user":"u","key":"k","args":[1]}'],
+    ['a list holding a call text (a list attribute)', ['{"user":"u","key":"k","args":{}}']],
   ])('refuses a call attribute with %s', (_what, text) => {
     expect(decodeCall(text)).toBeUndefined();
   });

@@ -8,6 +8,7 @@
  */
 import canonicalize from 'canonicalize';
 import type { ErrorCode } from '../errors';
+import { encodeReceipt } from '../receipt';
 import type { JsonObject } from '../types';
 
 /**
@@ -125,9 +126,11 @@ export const STATUS = {
 /**
  * Why the completer gave up on a call (`stalled`): it failed every one of `maxAttempts` attempts; its tool
  * is not one the completer serves (a deploy dropped or renamed it); its stored call cannot be read (or the
- * tool as deployed now refuses it); its record expires before its next re-run could run (`expiring`).
+ * tool as deployed now refuses it); its record expires before its next re-run could run (`expiring`). And
+ * one nobody gave up on: Powertools' handler wrote the record and its lock ended (`powertools`: no claim
+ * to take over, no call to re-run — `powertoolsRecordOf`).
  */
-export type StalledReason = 'attempts' | 'unknown_tool' | 'unreadable_call' | 'expiring';
+export type StalledReason = 'attempts' | 'unknown_tool' | 'unreadable_call' | 'expiring' | 'powertools';
 
 /** A call record as read from the table, every attribute typed. */
 export interface CallRecord {
@@ -165,6 +168,12 @@ export interface CallRecord {
   readonly createdAtMs: number | undefined;
   /** When its outcome was stored (epoch ms); undefined in flight, and on a record an earlier version stored. */
   readonly completedAtMs: number | undefined;
+  /**
+   * `powertools` when Powertools' handler (`makeIdempotent` on `DynamoDBPersistenceLayer`) wrote the record,
+   * not a retrysafe claim: it names no claim and holds no call (`powertoolsRecordOf`).
+   * @default undefined (a retrysafe claim wrote it)
+   */
+  readonly writtenBy?: 'powertools';
 }
 
 /** A call's id: the record key and the instance its first claim started. */
@@ -197,13 +206,16 @@ function number(item: Record<string, unknown>, name: string): number | undefined
 
 /**
  * A table item (unmarshalled) as a typed call record, or undefined when it is not one as every claim
- * writes it (key, status, call instance, attempt, TTL and lock; a tombstone keeps them all).
+ * writes it (key, status, call instance, attempt, TTL and lock; a tombstone keeps them all) nor one
+ * Powertools' handler wrote (`powertoolsRecordOf`).
  */
 export function callRecordOf(item: Record<string, unknown>, attr: RecordAttributes): CallRecord | undefined {
   const recordKey = text(item, attr.key);
   const status = text(item, attr.status);
   const instance = text(item, attr.callInstance);
   const attempt = number(item, attr.attempt);
+  // Every retrysafe claim writes both; Powertools' handler neither.
+  if (instance === undefined && attempt === undefined) return powertoolsRecordOf(item, attr);
   const expiresAtS = number(item, attr.expiry);
   const lockEndsMs = number(item, attr.lockEnd);
   if (recordKey === undefined || status === undefined || instance === undefined) return undefined;
@@ -228,6 +240,68 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
     createdAtMs: number(item, attr.createdAt),
     completedAtMs: number(item, attr.completedAt),
   };
+}
+
+/**
+ * The instance of a call Powertools' handler ran: it writes none. Its call id (`<record key>@powertools`)
+ * is stamped on nothing — retrysafe's instances are UUIDs, and Powertools' handler stamps no commit.
+ */
+export const POWERTOOLS_INSTANCE = 'powertools';
+
+/** The `status` values Powertools' handler writes, and the tombstone erase makes of its completed record. */
+const POWERTOOLS_STATUSES: readonly string[] = [STATUS.inProgress, STATUS.completed, STATUS.erased];
+
+/**
+ * An item Powertools 2.35's handler wrote on this table (`makeIdempotent` on `DynamoDBPersistenceLayer`
+ * with retrysafe's derivation and these attribute names: docs/design.md, "Powertools and retrysafe on one
+ * table") as a call record: its key, status, TTL, validation hash, and lock (`in_progress_expiration`,
+ * written only when its handler had a Lambda context; without one Powertools holds the key until the TTL,
+ * and so does this lock). No claim id, call, attempt count, tenant or downstream key: nothing can take it
+ * over by the claim it replaces (rule 2) nor re-run its call, so once its lock ends it is `stalled`
+ * (`classify`). Its outcome is its handler's return value (`powertoolsOutcomeOf`).
+ */
+function powertoolsRecordOf(item: Record<string, unknown>, attr: RecordAttributes): CallRecord | undefined {
+  const recordKey = text(item, attr.key);
+  const status = text(item, attr.status);
+  const expiresAtS = number(item, attr.expiry);
+  if (recordKey === undefined || status === undefined || expiresAtS === undefined) return undefined;
+  if (!POWERTOOLS_STATUSES.includes(status)) return undefined;
+  return {
+    recordKey,
+    callId: callIdOf(recordKey, POWERTOOLS_INSTANCE),
+    status,
+    claimId: undefined,
+    lockEndsMs: number(item, attr.lockEnd) ?? expiresAtS * 1000,
+    expiresAtS,
+    validation: text(item, attr.validation),
+    tenant: undefined,
+    tool: undefined,
+    call: undefined,
+    downstreamKey: undefined,
+    attempt: 1,
+    outcome: status === STATUS.completed ? powertoolsOutcomeOf(recordKey, item[attr.data]) : undefined,
+    stalledClaimId: undefined,
+    stalledReason: 'powertools',
+    createdAtMs: undefined,
+    completedAtMs: undefined,
+    writtenBy: 'powertools',
+  };
+}
+
+/**
+ * A completed Powertools record's outcome. Powertools stores its handler's return value as it is (a
+ * DynamoDB map for an object). A JSON object is the receipt — as a retrysafe tool's receipt is stored
+ * (`encodeReceipt`: plain JSON, at most 32 KB), so it replays byte for byte as its own would, and the call
+ * made its effect itself (`replayed: false`; its replay says `idempotent: true`). Anything else (a string,
+ * an array, nothing) is no receipt a tool could return: the outcome is `internal` — the effect may have
+ * happened, so never a second run.
+ */
+function powertoolsOutcomeOf(recordKey: string, data: unknown): StoredOutcome {
+  try {
+    return { receipt: encodeReceipt(recordKey, data), replayed: false };
+  } catch {
+    return { replayed: false, failure: 'internal' };
+  }
 }
 
 /** The call that holds a dedupe window's intent: its record, the claim it held it with, and the call itself. */

@@ -227,7 +227,7 @@ describe('erase, on a record Powertools’ handler wrote', () => {
     expect(execute).not.toHaveBeenCalled();
   });
 
-  it('keeps one in flight and reports it with its tool and its lock’s end', async () => {
+  it('keeps one in flight and reports it with its lock’s end, its tool unknown (every app table waits)', async () => {
     // prepare
     const call = callOf();
     const held = gate();
@@ -248,7 +248,33 @@ describe('erase, on a record Powertools’ handler wrote', () => {
     // assess
     expect(kept).toEqual({
       outcome: 'in_flight',
-      kept: { recordKey: call.recordKey, tool: TOOL, state: 'live', changesAtMs: item.in_progress_expiration },
+      kept: { recordKey: call.recordKey, tool: undefined, state: 'live', changesAtMs: item.in_progress_expiration },
+    });
+    expect(after).toEqual(item);
+  });
+  it('keeps one whose lock ended, even erasing the app’s tables: stalled, nothing will move it before its TTL', async () => {
+    // prepare: Powertools' handler claims with 100 ms left, and its worker never comes back
+    const call = callOf();
+    const dead = gate();
+    const { handler, run } = powertools(async () => {
+      await dead.opened;
+      return { note_id: 'late' };
+    });
+    const dying = handler(call.event, context(100));
+    while (run.mock.calls.length === 0) await waitMs(10);
+    await waitMs(200);
+    const item = (await itemOf(call.recordKey))!;
+
+    // act
+    const kept = await eraseItem(world.idempotencyTable, item, { closeStalled: true });
+    const after = await itemOf(call.recordKey);
+    dead.open();
+    await dying;
+
+    // assess
+    expect(kept).toEqual({
+      outcome: 'in_flight',
+      kept: { recordKey: call.recordKey, tool: undefined, state: 'stalled', changesAtMs: undefined },
     });
     expect(after).toEqual(item);
   });

@@ -155,9 +155,9 @@ describe('retrysafe reads a record Powertools’ handler wrote', () => {
     const lockEndsMs = (await itemOf(call.recordKey))?.in_progress_expiration as number;
 
     // act
-    const duplicate = await world
+    const { result: duplicate, call: pendingOn } = await world
       .idempotencyRuntime({ attach: { maxWaitMs: 0 } })
-      .invoke(tool, call.caller, call.input, deadline());
+      .invokeForCall(tool, call.caller, call.input, deadline());
     const poll = await world.runtime.lookup(TOOL, call.caller, call.key);
     held.open();
     await running;
@@ -165,6 +165,7 @@ describe('retrysafe reads a record Powertools’ handler wrote', () => {
     // assess
     expect(lockEndsMs).toBeGreaterThan(Date.now());
     expect(duplicate).toMatchObject({ ok: false, status: 'pending', key: call.key });
+    expect(pendingOn).toMatchObject({ lockEndsMs, writtenBy: 'powertools' });
     expect(poll).toMatchObject({ status: 'pending' });
     expect(execute).not.toHaveBeenCalled();
   });

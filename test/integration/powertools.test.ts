@@ -1,6 +1,7 @@
-// Rules 1, 2 and 6 (docs/state-machine.md): a record Powertools' handler wrote is replayed, refused or kept,
-// never taken over; erase tombstones a completed one and keeps one in flight. docs/design.md, "Powertools and
-// retrysafe on one table".
+// Rule 1 (docs/state-machine.md): a record Powertools' handler left in progress is never re-run by retrysafe.
+// Rule 2 (docs/state-machine.md): it names no claim, so nothing takes it over.
+// Rule 6 (docs/state-machine.md): erase tombstones a completed one and keeps one in flight.
+// docs/design.md, "Powertools and retrysafe on one table": Powertools' handler and retrysafe on one table.
 import { randomUUID } from 'node:crypto';
 import {
   IdempotencyAlreadyInProgressError,

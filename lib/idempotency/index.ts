@@ -13,9 +13,6 @@ export {
   type StreamReport,
 } from './completer';
 export * from './definition';
-// The arguments' fingerprint the validation hash is taken of: what Powertools' own handler is handed to
-// share the table (docs/design.md, "Powertools and retrysafe on one table").
-export { fingerprint } from './fingerprint';
 export { type InFlightCall, inFlightCallOf } from './in-flight';
 export { powertoolsResponseHook } from './powertools';
 export {

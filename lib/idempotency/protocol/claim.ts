@@ -116,7 +116,7 @@ export function refusalOf(existing: CallRecord, request: ClaimRequest): ClaimPha
 /**
  * The answer of the record that refused the claim: other arguments → `conflict`; in progress →
  * `pending` until its lock ends (one Powertools' handler left behind: until its TTL); completed → its
- * outcome, replayed (Powertools' handler's result as the receipt, `powertoolsRecordOf`).
+ * outcome, replayed (Powertools' handler's result as the receipt, `callRecordOf`).
  */
 function answerOfRecord(existing: CallRecord, request: ClaimRequest): ClaimPhase | typeof GONE_MEANWHILE {
   if (existing.validation !== request.validation) return failed(REFUSED.conflict());
@@ -124,13 +124,14 @@ function answerOfRecord(existing: CallRecord, request: ClaimRequest): ClaimPhase
   if (classify(existing, Date.now()) === 'expired') return GONE_MEANWHILE;
   if (existing.status === STATUS.inProgress) {
     const nowMs = Date.now();
-    if (existing.writtenBy === 'powertools' && classify(existing, nowMs) === 'stalled') {
-      // Powertools' handler died holding it: no claim to take over (rule 2), no call to re-run, and its
-      // effect may have happened (rule 1). Nothing runs it before its TTL — past it a fresh claim runs it
-      // under this call's downstream key —, so the wait is all of it, not a poll's second.
-      return { kind: 'pending', until: { afterMs: existing.expiresAtS * 1000 - nowMs }, call: existing };
-    }
-    return { kind: 'pending', until: { atMs: existing.lockEndsMs }, call: existing };
+    // No claim to take over once its lock ended (Powertools' handler died holding it: rule 2), no call to
+    // re-run, and its effect may have happened (rule 1). Nothing runs it before its TTL — past it a fresh
+    // claim runs it under this call's downstream key —, so the wait is all of it, not a poll's second.
+    const until =
+      !existing.claimId && existing.lockEndsMs < nowMs
+        ? { afterMs: existing.expiresAtS * 1000 - nowMs }
+        : { atMs: existing.lockEndsMs };
+    return { kind: 'pending', until, call: existing };
   }
   if (existing.status === STATUS.completed) {
     return { kind: 'outcome', outcome: { ...existing.outcome, replayed: true }, replay: 'client_key', call: existing };

@@ -1,13 +1,18 @@
 /**
- * Powertools' own handler (`makeIdempotent` on `DynamoDBPersistenceLayer`) on a table retrysafe writes too:
- * the response hook with which its replay of a record retrysafe stored answers what retrysafe would.
- * Reading records Powertools' handler wrote is `protocol/record.ts`'s (`callRecordOf`); the configuration
- * both sides share is docs/design.md, "Powertools and retrysafe on one table".
+ * `retrysafe/idempotency/powertools`: what Powertools' own handler (`makeIdempotent` on
+ * `DynamoDBPersistenceLayer`) needs to serve a table retrysafe writes too — the arguments' fingerprint its
+ * validation hash is taken of, and the response hook with which its replay of a record retrysafe stored
+ * answers what retrysafe would. A light subpath (no zod, no runtime: ~2 KB bundled), for a function that
+ * runs Powertools, not retrysafe. Reading records Powertools' handler wrote is `protocol/record.ts`'s
+ * (`callRecordOf`); the configuration both sides share is docs/design.md, "Powertools and retrysafe on one
+ * table".
  */
 import { failureOf } from './answers';
 import { StoredFailureError } from './errors';
 import { decodeOutcome } from './protocol/record';
 import type { JsonObject, JsonValue } from './types';
+
+export { fingerprint } from './fingerprint';
 
 /**
  * Powertools' `responseHook` (`IdempotencyConfig`) for a handler on a table retrysafe writes too: a

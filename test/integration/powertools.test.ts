@@ -10,15 +10,18 @@ import {
   makeIdempotent,
 } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
-import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { recordKeyOf, validationOf } from '../../lib/idempotency/derivation';
+import { INTERNAL_MESSAGE } from '../../lib/idempotency/errors';
 import { fingerprint } from '../../lib/idempotency/fingerprint';
 import { powertoolsResponseHook } from '../../lib/idempotency/powertools';
 import { claim } from '../../lib/idempotency/protocol/claim';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import { encodeCall } from '../../lib/idempotency/protocol/record';
 import type { JsonObject } from '../../lib/idempotency/types';
+import { createToolRuntime } from '../../lib/lambda/runtime';
+import { capturedLogger } from '../helpers/captured-logger';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { gate, noteTool } from '../helpers/tools';
 
@@ -198,6 +201,175 @@ describe('retrysafe reads a record Powertools’ handler wrote', () => {
     expect((resend as { retry_after_ms: number }).retry_after_ms).toBeGreaterThan(untilTtlMs - 5_000);
     expect(poll).toEqual({ status: 'stalled', reason: 'powertools' });
     expect(after).toEqual(before);
+    expect(execute).not.toHaveBeenCalled();
+  });
+});
+
+/** What Powertools' handler stores, put as it is: its attributes only (no call instance, attempt or claim). */
+async function putPowertoolsItem(
+  call: ReturnType<typeof callOf>,
+  {
+    status,
+    expiresAtS,
+    lockEndsMs,
+    data,
+  }: { status: string; expiresAtS?: number; lockEndsMs?: number; data?: AttributeValue },
+) {
+  await world.client.send(
+    new PutItemCommand({
+      TableName: world.idempotencyTable.tableName,
+      Item: {
+        id: { S: call.recordKey },
+        status: { S: status },
+        expiration: { N: String(expiresAtS ?? Math.round(Date.now() / 1000) + TTL_SECONDS) },
+        ...(lockEndsMs === undefined ? {} : { in_progress_expiration: { N: String(lockEndsMs) } }),
+        validation: { S: validationOf(call.event.fingerprint) },
+        ...(data === undefined ? {} : { data }),
+      },
+    }),
+  );
+}
+
+/** Text that must reach no answer and no log line: what a stored result held. */
+const SECRET = 'secret-held-by-the-result';
+
+describe('a Powertools record with odd content: a closed-set answer, nothing run, nothing of it shown', () => {
+  /** The runtime as an entry point builds it (its logger and call log), its log lines captured. */
+  async function invokeLogged(call: ReturnType<typeof callOf>, tool: ReturnType<typeof noteTool>['tool']) {
+    const { logger, lines, restore } = capturedLogger();
+    try {
+      const runtime = createToolRuntime({ client: world.client, logger });
+      const answer = await runtime.invoke(tool, call.caller, call.input, deadline());
+      const poll = await runtime.lookup(TOOL, call.caller, call.key).then(
+        (operation) => operation,
+        (error: unknown) => error,
+      );
+      return { answer, poll, lines };
+    } finally {
+      restore();
+    }
+  }
+
+  it.each([
+    ['no result (its handler returned nothing)', undefined],
+    ['a string', { S: SECRET }],
+    ['a list', { L: [{ S: SECRET }] }],
+    ['a string set', { SS: [SECRET] }],
+    ['bytes', { B: new TextEncoder().encode(SECRET) }],
+    ['a map holding a set', { M: { note: { SS: [SECRET] } } }],
+    ['a map holding a number beyond a double', { M: { note: { S: SECRET }, amount: { N: '1'.repeat(30) } } }],
+    ['a map of more than 32 KB', { M: { note: { S: SECRET.repeat(2_000) } } }],
+  ] as const)('completed with %s: `internal` replayed, never a second run', async (_what, data) => {
+    // prepare
+    const call = callOf();
+    const { tool, execute } = noteTool(TOOL, undefined, { ttlSeconds: TTL_SECONDS });
+    await putPowertoolsItem(call, { status: 'COMPLETED', lockEndsMs: Date.now(), data });
+    const before = await itemOf(call.recordKey);
+
+    // act
+    const { answer, poll, lines } = await invokeLogged(call, tool);
+
+    // assess
+    expect(answer).toEqual({
+      ok: false,
+      idempotent: true,
+      error: { code: 'internal', message: INTERNAL_MESSAGE },
+    });
+    expect(poll).toMatchObject({ code: 'internal', message: INTERNAL_MESSAGE });
+    expect(execute).not.toHaveBeenCalled();
+    expect(await itemOf(call.recordKey)).toEqual(before);
+    expect(lines.length).toBeGreaterThan(0); // the call's line, at least
+    expect(JSON.stringify(lines)).not.toContain(SECRET);
+  });
+
+  it('completed by Powertools’ own handler with no result: `internal` replayed, never a second run', async () => {
+    // prepare
+    const call = callOf();
+    const { tool, execute } = noteTool(TOOL, undefined, { ttlSeconds: TTL_SECONDS });
+    const { handler } = powertools(async () => undefined);
+    await handler(call.event, context());
+
+    // act
+    const { answer } = await invokeLogged(call, tool);
+
+    // assess
+    expect((await itemOf(call.recordKey))?.status).toBe('COMPLETED');
+    expect(answer).toMatchObject({
+      ok: false,
+      idempotent: true,
+      error: { code: 'internal', message: INTERNAL_MESSAGE },
+    });
+    expect(execute).not.toHaveBeenCalled();
+  });
+
+  it.each(['EXPIRED', 'DONE', ''])(
+    'with a status neither writes (%j): `internal`, not a call record; polled as none; nothing run or changed',
+    async (status) => {
+      // prepare
+      const call = callOf();
+      const { tool, execute } = noteTool(TOOL, undefined, { ttlSeconds: TTL_SECONDS });
+      await putPowertoolsItem(call, { status, lockEndsMs: Date.now() + 60_000, data: { M: { note: { S: SECRET } } } });
+      const before = await itemOf(call.recordKey);
+
+      // act
+      const { answer, poll, lines } = await invokeLogged(call, tool);
+
+      // assess
+      expect(answer).toEqual({
+        ok: false,
+        error: { code: 'internal', message: INTERNAL_MESSAGE },
+      });
+      expect(poll).toBeUndefined();
+      expect(execute).not.toHaveBeenCalled();
+      expect(await itemOf(call.recordKey)).toEqual(before);
+      expect(lines.length).toBeGreaterThan(0); // the call's line, at least
+      expect(JSON.stringify(lines)).not.toContain(SECRET);
+    },
+  );
+
+  it.each(['COMPLETED', 'INPROGRESS'])(
+    '%s past its TTL: gone — polled as none, and the call claims the key anew and runs',
+    async (status) => {
+      // prepare
+      const call = callOf();
+      const { tool, execute } = noteTool(TOOL, undefined, { ttlSeconds: TTL_SECONDS });
+      const expiresAtS = Math.floor(Date.now() / 1000) - 1;
+      await putPowertoolsItem(call, {
+        status,
+        expiresAtS,
+        lockEndsMs: Date.now() - 5_000,
+        data: { M: { n: { S: 'x' } } },
+      });
+
+      // act
+      const poll = await world.runtime.lookup(TOOL, call.caller, call.key);
+      const answer = await world.runtime.invoke(tool, call.caller, call.input, deadline());
+
+      // assess
+      expect(poll).toBeUndefined();
+      expect(answer).toMatchObject({ ok: true, idempotent: false, key: call.key });
+      expect(execute).toHaveBeenCalledTimes(1);
+      expect(await itemOf(call.recordKey)).toMatchObject({ status: 'COMPLETED', attempt: 1 });
+    },
+  );
+
+  it('in progress with no lock (Powertools’ handler without a Lambda context): live until its TTL, `pending`', async () => {
+    // prepare
+    const call = callOf();
+    const { tool, execute } = noteTool(TOOL, undefined, { ttlSeconds: TTL_SECONDS });
+    await putPowertoolsItem(call, { status: 'INPROGRESS' });
+
+    // act
+    const { result: answer, call: pendingOn } = await world
+      .idempotencyRuntime({ attach: { maxWaitMs: 0 } })
+      .invokeForCall(tool, call.caller, call.input, deadline());
+    const poll = await world.runtime.lookup(TOOL, call.caller, call.key);
+
+    // assess
+    const item = await itemOf(call.recordKey);
+    expect(answer).toMatchObject({ ok: false, status: 'pending', key: call.key });
+    expect(pendingOn).toMatchObject({ lockEndsMs: (item?.expiration as number) * 1000, writtenBy: 'powertools' });
+    expect(poll).toMatchObject({ status: 'pending' });
     expect(execute).not.toHaveBeenCalled();
   });
 });

@@ -10,8 +10,10 @@ import {
   makeIdempotent,
 } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { type AttributeValue, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { recordKeyOf, validationOf } from '../../lib/idempotency/derivation';
 import { INTERNAL_MESSAGE } from '../../lib/idempotency/errors';
 import { fingerprint } from '../../lib/idempotency/fingerprint';
@@ -250,7 +252,7 @@ describe('a Powertools record with odd content: a closed-set answer, nothing run
     }
   }
 
-  it.each([
+  it.each<[string, AttributeValue | undefined]>([
     ['no result (its handler returned nothing)', undefined],
     ['a string', { S: SECRET }],
     ['a list', { L: [{ S: SECRET }] }],
@@ -259,7 +261,7 @@ describe('a Powertools record with odd content: a closed-set answer, nothing run
     ['a map holding a set', { M: { note: { SS: [SECRET] } } }],
     ['a map holding a number beyond a double', { M: { note: { S: SECRET }, amount: { N: '1'.repeat(30) } } }],
     ['a map of more than 32 KB', { M: { note: { S: SECRET.repeat(2_000) } } }],
-  ] as const)('completed with %s: `internal` replayed, never a second run', async (_what, data) => {
+  ])('completed with %s: `internal` replayed, never a second run', async (_what, data) => {
     // prepare
     const call = callOf();
     const { tool, execute } = noteTool(TOOL, undefined, { ttlSeconds: TTL_SECONDS });
@@ -370,6 +372,55 @@ describe('a Powertools record with odd content: a closed-set answer, nothing run
     expect(answer).toMatchObject({ ok: false, status: 'pending', key: call.key });
     expect(pendingOn).toMatchObject({ lockEndsMs: (item?.expiration as number) * 1000, writtenBy: 'powertools' });
     expect(poll).toMatchObject({ status: 'pending' });
+    expect(execute).not.toHaveBeenCalled();
+  });
+});
+
+describe('the completer, on a record Powertools’ handler wrote', () => {
+  it.each([
+    ['in flight', 5_000],
+    ['whose worker died (its lock ended)', 100],
+  ])('%s: schedules no recheck and logs nothing — it has no claim to resume', async (_what, lockMs) => {
+    // prepare: its stream image, as the table's stream carries it
+    const call = callOf();
+    const { tool, execute } = noteTool(TOOL, undefined, { ttlSeconds: TTL_SECONDS });
+    const held = gate();
+    const { handler, run } = powertools(async () => {
+      await held.opened;
+      return { note_id: 'note_by_powertools' };
+    });
+    const running = handler(call.event, context(lockMs));
+    while (run.mock.calls.length === 0) await waitMs(10);
+    await waitMs(lockMs === 100 ? 200 : 0);
+    const item = (await itemOf(call.recordKey))!;
+    const sends: Recheck[][] = [];
+    const logger = { error: jest.fn(), warn: jest.fn(), info: jest.fn() };
+    const completer = new Completer({
+      client: world.client,
+      runtime: world.idempotencyRuntime(),
+      tools: [tool],
+      queue: { send: async (rechecks) => void sends.push([...rechecks]) },
+      tableName: world.idempotencyTable.tableName,
+      logger: logger as unknown as Logger,
+    });
+
+    // act
+    const report = await completer.onStream([
+      {
+        eventName: 'INSERT',
+        dynamodb: { Keys: marshall({ id: call.recordKey }), NewImage: marshall(item), SequenceNumber: '1' },
+      },
+    ]);
+    const after = await itemOf(call.recordKey);
+    held.open();
+    await running;
+
+    // assess
+    expect(report).toEqual({ recordsRead: 1, rechecksScheduled: 0 });
+    expect(sends).toEqual([]);
+    expect(logger.error).not.toHaveBeenCalled();
+    expect(logger.warn).not.toHaveBeenCalled();
+    expect(after).toEqual(item);
     expect(execute).not.toHaveBeenCalled();
   });
 });

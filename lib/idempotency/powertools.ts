@@ -25,6 +25,13 @@ export function powertoolsResponseHook(response: unknown): JsonValue {
   const outcome = decodeOutcome(response);
   const ours = outcome !== undefined && (typeof outcome.receipt === 'string' || typeof outcome.failure === 'string');
   if (!ours) return response as JsonValue;
-  if (outcome.receipt !== undefined) return JSON.parse(outcome.receipt) as JsonObject;
+  if (outcome.receipt !== undefined) {
+    try {
+      return JSON.parse(outcome.receipt) as JsonObject;
+    } catch {
+      // Not the text retrysafe stores: `internal`, as retrysafe answers it — never the stored text in an error.
+      throw new StoredFailureError(failureOf({ replayed: outcome.replayed, failure: 'internal' }));
+    }
+  }
   throw new StoredFailureError(failureOf(outcome));
 }

@@ -554,6 +554,38 @@ describe('Powertools’ handler reads a record retrysafe wrote', () => {
     expect(run).not.toHaveBeenCalled();
   });
 
+  it('completed with a receipt that is not JSON text: the hook throws `internal`, the stored text in no error', async () => {
+    // prepare: a record whose receipt no retrysafe store wrote (canonical JSON text is all it writes)
+    const call = callOf();
+    const { handler, run } = powertools(async () => ({ note_id: 'ran again' }), { responseHook: true });
+    await world.client.send(
+      new PutItemCommand({
+        TableName: world.idempotencyTable.tableName,
+        Item: {
+          id: { S: call.recordKey },
+          status: { S: 'COMPLETED' },
+          call_id: { S: 'c1' },
+          attempt: { N: '1' },
+          expiration: { N: String(Math.round(Date.now() / 1000) + TTL_SECONDS) },
+          in_progress_expiration: { N: String(Date.now()) },
+          validation: { S: validationOf(call.event.fingerprint) },
+          data: { M: { replayed: { BOOL: false }, receipt: { S: `{${SECRET}` } } },
+        },
+      }),
+    );
+
+    // act
+    const replay = await handler(call.event, context()).then(
+      () => undefined,
+      (error: unknown) => error as Error & { code?: string },
+    );
+
+    // assess
+    expect(replay).toMatchObject({ code: 'internal', message: INTERNAL_MESSAGE });
+    expect(JSON.stringify({ message: replay?.message, cause: String(replay?.cause) })).not.toContain(SECRET);
+    expect(run).not.toHaveBeenCalled();
+  });
+
   it('with other arguments under its key: `IdempotencyValidationError`', async () => {
     // prepare
     const call = callOf('hello');

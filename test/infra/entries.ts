@@ -44,6 +44,9 @@ until liveness (issue 33): a poll's truthful wait and the stalled reason (`askAg
 schedule), the log replacer that keeps stored items out of error lines, the `timeout` outcome and the
 refused non-string claims — +0.5 KB, create_invoice 134,434 bytes; 132 KB until attach (a duplicate waits
 for the live attempt's outcome, attach.ts) and the completer's last look before a TTL: +1 KB, 135,437 bytes.
+Issue 35 (records Powertools' own handler wrote, read): +449 bytes; the example's Stripe adapter importing its
+errors from retrysafe/idempotency/errors (its dynamic import had wrapped most of the package in lazy-init
+closures): −1,226 — create_invoice 134,841 bytes.
  */
 export const BUNDLE_BUDGET_BYTES = 133 * 1024;
 
@@ -59,7 +62,7 @@ export const BUNDLE_BUDGET_BYTES = 133 * 1024;
 view and a call's record as its attempt left it, +6.7 KB — 454,422 bytes; then a read's answer parsed with its
 `found` schema and a read's argument that takes no text refused: +515 bytes).
  */
-export const MCP_BUNDLE_BUDGET_BYTES = 448 * 1024; // 446 KB until liveness and attach (issue 33): +1.7 KB, 458,454 bytes
+export const MCP_BUNDLE_BUDGET_BYTES = 448 * 1024; // 446 KB until liveness and attach (issue 33): +1.7 KB, 458,454 bytes; issue 35 +703, the Stripe adapter's import −1,791: 457,549
 
 /**
  * The completer's budget: it carries every tool (to finish any call) and the recheck queue's SQS commands
@@ -67,7 +70,7 @@ export const MCP_BUNDLE_BUDGET_BYTES = 448 * 1024; // 446 KB until liveness and 
 makeIdempotent went: 139,311 bytes; 138 KB until its Logger stopped writing what an error carries — the
 error-safe replacer — and a call that outlived its invocation was logged `timeout`: 141,410 bytes).
  */
-export const COMPLETER_BUNDLE_BUDGET_BYTES = 140 * 1024; // 139 KB until issue 33's schedule, stall reasons and attach: 143,242 bytes; issue 34 (the record in protocol/): 143,344
+export const COMPLETER_BUNDLE_BUDGET_BYTES = 140 * 1024; // 139 KB until issue 33's schedule, stall reasons and attach: 143,242 bytes; issue 34 (the record in protocol/): 143,344; issue 35 +451, the Stripe adapter's import −1,278: 142,526
 
 /** The bundle budget of one entry point. */
 export function bundleBudgetOf(entry: string): number {

@@ -62,7 +62,8 @@ describe('classify', () => {
   });
 
   it.each([
-    ['no claim given up on (and no claim)', { stalledClaimId: undefined, claimId: undefined }, 'abandoned'],
+    // No claim at all (Powertools' handler wrote it): no takeover can name one (rule 2), nothing can finish it.
+    ['no claim at all', { stalledClaimId: undefined, claimId: undefined }, 'stalled'],
     ['no claim given up on', { stalledClaimId: undefined }, 'abandoned'],
     ['another claim given up on (the call was taken over since)', { stalledClaimId: 'c0' }, 'abandoned'],
     ['its own claim given up on', { stalledClaimId: 'c1' }, 'stalled'],

@@ -1,5 +1,8 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Context } from 'aws-lambda';
 import type * as z from 'zod/mini';
+import { gatewayInvocationTool } from '../agentcore/caller';
+import { type GatewayToolEvent, type GatewayToolHandler, handleGatewayWrite } from '../agentcore/write';
 import { MAX_BODY_BYTES } from '../api/status';
 import {
   IDEMPOTENCY_KEY_FIELD,
@@ -47,6 +50,8 @@ export async function handleToolWrite(
   { runtime, tool }: ToolWriteDependencies,
   event: ApiEvent,
   deadline: InvocationDeadline,
+  /** Which surface the call came through, for its log line. */
+  transport = 'rest',
 ): Promise<HttpResponse> {
   const identity = identityFromEvent(event);
   if (!identity) return errorResponse('unauthorized', UNAUTHORIZED);
@@ -71,7 +76,7 @@ export async function handleToolWrite(
   }
 
   // The runtime writes the call's log line (with its metrics), wherever the call came from.
-  const result = await runtime.invoke(tool, identity, input, deadline, { transport: 'rest' });
+  const result = await runtime.invoke(tool, identity, input, deadline, { transport });
   return toHttpResponse(tool.name, result);
 }
 
@@ -83,21 +88,33 @@ export interface ToolHandlerDependencies<Svc> {
 }
 
 /**
- * The handler of one tool's `POST /tools/{tool}`, tagged with the tool's name (so an app's tool list can
- * check that its entry file serves the tool it is named after: `registered`, retrysafe/lambda).
+ * A tool's handler as its function runs it: called by API Gateway (`POST /tools/{tool}`: an HTTP response)
+ * or by an AgentCore Gateway (the tool's arguments as the event, its name in the client context: the
+ * answer's body alone — the JSON the gateway hands the agent).
  */
+export type ToolLambdaHandler = LambdaHandler & GatewayToolHandler;
+
+/** The handler of one tool's `POST /tools/{tool}` and of its AgentCore Gateway target. */
 export function toolHandler<N extends string, Svc>(
   module: ToolModule<N, z.ZodMiniObject, JsonObject, Svc>,
   { services, runtime, logger }: ToolHandlerDependencies<Svc>,
-): LambdaHandler & { readonly tool: N } {
+): ToolLambdaHandler & { readonly tool: N } {
   const dependencies: ToolWriteDependencies = { runtime, tool: module.bind(services) };
-  const handler = withErrorBoundary(
+  const handle = withErrorBoundary<ApiEvent | GatewayToolEvent>(
     'tool',
     logger,
     function writeTool(event, context) {
-      return handleToolWrite(dependencies, event, context);
+      return gatewayInvocationTool(context) === undefined
+        ? handleToolWrite(dependencies, event as ApiEvent, context)
+        : handleGatewayWrite(dependencies, event as GatewayToolEvent, context);
     },
     { tool: module.name },
   );
+  // Tagged with the tool's name, so an app's tool list can check that its entry file serves the tool it
+  // is named after (`registered`, retrysafe/lambda).
+  const handler = async function tool(event: ApiEvent | GatewayToolEvent, context: Context) {
+    const response = await handle(event, context);
+    return gatewayInvocationTool(context) === undefined ? response : JSON.parse(response.body);
+  } as ToolLambdaHandler;
   return Object.assign(handler, { tool: module.name });
 }

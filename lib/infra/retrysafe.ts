@@ -287,6 +287,7 @@ const PACKAGE_ENTRY_FILES = {
   not_found: 'not_found',
   get_operation: 'get_operation',
   erase: 'erase_records',
+  agentcore_interceptor: 'agentcore_interceptor',
 } as const;
 
 /** Where the package's own entry file `name` is: beside the built construct, or in the sources (lib/lambda/entries). */

@@ -14,10 +14,12 @@ const PACKAGE_ENTRIES = {
   not_found: 'not_found',
   get_operation: 'get_operation',
   erase_records: 'erase',
+  agentcore_interceptor: 'agentcore_interceptor',
 } as const;
 // The example stack's entry points, and the package's own that the example does not deploy (the
 // construct's default erase, of idempotency records only): every app's functions are bundled from it.
-const ENTRIES = [...Object.keys(entriesFor(TOOLS)), ...JOB_ENTRIES, 'erase_records'];
+// The AgentCore Gateway's interceptor is deployed with `agentCoreGateway` only, for every app alike.
+const ENTRIES = [...Object.keys(entriesFor(TOOLS)), ...JOB_ENTRIES, 'erase_records', 'agentcore_interceptor'];
 
 /** Where an entry's source is: the example's in lambdas/, else the package's own. */
 function entryFile(entry: string): string {

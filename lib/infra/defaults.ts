@@ -172,3 +172,21 @@ export const POWERTOOLS_LAYER = {
   version: '2.35.0',
   ssmParameter: (version: string) => `/aws/service/powertools/typescript/generic/all/${version}`,
 } as const;
+
+/**
+ * The AgentCore Gateway the construct makes with `agentCoreGateway` (lib/infra/agentcore-gateway.ts):
+ * MCP, tokens checked by the gateway's CUSTOM_JWT authorizer, a REQUEST interceptor that sees the
+ * request's headers (the bearer token it reads the caller from), and Lambda targets the gateway invokes
+ * with its own role (`GATEWAY_IAM_ROLE`).
+ */
+export const AGENTCORE_GATEWAY_DEFAULTS = {
+  protocolType: 'MCP',
+  authorizerType: 'CUSTOM_JWT',
+  interceptionPoints: ['REQUEST'],
+  passRequestHeaders: true,
+  credentialProviderType: 'GATEWAY_IAM_ROLE',
+  /** Who assumes the gateway's role. */
+  servicePrincipal: 'bedrock-agentcore.amazonaws.com',
+  /** The OIDC discovery document the CUSTOM_JWT authorizer reads, under the issuer. */
+  discoveryPath: '/.well-known/openid-configuration',
+} as const;

@@ -31,6 +31,7 @@ import {
 import { packageManifest } from '../package-manifest';
 import { tableEnvVar } from '../store/tables';
 import type { AnyToolModule, TableAccess } from '../tools/tool-module';
+import { AgentCoreGateway, type AgentCoreGatewayOptions } from './agentcore-gateway';
 import { CompleterTriggers } from './completer-triggers';
 import {
   ACCESS_LOG_RETENTION_DAYS,
@@ -279,6 +280,15 @@ export interface RetrysafeProps {
     readonly depsLockFilePath?: string;
     readonly externalModules?: readonly string[];
   };
+  /**
+   * Put the app's tools behind an Amazon Bedrock AgentCore Gateway as well (MCP for agents on AgentCore):
+   * the gateway checks the same tokens as the HTTP API (CUSTOM_JWT over `issuer`'s discovery document and
+   * `audience`), lists each tool with its own schema as a Lambda target on the tool's own function, and a
+   * REQUEST interceptor (the package's `agentcore_interceptor` function) writes each call's caller from
+   * the token; the gateway's role may invoke exactly those functions. Output `AgentCoreGatewayUrl`.
+   * @default undefined (no gateway)
+   */
+  readonly agentCoreGateway?: AgentCoreGatewayOptions;
 }
 
 /** The package's own entry files, by entry: built (`dist/lambdas/*.mjs`) or, in this repository, the sources. */
@@ -331,6 +341,8 @@ export class Retrysafe extends Construct {
   public readonly eraser: NodejsFunction;
   /** Alarms and the dashboard. */
   public readonly observability: Observability;
+  /** The AgentCore Gateway in front of the tools, with `agentCoreGateway`. */
+  public readonly agentCoreGateway: AgentCoreGateway | undefined;
   readonly #powertoolsLayer: lambda.ILayerVersion;
   readonly #tables: Readonly<Record<string, dynamodb.ITable>>;
   readonly #bundling: RetrysafeProps['bundling'];
@@ -431,6 +443,40 @@ export class Retrysafe extends Construct {
     if (props.outputs ?? true) {
       locationOutputs(this, this.api, { idempotency: this.idempotencyTable.table, ...this.#tables });
     }
+    this.agentCoreGateway =
+      props.agentCoreGateway &&
+      this.#agentCoreGateway(props.agentCoreGateway, tools, jwt, {
+        environment,
+        serviceName,
+        outputs: props.outputs ?? true,
+      });
+  }
+
+  /**
+   * The AgentCore Gateway: its interceptor (a function of its own, no table), and the gateway over the
+   * tools' own functions.
+   */
+  #agentCoreGateway(
+    options: AgentCoreGatewayOptions,
+    tools: readonly AnyToolModule[],
+    jwt: { issuer: string; audience: string },
+    {
+      environment,
+      serviceName,
+      outputs,
+    }: { environment: Record<string, string>; serviceName: string; outputs: boolean },
+  ): AgentCoreGateway {
+    const interceptor = this.#function('agentcore_interceptor', packageEntryFile('agentcore_interceptor'), environment);
+    const gateway = new AgentCoreGateway(this, 'AgentCoreGateway', {
+      ...options,
+      tools: tools.map((tool) => ({ tool, fn: this.functions[tool.name]! })),
+      interceptor,
+      issuer: jwt.issuer,
+      audience: jwt.audience,
+      serviceName,
+    });
+    if (outputs) new CfnOutput(this, 'AgentCoreGatewayUrl', { value: gateway.gateway.attrGatewayUrl });
+    return gateway;
   }
 
   /** Exactly the DynamoDB access an entry point's code needs, through the tables' grant methods. */
@@ -642,6 +688,15 @@ export function retrysafePropProblems(props: RetrysafeProps): string[] {
   }
   if (props.tracing !== undefined && !TRACING_DEPTHS.includes(props.tracing)) {
     problems.push(`tracing: ${String(props.tracing)} is not one of ${TRACING_DEPTHS.join(', ')}`);
+  }
+  const gateway = props.agentCoreGateway;
+  if (gateway?.audienceClaim !== undefined && !['aud', 'client_id'].includes(gateway.audienceClaim)) {
+    problems.push(`agentCoreGateway.audienceClaim: ${String(gateway.audienceClaim)} is neither aud nor client_id`);
+  }
+  if (gateway?.name !== undefined && !/^([0-9a-zA-Z]-?){1,100}$/.test(gateway.name)) {
+    problems.push(
+      `agentCoreGateway.name: ${gateway.name} is not letters and digits with single hyphens, at most 100 characters`,
+    );
   }
   problems.push(...bundlingProblems(props), ...needsProblems(props));
   return problems;

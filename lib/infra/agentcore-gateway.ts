@@ -1,0 +1,143 @@
+import { Stack } from 'aws-cdk-lib';
+import * as agentcore from 'aws-cdk-lib/aws-bedrockagentcore';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import { Construct } from 'constructs';
+import { type GatewayToolDefinition, gatewayToolDefinitions } from '../agentcore/tool-schema';
+import type { AnyToolModule } from '../tools/tool-module';
+import { AGENTCORE_GATEWAY_DEFAULTS } from './defaults';
+
+/** How `Retrysafe` puts the app's tools behind an AgentCore Gateway (`RetrysafeProps.agentCoreGateway`). */
+export interface AgentCoreGatewayOptions {
+  /**
+   * Which claim of a token names whom it was issued to, checked against `audience`: `aud` (an OIDC
+   * provider's tokens, the gateway's `allowedAudience`), or `client_id` (a Cognito access token, which has
+   * no `aud`: the gateway's `allowedClients`). API Gateway's JWT authorizer reads either; the gateway
+   * checks the one named here.
+   * @default 'aud'
+   */
+  readonly audienceClaim?: 'aud' | 'client_id';
+  /**
+   * The gateway's name (letters, digits and single hyphens, at most 100), unique in the account and region.
+   * @default the service name, its other characters made hyphens
+   */
+  readonly name?: string;
+}
+
+export interface AgentCoreGatewayProps extends AgentCoreGatewayOptions {
+  /** Each tool with the function that runs it: one Lambda target each. */
+  readonly tools: ReadonlyArray<{ readonly tool: AnyToolModule; readonly fn: lambda.IFunction }>;
+  /** The REQUEST interceptor (lib/lambda/entries/agentcore_interceptor.ts). */
+  readonly interceptor: lambda.IFunction;
+  /** The OIDC issuer the API's JWT authorizer trusts. */
+  readonly issuer: string;
+  /** The audience the API's JWT authorizer checks. */
+  readonly audience: string;
+  /** Used for the default name. */
+  readonly serviceName: string;
+}
+
+/** A gateway's or target's name: letters and digits, single hyphens between them, at most 100 characters. */
+export function gatewayResourceName(name: string): string {
+  return name
+    .replace(/[^0-9A-Za-z]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 100)
+    .replace(/-+$/, '');
+}
+
+/**
+ * An Amazon Bedrock AgentCore Gateway in front of the app's tools: MCP for agents on AgentCore, the same
+ * tokens as the HTTP API (CUSTOM_JWT: the issuer's discovery document, the same audience), one Lambda
+ * target per tool function with the tool's own schema, a REQUEST interceptor that writes the caller from
+ * the token into each call, and a role that may invoke exactly those functions.
+ *
+ * One target per tool, not one per app: each tool already has its own function with exactly its grants,
+ * and the target is that function — one function for every tool behind the gateway would need every
+ * tool's grants (the MCP function is that, for MCP over the HTTP API).
+ */
+export class AgentCoreGateway extends Construct {
+  public readonly gateway: agentcore.CfnGateway;
+  /** The gateway's role: invokes the tools' functions and the interceptor, nothing else. */
+  public readonly role: iam.Role;
+  /** The Lambda targets, by tool name. */
+  public readonly targets: Readonly<Record<string, agentcore.CfnGatewayTarget>>;
+  /** The tools as the gateway lists them. */
+  public readonly toolDefinitions: readonly GatewayToolDefinition[];
+
+  constructor(scope: Construct, id: string, props: AgentCoreGatewayProps) {
+    super(scope, id);
+    const stack = Stack.of(this);
+    this.toolDefinitions = gatewayToolDefinitions(props.tools.map(({ tool }) => tool));
+    this.role = new iam.Role(this, 'Role', {
+      description: 'retrysafe AgentCore Gateway: invokes the tools it lists and its request interceptor, nothing else',
+      assumedBy: new iam.ServicePrincipal(AGENTCORE_GATEWAY_DEFAULTS.servicePrincipal, {
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': stack.account },
+          ArnLike: {
+            'aws:SourceArn': `arn:${stack.partition}:bedrock-agentcore:${stack.region}:${stack.account}:gateway/*`,
+          },
+        },
+      }),
+    });
+    // Written out rather than `grantInvoke`: that grant adds every version and alias (`<arn>:*`), and the
+    // gateway invokes the unqualified ARNs its targets and interceptor name — these functions, nothing more.
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['lambda:InvokeFunction'],
+        resources: [...props.tools.map(({ fn }) => fn.functionArn), props.interceptor.functionArn],
+      }),
+    );
+
+    const authorizer =
+      (props.audienceClaim ?? 'aud') === 'aud'
+        ? { allowedAudience: [props.audience] }
+        : { allowedClients: [props.audience] };
+    this.gateway = new agentcore.CfnGateway(this, 'Gateway', {
+      name: gatewayResourceName(props.name ?? props.serviceName),
+      description: 'retrysafe: idempotent agent tools over MCP',
+      protocolType: AGENTCORE_GATEWAY_DEFAULTS.protocolType,
+      roleArn: this.role.roleArn,
+      authorizerType: AGENTCORE_GATEWAY_DEFAULTS.authorizerType,
+      authorizerConfiguration: {
+        customJwtAuthorizer: {
+          discoveryUrl: `${props.issuer.replace(/\/$/, '')}${AGENTCORE_GATEWAY_DEFAULTS.discoveryPath}`,
+          ...authorizer,
+        },
+      },
+      interceptorConfigurations: [
+        {
+          interceptor: { lambda: { arn: props.interceptor.functionArn } },
+          interceptionPoints: [...AGENTCORE_GATEWAY_DEFAULTS.interceptionPoints],
+          inputConfiguration: { passRequestHeaders: AGENTCORE_GATEWAY_DEFAULTS.passRequestHeaders },
+        },
+      ],
+    });
+    // The gateway calls its interceptor from its first request on: its role may do so before it exists.
+    this.gateway.node.addDependency(this.role);
+
+    const targets: Record<string, agentcore.CfnGatewayTarget> = {};
+    props.tools.forEach(({ tool, fn }, index) => {
+      const definition = this.toolDefinitions[index]!;
+      const target = new agentcore.CfnGatewayTarget(this, `${tool.name}Target`, {
+        gatewayIdentifier: this.gateway.attrGatewayIdentifier,
+        name: gatewayResourceName(tool.name),
+        description: `retrysafe tool ${tool.name}`,
+        credentialProviderConfigurations: [
+          { credentialProviderType: AGENTCORE_GATEWAY_DEFAULTS.credentialProviderType },
+        ],
+        targetConfiguration: {
+          mcp: {
+            lambda: {
+              lambdaArn: fn.functionArn,
+              toolSchema: { inlinePayload: [definition as agentcore.CfnGatewayTarget.ToolDefinitionProperty] },
+            },
+          },
+        },
+      });
+      target.node.addDependency(this.role);
+      targets[tool.name] = target;
+    });
+    this.targets = targets;
+  }
+}

@@ -9,7 +9,8 @@
 // tool's function still checks every argument with the tool's own schema, and refuses what it breaks
 // (`invalid_args`, naming the field).
 
-import { describeTool } from '../tools/catalog';
+import type * as z from 'zod/mini';
+import { describeTool, jsonSchemaOf } from '../tools/catalog';
 import type { AnyToolModule } from '../tools/tool-module';
 
 /** A JSON Schema as the gateway's tool schema takes it (`CfnGatewayTarget.SchemaDefinitionProperty`). */
@@ -66,11 +67,21 @@ function toGatewaySchema(node: JsonSchemaNode, at: string, problems: string[]): 
   };
 }
 
+/** What the gateway lists of a read: its module's name, description and arguments (`defineReadModule`). */
+export interface GatewayListedRead {
+  readonly name: string;
+  readonly description?: string;
+  readonly args?: z.ZodMiniType;
+}
+
 /**
- * Each tool as the gateway lists it, from the tools' own JSON Schema; throws one error naming every
- * argument the gateway's schema cannot carry.
+ * Each tool, then each read, as the gateway lists it, from their own JSON Schema (a read's: its arguments,
+ * as MCP lists it); throws one error naming every argument the gateway's schema cannot carry.
  */
-export function gatewayToolDefinitions(tools: readonly AnyToolModule[]): GatewayToolDefinition[] {
+export function gatewayToolDefinitions(
+  tools: readonly AnyToolModule[],
+  reads: readonly GatewayListedRead[] = [],
+): GatewayToolDefinition[] {
   const problems: string[] = [];
   const definitions = tools.map((tool) => {
     const described = describeTool(tool);
@@ -80,6 +91,17 @@ export function gatewayToolDefinitions(tools: readonly AnyToolModule[]): Gateway
       inputSchema: toGatewaySchema(described.input_schema as JsonSchemaNode, `tools.${tool.name}`, problems),
     };
   });
+  for (const read of reads) {
+    if (!read.args || typeof read.description !== 'string') {
+      problems.push(`reads.${read.name}: no args or description to list (a read made with defineReadModule has both)`);
+      continue;
+    }
+    definitions.push({
+      name: read.name,
+      description: read.description,
+      inputSchema: toGatewaySchema(jsonSchemaOf(read.args, 'input') as JsonSchemaNode, `reads.${read.name}`, problems),
+    });
+  }
   if (problems.length > 0) throw new Error(`Retrysafe: agentCoreGateway: ${problems.join('; ')}`);
   return definitions;
 }

@@ -1,5 +1,6 @@
 import type { Context } from 'aws-lambda';
 import { tenantClaimName } from '../auth/token-claims';
+import type { LambdaHandler } from '../http/boundary';
 import type { ApiEvent } from '../http/event';
 import { errorResponse, type HttpResponse } from '../http/status';
 import { handleToolWrite, type ToolWriteDependencies } from '../http/write';
@@ -12,8 +13,11 @@ export type GatewayToolEvent = Readonly<Record<string, unknown>>;
 /** What a tool's function answers the gateway: the answer's JSON (`ok`, the receipt or the error, `next`). */
 export type GatewayAnswer = JsonObject & { readonly ok: boolean; readonly next: JsonObject };
 
-/** A tool's handler as the gateway calls it. */
+/** A tool's (or read's) handler as the gateway calls it. */
 export type GatewayToolHandler = (event: GatewayToolEvent, context: Context) => Promise<GatewayAnswer>;
+
+/** A handler that API Gateway and an AgentCore Gateway both call: an HTTP response to one, the answer's JSON to the other. */
+export type GatewayLambdaHandler = GatewayToolHandler & LambdaHandler;
 
 /**
  * A write called through an AgentCore Gateway: the event is the tool's arguments with the caller the

@@ -1,5 +1,9 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Context } from 'aws-lambda';
 import type * as z from 'zod/mini';
+import { gatewayInvocationTool } from '../agentcore/caller';
+import { handleGatewayRead } from '../agentcore/read';
+import type { GatewayLambdaHandler, GatewayToolEvent } from '../agentcore/write';
 import type { OperationStatus } from '../api/next-step';
 import { type OperationSource, readOperation } from '../reads/operation';
 import { type BoundRead, pathParamsOf, type ReadAnswer, type ReadModule } from '../tools/read-module';
@@ -41,20 +45,30 @@ export function getOperationHandler(source: OperationSource, logger: Logger): La
   });
 }
 
-/** `GET <path>` of an app's own read, bound to `services`. */
+/**
+ * `GET <path>` of an app's own read, bound to `services` — and the read as an AgentCore Gateway's Lambda
+ * target calls it (its arguments as the event, its name in the client context): answered with the
+ * answer's JSON alone, as a tool's handler answers the gateway.
+ */
 export function readHandler<Svc>(
   read: ReadModule<string, z.ZodMiniObject, z.ZodMiniObject, Svc>,
   services: Svc,
   logger: Logger,
-): LambdaHandler {
+): GatewayLambdaHandler {
   const bound = read.bind(services);
   const params = pathParamsOf(read.path);
-  return withErrorBoundary(
+  const handle = withErrorBoundary<ApiEvent | GatewayToolEvent>(
     read.name,
     logger,
-    function readOwn(event) {
-      return handleRead(bound, params, event);
+    function readOwn(event, context) {
+      return gatewayInvocationTool(context) === undefined
+        ? handleRead(bound, params, event as ApiEvent)
+        : handleGatewayRead(bound, event as GatewayToolEvent);
     },
     { read: read.name },
   );
+  return async function readCall(event: ApiEvent | GatewayToolEvent, context: Context) {
+    const response = await handle(event, context);
+    return gatewayInvocationTool(context) === undefined ? response : JSON.parse(response.body);
+  } as GatewayLambdaHandler;
 }

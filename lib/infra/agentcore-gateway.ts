@@ -3,7 +3,7 @@ import * as agentcore from 'aws-cdk-lib/aws-bedrockagentcore';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
-import { type GatewayToolDefinition, gatewayToolDefinitions } from '../agentcore/tool-schema';
+import { type GatewayListedRead, type GatewayToolDefinition, gatewayToolDefinitions } from '../agentcore/tool-schema';
 import type { AnyToolModule } from '../tools/tool-module';
 import { AGENTCORE_GATEWAY_DEFAULTS } from './defaults';
 
@@ -27,6 +27,8 @@ export interface AgentCoreGatewayOptions {
 export interface AgentCoreGatewayProps extends AgentCoreGatewayOptions {
   /** Each tool with the function that runs it: one Lambda target each. */
   readonly tools: ReadonlyArray<{ readonly tool: AnyToolModule; readonly fn: lambda.IFunction }>;
+  /** Each of the app's own reads with its function: one Lambda target each. @default [] */
+  readonly reads?: ReadonlyArray<{ readonly read: GatewayListedRead; readonly fn: lambda.IFunction }>;
   /** The REQUEST interceptor (lib/lambda/entries/agentcore_interceptor.ts). */
   readonly interceptor: lambda.IFunction;
   /** The OIDC issuer the API's JWT authorizer trusts. */
@@ -47,9 +49,9 @@ export function gatewayResourceName(name: string): string {
 }
 
 /**
- * An Amazon Bedrock AgentCore Gateway in front of the app's tools: MCP for agents on AgentCore, the same
- * tokens as the HTTP API (CUSTOM_JWT: the issuer's discovery document, the same audience), one Lambda
- * target per tool function with the tool's own schema, a REQUEST interceptor that writes the caller from
+ * An Amazon Bedrock AgentCore Gateway in front of the app's tools and reads: MCP for agents on AgentCore,
+ * the same tokens as the HTTP API (CUSTOM_JWT: the issuer's discovery document, the same audience), one
+ * Lambda target per tool or read function with its own schema, a REQUEST interceptor that writes the caller from
  * the token into each call, and a role that may invoke exactly those functions.
  *
  * One target per tool, not one per app: each tool already has its own function with exactly its grants,
@@ -60,7 +62,7 @@ export class AgentCoreGateway extends Construct {
   public readonly gateway: agentcore.CfnGateway;
   /** The gateway's role: invokes the tools' functions and the interceptor, nothing else. */
   public readonly role: iam.Role;
-  /** The Lambda targets, by tool name. */
+  /** The Lambda targets, by tool or read name. */
   public readonly targets: Readonly<Record<string, agentcore.CfnGatewayTarget>>;
   /** The tools as the gateway lists them. */
   public readonly toolDefinitions: readonly GatewayToolDefinition[];
@@ -68,7 +70,16 @@ export class AgentCoreGateway extends Construct {
   constructor(scope: Construct, id: string, props: AgentCoreGatewayProps) {
     super(scope, id);
     const stack = Stack.of(this);
-    this.toolDefinitions = gatewayToolDefinitions(props.tools.map(({ tool }) => tool));
+    const reads = props.reads ?? [];
+    this.toolDefinitions = gatewayToolDefinitions(
+      props.tools.map(({ tool }) => tool),
+      reads.map(({ read }) => read),
+    );
+    // Listed in the order of `toolDefinitions`: the tools, then the reads.
+    const listed = [
+      ...props.tools.map(({ tool, fn }) => ({ name: tool.name, kind: 'tool', fn })),
+      ...reads.map(({ read, fn }) => ({ name: read.name, kind: 'read', fn })),
+    ];
     this.role = new iam.Role(this, 'Role', {
       description: 'retrysafe AgentCore Gateway: invokes the tools it lists and its request interceptor, nothing else',
       assumedBy: new iam.ServicePrincipal(AGENTCORE_GATEWAY_DEFAULTS.servicePrincipal, {
@@ -85,7 +96,7 @@ export class AgentCoreGateway extends Construct {
     this.role.addToPolicy(
       new iam.PolicyStatement({
         actions: ['lambda:InvokeFunction'],
-        resources: [...props.tools.map(({ fn }) => fn.functionArn), props.interceptor.functionArn],
+        resources: [...listed.map(({ fn }) => fn.functionArn), props.interceptor.functionArn],
       }),
     );
 
@@ -117,12 +128,12 @@ export class AgentCoreGateway extends Construct {
     this.gateway.node.addDependency(this.role);
 
     const targets: Record<string, agentcore.CfnGatewayTarget> = {};
-    props.tools.forEach(({ tool, fn }, index) => {
+    listed.forEach(({ name, kind, fn }, index) => {
       const definition = this.toolDefinitions[index]!;
-      const target = new agentcore.CfnGatewayTarget(this, `${tool.name}Target`, {
+      const target = new agentcore.CfnGatewayTarget(this, `${name}Target`, {
         gatewayIdentifier: this.gateway.attrGatewayIdentifier,
-        name: gatewayResourceName(tool.name),
-        description: `retrysafe tool ${tool.name}`,
+        name: gatewayResourceName(name),
+        description: `retrysafe ${kind} ${name}`,
         credentialProviderConfigurations: [
           { credentialProviderType: AGENTCORE_GATEWAY_DEFAULTS.credentialProviderType },
         ],
@@ -136,7 +147,7 @@ export class AgentCoreGateway extends Construct {
         },
       });
       target.node.addDependency(this.role);
-      targets[tool.name] = target;
+      targets[name] = target;
     });
     this.targets = targets;
   }

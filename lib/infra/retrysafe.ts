@@ -16,6 +16,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import { RECHECK_QUEUE_URL_VAR } from '../admin/recheck-queue-url';
+import type { GatewayListedRead } from '../agentcore/tool-schema';
 import {
   apiEntries,
   apiRoutes,
@@ -281,9 +282,10 @@ export interface RetrysafeProps {
     readonly externalModules?: readonly string[];
   };
   /**
-   * Put the app's tools behind an Amazon Bedrock AgentCore Gateway as well (MCP for agents on AgentCore):
-   * the gateway checks the same tokens as the HTTP API (CUSTOM_JWT over `issuer`'s discovery document and
-   * `audience`), lists each tool with its own schema as a Lambda target on the tool's own function, and a
+   * Put the app's tools and reads behind an Amazon Bedrock AgentCore Gateway as well (MCP for agents on
+   * AgentCore): the gateway checks the same tokens as the HTTP API (CUSTOM_JWT over `issuer`'s discovery
+   * document and `audience`), lists each tool and read with its own schema as a Lambda target on its own
+   * function, and a
    * REQUEST interceptor (the package's `agentcore_interceptor` function) writes each call's caller from
    * the token; the gateway's role may invoke exactly those functions. Output `AgentCoreGatewayUrl`.
    * @default undefined (no gateway)
@@ -445,7 +447,7 @@ export class Retrysafe extends Construct {
     }
     this.agentCoreGateway =
       props.agentCoreGateway &&
-      this.#agentCoreGateway(props.agentCoreGateway, tools, jwt, {
+      this.#agentCoreGateway(props.agentCoreGateway, tools, readRoutes, jwt, {
         environment,
         serviceName,
         outputs: props.outputs ?? true,
@@ -459,6 +461,7 @@ export class Retrysafe extends Construct {
   #agentCoreGateway(
     options: AgentCoreGatewayOptions,
     tools: readonly AnyToolModule[],
+    reads: readonly ReadRoute[],
     jwt: { issuer: string; audience: string },
     {
       environment,
@@ -470,6 +473,8 @@ export class Retrysafe extends Construct {
     const gateway = new AgentCoreGateway(this, 'AgentCoreGateway', {
       ...options,
       tools: tools.map((tool) => ({ tool, fn: this.functions[tool.name]! })),
+      // A read's module (`defineReadModule`) carries its description and arguments besides its route.
+      reads: reads.map((read) => ({ read: read as GatewayListedRead, fn: this.functions[read.name]! })),
       interceptor,
       issuer: jwt.issuer,
       audience: jwt.audience,

@@ -7,6 +7,7 @@ import { App, Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import * as z from 'zod/mini';
+import { READS } from '../../app/reads';
 import { RetrysafeStack, type RetrysafeStackProps } from '../../app/stack';
 import { TOOLS } from '../../app/tools';
 import { gatewayToolDefinitions } from '../../lib/agentcore/tool-schema';
@@ -86,12 +87,13 @@ describe('the AgentCore Gateway (agentCoreGateway)', () => {
     });
   });
 
-  it('has one Lambda target per tool, on that tool’s own function, invoked with the gateway’s role', () => {
+  it('has one Lambda target per tool and per read, on its own function, invoked with the gateway’s role', () => {
     const targets = ofType('AWS::BedrockAgentCore::GatewayTarget').map(([, target]) => target.Properties);
+    const names = [...TOOLS, ...READS].map((entry) => entry.name);
 
     expect(
       targets.map((target) => [target.TargetConfiguration.Mcp.Lambda.LambdaArn['Fn::GetAtt'][0], target.Name]).sort(),
-    ).toEqual(TOOLS.map((tool) => [functionId(tool.name), tool.name.replaceAll('_', '-')]).sort());
+    ).toEqual(names.map((name) => [functionId(name), name.replaceAll('_', '-')]).sort());
     for (const target of targets) {
       expect(target.CredentialProviderConfigurations).toEqual([{ CredentialProviderType: 'GATEWAY_IAM_ROLE' }]);
       expect(target.GatewayIdentifier).toEqual({ 'Fn::GetAtt': [expect.any(String), 'GatewayIdentifier'] });
@@ -126,7 +128,25 @@ describe('the AgentCore Gateway (agentCoreGateway)', () => {
     },
   );
 
-  it('lets the gateway’s role invoke exactly the tools’ functions and the interceptor — nothing else', () => {
+  it.each(READS.map((read) => [read.name, read] as const))(
+    'lists the read %s with its own arguments, as MCP lists them',
+    (name, read) => {
+      const target = ofType('AWS::BedrockAgentCore::GatewayTarget').find(
+        ([, candidate]) => candidate.Properties.Name === name.replaceAll('_', '-'),
+      )![1];
+      const [listed] = target.Properties.TargetConfiguration.Mcp.Lambda.ToolSchema.InlinePayload;
+      const own = z.toJSONSchema(read.args, { io: 'input' }) as {
+        properties: Record<string, { type: string }>;
+        required?: string[];
+      };
+
+      expect([listed.Name, listed.Description]).toEqual([name, read.description]);
+      expect(listed.InputSchema.Required).toEqual(own.required);
+      expect(Object.keys(listed.InputSchema.Properties)).toEqual(Object.keys(own.properties));
+    },
+  );
+
+  it('lets the gateway’s role invoke exactly the tools’ and reads’ functions and the interceptor — nothing else', () => {
     const gatewayRole = gatewayOf().RoleArn['Fn::GetAtt'][0];
     const statements = ofType('AWS::IAM::Policy')
       .filter(([, policy]) => policy.Properties.Roles.some((role: { Ref: string }) => role.Ref === gatewayRole))
@@ -137,7 +157,7 @@ describe('the AgentCore Gateway (agentCoreGateway)', () => {
 
     expect(statements).toEqual([{ Action: 'lambda:InvokeFunction', Effect: 'Allow', Resource: expect.any(Array) }]);
     expect(statements[0].Resource.map((arn: { 'Fn::GetAtt': [string, string] }) => arn['Fn::GetAtt']).sort()).toEqual(
-      [...TOOLS.map((tool) => functionId(tool.name)), interceptor].map((id) => [id, 'Arn']).sort(),
+      [...[...TOOLS, ...READS].map((entry) => functionId(entry.name)), interceptor].map((id) => [id, 'Arn']).sort(),
     );
     expect(resources[gatewayRole]!.Properties.AssumeRolePolicyDocument.Statement).toEqual([
       expect.objectContaining({

@@ -166,6 +166,20 @@ describe('a tool called through an AgentCore Gateway (Lambda target)', () => {
     expect(answer).toMatchObject({ ok: false, error: { code: 'unauthorized' } });
   });
 
+  it('reads the caller’s own invoice through the get_invoice target, and refuses a read without a caller', async () => {
+    const tenant = newTenant();
+    const invoice = await world.seedInvoice(tenant);
+    const read = await gatewayTool('get_invoice');
+
+    const own = await read({ invoice_id: invoice.invoice_id, ...caller(tenant) }, gatewayContext('get_invoice'));
+    const other = await read({ invoice_id: invoice.invoice_id, ...caller(newTenant()) }, gatewayContext('get_invoice'));
+    const none = await read({ invoice_id: invoice.invoice_id }, gatewayContext('get_invoice'));
+
+    expect(own).toMatchObject({ ok: true, invoice: { invoice_id: invoice.invoice_id } });
+    expect(other).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(none).toMatchObject({ ok: false, error: { code: 'unauthorized', message: NO_CALLER } });
+  });
+
   it('still answers API Gateway with an HTTP response (no client context)', async () => {
     const tenant = newTenant();
     const handler = (await import('../../lambdas/create_ticket')).handler;

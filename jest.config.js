@@ -1,3 +1,4 @@
+const { availableParallelism } = require('node:os');
 const { pathsToModuleNameMapper } = require('ts-jest');
 const { compilerOptions } = require('./tsconfig.json');
 
@@ -23,5 +24,9 @@ module.exports = {
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
   setupFiles: ['<rootDir>/test/setup/env.ts'],
   testTimeout: 30_000,
+  // Jest's default, one worker fewer than the cores, is one on CI's two: every suite in band, while much
+  // of a suite's time is spent waiting on DynamoDB Local, a child process or a lock's end. Suites share
+  // nothing but the store (each has its own tenants or tables), so two run side by side there.
+  maxWorkers: Math.max(2, availableParallelism() - 1),
   reporters: ['default', '<rootDir>/test/setup/summary-reporter.js'],
 };

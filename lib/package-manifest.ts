@@ -10,18 +10,26 @@ export interface PackageManifest {
 }
 
 /**
- * The directory of retrysafe's own package.json, found by walking up from this file: the repository's root
+ * retrysafe's own package.json and its directory, found by walking up from this file: the repository's root
  * from lib/ (the sources), the package's root from dist/ (built, and installed under node_modules/retrysafe).
  */
-export function packageRoot(): string {
+function ownPackage(): { readonly dir: string; readonly manifest: PackageManifest } {
   for (let dir = __dirname; ; dir = dirname(dir)) {
     const file = join(dir, 'package.json');
-    if (existsSync(file) && JSON.parse(readFileSync(file, 'utf8')).name === 'retrysafe') return dir;
+    if (existsSync(file)) {
+      const manifest = JSON.parse(readFileSync(file, 'utf8'));
+      if (manifest.name === 'retrysafe') return { dir, manifest };
+    }
     if (dirname(dir) === dir) throw new Error(`retrysafe: cannot find its own package.json above ${__dirname}`);
   }
 }
 
-/** retrysafe's own package.json (see `packageRoot`). */
+/** The directory of retrysafe's own package.json. */
+export function packageRoot(): string {
+  return ownPackage().dir;
+}
+
+/** retrysafe's own package.json. */
 export function packageManifest(): PackageManifest {
-  return JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8'));
+  return ownPackage().manifest;
 }

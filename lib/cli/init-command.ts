@@ -15,7 +15,7 @@ table, its (empty) list of reads, retrysafe.config.ts, the Lambda entries and a 
 tsconfig.json, jest.config.js and cdk.json. Then: npm install && npm test && npx retrysafe dev.
 
   --name NAME       the package's name (default: DIR's name)
-  --retrysafe SPEC  the retrysafe dependency in package.json: a version range, or file:PATH of a tarball
+  --retrysafe SPEC  the retrysafe dependency in package.json: a version range, or a tarball (file:PATH or PATH)
                     (written absolute). Default: where this retrysafe was installed from — the tarball
                     that npx --package <tarball> ran, ^<version> from a registry; required from a checkout
   --force           write into a directory that is not empty (never overwrites a file)`;
@@ -290,9 +290,6 @@ describe('add_note', () => {
 
     const { retry } = await tool.crashAndRetry({ idempotency_key: 'k1', text: 'Call Ada back' }, caller, {
       effects: async () => (await notesOf(caller.tenant)).length,
-      // The dead worker's lock outlasts the reads made while it holds, on a busy machine too (the default,
-      // 300 ms, can end before them: the call made "while locked" would then take the key over itself).
-      lockMs: 2_000,
     });
 
     expect(retry).toMatchObject({ ok: true, idempotent: false });
@@ -317,9 +314,15 @@ function stackName(name: string): string {
  * this copy came from a tarball would send the app's `npm install` to a registry that may not have it.
  */
 function retrysafeDependency(given: string | undefined, cwd: string): { readonly spec: string; readonly from: string } {
-  if (given?.startsWith('file:')) {
-    // Written absolute: npm resolves a relative file: from the new app's directory, not from here.
-    const path = resolve(cwd, given.slice('file:'.length));
+  // A tarball, as file:PATH or as a bare path (`./retrysafe-0.1.0.tgz`, which npm takes for a file too).
+  const givenPath = given?.startsWith('file:')
+    ? given.slice('file:'.length)
+    : given !== undefined && /^\.{0,2}\/|\.(tgz|tar\.gz)$/.test(given)
+      ? given
+      : undefined;
+  if (given !== undefined && givenPath !== undefined) {
+    // Written absolute: npm resolves a relative path from the new app's directory, not from here.
+    const path = resolve(cwd, givenPath);
     if (!existsSync(path)) throw new UsageError(`--retrysafe: no file ${path} (from ${given})`, INIT_USAGE);
     return { spec: `file:${path}`, from: '--retrysafe' };
   }

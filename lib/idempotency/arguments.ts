@@ -1,7 +1,10 @@
+import { en } from 'zod/locales';
 import * as z from 'zod/mini';
-import './zod-locale';
 import { InvalidArgsError } from './errors';
 import type { ToolDefinition } from './tool';
+
+// zod/mini (chosen for Lambda bundle size) ships no messages: English, loaded once, where input is parsed.
+z.config(en());
 
 /** The argument every write carries. */
 export const IDEMPOTENCY_KEY_FIELD = 'idempotency_key';

@@ -9,7 +9,7 @@ import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
@@ -557,6 +557,9 @@ export class Retrysafe extends Construct {
         sourceMap: true,
         sourcesContent: false,
         format: OutputFormat.CJS,
+        // esbuild's warnings and errors, not its list of every file it wrote (its CLI's default, `info`):
+        // a synth, `npm test` included, prints what needs reading.
+        logLevel: LogLevel.WARNING,
       },
     });
     Validations.of(fn).acknowledge({

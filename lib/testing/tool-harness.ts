@@ -28,8 +28,10 @@ export type CallArguments<M extends AnyToolModule> = z.input<M['args']> & { read
 /** How `crashAndRetry` runs, and how it sees the tool's effect. */
 export interface CrashAndRetryOptions {
   /**
-   * How long the dying worker's lock holds: its deadline, and the real wait before the retry.
-   * @default 300
+   * How long the dying worker's lock holds: its deadline, and the real wait before the retry. The call
+   * made "while locked" must be answered before it ends: on a busy machine (a CI runner beside other work)
+   * 300 ms was not always enough, and that call took the key over instead of answering `pending`.
+   * @default 2000
    */
   readonly lockMs?: number;
   /**
@@ -162,7 +164,7 @@ export function toolHarness<M extends AnyToolModule>(
     runtime,
     caller: defaultCaller,
     call,
-    async crashAndRetry(args, caller = defaultCaller, { lockMs = 300, effects } = {}) {
+    async crashAndRetry(args, caller = defaultCaller, { lockMs = 2_000, effects } = {}) {
       let died!: (execution: Execution<JsonObject>) => void;
       const effectDone = new Promise<Execution<JsonObject>>((resolve) => {
         died = resolve;

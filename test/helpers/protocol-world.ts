@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { paginateScan } from '@aws-sdk/lib-dynamodb';
-import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
-import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
+import { idempotencyTable } from '../../lib/idempotency/protocol/table';
 import { ToolRuntime, type ToolRuntimeOptions } from '../../lib/idempotency/runtime';
 import type { Identity, InvocationDeadline } from '../../lib/idempotency/types';
-import { createCoreServices } from '../../lib/lambda/core-services';
+import { type CoreServices, createCoreServices } from '../../lib/lambda/core-services';
 import { createToolRuntime } from '../../lib/lambda/runtime';
 import { idempotencyTableName } from '../../lib/store/tables';
 
@@ -13,15 +12,14 @@ import { idempotencyTableName } from '../../lib/store/tables';
  * decisions): DynamoDB Local's idempotency table and the runtime over it, as an entry point composes them
  * (lib/lambda) — and no example app. The tools are the test's own (test/helpers/tools.ts `noteTool`,
  * test/fixtures/tools), so a change to app/ cannot break a protocol test. App-level tests use
- * test/helpers/world.ts, whose world has every member of this one.
+ * test/helpers/world.ts, whose world is this one over the example's services, plus the example's tools and reads.
  */
-export function createProtocolWorld() {
-  const { client, documents, logger } = createCoreServices(process.env);
-  const table: IdempotencyTable = {
-    client,
-    tableName: idempotencyTableName(process.env),
-    attributes: DEFAULT_RECORD_ATTRIBUTES,
-  };
+export function createProtocolWorld(
+  { client, documents, logger }: Pick<CoreServices, 'client' | 'documents' | 'logger'> = createCoreServices(
+    process.env,
+  ),
+) {
+  const table = idempotencyTable({ client, tableName: idempotencyTableName(process.env) });
 
   /** The tenant's idempotency records (a consistent, filtered Scan: the table has no tenant index). */
   async function idempotencyRecordKeys(tenant: string): Promise<Array<{ id: string; tenant: string; tool: string }>> {

@@ -17,6 +17,7 @@ import { drawLots } from '../fixtures/outside/draw-lots';
 import { getBalance } from '../fixtures/outside/get-balance';
 import { sendReminder } from '../fixtures/tools/send-reminder';
 import { initError } from '../helpers/lambda-init';
+import { withoutBundlingProgress } from './quiet-bundling';
 
 const LAMBDAS = join(__dirname, '..', '..', 'lib', 'lambda', 'entries');
 /** The example app's entries: an app's own mcp, completer and listings, as the construct wants them. */
@@ -353,19 +354,22 @@ describe('the bundles of an app whose tool and read import packages its bundling
     const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'retrysafe-outside-')) });
     outdir = app.outdir;
     stack = new Stack(app, 'Outside');
-    retrysafe = new Retrysafe(stack, 'Tools', {
-      tools: [{ tool: drawLots, entry: outside('draw_lots'), needs: { bundledModules: ['pure-rand'] } }],
-      reads: [{ read: getBalance, entry: outside('get_balance'), needs: { bundledModules: ['stripe'] } }],
-      entries: {
-        mcp: outside('mcp'),
-        complete: outside('complete'),
-        list_tools: outside('list_tools'),
-        openapi: outside('openapi'),
-      },
-      bundling: { externalModules: ['pure-rand', 'stripe'] },
-      issuer: 'https://issuer.example',
-      audience: 'app',
-    });
+    retrysafe = withoutBundlingProgress(
+      () =>
+        new Retrysafe(stack, 'Tools', {
+          tools: [{ tool: drawLots, entry: outside('draw_lots'), needs: { bundledModules: ['pure-rand'] } }],
+          reads: [{ read: getBalance, entry: outside('get_balance'), needs: { bundledModules: ['stripe'] } }],
+          entries: {
+            mcp: outside('mcp'),
+            complete: outside('complete'),
+            list_tools: outside('list_tools'),
+            openapi: outside('openapi'),
+          },
+          bundling: { externalModules: ['pure-rand', 'stripe'] },
+          issuer: 'https://issuer.example',
+          audience: 'app',
+        }),
+    );
     Template.fromStack(stack);
   }, 120_000);
 

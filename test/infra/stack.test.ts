@@ -20,6 +20,7 @@ import { type CompleterAccess, observeCompleterAccess } from '../helpers/complet
 import { type ObservedAccess, observeAccess } from '../helpers/observed-access';
 import { createWorld, deadline, newTenant } from '../helpers/world';
 import { bundleBudgetOf, entriesFor } from './entries';
+import { withoutBundlingProgress } from './quiet-bundling';
 
 // biome-ignore lint/suspicious/noExplicitAny: CloudFormation properties are asserted structurally
 type Resources = Record<string, { Type: string; Properties: Record<string, any>; DeletionPolicy?: string }>;
@@ -35,11 +36,14 @@ function synthesize<T extends AnyToolModule>(props: RetrysafeStackOptions<T> = {
     ...(bundled ? {} : { context: { 'aws:cdk:bundling-stacks': [] } }),
   });
   outdir = app.outdir;
-  const stack = new RetrysafeStack<T>(app, 'Retrysafe', {
-    issuer: 'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_example',
-    audience: 'client-123',
-    ...props,
-  });
+  const stack = withoutBundlingProgress(
+    () =>
+      new RetrysafeStack<T>(app, 'Retrysafe', {
+        issuer: 'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_example',
+        audience: 'client-123',
+        ...props,
+      }),
+  );
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   return { app, stack, template: Template.fromStack(stack) };
 }
@@ -61,7 +65,9 @@ beforeAll(async () => {
   resources = template.toJSON().Resources as Resources;
   observed = await observeAccess(TOOLS_WITH_FIXTURE, ACCESS_EXERCISES);
   completerObserved = await observeCompleterAccess();
-}, 120_000);
+  // A bundled synthesis and two rounds on DynamoDB Local, with half the CPU: on CI's two cores the other
+  // Jest worker starts test/explore/engine.test.ts beside it (the two largest files go first).
+}, 240_000);
 
 function logicalId(construct: { node: { defaultChild?: unknown } }, of: RetrysafeStack<AnyToolModule> = stack): string {
   return of.getLogicalId(construct.node.defaultChild as never);

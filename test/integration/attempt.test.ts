@@ -1,4 +1,5 @@
 // Rule 1 (docs/state-machine.md): a record whose effect may have happened is never deleted.
+// Rule 4 (docs/state-machine.md): every `pending` is pollable — but a first attempt's released key polls as never used.
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { type AttributeValue, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod/mini';

@@ -4,7 +4,13 @@ import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } 
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
 import { markStalled } from '../../lib/idempotency/protocol/completer';
-import { eraseRecord, isCallInFlight, tombstone } from '../../lib/idempotency/protocol/erase';
+import {
+  deleteOnStampsRead,
+  eraseItem,
+  eraseRecord,
+  isCallInFlight,
+  tombstone,
+} from '../../lib/idempotency/protocol/erase';
 import { createIntent } from '../../lib/idempotency/protocol/intent';
 import { DEFAULT_RECORD_ATTRIBUTES, STATUS } from '../../lib/idempotency/protocol/record';
 import { store } from '../../lib/idempotency/protocol/settle';
@@ -328,5 +334,154 @@ describe('whether the call that stamped an app item is in flight', () => {
     expect(await isCallInFlight(erased(), `note#${randomUUID()}@x`)).toBe(false);
     expect(await isCallInFlight(erased(), `${live.recordKey}@another-instance`)).toBe(false);
     expect(await isCallInFlight(erased(), 'no-call-id')).toBe(false);
+  });
+});
+
+/**
+ * What erase reports of an item it keeps (`eraseItem`'s `kept`): the call, its tool — which decides the app
+ * tables that wait for it — and when it can next change by itself, when erase should run again (rule 6's
+ * "a partial erase says so"; erase-deferral.test.ts runs it through a tenant erase on DynamoDB Local).
+ */
+describe('what erase keeps, and until when', () => {
+  async function eraseKept(item: Record<string, unknown>, options: { closeStalled?: boolean } = {}) {
+    return eraseItem(erased(), item, options);
+  }
+
+  it('a live call: its tool, until its lock ends', async () => {
+    const call = await claimed(30_000);
+    const item = (await itemOf(call.recordKey))!;
+
+    expect(await eraseKept(item)).toEqual({
+      outcome: 'in_flight',
+      kept: { recordKey: call.recordKey, tool: 'note', state: 'live', changesAtMs: item.in_progress_expiration },
+    });
+  });
+
+  it('an abandoned call: until the completer looks — now, once its first attempt’s lock has ended', async () => {
+    const call = await claimed(-60_000);
+    const before = Date.now();
+    const { kept } = await eraseKept((await itemOf(call.recordKey))!);
+
+    expect(kept).toMatchObject({ recordKey: call.recordKey, tool: 'note', state: 'abandoned' });
+    expect(kept?.changesAtMs).toBeGreaterThanOrEqual(before);
+    expect(kept?.changesAtMs).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('a stalled call kept without the app’s tables: nothing changes it by itself', async () => {
+    const call = await stalled();
+
+    expect(await eraseKept((await itemOf(call.recordKey))!)).toEqual({
+      outcome: 'in_flight',
+      kept: { recordKey: call.recordKey, tool: 'note', state: 'stalled', changesAtMs: undefined },
+    });
+  });
+
+  it('a stalled call a retry took over before the close: changed, to be erased again at once', async () => {
+    const call = await stalled();
+    const item = (await itemOf(call.recordKey))!;
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: marshall({ id: call.recordKey }),
+        UpdateExpression: 'SET claim_id = :retry, in_progress_expiration = :lock',
+        ExpressionAttributeValues: marshall({ ':retry': 'a-retry', ':lock': Date.now() + 60_000 }),
+      }),
+    );
+    const before = Date.now();
+    const { outcome, kept } = await eraseKept(item, { closeStalled: true });
+
+    expect(outcome).toBe('in_flight');
+    expect(kept).toMatchObject({ recordKey: call.recordKey, tool: 'note', state: 'changed' });
+    expect(kept?.changesAtMs).toBeGreaterThanOrEqual(before);
+    expect(kept?.changesAtMs).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('a record without its tool attribute: the tool its record key names, or none', async () => {
+    const call = await claimed(30_000);
+    const { tool: _tool, ...item } = (await itemOf(call.recordKey))!;
+
+    expect((await eraseKept(item)).kept?.tool).toBe('note');
+    expect((await eraseKept({ ...item, id: 'no-tool-prefix' })).kept?.tool).toBeUndefined();
+    expect((await eraseKept({ ...item, id: '#leading-hash' })).kept?.tool).toBeUndefined();
+  });
+
+  it('an intent whose holder is in flight: the holder, kept', async () => {
+    const holder = await claimed(30_000);
+    const intentKey = `note#intent#${randomUUID()}`;
+    await createIntent(table, {
+      intentKey,
+      tenant: 't',
+      tool: 'note',
+      holder: { recordKey: holder.recordKey, claimId: holder.claimId, callId: holder.callId },
+      downstreamKey: 'dk',
+      windowEndsAtS: Math.floor(Date.now() / 1000) + 60,
+      expiresAtS: Math.floor(Date.now() / 1000) + 3_660,
+    });
+
+    expect((await eraseKept((await itemOf(intentKey))!)).kept).toEqual({
+      recordKey: holder.recordKey,
+      tool: 'note',
+      state: 'live',
+      changesAtMs: (await itemOf(holder.recordKey))!.in_progress_expiration,
+    });
+  });
+
+  it('an in-progress item it cannot read as a call: kept, its tool unknown (every app table waits)', async () => {
+    const inProgress = { id: `note#${randomUUID()}`, status: STATUS.inProgress };
+    const future = Math.floor(Date.now() / 1000) + 60;
+
+    expect(await eraseKept(inProgress)).toEqual({
+      outcome: 'in_flight',
+      kept: { recordKey: inProgress.id, tool: undefined, state: 'unreadable', changesAtMs: undefined },
+    });
+    expect((await eraseKept({ ...inProgress, expiration: future })).outcome).toBe('in_flight');
+    expect((await eraseKept({ ...inProgress, id: 7 })).kept?.recordKey).toBe('?');
+  });
+
+  it('an unreadable item that is not in progress, or whose TTL passed: nothing', async () => {
+    const id = `note#${randomUUID()}`;
+
+    expect(await eraseKept({ id, status: STATUS.completed })).toEqual({ outcome: 'nothing' });
+    expect(await eraseKept({ id, status: STATUS.inProgress, expiration: Math.floor(Date.now() / 1000) - 1 })).toEqual({
+      outcome: 'nothing',
+    });
+  });
+});
+
+/** Rule 6's delete of an app item (`deleteOnStampsRead`): on the call stamps it was read with, and only then. */
+describe('deleting an app item on the stamps it was read with', () => {
+  async function put(item: Record<string, string>): Promise<Record<string, { S: string }>> {
+    await world.client.send(new PutItemCommand({ TableName: table.tableName, Item: marshall(item) }));
+    return { id: { S: item.id! } };
+  }
+
+  it('deletes an item whose stamps are as read (one stamped, one absent), and one without stamps', async () => {
+    const key = await put({ id: `app#${randomUUID()}`, created_by: 'call-1' });
+    const bare = await put({ id: `app#${randomUUID()}` });
+    const read = [
+      { attribute: 'created_by', callId: 'call-1' },
+      { attribute: 'refunded_by', callId: undefined },
+    ];
+
+    expect(await deleteOnStampsRead(world.client, table.tableName, key, read)).toBe('deleted');
+    expect(await itemOf(key.id!.S)).toBeUndefined();
+    expect(await deleteOnStampsRead(world.client, table.tableName, bare, [])).toBe('deleted');
+    expect(await itemOf(bare.id!.S)).toBeUndefined();
+  });
+
+  it('keeps an item a call stamped since the read, or restamped: changed', async () => {
+    const id = `app#${randomUUID()}`;
+    const key = await put({ id, created_by: 'call-1', refunded_by: 'call-2' });
+
+    expect(
+      await deleteOnStampsRead(world.client, table.tableName, key, [
+        { attribute: 'created_by', callId: 'call-1' },
+        { attribute: 'refunded_by', callId: undefined },
+      ]),
+    ).toBe('changed');
+    expect(
+      await deleteOnStampsRead(world.client, table.tableName, key, [{ attribute: 'created_by', callId: 'call-0' }]),
+    ).toBe('changed');
+    expect(await itemOf(id)).toMatchObject({ created_by: 'call-1', refunded_by: 'call-2' });
   });
 });

@@ -41,7 +41,8 @@ function fakeCrm() {
         holdNext = false;
       }
       if (held.has(key)) {
-        response.writeHead(409, { 'retry-after': '1' }).end('{"error":"in progress"}');
+        // 3 s: the call stays parked `pending` while two CLI runs read it, on a busy runner too.
+        response.writeHead(409, { 'retry-after': '3' }).end('{"error":"in progress"}');
         return;
       }
       if (!contacts.has(key)) contacts.set(key, { crm_id: `crm_${contacts.size + 1}`, ...JSON.parse(body) });
@@ -194,7 +195,7 @@ describe('retrysafe dev on this app', () => {
     const partial = await retrysafeExit('erase', '--tenant', tenant, '--include-domain', '--json');
     const whileInFlight = JSON.parse(partial.stdout);
     crm.release();
-    await new Promise((resolve) => setTimeout(resolve, 1_200)); // the parked lock's end (Retry-After: 1)
+    await new Promise((resolve) => setTimeout(resolve, 3_200)); // the parked lock's end (Retry-After: 3)
     const completed = await retrysafe('complete');
     const pushed = await post(bearer, 'push_contact', { idempotency_key: 'p1', external_id: 'crm-7', name: 'Grace' });
     const erased = JSON.parse(await retrysafe('erase', '--tenant', tenant, '--include-domain', '--json'));

@@ -107,8 +107,14 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   completedAt: 'completed_at',
 };
 
-/** The attribute names a caller gave, with the defaults for those it did not: the one place they are merged. */
-export function recordAttributes(given: Partial<RecordAttributes> = {}): RecordAttributes {
+/**
+ * The attribute names a caller gave over the defaults: the one place they are merged. An option that names
+ * no attribute is refused (one renamed since included: the lock's end is `lockEnd`), never dropped.
+ */
+export function recordAttributes(given?: Partial<RecordAttributes>): RecordAttributes {
+  for (const option in given) {
+    if (!(option in DEFAULT_RECORD_ATTRIBUTES)) throw new TypeError(`attributes.${option}: unknown`);
+  }
   return { ...DEFAULT_RECORD_ATTRIBUTES, ...given };
 }
 

@@ -55,7 +55,7 @@ export async function store(
  */
 export async function park(table: IdempotencyTable, claim: Claim, untilMs: number): Promise<'parked' | 'claim_lost'> {
   const attr = table.attributes;
-  const held = ownClaim(attr, claim.claimId, { inProgress: true });
+  const held = ownClaim(attr, claim.claimId, true);
   const written = await conditionally(
     table.client,
     new UpdateItemCommand({
@@ -76,7 +76,7 @@ export async function park(table: IdempotencyTable, claim: Claim, untilMs: numbe
  */
 export async function release(table: IdempotencyTable, claim: Claim): Promise<'released' | 'claim_lost'> {
   const attr = table.attributes;
-  const held = ownClaim(attr, claim.claimId, { inProgress: true });
+  const held = ownClaim(attr, claim.claimId, true);
   const written = await conditionally(
     table.client,
     new DeleteItemCommand({

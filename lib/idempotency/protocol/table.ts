@@ -42,7 +42,7 @@ export interface IdempotencyTableOptions {
   readonly attributes?: Partial<RecordAttributes>;
 }
 
-/** The table the protocol works on, from its options: the one place their defaults are applied. */
+/** The table the protocol works on, from its options (the attribute names merged by `recordAttributes`). */
 export function idempotencyTable(options: IdempotencyTableOptions): IdempotencyTable {
   return {
     client: options.client,
@@ -121,22 +121,14 @@ export function lockEndedOn(
  * attempt whose claim was taken over — or whose record was erased, or expired and claimed anew — writes
  * nothing.
  */
-export function ownClaim(
-  attr: RecordAttributes,
-  claimId: string,
-  { inProgress = false }: { readonly inProgress?: boolean } = {},
-): Condition {
-  const claim: Condition = {
-    expression: '#claim = :claim',
-    names: { '#claim': attr.claim },
-    values: { ':claim': { S: claimId } },
-  };
-  if (!inProgress) return claim;
-  return {
-    expression: `${claim.expression} AND #status = :inProgress`,
-    names: { ...claim.names, '#status': attr.status },
-    values: { ...claim.values, ':inProgress': { S: STATUS.inProgress } },
-  };
+export function ownClaim(attr: RecordAttributes, claimId: string, inProgress?: boolean): Condition {
+  const names: Record<string, string> = { '#claim': attr.claim };
+  const values: Record<string, AttributeValue> = { ':claim': { S: claimId } };
+  if (!inProgress) return { expression: '#claim = :claim', names, values };
+  // Still in flight too (park, release): a stored outcome keeps the claim that stored it.
+  names['#status'] = attr.status;
+  values[':inProgress'] = { S: STATUS.inProgress };
+  return { expression: '#claim = :claim AND #status = :inProgress', names, values };
 }
 
 /** The one condition that an intent is still held as it was read: by `from`'s record, on `from`'s claim. */

@@ -7,8 +7,10 @@
 // `mcp.transformedGatewayResponse` to answer the client without calling the target). A Lambda target gets
 // the tool's arguments alone, no header and no claim: so on a `tools/call` this function verifies the
 // token again (the issuer's JWKS, as the MCP function does), and writes its tenant and user into the
-// arguments under `CALLER_FIELD` — over whatever the agent sent there. A call whose token names no caller
-// is answered here, a tool error in the tools' own answer shape; the target never runs.
+// arguments under `CALLER_FIELD` — over whatever the agent sent there — signed for the tool the call names
+// (`callerMac`, with the key `RETRYSAFE_CALLER_KEY_SECRET` names): the tool's function takes no caller it
+// cannot verify, so a caller the agent wrote itself runs nothing. A call whose token names no caller is
+// answered here, a tool error in the tools' own answer shape; the target never runs.
 
 import type { HttpErrorCode } from '../api/status';
 import {
@@ -19,7 +21,8 @@ import {
   VerifierUnavailableError,
 } from '../auth/token-claims';
 import { errorResponse } from '../http/status';
-import { CALLER_FIELD, type GatewayCaller } from './caller';
+import { CALLER_FIELD, callerMac, type GatewayCaller, SIGNED_CALLER_TTL_SECONDS, type SignedCaller } from './caller';
+import type { CallerKey } from './caller-key';
 
 /** What the gateway hands a REQUEST interceptor (the fields read here). */
 export interface InterceptorInput {
@@ -56,8 +59,18 @@ export type InterceptorOutput = {
 export interface InterceptorDependencies {
   /** Verifies the bearer token: the issuer's JWKS, issuer and audience (`createJwksVerifier`). */
   readonly verifyToken: TokenVerifier;
+  /** The key callers are signed with, the one the gateway's functions check them with (`callerKeyFromEnv`). */
+  readonly callerKey: CallerKey;
   /** Where the tenant claim's name is read (`TENANT_CLAIM`). @default process.env */
   readonly env?: NodeJS.ProcessEnv;
+  /** The clock a signature's expiry is counted from. @default Date.now */
+  readonly nowMs?: () => number;
+}
+
+/** `caller` signed with `key` for the tool named `tool`, accepted for `SIGNED_CALLER_TTL_SECONDS` from `nowMs`. */
+export function signCaller(key: string, { tenant, user }: GatewayCaller, tool: string, nowMs: number): SignedCaller {
+  const expiresAtS = Math.floor(nowMs / 1000) + SIGNED_CALLER_TTL_SECONDS;
+  return { tenant, user, tool, expiresAtS, mac: callerMac(key, tenant, user, tool, expiresAtS) };
 }
 
 const OUTPUT_VERSION = '1.0';
@@ -138,6 +151,8 @@ export async function interceptRequest(
   if ('code' in caller) return refused(request, caller.code, caller.message);
   const given = request.params?.arguments;
   const args = given !== null && typeof given === 'object' && !Array.isArray(given) ? given : {};
+  const { callerKey, nowMs = Date.now } = dependencies;
+  const signed = signCaller(await callerKey(), caller, String(request.params?.name), nowMs());
   return {
     interceptorOutputVersion: OUTPUT_VERSION,
     mcp: {
@@ -146,7 +161,7 @@ export async function interceptRequest(
           ...request,
           params: {
             ...request.params,
-            arguments: { ...args, [CALLER_FIELD]: { tenant: caller.tenant, user: caller.user } },
+            arguments: { ...args, [CALLER_FIELD]: signed },
           },
         },
       },

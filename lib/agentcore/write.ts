@@ -5,10 +5,11 @@ import type { ApiEvent } from '../http/event';
 import { errorResponse, type HttpResponse } from '../http/status';
 import { handleToolWrite, type ToolWriteDependencies } from '../http/write';
 import type { InvocationDeadline, JsonObject } from '../idempotency';
-import { CALLER_FIELD, type GatewayCaller, NO_CALLER } from './caller';
+import type { GatewayToolEvent } from './caller';
+import { gatewayCall, NO_CALLER } from './caller';
+import type { CallerKey } from './caller-key';
 
-/** What an AgentCore Gateway sends a Lambda target: the tool's arguments, flat, and the caller (`CALLER_FIELD`). */
-export type GatewayToolEvent = Readonly<Record<string, unknown>>;
+export type { GatewayToolEvent };
 
 /** What a tool's function answers the gateway: the answer's JSON (`ok`, the receipt or the error, `next`). */
 export type GatewayAnswer = JsonObject & { readonly ok: boolean; readonly next: JsonObject };
@@ -21,26 +22,41 @@ export type GatewayLambdaHandler = GatewayToolHandler & LambdaHandler;
 
 /**
  * A write called through an AgentCore Gateway: the event is the tool's arguments with the caller the
- * request interceptor wrote, the tool's name is in the client context. Answered as `POST /tools/{tool}`
+ * request interceptor signed, the tool's name is in the client context. Answered as `POST /tools/{tool}`
  * answers the same arguments from the same caller (the write's one path, `handleToolWrite`: size, JSON,
  * identity checked as a token's claims are, the runtime) — the tool's handler hands the gateway the body.
  *
- * Refused, nothing run: a call without a caller (`unauthorized`, naming `CALLER_FIELD`). The tool's name
- * in the client context only tells the gateway's invocations apart: each function is the target of its
- * own tool alone (the construct's targets), so it runs that tool — arguments meant for another would
- * fail its strict schema (`invalid_args`). No byte was left for more: a write's bundle budget.
+ * Refused, nothing run: a call without a caller signed for this tool (`unauthorized`, naming
+ * `CALLER_FIELD`). Each function is the target of its own tool alone (the construct's targets), so it runs
+ * that tool; the signature binds the caller to the tool name the gateway invokes it with.
  */
 export async function handleGatewayWrite(
+  callerKey: CallerKey,
   dependencies: ToolWriteDependencies,
   event: GatewayToolEvent,
+  tool: string,
   deadline: InvocationDeadline,
 ): Promise<HttpResponse> {
-  const { [CALLER_FIELD]: caller, ...input } = event ?? {};
-  const { tenant, user } = (caller ?? {}) as Partial<GatewayCaller>;
-  if (!tenant || !user) return errorResponse('unauthorized', NO_CALLER);
+  const { input, caller } = await gatewayCall(event, tool, callerKey);
+  if (!caller) return errorResponse('unauthorized', NO_CALLER);
   const request = {
     body: JSON.stringify(input),
-    requestContext: { authorizer: { jwt: { claims: { [tenantClaimName()]: tenant, sub: user } } } },
+    requestContext: { authorizer: { jwt: { claims: { [tenantClaimName()]: caller.tenant, sub: caller.user } } } },
   };
   return handleToolWrite(dependencies, request as unknown as ApiEvent, deadline, 'agentcore');
+}
+
+/** How a tool's handler answers a gateway invocation of `tool` (`toolHandler`'s `gateway`). */
+export type GatewayWrite = (
+  dependencies: ToolWriteDependencies,
+  event: GatewayToolEvent,
+  tool: string,
+  deadline: InvocationDeadline,
+) => Promise<HttpResponse>;
+
+/** A tool's gateway invocations answered with callers checked against `callerKey` (`handleGatewayWrite`). */
+export function gatewayWrites(callerKey: CallerKey): GatewayWrite {
+  return function gatewayWrite(dependencies, event, tool, deadline) {
+    return handleGatewayWrite(callerKey, dependencies, event, tool, deadline);
+  };
 }

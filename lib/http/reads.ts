@@ -1,9 +1,9 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
 import type * as z from 'zod/mini';
-import { gatewayInvocationTool } from '../agentcore/caller';
-import { handleGatewayRead } from '../agentcore/read';
-import type { GatewayLambdaHandler, GatewayToolEvent } from '../agentcore/write';
+import { type GatewayToolEvent, gatewayInvocationTool } from '../agentcore/caller';
+import type { GatewayRead } from '../agentcore/read';
+import type { GatewayLambdaHandler } from '../agentcore/write';
 import type { OperationStatus } from '../api/next-step';
 import { type OperationSource, readOperation } from '../reads/operation';
 import { type BoundRead, pathParamsOf, type ReadAnswer, type ReadModule } from '../tools/read-module';
@@ -54,6 +54,8 @@ export function readHandler<Svc>(
   read: ReadModule<string, z.ZodMiniObject, z.ZodMiniObject, Svc>,
   services: Svc,
   logger: Logger,
+  /** How it answers an AgentCore Gateway's invocation (`gatewayReads`); without, it is not a gateway's target. */
+  gateway?: GatewayRead,
 ): GatewayLambdaHandler {
   const bound = read.bind(services);
   const params = pathParamsOf(read.path);
@@ -61,14 +63,13 @@ export function readHandler<Svc>(
     read.name,
     logger,
     function readOwn(event, context) {
-      return gatewayInvocationTool(context) === undefined
-        ? handleRead(bound, params, event as ApiEvent)
-        : handleGatewayRead(bound, event as GatewayToolEvent);
+      const tool = gateway && gatewayInvocationTool(context);
+      return tool ? gateway(bound, event as GatewayToolEvent, tool) : handleRead(bound, params, event as ApiEvent);
     },
     { read: read.name },
   );
   return async function readCall(event: ApiEvent | GatewayToolEvent, context: Context) {
     const response = await handle(event, context);
-    return gatewayInvocationTool(context) === undefined ? response : JSON.parse(response.body);
+    return gateway && gatewayInvocationTool(context) ? JSON.parse(response.body) : response;
   } as GatewayLambdaHandler;
 }

@@ -1,8 +1,8 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
 import type * as z from 'zod/mini';
-import { gatewayInvocationTool } from '../agentcore/caller';
-import { type GatewayToolEvent, type GatewayToolHandler, handleGatewayWrite } from '../agentcore/write';
+import { type GatewayToolEvent, gatewayInvocationTool } from '../agentcore/caller';
+import type { GatewayToolHandler, GatewayWrite } from '../agentcore/write';
 import { MAX_BODY_BYTES } from '../api/status';
 import {
   IDEMPOTENCY_KEY_FIELD,
@@ -85,6 +85,12 @@ export interface ToolHandlerDependencies<Svc> {
   readonly services: Svc;
   readonly runtime: ToolRuntime;
   readonly logger: Logger;
+  /**
+   * How the tool's function answers an AgentCore Gateway's invocation (`gatewayWrites`), when it is a
+   * gateway's target; without it, every invocation is taken for API Gateway's.
+   * @default undefined (not a gateway's target)
+   */
+  readonly gateway?: GatewayWrite;
 }
 
 /**
@@ -97,16 +103,17 @@ export type ToolLambdaHandler = LambdaHandler & GatewayToolHandler;
 /** The handler of one tool's `POST /tools/{tool}` and of its AgentCore Gateway target. */
 export function toolHandler<N extends string, Svc>(
   module: ToolModule<N, z.ZodMiniObject, JsonObject, Svc>,
-  { services, runtime, logger }: ToolHandlerDependencies<Svc>,
+  { services, runtime, logger, gateway }: ToolHandlerDependencies<Svc>,
 ): ToolLambdaHandler & { readonly tool: N } {
   const dependencies: ToolWriteDependencies = { runtime, tool: module.bind(services) };
   const handle = withErrorBoundary<ApiEvent | GatewayToolEvent>(
     'tool',
     logger,
     function writeTool(event, context) {
-      return gatewayInvocationTool(context) === undefined
-        ? handleToolWrite(dependencies, event as ApiEvent, context)
-        : handleGatewayWrite(dependencies, event as GatewayToolEvent, context);
+      const tool = gateway && gatewayInvocationTool(context);
+      return tool
+        ? gateway(dependencies, event as GatewayToolEvent, tool, context)
+        : handleToolWrite(dependencies, event as ApiEvent, context);
     },
     { tool: module.name },
   );
@@ -114,7 +121,7 @@ export function toolHandler<N extends string, Svc>(
   // is named after (`registered`, retrysafe/lambda).
   const handler = async function tool(event: ApiEvent | GatewayToolEvent, context: Context) {
     const response = await handle(event, context);
-    return gatewayInvocationTool(context) === undefined ? response : JSON.parse(response.body);
+    return gateway && gatewayInvocationTool(context) ? JSON.parse(response.body) : response;
   } as ToolLambdaHandler;
   return Object.assign(handler, { tool: module.name });
 }

@@ -1,8 +1,10 @@
-import { Stack } from 'aws-cdk-lib';
+import { Stack, Validations } from 'aws-cdk-lib';
 import * as agentcore from 'aws-cdk-lib/aws-bedrockagentcore';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
+import { CALLER_KEY_SECRET_VAR } from '../agentcore/caller-key';
 import { type GatewayListedRead, type GatewayToolDefinition, gatewayToolDefinitions } from '../agentcore/tool-schema';
 import type { AnyToolModule } from '../tools/tool-module';
 import { AGENTCORE_GATEWAY_DEFAULTS } from './defaults';
@@ -24,13 +26,19 @@ export interface AgentCoreGatewayOptions {
   readonly name?: string;
 }
 
+/**
+ * Set on a function that is an AgentCore Gateway's Lambda target (and folded into its bundle): its entry
+ * (`toolEntry`, `readEntry`) then answers the gateway's invocations too.
+ */
+export const AGENTCORE_TARGET_VAR = 'RETRYSAFE_AGENTCORE_TARGET';
+
 export interface AgentCoreGatewayProps extends AgentCoreGatewayOptions {
   /** Each tool with the function that runs it: one Lambda target each. */
-  readonly tools: ReadonlyArray<{ readonly tool: AnyToolModule; readonly fn: lambda.IFunction }>;
+  readonly tools: ReadonlyArray<{ readonly tool: AnyToolModule; readonly fn: lambda.Function }>;
   /** Each of the app's own reads with its function: one Lambda target each. @default [] */
-  readonly reads?: ReadonlyArray<{ readonly read: GatewayListedRead; readonly fn: lambda.IFunction }>;
+  readonly reads?: ReadonlyArray<{ readonly read: GatewayListedRead; readonly fn: lambda.Function }>;
   /** The REQUEST interceptor (lib/lambda/entries/agentcore_interceptor.ts). */
-  readonly interceptor: lambda.IFunction;
+  readonly interceptor: lambda.Function;
   /** The OIDC issuer the API's JWT authorizer trusts. */
   readonly issuer: string;
   /** The audience the API's JWT authorizer checks. */
@@ -57,6 +65,10 @@ export function gatewayResourceName(name: string): string {
  * One target per tool, not one per app: each tool already has its own function with exactly its grants,
  * and the target is that function — one function for every tool behind the gateway would need every
  * tool's grants (the MCP function is that, for MCP over the HTTP API).
+ *
+ * The caller reaches a target in its arguments, where the agent can write too: the interceptor signs it
+ * with a key of this construct's (a generated secret), and only the interceptor and the targets may read
+ * that key — a target runs no call whose caller it cannot verify (lib/agentcore/caller.ts).
  */
 export class AgentCoreGateway extends Construct {
   public readonly gateway: agentcore.CfnGateway;
@@ -66,6 +78,8 @@ export class AgentCoreGateway extends Construct {
   public readonly targets: Readonly<Record<string, agentcore.CfnGatewayTarget>>;
   /** The tools as the gateway lists them. */
   public readonly toolDefinitions: readonly GatewayToolDefinition[];
+  /** The key the interceptor signs each call's caller with and the targets check it with. */
+  public readonly callerKey: secretsmanager.Secret;
 
   constructor(scope: Construct, id: string, props: AgentCoreGatewayProps) {
     super(scope, id);
@@ -99,6 +113,21 @@ export class AgentCoreGateway extends Construct {
         resources: [...listed.map(({ fn }) => fn.functionArn), props.interceptor.functionArn],
       }),
     );
+
+    this.callerKey = new secretsmanager.Secret(this, 'CallerKey', {
+      description: 'retrysafe AgentCore Gateway: signs the caller its interceptor hands each tool (HMAC-SHA256)',
+      generateSecretString: { ...AGENTCORE_GATEWAY_DEFAULTS.callerKey },
+    });
+    Validations.of(this.callerKey).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason:
+        'Read once per process by the interceptor and the targets: a rotation would refuse the calls signed across it ' +
+        'until every process read the new key. Rotate by replacing the secret (a deploy).',
+    });
+    for (const fn of [props.interceptor, ...listed.map((target) => target.fn)]) {
+      this.callerKey.grantRead(fn);
+      fn.addEnvironment(CALLER_KEY_SECRET_VAR, this.callerKey.secretArn);
+    }
 
     const authorizer =
       (props.audienceClaim ?? 'aud') === 'aud'

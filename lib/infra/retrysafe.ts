@@ -32,7 +32,7 @@ import {
 import { packageManifest } from '../package-manifest';
 import { tableEnvVar } from '../store/tables';
 import type { AnyToolModule, TableAccess } from '../tools/tool-module';
-import { AgentCoreGateway, type AgentCoreGatewayOptions } from './agentcore-gateway';
+import { AGENTCORE_TARGET_VAR, AgentCoreGateway, type AgentCoreGatewayOptions } from './agentcore-gateway';
 import { CompleterTriggers } from './completer-triggers';
 import {
   ACCESS_LOG_RETENTION_DAYS,
@@ -395,10 +395,13 @@ export class Retrysafe extends Construct {
 
     const functions: Record<string, NodejsFunction> = {};
     const readRoutes = reads.map((read) => read.read);
+    // With `agentCoreGateway`, each tool's and read's function is also the gateway's Lambda target.
+    const gatewayTargets = new Set(props.agentCoreGateway ? [...tools, ...readRoutes].map(({ name }) => name) : []);
     for (const [entry, access] of Object.entries(apiEntries(tools, readRoutes)) as Array<[string, FunctionAccess]>) {
       const fn = this.#function(entry, files[entry]!, environment, {
         needs: needsOf(entry, props.tools, reads),
         reservedConcurrency: entry === 'mcp' ? (props.mcpReservedConcurrency ?? MCP_RESERVED_CONCURRENCY) : undefined,
+        gatewayTarget: gatewayTargets.has(entry),
       });
       this.#grant(fn, access);
       functions[entry] = fn;
@@ -507,6 +510,11 @@ export class Retrysafe extends Construct {
       wildcardReason?: string;
       /** Its reserved concurrency; `'none'` or undefined reserves none. */
       reservedConcurrency?: number | 'none' | undefined;
+      /**
+       * An AgentCore Gateway's Lambda target: `RETRYSAFE_AGENTCORE_TARGET` set, and folded into its bundle
+       * as "true" (every other bundle folds it as "false" and drops the gateway's code).
+       */
+      gatewayTarget?: boolean;
     } = {},
   ): NodejsFunction {
     const needs = overrides.needs ?? [];
@@ -545,13 +553,22 @@ export class Retrysafe extends Construct {
         : {}),
       role,
       logGroup,
-      environment: Object.assign({}, environment, ...needs.map((need) => need.environment ?? {})),
+      environment: Object.assign(
+        {},
+        environment,
+        ...needs.map((need) => need.environment ?? {}),
+        overrides.gatewayTarget ? { [AGENTCORE_TARGET_VAR]: 'true' } : {},
+      ),
       // X-Ray traces each invocation; with `tracing: 'calls'` the Powertools Tracer (from the layer) adds
       // the DynamoDB, SQS and HTTPS calls.
       tracing: lambda.Tracing.ACTIVE,
       layers: [this.#powertoolsLayer],
       bundling: {
         ...BUNDLING,
+        define: {
+          ...BUNDLING.define,
+          ...(overrides.gatewayTarget ? { [`process.env.${AGENTCORE_TARGET_VAR}`]: '"true"' } : {}),
+        },
         externalModules: external.filter((module) => !bundled.has(module)),
         // The map maps stack traces (mappings and file names); the sources themselves are not shipped.
         sourceMap: true,

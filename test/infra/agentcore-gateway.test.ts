@@ -10,7 +10,9 @@ import * as z from 'zod/mini';
 import { READS } from '../../app/reads';
 import { RetrysafeStack, type RetrysafeStackProps } from '../../app/stack';
 import { TOOLS } from '../../app/tools';
+import { CALLER_KEY_SECRET_VAR } from '../../lib/agentcore/caller-key';
 import { gatewayToolDefinitions } from '../../lib/agentcore/tool-schema';
+import { AGENTCORE_TARGET_VAR } from '../../lib/infra/agentcore-gateway';
 import { packageEntryFile, retrysafePropProblems } from '../../lib/infra/retrysafe';
 import { defineToolModule } from '../../lib/tools/tool-module';
 
@@ -18,6 +20,12 @@ import { defineToolModule } from '../../lib/tools/tool-module';
 type Resources = Record<string, { Type: string; Properties: Record<string, any> }>;
 
 const ISSUER = 'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_example';
+
+/** A function as far as these assertions read it: its resource and its role. */
+interface NodejsFunctionLike {
+  readonly node: { readonly defaultChild: unknown };
+  readonly role: { readonly node: { readonly defaultChild: unknown } };
+}
 
 function synthesize(props: RetrysafeStackProps = { issuer: ISSUER, audience: 'client-123', agentCoreGateway: true }) {
   const app = new App({
@@ -197,6 +205,43 @@ describe('the AgentCore Gateway (agentCoreGateway)', () => {
       .flatMap((statement: { Action: string | string[] }) => [statement.Action].flat());
 
     expect(actions.filter((action) => action.startsWith('dynamodb:'))).toEqual([]);
+  });
+
+  it('signs callers with a key of its own: only the interceptor and the targets may read it, each told where it is', () => {
+    const [[keyId]] = ofType('AWS::SecretsManager::Secret') as [[string, Resources[string]]];
+    const interceptorFn = stack.retrysafe.node.findChild('agentcore_interceptor') as unknown as NodejsFunctionLike;
+    const targets = [...TOOLS, ...READS].map((entry) => stack.functions[entry.name] as unknown as NodejsFunctionLike);
+    const roleOf = (fn: NodejsFunctionLike) => stack.getLogicalId(fn.role.node.defaultChild as never);
+    const readers = ofType('AWS::IAM::Policy')
+      .filter(([, policy]) =>
+        policy.Properties.PolicyDocument.Statement.some(
+          (statement: { Action: string | string[]; Resource: unknown }) =>
+            [statement.Action].flat().includes('secretsmanager:GetSecretValue') &&
+            JSON.stringify(statement.Resource) === JSON.stringify({ Ref: keyId }),
+        ),
+      )
+      .flatMap(([, policy]) => policy.Properties.Roles.map((role: { Ref: string }) => role.Ref));
+
+    expect(readers.sort()).toEqual([interceptorFn, ...targets].map(roleOf).sort());
+    for (const fn of [interceptorFn, ...targets]) {
+      const { Variables } = resources[stack.getLogicalId(fn.node.defaultChild as never)]!.Properties.Environment;
+      expect(Variables[CALLER_KEY_SECRET_VAR]).toEqual({ Ref: keyId });
+    }
+    // Every target answers the gateway; no other function does (the MCP function, the completer…).
+    const targetIds = new Set(targets.map((fn) => stack.getLogicalId(fn.node.defaultChild as never)));
+    const flagged = ofType('AWS::Lambda::Function')
+      .filter(([, fn]) => fn.Properties.Environment?.Variables?.[AGENTCORE_TARGET_VAR] === 'true')
+      .map(([id]) => id);
+    expect(new Set(flagged)).toEqual(targetIds);
+  });
+
+  it('sets no caller key and no target flag without the flag', () => {
+    const { resources: without } = synthesize({ issuer: ISSUER, audience: 'client-123' });
+
+    expect(ofType('AWS::SecretsManager::Secret', without)).toEqual([]);
+    for (const [, fn] of ofType('AWS::Lambda::Function', without)) {
+      expect(Object.keys(fn.Properties.Environment?.Variables ?? {})).not.toContain(AGENTCORE_TARGET_VAR);
+    }
   });
 
   it('outputs the gateway’s MCP URL', () => {

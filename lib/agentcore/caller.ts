@@ -18,6 +18,7 @@
 // interceptor — carries no valid signature and is refused like a missing one: nothing runs.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'aws-lambda';
+import { errorResponse, type HttpResponse } from '../http/status';
 import type { CallerKey } from './caller-key';
 
 /** The argument the request interceptor writes the signed caller into (a `SignedCaller`). */
@@ -71,18 +72,31 @@ export function verifiedCaller(field: unknown, tool: string, key: string, nowMs:
 /** What an AgentCore Gateway sends a Lambda target: the tool's arguments, flat, and the signed caller (`CALLER_FIELD`). */
 export type GatewayToolEvent = Readonly<Record<string, unknown>>;
 
+/** The tool a gateway's tool name names: what follows its target's prefix (`<target>___<tool>`). */
+export function toolOfGatewayName(name: string): string {
+  const at = name.lastIndexOf(TARGET_SEPARATOR);
+  return at < 0 ? name : name.slice(at + TARGET_SEPARATOR.length);
+}
+
 /**
- * A gateway invocation of `tool` (the name in its client context) split into the tool's arguments and the
- * caller the interceptor signed for that tool — undefined when the caller field is missing, forged (its
- * signature does not verify with the key), written for another tool, or expired.
+ * A gateway invocation of `tool` (the name in its client context) to the function that runs `served`:
+ * the tool's arguments and the caller the interceptor signed for that tool — or the refusal, nothing run:
+ * `not_found` when the name is another tool's (a target on the wrong function: a deployment mistake),
+ * `unauthorized` (naming `CALLER_FIELD`) when the caller field is missing, forged (its signature does not
+ * verify with the key), written for another tool, or expired.
  */
 export async function gatewayCall(
   event: GatewayToolEvent,
   tool: string,
+  served: string,
   callerKey: CallerKey,
-): Promise<{ readonly input: Record<string, unknown>; readonly caller: GatewayCaller | undefined }> {
+): Promise<HttpResponse | { readonly input: Record<string, unknown>; readonly caller: GatewayCaller }> {
+  if (toolOfGatewayName(tool) !== served) {
+    return errorResponse('not_found', `tool: ${tool} is not ${served}, the tool this function runs; nothing ran`);
+  }
   const { [CALLER_FIELD]: field, ...input } = event ?? {};
-  return { input, caller: verifiedCaller(field, tool, await callerKey(), Date.now()) };
+  const caller = verifiedCaller(field, tool, await callerKey(), Date.now());
+  return caller ? { input, caller } : errorResponse('unauthorized', NO_CALLER);
 }
 
 /**

@@ -7,8 +7,8 @@ import type { CallerKey } from './caller-key';
 /**
  * An app's own read called through an AgentCore Gateway: its arguments are the event (as over MCP, not
  * path parameters), the caller the one the request interceptor signed for this read, checked as a token's
- * claims are. Refused, nothing read: a call without such a caller (`unauthorized`, naming `CALLER_FIELD`);
- * a bad argument is `invalid_args`, naming the field, as over MCP.
+ * claims are. Refused, nothing read: a call without such a caller (`unauthorized`, naming `CALLER_FIELD`),
+ * or naming another read (`not_found`); a bad argument is `invalid_args`, naming the field, as over MCP.
  */
 export async function handleGatewayRead(
   callerKey: CallerKey,
@@ -16,8 +16,10 @@ export async function handleGatewayRead(
   event: GatewayToolEvent,
   tool: string,
 ): Promise<HttpResponse> {
-  const { input, caller } = await gatewayCall(event, tool, callerKey);
-  const identity = caller && identityFromTokenClaims({ [tenantClaimName()]: caller.tenant, sub: caller.user });
+  const call = await gatewayCall(event, tool, read.name, callerKey);
+  if ('statusCode' in call) return call;
+  const { input, caller } = call;
+  const identity = identityFromTokenClaims({ [tenantClaimName()]: caller.tenant, sub: caller.user });
   if (!identity) return errorResponse('unauthorized', NO_CALLER);
   return toReadResponse(await read.call(input, identity, 'invalid_args'));
 }

@@ -2,11 +2,11 @@ import type { Context } from 'aws-lambda';
 import { tenantClaimName } from '../auth/token-claims';
 import type { LambdaHandler } from '../http/boundary';
 import type { ApiEvent } from '../http/event';
-import { errorResponse, type HttpResponse } from '../http/status';
+import type { HttpResponse } from '../http/status';
 import { handleToolWrite, type ToolWriteDependencies } from '../http/write';
 import type { InvocationDeadline, JsonObject } from '../idempotency';
 import type { GatewayToolEvent } from './caller';
-import { gatewayCall, NO_CALLER } from './caller';
+import { gatewayCall } from './caller';
 import type { CallerKey } from './caller-key';
 
 export type { GatewayToolEvent };
@@ -27,8 +27,8 @@ export type GatewayLambdaHandler = GatewayToolHandler & LambdaHandler;
  * identity checked as a token's claims are, the runtime) — the tool's handler hands the gateway the body.
  *
  * Refused, nothing run: a call without a caller signed for this tool (`unauthorized`, naming
- * `CALLER_FIELD`). Each function is the target of its own tool alone (the construct's targets), so it runs
- * that tool; the signature binds the caller to the tool name the gateway invokes it with.
+ * `CALLER_FIELD`), or naming another tool than this function's (`not_found`): each function is the target
+ * of its own tool alone (the construct's targets).
  */
 export async function handleGatewayWrite(
   callerKey: CallerKey,
@@ -37,8 +37,9 @@ export async function handleGatewayWrite(
   tool: string,
   deadline: InvocationDeadline,
 ): Promise<HttpResponse> {
-  const { input, caller } = await gatewayCall(event, tool, callerKey);
-  if (!caller) return errorResponse('unauthorized', NO_CALLER);
+  const call = await gatewayCall(event, tool, dependencies.tool.name, callerKey);
+  if ('statusCode' in call) return call;
+  const { input, caller } = call;
   const request = {
     body: JSON.stringify(input),
     requestContext: { authorizer: { jwt: { claims: { [tenantClaimName()]: caller.tenant, sub: caller.user } } } },

@@ -227,6 +227,31 @@ describe('a tool called through an AgentCore Gateway (Lambda target)', () => {
     expect(await world.idempotencyRecordKeys(victim)).toEqual([]);
   });
 
+  it('refuses an invocation that names another tool than its function’s (a target on the wrong function), and runs nothing', async () => {
+    const invoice = await world.seedInvoice(victim);
+    const misrouted = {
+      ...deadline(),
+      clientContext: { custom: { bedrockAgentCoreToolName: gatewayName('create_invoice') } },
+    };
+
+    const answer = await (await gatewayTool('refund'))(
+      {
+        idempotency_key: 'g5',
+        invoice_id: invoice.invoice_id,
+        amount: 100,
+        ...caller(victim, 'ada', 'create_invoice'),
+      },
+      misrouted as unknown as Context,
+    );
+
+    expect(answer).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect((answer as unknown as { error: { message: string } }).error.message).toBe(
+      `tool: ${gatewayName('create_invoice')} is not refund, the tool this function runs; nothing ran`,
+    );
+    expect(await world.ledgerRows(victim)).toEqual([]);
+    expect(await world.idempotencyRecordKeys(victim)).toEqual([]);
+  });
+
   it('refuses a caller that a token could not name (too long), as the REST API refuses such a token', async () => {
     const answer = await (await gatewayTool('create_ticket'))(
       { idempotency_key: 'g4', title: 's', body: 'b', ...caller('t'.repeat(257), 'ada', 'create_ticket') },

@@ -27,12 +27,14 @@ export const PACKAGE_ENTRIES = {
   config: 'lib/dev/config.ts',
   // The `retrysafe` command (package.json `bin`); not a subpath of `exports`.
   cli: 'lib/cli/bin.ts',
-  // The construct's own entry files (health, not_found, get_operation, erase), bundled for the app's
+  // The construct's own entry files (health, not_found, get_operation, erase, the AgentCore Gateway's
+  // request interceptor), bundled for the app's
   // functions from here (`packageEntryFile`); not a subpath of `exports`. Built to dist/lambdas/.
   'lambdas/health': 'lib/lambda/entries/health.ts',
   'lambdas/not_found': 'lib/lambda/entries/not_found.ts',
   'lambdas/get_operation': 'lib/lambda/entries/get_operation.ts',
   'lambdas/erase_records': 'lib/lambda/entries/erase_records.ts',
+  'lambdas/agentcore_interceptor': 'lib/lambda/entries/agentcore_interceptor.ts',
 } as const;
 
 /** Each public subpath of `exports` and the entry it loads. */

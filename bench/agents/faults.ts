@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 
 /**
- * The faults of the benchmark, each injected at a seam the harness owns — never by a timer or a race:
+ * The faults of the benchmark (docs/benchmark.md says what each does), each injected at a seam the harness owns — never by a timer or a race:
  * the transport between the agent and the tool (a lost answer, a client timeout, a duplicate delivery),
  * the tool's one effect (a worker killed just after the provider accepted), and the DynamoDB client
  * (a throttled request). Every approach is served over the same seams.
@@ -16,21 +16,6 @@ export const FAULTS = [
   'retry_after_ttl',
 ] as const;
 export type Fault = (typeof FAULTS)[number];
-
-/** What each fault does to the first attempt of every intent. */
-export const FAULT_TEXT: Record<Fault, string> = {
-  lost_response: 'the attempt runs to its end; its answer never reaches the agent (connection reset)',
-  gateway_timeout:
-    "the agent's request times out after 5 s while the attempt is held before its effect; the attempt goes on once the agent's next call is answered",
-  worker_killed:
-    'the worker dies right after the effect (the provider accepted, the ticket was written, the email sent), before anything else is stored; the agent gets a 502',
-  concurrent_duplicates:
-    'the request is delivered twice: the first copy is held before its effect while the second runs to its end; the agent gets the second copy’s answer once both are done',
-  store_throttling:
-    "the 1st or 2nd DynamoDB request after the effect (seeded) is throttled past the SDK's retries (ThrottlingException)",
-  retry_after_ttl:
-    'the attempt runs to its end, its answer is lost, and the agent comes back 25 h later (past every record’s TTL): a double here is allowed by design',
-};
 
 /** How long the agent's HTTP client waits for a tool's answer before it gives up (gateway_timeout). */
 export const CLIENT_TIMEOUT_MS = 5_000;

@@ -135,12 +135,16 @@ export async function driveRow(
   return { key, intents };
 }
 
-/** Each intent's tenant read and judged, and the row's counts. Read after the completer (if any) settled. */
-export async function tallyRow(world: BenchWorld, driven: DrivenRow): Promise<{ row: Row; traces: IntentTrace[] }> {
+/** Each intent's tenant judged from the tables (read once the completer settled), and the row's counts. */
+export function tallyRow(
+  worlds: ReadonlyMap<string, TenantWorld>,
+  driven: DrivenRow,
+): { row: Row; traces: IntentTrace[] } {
   const { key, intents } = driven;
   const traces: IntentTrace[] = [];
+  const nothing: TenantWorld = { movements: [], invoices: [], tickets: [], messages: [] };
   for (const intent of intents) {
-    const tenantWorld = await world.worldOf(intent.tenant);
+    const tenantWorld = worlds.get(intent.tenant) ?? nothing;
     traces.push({
       plan: intent.plan,
       tenant: intent.tenant,

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import type { Invoice } from '../../app/domain/invoices';
 import type { OutboxMessage } from '../../app/domain/outbox';
 import type { Ticket } from '../../app/domain/tickets';
@@ -94,15 +95,39 @@ export async function createBenchWorld() {
     }
   }
 
-  /** What one tenant's world holds: its ledger rows, invoices, tickets and outbox messages. */
-  async function worldOf(tenant: string): Promise<TenantWorld> {
+  /**
+   * What every tenant's world holds — its ledger rows, invoices, tickets and outbox messages — from one
+   * consistent Scan of each table (the run's namespace holds the bench's tenants only).
+   */
+  async function worlds(): Promise<ReadonlyMap<string, TenantWorld>> {
     const [movements, invoices, tickets, messages] = await Promise.all([
-      domain.ledger.movements(tenant),
-      domain.invoices.list(tenant),
-      domain.tickets.list(tenant),
-      domain.outbox.list(tenant),
+      scanAll<Movement>(tableName('ledger', env)),
+      scanAll<Invoice>(tableName('invoices', env)),
+      scanAll<Ticket>(tableName('tickets', env)),
+      scanAll<OutboxMessage>(tableName('outbox', env)),
     ]);
-    return { movements, invoices, tickets, messages };
+    const byTenant = new Map<string, TenantWorld>();
+    const of = (tenant: string) => {
+      let world = byTenant.get(tenant);
+      if (!world) {
+        world = { movements: [], invoices: [], tickets: [], messages: [] };
+        byTenant.set(tenant, world);
+      }
+      return world as { [K in keyof TenantWorld]: Array<TenantWorld[K][number]> };
+    };
+    for (const item of movements) of(item.tenant).movements.push(item);
+    for (const item of invoices) of(item.tenant).invoices.push(item);
+    for (const item of tickets) of(item.tenant).tickets.push(item);
+    for (const item of messages) of(item.tenant).messages.push(item);
+    return byTenant;
+  }
+
+  async function scanAll<T>(table: string): Promise<T[]> {
+    const items: T[] = [];
+    for await (const page of paginateScan({ client: documents }, { TableName: table, ConsistentRead: true })) {
+      items.push(...((page.Items ?? []) as T[]));
+    }
+    return items;
   }
 
   return {
@@ -114,7 +139,7 @@ export async function createBenchWorld() {
     runtime,
     tools,
     quiesce,
-    worldOf,
+    worlds,
     async destroy() {
       client.destroy();
       streams.destroy();

@@ -238,7 +238,7 @@ async function main(): Promise<void> {
   for (const line of tableLines(rows)) console.log(line);
   console.log('');
   for (const line of chartLines(rows)) console.log(line);
-  console.log(`\n${rows.length} rows in ${seconds} s`);
+  console.log(`\n${rows.length} rows in ${seconds} s (DynamoDB Local's start included)`);
   if (flags.json) {
     const json = rows.map(
       ({

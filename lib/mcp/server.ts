@@ -1,17 +1,15 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
+  type AuthInfo,
   type CallToolResult,
   type CreateTaskResult,
-  ErrorCode,
-  GetTaskPayloadRequestSchema,
-  GetTaskRequestSchema,
-  ListToolsRequestSchema,
+  type JSONRPCRequest,
+  ProtocolErrorCode,
   RELATED_TASK_META_KEY,
-} from '@modelcontextprotocol/sdk/types.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
-import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
+  type Result,
+  Server,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 import * as z from 'zod/mini';
 import { nextAfterRead, nextAfterWrite, type ReadResult } from '../api/next-step';
 import {
@@ -29,27 +27,27 @@ import { instanceOf, mcpTaskOf, TASK_NOT_FOUND, type TaskWording, taskIdOf, task
 import type { Answer, McpTool } from './tools';
 
 /**
- * `tools/call` as retrysafe reads it: the SDK's own request schema strips unknown params, and the
+ * `tools/call`'s params as retrysafe reads them: the SDK's own schema strips unknown params, and the
  * proposed MCP request-idempotency extension puts the key in the params (`idempotencyKey`).
  */
-const CallToolRequest = z.object({
-  method: z.literal('tools/call'),
-  params: z.looseObject({
-    name: z.string(),
-    arguments: z.optional(z.record(z.string(), z.unknown())),
-    idempotencyKey: z.optional(z.string()),
-    /** MCP tasks: the client asks for a task (`CreateTaskResult`) instead of the tool's result. */
-    task: z.optional(z.looseObject({ ttl: z.optional(z.unknown()) })),
-  }),
+const CallToolParams = z.looseObject({
+  name: z.string(),
+  arguments: z.optional(z.record(z.string(), z.unknown())),
+  idempotencyKey: z.optional(z.string()),
+  /** MCP tasks (2025-11-25): the client asks for a task (`CreateTaskResult`) instead of the tool's result. */
+  task: z.optional(z.looseObject({ ttl: z.optional(z.unknown()) })),
 });
+type CallToolParamsOf = z.infer<typeof CallToolParams>;
+
+/** A `tasks/*` request's params: the task it names. */
+const TaskParams = z.looseObject({ taskId: z.string() });
 
 /** What the model may be told at once when a task is created (MCP tasks, non-binding). */
 const MODEL_IMMEDIATE_RESPONSE = 'io.modelcontextprotocol/model-immediate-response';
 
 /**
- * A JSON-RPC error a request handler throws: the SDK answers `{ code, message }` from it. Not the SDK's
- * `McpError`, whose message already carries the "MCP error <code>: " prefix that the client adds again
- * when it reads the answer.
+ * A JSON-RPC error a request handler throws: the SDK answers `{ code, message, data }` from it. Not the
+ * SDK's `ProtocolError`, whose message carries an "MCP error <code>: " prefix that clients add again.
  */
 class JsonRpcError extends Error {
   constructor(
@@ -100,24 +98,10 @@ export function mcpRequestAuth(token: string, context: McpRequestContext): AuthI
   return { token, clientId: context.caller.user, scopes: [], extra: { retrysafe: context } };
 }
 
-function requestContextOf(auth: AuthInfo | undefined): McpRequestContext {
-  const context = auth?.extra?.retrysafe as McpRequestContext | undefined;
+function requestContextOf(ctx: ServerContext): McpRequestContext {
+  const context = ctx.http?.authInfo?.extra?.retrysafe as McpRequestContext | undefined;
   if (!context) throw new Error('an MCP request reached the server without its caller (see mcpRequestAuth)');
   return context;
-}
-
-/**
- * The SDK's Server builds an Ajv with every format in its constructor, only to check elicitation
- * answers — and retrysafe never elicits. The SDK's own validator is built on first use instead.
- */
-function lazyAjvValidator(): jsonSchemaValidator {
-  let ajv: AjvJsonSchemaValidator | undefined;
-  return {
-    getValidator(schema) {
-      ajv ??= new AjvJsonSchemaValidator();
-      return ajv.getValidator(schema);
-    },
-  };
 }
 
 /** A write that can be called as a task. */
@@ -150,12 +134,9 @@ function noTask(tool: string, answer: Answer): JsonRpcError {
     !answer.ok && 'error' in answer ? answer.error : { code: 'internal' as const, message: INTERNAL_MESSAGE };
   const refused = error.code === 'invalid_args' || error.code === 'conflict' || error.code === 'not_found';
   return new JsonRpcError(
-    refused ? ErrorCode.InvalidParams : ErrorCode.InternalError,
+    refused ? ProtocolErrorCode.InvalidParams : ProtocolErrorCode.InternalError,
     `${error.code}: ${error.message}. ${next.message}`,
-    {
-      ...answer,
-      next,
-    },
+    { ...answer, next },
   );
 }
 
@@ -163,7 +144,7 @@ function noTask(tool: string, answer: Answer): JsonRpcError {
 function taskReadError(error: unknown): Error {
   if (error instanceof ToolError) {
     return new JsonRpcError(
-      ErrorCode.InternalError,
+      ProtocolErrorCode.InternalError,
       `${error.code}: ${error.expose ? error.message : INTERNAL_MESSAGE}`,
     );
   }
@@ -178,13 +159,14 @@ async function readTask(
 ): Promise<{ readonly tool: string; readonly clientKey: string; readonly task: CallTask }> {
   const name = taskNameOf(taskId);
   const tool = name && byName.get(name.tool);
-  if (!name || !tool?.task) throw new JsonRpcError(ErrorCode.InvalidParams, TASK_NOT_FOUND);
+  if (!name || !tool?.task) throw new JsonRpcError(ProtocolErrorCode.InvalidParams, TASK_NOT_FOUND);
   const task = await tool.task(name.clientKey, caller).catch((error: unknown) => {
     throw taskReadError(error);
   });
   // Another caller's key hashes to another record; a later call under the key after its TTL is another task.
-  if (!task || instanceOf(task.callId) !== name.instance)
-    throw new JsonRpcError(ErrorCode.InvalidParams, TASK_NOT_FOUND);
+  if (!task || instanceOf(task.callId) !== name.instance) {
+    throw new JsonRpcError(ProtocolErrorCode.InvalidParams, TASK_NOT_FOUND);
+  }
   return { tool: name.tool, clientKey: name.clientKey, task };
 }
 
@@ -200,35 +182,100 @@ const RESULT_DEADLINE_MARGIN_MS = 1_000;
  */
 export const TASK_RESULT_HOLD_MS = 1_000;
 
+/** A `tools/call` read and checked, before it runs: the tool, its input, or the answer that refuses it. */
+interface PreparedCall {
+  readonly tool: McpTool;
+  readonly name: string;
+  readonly isWrite: boolean;
+  readonly input: Record<string, unknown>;
+  /** Set when the call is refused before it runs (the key in the arguments and in the params differ). */
+  readonly refusal?: Answer;
+}
+
+/** Reads a `tools/call`'s params: the tool (an unknown one is -32602), its input with the request's key. */
+function prepareCall(
+  byName: ReadonlyMap<string, McpTool>,
+  { name, arguments: args = {}, idempotencyKey }: CallToolParamsOf,
+): PreparedCall {
+  const tool = byName.get(name);
+  if (!tool) throw new JsonRpcError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);
+  const isWrite = !tool.listing.annotations.readOnlyHint;
+  if (!isWrite || idempotencyKey === undefined) return { tool, name, isWrite, input: args };
+  const input = { ...args, [IDEMPOTENCY_KEY_FIELD]: idempotencyKey };
+  const inArguments = args[IDEMPOTENCY_KEY_FIELD];
+  if (inArguments === undefined || inArguments === idempotencyKey) return { tool, name, isWrite, input };
+  const refusal: Answer = {
+    ok: false,
+    error: {
+      code: 'invalid_args',
+      message: `${IDEMPOTENCY_KEY_FIELD}: the arguments and the request's idempotencyKey differ`,
+    },
+  };
+  return { tool, name, isWrite, input, refusal };
+}
+
 /**
- * An MCP server, built once and reused: it serves one request at a time (connected to that request's
- * transport), each request's caller and deadline coming with it (`mcpRequestAuth`). Stateless: nothing
- * of a request outlives its answer, so any Lambda instance answers any request. `tools/list` lists
- * every write and read; `tools/call` answers with the same answer object as the HTTP API — or, asked for
- * a task (MCP 2025-11-25), with the task its call is (`lib/mcp/tasks.ts`); `tasks/get` and `tasks/result`
- * read it.
+ * A task answered to `tools/call`, on its way past the SDK's check of `tools/call` results (a
+ * `CallToolResult`, in both eras): SDK v2 has no runtime for tasks (neither 2025-11-25's nor the tasks
+ * extension's), so it would refuse a `CreateTaskResult` there. Thrown inside that check, caught outside it.
  */
-export function createMcpServer({ tools, logger }: McpServerDependencies): Server {
-  const server = new Server(
+class TaskAnswered extends Error {
+  constructor(readonly result: Result) {
+    super('a task answered tools/call');
+    this.name = 'TaskAnswered';
+  }
+}
+
+/**
+ * The SDK v2 server, with one hook (`_wrapHandler`, the SDK's seam for role-specific result checks): a
+ * `tools/call` answered with a task skips the `CallToolResult` check; every other answer is checked.
+ */
+class RetrysafeServer extends Server {
+  protected override _wrapHandler(
+    method: string,
+    handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
+  ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
+    if (method !== 'tools/call') return super._wrapHandler(method, handler);
+    const checked = super._wrapHandler(method, async function callOrTask(request, ctx) {
+      const result = await handler(request, ctx);
+      if ('task' in result || result.resultType === 'task') throw new TaskAnswered(result);
+      return result;
+    });
+    return async function toolsCall(request, ctx) {
+      try {
+        return await checked(request, ctx);
+      } catch (error) {
+        if (error instanceof TaskAnswered) return error.result;
+        throw error;
+      }
+    };
+  }
+}
+
+/** Which protocol era a server answers: 2025-11-25 and earlier (`initialize`), or 2026-07-28. */
+export type McpEra = 'legacy' | 'modern';
+
+/**
+ * An MCP server for one era, on the official SDK v2 server. Stateless: nothing of a request outlives its
+ * answer, so any Lambda instance answers any request; each request's caller and deadline come with it
+ * (`mcpRequestAuth`). Both eras list every write and read, and answer a `tools/call` with the same answer
+ * object as the HTTP API. 2025-11-25 adds its experimental tasks: a write called with `task` answers the
+ * task its call is (`lib/mcp/tasks.ts`), which `tasks/get` and `tasks/result` read.
+ */
+export function createMcpServer({ tools, logger }: McpServerDependencies, era: McpEra): Server {
+  const server = new RetrysafeServer(
     { name: 'retrysafe', version: '0.1.0' },
     {
-      // Tasks: a write may be called as one. No tasks/list (no index by caller), no tasks/cancel (no state
-      // of a call allows it): the SDK answers both -32601.
-      capabilities: { tools: {}, tasks: { requests: { tools: { call: {} } } } },
+      // 2025-11-25 tasks: a write may be called as one. No tasks/list (no index by caller), no tasks/cancel
+      // (no state of a call allows it): the SDK answers both -32601. 2026-07-28 removed them from the core.
+      capabilities: era === 'legacy' ? { tools: {}, tasks: { requests: { tools: { call: {} } } } } : { tools: {} },
       instructions: INSTRUCTIONS,
-      jsonSchemaValidator: lazyAjvValidator(),
     },
   );
   const byName = new Map(tools.map((tool) => [tool.listing.name, tool]));
-  const listing = { tools: tools.map((tool) => tool.listing) };
 
   /** A call's answer: the tool's, or a failure worded for the model (never a raw message). */
-  async function answerCall(
-    tool: McpTool,
-    name: string,
-    input: Record<string, unknown>,
-    { caller, deadline }: McpRequestContext,
-  ): Promise<Answer> {
+  async function answerCall({ tool, name, input }: PreparedCall, { caller, deadline }: McpRequestContext) {
     try {
       return await tool.call(input, caller, deadline);
     } catch (error) {
@@ -238,23 +285,23 @@ export function createMcpServer({ tools, logger }: McpServerDependencies): Serve
       const failure = isTransientAwsError(error)
         ? { code: 'unavailable' as const, message: 'a store is unavailable; retry later' }
         : { code: 'internal' as const, message: INTERNAL_MESSAGE };
-      return { ok: false, error: failure };
+      return { ok: false, error: failure } as Answer;
     }
   }
 
   /**
-   * A task-augmented call: the same call, and the task it is — built from what its attempt wrote or read
-   * (`callAsTask`), never a read of whatever sits under the key afterwards; no call of its own, no task.
+   * A task-augmented call (2025-11-25): the same call, and the task it is — built from what its attempt
+   * wrote or read (`callAsTask`), never a read of whatever sits under the key afterwards; no call of its
+   * own, no task.
    */
   async function taskCreated(
-    tool: TaskTool,
-    name: string,
-    input: Record<string, unknown>,
-    { caller, deadline, askedTtl }: McpRequestContext & { readonly askedTtl: unknown },
+    { tool, name, input }: PreparedCall,
+    { caller, deadline }: McpRequestContext,
+    askedTtl: unknown,
   ): Promise<CreateTaskResult> {
     let answered: { readonly answer: Answer; readonly task: CallTask | undefined };
     try {
-      answered = await tool.callAsTask(input, caller, deadline);
+      answered = await (tool as TaskTool).callAsTask(input, caller, deadline);
     } catch (error) {
       logger.error('tool call failed', { tool: name, transport: 'mcp', error: error as Error });
       throw noTask(name, { ok: false, error: { code: 'internal', message: INTERNAL_MESSAGE } });
@@ -268,59 +315,58 @@ export function createMcpServer({ tools, logger }: McpServerDependencies): Serve
     return {
       task: statusMessage ? { ...created, statusMessage } : created,
       _meta: { [MODEL_IMMEDIATE_RESPONSE]: nextAfterWrite(name, answer as ToolResult).message },
-    };
+    } as CreateTaskResult;
   }
 
-  server.setRequestHandler(ListToolsRequestSchema, async function listTools() {
-    return listing;
+  server.setRequestHandler('tools/list', function listTools() {
+    // `execution.taskSupport` left the core with 2026-07-28 (the SDK refuses it there).
+    const listed = tools.map(({ listing }) => {
+      if (era === 'legacy') return listing;
+      const { execution: _execution, ...rest } = listing;
+      return rest;
+    });
+    return { tools: listed } as never;
   });
 
-  server.setRequestHandler(CallToolRequest, async function callTool(request, extra): Promise<
-    CallToolResult | CreateTaskResult
-  > {
-    const context = requestContextOf(extra.authInfo);
-    const { name, arguments: args = {}, idempotencyKey, task } = request.params;
-    const tool = byName.get(name);
-    if (!tool) throw new JsonRpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
-    if (task !== undefined && !(tool.task && tool.callAsTask)) {
-      throw new JsonRpcError(ErrorCode.MethodNotFound, `Tool ${name} does not support task-augmented execution`);
-    }
-    const isWrite = !tool.listing.annotations.readOnlyHint;
-    let input: Record<string, unknown> = args;
-    let answer: Answer | undefined;
-    if (isWrite && idempotencyKey !== undefined) {
-      const inArguments = args[IDEMPOTENCY_KEY_FIELD];
-      if (inArguments !== undefined && inArguments !== idempotencyKey) {
-        answer = {
-          ok: false,
-          error: {
-            code: 'invalid_args',
-            message: `${IDEMPOTENCY_KEY_FIELD}: the arguments and the request's idempotencyKey differ`,
-          },
-        };
+  // The 3-argument form: the SDK's own params schema would strip `idempotencyKey` and `task`.
+  server.setRequestHandler('tools/call', { params: CallToolParams }, async function callTool(params, ctx) {
+    const context = requestContextOf(ctx);
+    const prepared = prepareCall(byName, params);
+    if (era === 'legacy' && params.task !== undefined) {
+      if (!(prepared.tool.task && prepared.tool.callAsTask)) {
+        throw new JsonRpcError(
+          ProtocolErrorCode.MethodNotFound,
+          `Tool ${prepared.name} does not support task-augmented execution`,
+        );
       }
-      input = { ...args, [IDEMPOTENCY_KEY_FIELD]: idempotencyKey };
-    }
-    if (task !== undefined) {
       // Refused before the call: no call, no task.
-      if (answer) throw noTask(name, answer);
-      return taskCreated(tool as TaskTool, name, input, { ...context, askedTtl: task.ttl });
+      if (prepared.refusal) throw noTask(prepared.name, prepared.refusal);
+      return taskCreated(prepared, context, params.task.ttl);
     }
     // A write's log line (with its metrics) is the runtime's.
-    return toCallToolResult(name, isWrite, answer ?? (await answerCall(tool, name, input, context)));
+    const answer = prepared.refusal ?? (await answerCall(prepared, context));
+    return toCallToolResult(prepared.name, prepared.isWrite, answer);
   });
 
-  server.setRequestHandler(GetTaskRequestSchema, async function getTask(request, extra) {
-    const { caller } = requestContextOf(extra.authInfo);
-    const { tool, clientKey, task } = await readTask(byName, request.params.taskId, caller);
-    return mcpTaskOf(request.params.taskId, task, wordingOf(tool, clientKey));
+  if (era === 'legacy') addLegacyTaskHandlers(server, byName);
+  return server;
+}
+
+/**
+ * 2025-11-25's `tasks/get` and `tasks/result` (SDK v2 keeps their wire schemas but no runtime: they are
+ * registered as the SDK registers any method it does not type).
+ */
+function addLegacyTaskHandlers(server: Server, byName: ReadonlyMap<string, McpTool>): void {
+  server.setRequestHandler('tasks/get', { params: TaskParams }, async function getTask({ taskId }, ctx) {
+    const { caller } = requestContextOf(ctx);
+    const { tool, clientKey, task } = await readTask(byName, taskId, caller);
+    return mcpTaskOf(taskId, task, wordingOf(tool, clientKey));
   });
 
   // tasks/result waits for a working task (reads only) until it is terminal, for TASK_RESULT_HOLD_MS at most
   // (and never past this request's time): then it says so (the client polls tasks/get and asks again).
-  server.setRequestHandler(GetTaskPayloadRequestSchema, async function getTaskResult(request, extra) {
-    const { caller, deadline } = requestContextOf(extra.authInfo);
-    const taskId = request.params.taskId;
+  server.setRequestHandler('tasks/result', { params: TaskParams }, async function getTaskResult({ taskId }, ctx) {
+    const { caller, deadline } = requestContextOf(ctx);
     // What is left of the hold: of TASK_RESULT_HOLD_MS, and of the invocation's time.
     const holdUntil = deadline.getRemainingTimeInMillis() - TASK_RESULT_HOLD_MS;
     for (;;) {
@@ -330,9 +376,9 @@ export function createMcpServer({ tools, logger }: McpServerDependencies): Serve
       }
       const remaining = deadline.getRemainingTimeInMillis();
       const wait = Math.min(task.pollIntervalMs, TASK_RESULT_HOLD_MS, remaining - holdUntil);
-      if (extra.signal.aborted || wait <= 0 || remaining < wait + RESULT_DEADLINE_MARGIN_MS) {
+      if (ctx.mcpReq.signal.aborted || wait <= 0 || remaining < wait + RESULT_DEADLINE_MARGIN_MS) {
         throw new JsonRpcError(
-          ErrorCode.InternalError,
+          ProtocolErrorCode.InternalError,
           `the task is still working (tasks/result waits at most ${TASK_RESULT_HOLD_MS} ms): poll tasks/get every pollInterval, then ask tasks/result again once it is terminal`,
           { taskId, status: 'working', pollInterval: task.pollIntervalMs },
         );
@@ -340,5 +386,4 @@ export function createMcpServer({ tools, logger }: McpServerDependencies): Serve
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
   });
-  return server;
 }

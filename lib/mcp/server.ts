@@ -2,8 +2,11 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import {
   type AuthInfo,
   type CallToolResult,
+  CLIENT_CAPABILITIES_META_KEY,
   type CreateTaskResult,
   type JSONRPCRequest,
+  MissingRequiredClientCapabilityError,
+  ProtocolError,
   ProtocolErrorCode,
   RELATED_TASK_META_KEY,
   type Result,
@@ -23,7 +26,17 @@ import {
   type ToolResult,
 } from '../idempotency';
 import { ABANDONED_HINT, STALLED_HINTS } from '../reads/operation';
-import { instanceOf, mcpTaskOf, TASK_NOT_FOUND, type TaskWording, taskIdOf, taskNameOf, ttlNote } from './tasks';
+import {
+  extensionTaskOf,
+  instanceOf,
+  mcpTaskOf,
+  TASK_NOT_FOUND,
+  TASKS_EXTENSION,
+  type TaskWording,
+  taskIdOf,
+  taskNameOf,
+  ttlNote,
+} from './tasks';
 import type { Answer, McpTool } from './tools';
 
 /**
@@ -44,21 +57,6 @@ const TaskParams = z.looseObject({ taskId: z.string() });
 
 /** What the model may be told at once when a task is created (MCP tasks, non-binding). */
 const MODEL_IMMEDIATE_RESPONSE = 'io.modelcontextprotocol/model-immediate-response';
-
-/**
- * A JSON-RPC error a request handler throws: the SDK answers `{ code, message, data }` from it. Not the
- * SDK's `ProtocolError`, whose message carries an "MCP error <code>: " prefix that clients add again.
- */
-class JsonRpcError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-    readonly data?: unknown,
-  ) {
-    super(message);
-    this.name = 'JsonRpcError';
-  }
-}
 
 const INSTRUCTIONS =
   'Every write tool takes an idempotency_key. Mint one per intent and send the same key on every retry of that intent (after a timeout, a lost answer or an error): the retry returns the first receipt instead of acting twice. Every answer says what to do next in its "next" field (action, after_ms, message): follow it.';
@@ -107,11 +105,12 @@ function requestContextOf(ctx: ServerContext): McpRequestContext {
 /** A write that can be called as a task. */
 type TaskTool = McpTool & Required<Pick<McpTool, 'task' | 'callAsTask'>>;
 
-/** What a task says of itself, for one call of `tool` under `clientKey`. */
-function wordingOf(tool: string, clientKey: string): TaskWording {
+/** What a task says of itself, for one call of `tool` under `clientKey`, in `era`'s words. */
+function wordingOf(tool: string, clientKey: string, era: McpEra = 'legacy'): TaskWording {
+  const then = era === 'legacy' ? 'Poll tasks/get, then read tasks/result.' : 'Poll tasks/get until it is completed.';
   return {
     working: {
-      live: `Running under idempotency_key "${clientKey}"; it will not run twice. Poll tasks/get, then read tasks/result.`,
+      live: `Running under idempotency_key "${clientKey}"; it will not run twice. ${then}`,
       abandoned: ABANDONED_HINT,
     },
     stalled: STALLED_HINTS,
@@ -128,12 +127,12 @@ function wordingOf(tool: string, clientKey: string): TaskWording {
  * a JSON-RPC error whose message is the answer's error and next step, and whose data is the answer itself
  * — a task under that id could later read otherwise (a resend runs), and a terminal task must not change.
  */
-function noTask(tool: string, answer: Answer): JsonRpcError {
+function noTask(tool: string, answer: Answer): ProtocolError {
   const next = nextAfterWrite(tool, answer as ToolResult);
   const error =
     !answer.ok && 'error' in answer ? answer.error : { code: 'internal' as const, message: INTERNAL_MESSAGE };
   const refused = error.code === 'invalid_args' || error.code === 'conflict' || error.code === 'not_found';
-  return new JsonRpcError(
+  return new ProtocolError(
     refused ? ProtocolErrorCode.InvalidParams : ProtocolErrorCode.InternalError,
     `${error.code}: ${error.message}. ${next.message}`,
     { ...answer, next },
@@ -143,7 +142,7 @@ function noTask(tool: string, answer: Answer): JsonRpcError {
 /** A task read that failed (the store): the error the runtime classified, worded as a JSON-RPC error. */
 function taskReadError(error: unknown): Error {
   if (error instanceof ToolError) {
-    return new JsonRpcError(
+    return new ProtocolError(
       ProtocolErrorCode.InternalError,
       `${error.code}: ${error.expose ? error.message : INTERNAL_MESSAGE}`,
     );
@@ -159,15 +158,35 @@ async function readTask(
 ): Promise<{ readonly tool: string; readonly clientKey: string; readonly task: CallTask }> {
   const name = taskNameOf(taskId);
   const tool = name && byName.get(name.tool);
-  if (!name || !tool?.task) throw new JsonRpcError(ProtocolErrorCode.InvalidParams, TASK_NOT_FOUND);
+  if (!name || !tool?.task) throw new ProtocolError(ProtocolErrorCode.InvalidParams, TASK_NOT_FOUND);
   const task = await tool.task(name.clientKey, caller).catch((error: unknown) => {
     throw taskReadError(error);
   });
   // Another caller's key hashes to another record; a later call under the key after its TTL is another task.
   if (!task || instanceOf(task.callId) !== name.instance) {
-    throw new JsonRpcError(ProtocolErrorCode.InvalidParams, TASK_NOT_FOUND);
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, TASK_NOT_FOUND);
   }
   return { tool: name.tool, clientKey: name.clientKey, task };
+}
+
+/** Whether this request's client declared the tasks extension (2026-07-28: in each request's `_meta`). */
+function declaresTasks(ctx: ServerContext): boolean {
+  // The SDK types the envelope as `{}` (its keys are the spec's, read as the request carries them).
+  const envelope = ctx.mcpReq.envelope as Readonly<Record<string, unknown>> | undefined;
+  const declared = envelope?.[CLIENT_CAPABILITIES_META_KEY] as
+    | { readonly extensions?: Readonly<Record<string, unknown>> }
+    | undefined;
+  const extension = declared?.extensions?.[TASKS_EXTENSION];
+  return typeof extension === 'object' && extension !== null;
+}
+
+/** The extension's `-32021` for a `tasks/*` request whose client did not declare it: nothing is read. */
+function requireTasksExtension(ctx: ServerContext): void {
+  if (declaresTasks(ctx)) return;
+  throw new MissingRequiredClientCapabilityError(
+    { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+    `Missing required client capability: the ${TASKS_EXTENSION} extension (declare it in params._meta["${CLIENT_CAPABILITIES_META_KEY}"].extensions)`,
+  );
 }
 
 /** Time kept back from a request's deadline when `tasks/result` waits: enough to answer before it. */
@@ -198,7 +217,7 @@ function prepareCall(
   { name, arguments: args = {}, idempotencyKey }: CallToolParamsOf,
 ): PreparedCall {
   const tool = byName.get(name);
-  if (!tool) throw new JsonRpcError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);
+  if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);
   const isWrite = !tool.listing.annotations.readOnlyHint;
   if (!isWrite || idempotencyKey === undefined) return { tool, name, isWrite, input: args };
   const input = { ...args, [IDEMPOTENCY_KEY_FIELD]: idempotencyKey };
@@ -268,7 +287,11 @@ export function createMcpServer({ tools, logger }: McpServerDependencies, era: M
     {
       // 2025-11-25 tasks: a write may be called as one. No tasks/list (no index by caller), no tasks/cancel
       // (no state of a call allows it): the SDK answers both -32601. 2026-07-28 removed them from the core.
-      capabilities: era === 'legacy' ? { tools: {}, tasks: { requests: { tools: { call: {} } } } } : { tools: {} },
+      // 2026-07-28: the tasks extension (io.modelcontextprotocol/tasks), declared as it says.
+      capabilities:
+        era === 'legacy'
+          ? { tools: {}, tasks: { requests: { tools: { call: {} } } } }
+          : { tools: {}, extensions: { [TASKS_EXTENSION]: {} } },
       instructions: INSTRUCTIONS,
     },
   );
@@ -334,7 +357,7 @@ export function createMcpServer({ tools, logger }: McpServerDependencies, era: M
     const prepared = prepareCall(byName, params);
     if (era === 'legacy' && params.task !== undefined) {
       if (!(prepared.tool.task && prepared.tool.callAsTask)) {
-        throw new JsonRpcError(
+        throw new ProtocolError(
           ProtocolErrorCode.MethodNotFound,
           `Tool ${prepared.name} does not support task-augmented execution`,
         );
@@ -343,13 +366,90 @@ export function createMcpServer({ tools, logger }: McpServerDependencies, era: M
       if (prepared.refusal) throw noTask(prepared.name, prepared.refusal);
       return taskCreated(prepared, context, params.task.ttl);
     }
+    if (era === 'modern' && !prepared.refusal && prepared.tool.callAsTask && declaresTasks(ctx)) {
+      return callOrTask(prepared, context);
+    }
     // A write's log line (with its metrics) is the runtime's.
     const answer = prepared.refusal ?? (await answerCall(prepared, context));
     return toCallToolResult(prepared.name, prepared.isWrite, answer);
   });
 
+  /**
+   * A write's `tools/call` from a client that declared the tasks extension (2026-07-28): the same call;
+   * a call still in flight when this request must answer — the `pending` a client would otherwise poll —
+   * comes back as the task it is (`resultType: "task"`), every other answer as the `CallToolResult` it is.
+   * The task is the call's record, written (the claim) before the call ran: a `tasks/get` for it resolves
+   * on any instance at once, as the extension requires of a task returned.
+   */
+  async function callOrTask({ tool, name, input }: PreparedCall, { caller, deadline }: McpRequestContext) {
+    let answered: { readonly answer: Answer; readonly task: CallTask | undefined };
+    try {
+      answered = await (tool as TaskTool).callAsTask(input, caller, deadline);
+    } catch (error) {
+      logger.error('tool call failed', { tool: name, transport: 'mcp', error: error as Error });
+      answered = { answer: { ok: false, error: { code: 'internal', message: INTERNAL_MESSAGE } }, task: undefined };
+    }
+    const { answer, task } = answered;
+    const clientKey = input[IDEMPOTENCY_KEY_FIELD];
+    const pending = 'status' in answer && answer.status === 'pending';
+    if (!pending || task?.status !== 'working' || typeof clientKey !== 'string') {
+      return toCallToolResult(name, true, answer);
+    }
+    const taskId = taskIdOf(name, clientKey, task.callId);
+    return { resultType: 'task', ...extensionTaskOf(taskId, task, wordingOf(name, clientKey, 'modern')) };
+  }
+
   if (era === 'legacy') addLegacyTaskHandlers(server, byName);
+  else addExtensionTaskHandlers(server, byName);
   return server;
+}
+
+/**
+ * The tasks extension's methods (SEP-2663) over the call record: `tasks/get` (one consistent GetItem, no
+ * write), `tasks/update` (a task here never asks for input: acknowledged, nothing to take), `tasks/cancel`
+ * (no state of a call allows it: a claim precedes the effect, so a working call may have made it, and a
+ * terminal one is done — the spec's `-32602`). Each answers `-32021` to a client that did not declare
+ * the extension, and the same `-32602` Task not found for an unknown, malformed, expired, erased or
+ * another caller's task id.
+ */
+function addExtensionTaskHandlers(server: Server, byName: ReadonlyMap<string, McpTool>): void {
+  server.setRequestHandler('tasks/get', { params: TaskParams }, async function getTask({ taskId }, ctx) {
+    requireTasksExtension(ctx);
+    const { tool, clientKey, task } = await readTask(byName, taskId, requestContextOf(ctx).caller);
+    const detailed = extensionTaskOf(taskId, task, wordingOf(tool, clientKey, 'modern'), function resultOf(answer) {
+      return toCallToolResult(tool, true, answer);
+    });
+    return { ...detailed };
+  });
+
+  // Its `inputResponses` reach the handler as the SDK lifts them out of the params (`ctx.mcpReq`), as for
+  // any multi-round-trip request.
+  server.setRequestHandler('tasks/update', { params: TaskParams }, async function updateTask({ taskId }, ctx) {
+    requireTasksExtension(ctx);
+    if (typeof ctx.mcpReq.inputResponses !== 'object' || ctx.mcpReq.inputResponses === null) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        'Invalid params for tasks/update: inputResponses: required, an object of responses by input request key',
+      );
+    }
+    // Known or not found, as tasks/get reads it. No task here is ever input_required: every response
+    // names a request not outstanding, which the spec says to ignore.
+    await readTask(byName, taskId, requestContextOf(ctx).caller);
+    return {};
+  });
+
+  server.setRequestHandler('tasks/cancel', { params: TaskParams }, async function cancelTask({ taskId }, ctx) {
+    requireTasksExtension(ctx);
+    const { task } = await readTask(byName, taskId, requestContextOf(ctx).caller);
+    const why =
+      task.status === 'working'
+        ? 'its call may already have made its effect (a claim precedes the effect), and it keeps its idempotency_key until it completes'
+        : 'it is already completed';
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Cannot cancel task: ${why}`, {
+      taskId,
+      status: task.status === 'working' ? 'working' : 'completed',
+    });
+  });
 }
 
 /**
@@ -377,7 +477,7 @@ function addLegacyTaskHandlers(server: Server, byName: ReadonlyMap<string, McpTo
       const remaining = deadline.getRemainingTimeInMillis();
       const wait = Math.min(task.pollIntervalMs, TASK_RESULT_HOLD_MS, remaining - holdUntil);
       if (ctx.mcpReq.signal.aborted || wait <= 0 || remaining < wait + RESULT_DEADLINE_MARGIN_MS) {
-        throw new JsonRpcError(
+        throw new ProtocolError(
           ProtocolErrorCode.InternalError,
           `the task is still working (tasks/result waits at most ${TASK_RESULT_HOLD_MS} ms): poll tasks/get every pollInterval, then ask tasks/result again once it is terminal`,
           { taskId, status: 'working', pollInterval: task.pollIntervalMs },

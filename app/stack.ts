@@ -123,6 +123,13 @@ export interface RetrysafeStackOptions<T extends AnyToolModule = RegisteredTool>
    * @default DEFAULT_TRACING_DEPTH ('invocations')
    */
   readonly tracing?: TracingDepth;
+  /**
+   * Put the tools behind an Amazon Bedrock AgentCore Gateway too (`Retrysafe`'s `agentCoreGateway`): the
+   * same tokens, checked by `aud` — or by `client_id` with the stack's own user pool, whose access tokens
+   * have no `aud`. Output `AgentCoreGatewayUrl`.
+   * @default false
+   */
+  readonly agentCoreGateway?: boolean;
 }
 
 /**
@@ -207,6 +214,9 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
       },
       ...(props.mcpReservedConcurrency === undefined ? {} : { mcpReservedConcurrency: props.mcpReservedConcurrency }),
       ...(props.tracing === undefined ? {} : { tracing: props.tracing }),
+      ...(props.agentCoreGateway
+        ? { agentCoreGateway: { audienceClaim: props.userPool ? ('client_id' as const) : ('aud' as const) } }
+        : {}),
     };
     checkProps(props, construct);
 
@@ -241,6 +251,12 @@ export class RetrysafeStack<T extends AnyToolModule = RegisteredTool> extends St
     this.observability = this.retrysafe.observability;
 
     locationOutputs(this, this.api, { idempotency: this.idempotencyTable.table, ...this.tables });
+    if (this.retrysafe.agentCoreGateway) {
+      new CfnOutput(this, 'AgentCoreGatewayUrl', {
+        description: 'The AgentCore Gateway’s MCP endpoint: the same bearer tokens as ApiUrl.',
+        value: this.retrysafe.agentCoreGateway.gateway.attrGatewayUrl,
+      });
+    }
     if (this.agentUserPool) {
       const pool = this.agentUserPool;
       new CfnOutput(this, 'TokenUrl', {

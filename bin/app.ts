@@ -1,7 +1,8 @@
 /**
  * The CDK app: `npx cdk synth` / `npx cdk deploy -c issuer=… -c audience=… [-c tenantClaim=…]`, or
  * `npx cdk deploy -c userPool=true` for a Cognito user pool of the stack's own that agents log in to;
- * `-c tracing=calls` traces every DynamoDB, SQS and HTTPS call, not only each invocation.
+ * `-c tracing=calls` traces every DynamoDB, SQS and HTTPS call, not only each invocation;
+ * `-c agentCoreGateway=true` puts the tools behind an Amazon Bedrock AgentCore Gateway as well.
  * Synthesizes offline: no credentials, no context lookups. cdk-nag's AwsSolutions checks run on
  * every synth.
  */
@@ -33,6 +34,8 @@ new RetrysafeStack(app, 'Retrysafe', {
   stripeSecretArn: context('stripeSecretArn'),
   // 'invocations' (the default) or 'calls'; anything else is refused by the stack.
   tracing: context('tracing') as TracingDepth | undefined,
+  // `-c agentCoreGateway=true`: the tools behind an AgentCore Gateway as well (docs/deploy.md).
+  agentCoreGateway: context('agentCoreGateway') === 'true',
   ...(reservedConcurrency === undefined
     ? {}
     : // A count, or the word as given ('none'; anything else is refused, named as it was written).

@@ -8,6 +8,7 @@ export const PACKAGE_ENTRIES = {
   'idempotency/definition': 'lib/idempotency/definition.ts',
   'idempotency/errors': 'lib/idempotency/errors.ts',
   'idempotency/record': 'lib/idempotency/protocol/record.ts',
+  'idempotency/powertools': 'lib/idempotency/powertools.ts',
   'tools/index': 'lib/tools/index.ts',
   'tools/dynamodb': 'lib/tools/dynamodb.ts',
   'client/index': 'lib/client/index.ts',
@@ -26,12 +27,14 @@ export const PACKAGE_ENTRIES = {
   config: 'lib/dev/config.ts',
   // The `retrysafe` command (package.json `bin`); not a subpath of `exports`.
   cli: 'lib/cli/bin.ts',
-  // The construct's own entry files (health, not_found, get_operation, erase), bundled for the app's
+  // The construct's own entry files (health, not_found, get_operation, erase, the AgentCore Gateway's
+  // request interceptor), bundled for the app's
   // functions from here (`packageEntryFile`); not a subpath of `exports`. Built to dist/lambdas/.
   'lambdas/health': 'lib/lambda/entries/health.ts',
   'lambdas/not_found': 'lib/lambda/entries/not_found.ts',
   'lambdas/get_operation': 'lib/lambda/entries/get_operation.ts',
   'lambdas/erase_records': 'lib/lambda/entries/erase_records.ts',
+  'lambdas/agentcore_interceptor': 'lib/lambda/entries/agentcore_interceptor.ts',
 } as const;
 
 /** Each public subpath of `exports` and the entry it loads. */
@@ -41,6 +44,7 @@ export const PACKAGE_SUBPATHS = {
   './idempotency/definition': 'idempotency/definition',
   './idempotency/errors': 'idempotency/errors',
   './idempotency/record': 'idempotency/record',
+  './idempotency/powertools': 'idempotency/powertools',
   './tools': 'tools/index',
   './tools/dynamodb': 'tools/dynamodb',
   './client': 'client/index',

@@ -1,4 +1,4 @@
-import { ConflictError, InFlightError, InternalError, UnavailableError } from 'retrysafe/tools';
+import { ConflictError, InFlightError, InternalError, UnavailableError } from 'retrysafe/idempotency/errors';
 import Stripe from 'stripe';
 import {
   type Movement,

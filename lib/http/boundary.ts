@@ -12,12 +12,12 @@ export type LambdaHandler = (event: ApiEvent, context: Context) => Promise<HttpR
  * `unavailable` for a store outage) answer, logged, and never serialised into the response. It also
  * makes the invocation's deadline the bound of every DynamoDB call the handler makes.
  */
-export function withErrorBoundary(
+export function withErrorBoundary<E = ApiEvent>(
   name: string,
   logger: Logger,
-  handle: LambdaHandler,
+  handle: (event: E, context: Context) => Promise<HttpResponse>,
   logFields: Readonly<Record<string, string>> = {},
-): LambdaHandler {
+): (event: E, context: Context) => Promise<HttpResponse> {
   return async function boundary(event, context) {
     try {
       return await withInvocationDeadline(context, () => handle(event, context));

@@ -1,5 +1,9 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Context } from 'aws-lambda';
 import type * as z from 'zod/mini';
+import { type GatewayToolEvent, gatewayInvocationTool } from '../agentcore/caller';
+import type { GatewayRead } from '../agentcore/read';
+import type { GatewayLambdaHandler } from '../agentcore/write';
 import type { OperationStatus } from '../api/next-step';
 import { type OperationSource, readOperation } from '../reads/operation';
 import { type BoundRead, pathParamsOf, type ReadAnswer, type ReadModule } from '../tools/read-module';
@@ -41,20 +45,31 @@ export function getOperationHandler(source: OperationSource, logger: Logger): La
   });
 }
 
-/** `GET <path>` of an app's own read, bound to `services`. */
+/**
+ * `GET <path>` of an app's own read, bound to `services` — and the read as an AgentCore Gateway's Lambda
+ * target calls it (its arguments as the event, its name in the client context): answered with the
+ * answer's JSON alone, as a tool's handler answers the gateway.
+ */
 export function readHandler<Svc>(
   read: ReadModule<string, z.ZodMiniObject, z.ZodMiniObject, Svc>,
   services: Svc,
   logger: Logger,
-): LambdaHandler {
+  /** How it answers an AgentCore Gateway's invocation (`gatewayReads`); without, it is not a gateway's target. */
+  gateway?: GatewayRead,
+): GatewayLambdaHandler {
   const bound = read.bind(services);
   const params = pathParamsOf(read.path);
-  return withErrorBoundary(
+  const handle = withErrorBoundary<ApiEvent | GatewayToolEvent>(
     read.name,
     logger,
-    function readOwn(event) {
-      return handleRead(bound, params, event);
+    function readOwn(event, context) {
+      const tool = gateway && gatewayInvocationTool(context);
+      return tool ? gateway(bound, event as GatewayToolEvent, tool) : handleRead(bound, params, event as ApiEvent);
     },
     { read: read.name },
   );
+  return async function readCall(event: ApiEvent | GatewayToolEvent, context: Context) {
+    const response = await handle(event, context);
+    return gateway && gatewayInvocationTool(context) ? JSON.parse(response.body) : response;
+  } as GatewayLambdaHandler;
 }

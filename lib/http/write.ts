@@ -1,5 +1,8 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Context } from 'aws-lambda';
 import type * as z from 'zod/mini';
+import { type GatewayToolEvent, gatewayInvocationTool } from '../agentcore/caller';
+import type { GatewayToolHandler, GatewayWrite } from '../agentcore/write';
 import { MAX_BODY_BYTES } from '../api/status';
 import {
   IDEMPOTENCY_KEY_FIELD,
@@ -47,6 +50,8 @@ export async function handleToolWrite(
   { runtime, tool }: ToolWriteDependencies,
   event: ApiEvent,
   deadline: InvocationDeadline,
+  /** Which surface the call came through, for its log line. */
+  transport = 'rest',
 ): Promise<HttpResponse> {
   const identity = identityFromEvent(event);
   if (!identity) return errorResponse('unauthorized', UNAUTHORIZED);
@@ -71,7 +76,7 @@ export async function handleToolWrite(
   }
 
   // The runtime writes the call's log line (with its metrics), wherever the call came from.
-  const result = await runtime.invoke(tool, identity, input, deadline, { transport: 'rest' });
+  const result = await runtime.invoke(tool, identity, input, deadline, { transport });
   return toHttpResponse(tool.name, result);
 }
 
@@ -80,24 +85,43 @@ export interface ToolHandlerDependencies<Svc> {
   readonly services: Svc;
   readonly runtime: ToolRuntime;
   readonly logger: Logger;
+  /**
+   * How the tool's function answers an AgentCore Gateway's invocation (`gatewayWrites`), when it is a
+   * gateway's target; without it, every invocation is taken for API Gateway's.
+   * @default undefined (not a gateway's target)
+   */
+  readonly gateway?: GatewayWrite;
 }
 
 /**
- * The handler of one tool's `POST /tools/{tool}`, tagged with the tool's name (so an app's tool list can
- * check that its entry file serves the tool it is named after: `registered`, retrysafe/lambda).
+ * A tool's handler as its function runs it: called by API Gateway (`POST /tools/{tool}`: an HTTP response)
+ * or by an AgentCore Gateway (the tool's arguments as the event, its name in the client context: the
+ * answer's body alone — the JSON the gateway hands the agent).
  */
+export type ToolLambdaHandler = LambdaHandler & GatewayToolHandler;
+
+/** The handler of one tool's `POST /tools/{tool}` and of its AgentCore Gateway target. */
 export function toolHandler<N extends string, Svc>(
   module: ToolModule<N, z.ZodMiniObject, JsonObject, Svc>,
-  { services, runtime, logger }: ToolHandlerDependencies<Svc>,
-): LambdaHandler & { readonly tool: N } {
+  { services, runtime, logger, gateway }: ToolHandlerDependencies<Svc>,
+): ToolLambdaHandler & { readonly tool: N } {
   const dependencies: ToolWriteDependencies = { runtime, tool: module.bind(services) };
-  const handler = withErrorBoundary(
+  const handle = withErrorBoundary<ApiEvent | GatewayToolEvent>(
     'tool',
     logger,
     function writeTool(event, context) {
-      return handleToolWrite(dependencies, event, context);
+      const tool = gateway && gatewayInvocationTool(context);
+      return tool
+        ? gateway(dependencies, event as GatewayToolEvent, tool, context)
+        : handleToolWrite(dependencies, event as ApiEvent, context);
     },
     { tool: module.name },
   );
+  // Tagged with the tool's name, so an app's tool list can check that its entry file serves the tool it
+  // is named after (`registered`, retrysafe/lambda).
+  const handler = async function tool(event: ApiEvent | GatewayToolEvent, context: Context) {
+    const response = await handle(event, context);
+    return gateway && gatewayInvocationTool(context) ? JSON.parse(response.body) : response;
+  } as ToolLambdaHandler;
   return Object.assign(handler, { tool: module.name });
 }

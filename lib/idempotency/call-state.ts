@@ -12,6 +12,7 @@
  * | `live`      | INPROGRESS, lock ≥ now                           | is answered `pending` (or `conflict`)     |
  * | `abandoned` | INPROGRESS, lock < now                           | takes it over (same arguments), else `conflict` |
  * | `stalled`   | abandoned, and the completer gave up on its claim | takes it over (same arguments), else `conflict` |
+ * |             | or abandoned with no claim (Powertools' handler)  | `pending` until its TTL, else `conflict`  |
  * | `completed` | COMPLETED                                        | gets its outcome (`idempotent: true`)     |
  * | `erased`    | ERASED (a tombstone, until its TTL)              | is answered `not_found`                   |
  *
@@ -65,8 +66,10 @@ export function classify(record: CallRecord | undefined, nowMs: number): CallSta
   if (record.status === STATUS.erased) return 'erased';
   if (record.status === STATUS.completed) return 'completed';
   if (record.lockEndsMs >= nowMs) return 'live';
-  // Given up on by the completer: only while the claim it gave up on is still the record's.
-  return record.stalledClaimId !== undefined && record.stalledClaimId === record.claimId ? 'stalled' : 'abandoned';
+  // Given up on by the completer: only while the claim it gave up on is still the record's. Or one that
+  // names no claim at all (Powertools' handler wrote it, `callRecordOf`): no takeover can name it (rule 2),
+  // it holds no call to re-run, and its effect may have happened (rule 1) — nobody retrysafe runs finishes it.
+  return record.stalledClaimId === record.claimId ? 'stalled' : 'abandoned';
 }
 
 /**

@@ -14,6 +14,7 @@ export {
 } from './completer';
 export * from './definition';
 export { type InFlightCall, inFlightCallOf } from './in-flight';
+export { powertoolsResponseHook } from './powertools';
 export {
   callInFlight,
   deleteOnStampsRead,

@@ -56,7 +56,14 @@ export const BUNDLING = {
   // An app's entry imports the installed package's ES modules, whose shared chunks call
   // `createRequire(import.meta.url)`; bundled as CommonJS, `import.meta` would be empty and every function
   // would fail at init. `import.meta.url` becomes the bundle's own file URL.
-  define: { 'import.meta.url': '__retrysafe_import_meta_url' },
+  //
+  // `process.env.RETRYSAFE_AGENTCORE_TARGET` is folded in as "false": a function is an AgentCore Gateway's
+  // target only where the construct makes it one (`agentCoreGateway`, which defines it "true" on the
+  // targets' bundles and sets the variable); elsewhere the gateway's code is dropped from the bundle.
+  define: {
+    'import.meta.url': '__retrysafe_import_meta_url',
+    'process.env.RETRYSAFE_AGENTCORE_TARGET': '"false"',
+  },
   banner: 'const __retrysafe_import_meta_url = require("url").pathToFileURL(__filename).href;',
 } as const;
 
@@ -171,4 +178,24 @@ export const JWT_DEFAULTS = {
 export const POWERTOOLS_LAYER = {
   version: '2.35.0',
   ssmParameter: (version: string) => `/aws/service/powertools/typescript/generic/all/${version}`,
+} as const;
+
+/**
+ * The AgentCore Gateway the construct makes with `agentCoreGateway` (lib/infra/agentcore-gateway.ts):
+ * MCP, tokens checked by the gateway's CUSTOM_JWT authorizer, a REQUEST interceptor that sees the
+ * request's headers (the bearer token it reads the caller from), and Lambda targets the gateway invokes
+ * with its own role (`GATEWAY_IAM_ROLE`).
+ */
+export const AGENTCORE_GATEWAY_DEFAULTS = {
+  protocolType: 'MCP',
+  authorizerType: 'CUSTOM_JWT',
+  interceptionPoints: ['REQUEST'],
+  passRequestHeaders: true,
+  credentialProviderType: 'GATEWAY_IAM_ROLE',
+  /** Who assumes the gateway's role. */
+  servicePrincipal: 'bedrock-agentcore.amazonaws.com',
+  /** The OIDC discovery document the CUSTOM_JWT authorizer reads, under the issuer. */
+  discoveryPath: '/.well-known/openid-configuration',
+  /** The caller-signing key the construct generates: 64 letters and digits (~380 bits). */
+  callerKey: { passwordLength: 64, excludePunctuation: true },
 } as const;

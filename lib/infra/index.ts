@@ -5,9 +5,11 @@
 export { eraseAccessOf } from '../api/routes';
 export type { KeyAttribute, TableSchema } from '../store/tables';
 export { AgentUserPool, type AgentUserPoolProps } from './agent-user-pool';
+export { AgentCoreGateway, type AgentCoreGatewayOptions, type AgentCoreGatewayProps } from './agentcore-gateway';
 export { CompleterTriggers, type CompleterTriggersProps } from './completer-triggers';
 export {
   ACCESS_LOG_RETENTION_DAYS,
+  AGENTCORE_GATEWAY_DEFAULTS,
   DEFAULT_TRACING_DEPTH,
   FUNCTION_DEFAULTS,
   JWT_DEFAULTS,

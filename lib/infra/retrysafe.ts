@@ -16,6 +16,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import { RECHECK_QUEUE_URL_VAR } from '../admin/recheck-queue-url';
+import type { GatewayListedRead } from '../agentcore/tool-schema';
 import {
   apiEntries,
   apiRoutes,
@@ -31,6 +32,7 @@ import {
 import { packageManifest } from '../package-manifest';
 import { tableEnvVar } from '../store/tables';
 import type { AnyToolModule, TableAccess } from '../tools/tool-module';
+import { AGENTCORE_TARGET_VAR, AgentCoreGateway, type AgentCoreGatewayOptions } from './agentcore-gateway';
 import { CompleterTriggers } from './completer-triggers';
 import {
   ACCESS_LOG_RETENTION_DAYS,
@@ -279,6 +281,16 @@ export interface RetrysafeProps {
     readonly depsLockFilePath?: string;
     readonly externalModules?: readonly string[];
   };
+  /**
+   * Put the app's tools and reads behind an Amazon Bedrock AgentCore Gateway as well (MCP for agents on
+   * AgentCore): the gateway checks the same tokens as the HTTP API (CUSTOM_JWT over `issuer`'s discovery
+   * document and `audience`), lists each tool and read with its own schema as a Lambda target on its own
+   * function, and a
+   * REQUEST interceptor (the package's `agentcore_interceptor` function) writes each call's caller from
+   * the token; the gateway's role may invoke exactly those functions. Output `AgentCoreGatewayUrl`.
+   * @default undefined (no gateway)
+   */
+  readonly agentCoreGateway?: AgentCoreGatewayOptions;
 }
 
 /** The package's own entry files, by entry: built (`dist/lambdas/*.mjs`) or, in this repository, the sources. */
@@ -287,6 +299,7 @@ const PACKAGE_ENTRY_FILES = {
   not_found: 'not_found',
   get_operation: 'get_operation',
   erase: 'erase_records',
+  agentcore_interceptor: 'agentcore_interceptor',
 } as const;
 
 /** Where the package's own entry file `name` is: beside the built construct, or in the sources (lib/lambda/entries). */
@@ -330,6 +343,8 @@ export class Retrysafe extends Construct {
   public readonly eraser: NodejsFunction;
   /** Alarms and the dashboard. */
   public readonly observability: Observability;
+  /** The AgentCore Gateway in front of the tools, with `agentCoreGateway`. */
+  public readonly agentCoreGateway: AgentCoreGateway | undefined;
   readonly #powertoolsLayer: lambda.ILayerVersion;
   readonly #tables: Readonly<Record<string, dynamodb.ITable>>;
   readonly #bundling: RetrysafeProps['bundling'];
@@ -380,10 +395,13 @@ export class Retrysafe extends Construct {
 
     const functions: Record<string, NodejsFunction> = {};
     const readRoutes = reads.map((read) => read.read);
+    // With `agentCoreGateway`, each tool's and read's function is also the gateway's Lambda target.
+    const gatewayTargets = new Set(props.agentCoreGateway ? [...tools, ...readRoutes].map(({ name }) => name) : []);
     for (const [entry, access] of Object.entries(apiEntries(tools, readRoutes)) as Array<[string, FunctionAccess]>) {
       const fn = this.#function(entry, files[entry]!, environment, {
         needs: needsOf(entry, props.tools, reads),
         reservedConcurrency: entry === 'mcp' ? (props.mcpReservedConcurrency ?? MCP_RESERVED_CONCURRENCY) : undefined,
+        gatewayTarget: gatewayTargets.has(entry),
       });
       this.#grant(fn, access);
       functions[entry] = fn;
@@ -430,6 +448,43 @@ export class Retrysafe extends Construct {
     if (props.outputs ?? true) {
       locationOutputs(this, this.api, { idempotency: this.idempotencyTable.table, ...this.#tables });
     }
+    this.agentCoreGateway =
+      props.agentCoreGateway &&
+      this.#agentCoreGateway(props.agentCoreGateway, tools, readRoutes, jwt, {
+        environment,
+        serviceName,
+        outputs: props.outputs ?? true,
+      });
+  }
+
+  /**
+   * The AgentCore Gateway: its interceptor (a function of its own, no table), and the gateway over the
+   * tools' own functions.
+   */
+  #agentCoreGateway(
+    options: AgentCoreGatewayOptions,
+    tools: readonly AnyToolModule[],
+    reads: readonly ReadRoute[],
+    jwt: { issuer: string; audience: string },
+    {
+      environment,
+      serviceName,
+      outputs,
+    }: { environment: Record<string, string>; serviceName: string; outputs: boolean },
+  ): AgentCoreGateway {
+    const interceptor = this.#function('agentcore_interceptor', packageEntryFile('agentcore_interceptor'), environment);
+    const gateway = new AgentCoreGateway(this, 'AgentCoreGateway', {
+      ...options,
+      tools: tools.map((tool) => ({ tool, fn: this.functions[tool.name]! })),
+      // A read's module (`defineReadModule`) carries its description and arguments besides its route.
+      reads: reads.map((read) => ({ read: read as GatewayListedRead, fn: this.functions[read.name]! })),
+      interceptor,
+      issuer: jwt.issuer,
+      audience: jwt.audience,
+      serviceName,
+    });
+    if (outputs) new CfnOutput(this, 'AgentCoreGatewayUrl', { value: gateway.gateway.attrGatewayUrl });
+    return gateway;
   }
 
   /** Exactly the DynamoDB access an entry point's code needs, through the tables' grant methods. */
@@ -455,6 +510,11 @@ export class Retrysafe extends Construct {
       wildcardReason?: string;
       /** Its reserved concurrency; `'none'` or undefined reserves none. */
       reservedConcurrency?: number | 'none' | undefined;
+      /**
+       * An AgentCore Gateway's Lambda target: `RETRYSAFE_AGENTCORE_TARGET` set, and folded into its bundle
+       * as "true" (every other bundle folds it as "false" and drops the gateway's code).
+       */
+      gatewayTarget?: boolean;
     } = {},
   ): NodejsFunction {
     const needs = overrides.needs ?? [];
@@ -493,13 +553,22 @@ export class Retrysafe extends Construct {
         : {}),
       role,
       logGroup,
-      environment: Object.assign({}, environment, ...needs.map((need) => need.environment ?? {})),
+      environment: Object.assign(
+        {},
+        environment,
+        ...needs.map((need) => need.environment ?? {}),
+        overrides.gatewayTarget ? { [AGENTCORE_TARGET_VAR]: 'true' } : {},
+      ),
       // X-Ray traces each invocation; with `tracing: 'calls'` the Powertools Tracer (from the layer) adds
       // the DynamoDB, SQS and HTTPS calls.
       tracing: lambda.Tracing.ACTIVE,
       layers: [this.#powertoolsLayer],
       bundling: {
         ...BUNDLING,
+        define: {
+          ...BUNDLING.define,
+          ...(overrides.gatewayTarget ? { [`process.env.${AGENTCORE_TARGET_VAR}`]: '"true"' } : {}),
+        },
         externalModules: external.filter((module) => !bundled.has(module)),
         // The map maps stack traces (mappings and file names); the sources themselves are not shipped.
         sourceMap: true,
@@ -644,6 +713,15 @@ export function retrysafePropProblems(props: RetrysafeProps): string[] {
   }
   if (props.tracing !== undefined && !TRACING_DEPTHS.includes(props.tracing)) {
     problems.push(`tracing: ${String(props.tracing)} is not one of ${TRACING_DEPTHS.join(', ')}`);
+  }
+  const gateway = props.agentCoreGateway;
+  if (gateway?.audienceClaim !== undefined && !['aud', 'client_id'].includes(gateway.audienceClaim)) {
+    problems.push(`agentCoreGateway.audienceClaim: ${String(gateway.audienceClaim)} is neither aud nor client_id`);
+  }
+  if (gateway?.name !== undefined && !/^([0-9a-zA-Z]-?){1,100}$/.test(gateway.name)) {
+    problems.push(
+      `agentCoreGateway.name: ${gateway.name} is not letters and digits with single hyphens, at most 100 characters`,
+    );
   }
   problems.push(...bundlingProblems(props), ...needsProblems(props));
   return problems;

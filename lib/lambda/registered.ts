@@ -1,8 +1,11 @@
-import type { LambdaHandler } from '../http/boundary';
+import type { ToolLambdaHandler } from '../http/write';
 import type { AnyToolModule } from '../tools/tool-module';
 
-/** The Lambda handler of one tool, tagged with the tool it serves (see `registered`). */
-export type ToolHandler<N extends string> = LambdaHandler & { readonly tool: N };
+/**
+ * The Lambda handler of one tool — API Gateway's events and an AgentCore Gateway's — tagged with the tool
+ * it serves (see `registered`).
+ */
+export type ToolHandler<N extends string> = ToolLambdaHandler & { readonly tool: N };
 
 /** What a tool's Lambda entry (`lambdas/<name>.ts`) exports. */
 export interface ToolEntryModule {

@@ -53,10 +53,9 @@ export function createHandlers<T extends AnyToolModule, R extends AnyReadModule 
     openapi: openApiHandler(tools, reads),
     mcp: mcpHandler({ tools: mcpTools(tools, services, runtime, reads), verifyToken, issuer, logger }),
   };
-  const served = Object.fromEntries(reads.map((read) => [read.name, readHandler(read, services, logger)])) as Record<
-    R['name'],
-    LambdaHandler
-  >;
+  const served = Object.fromEntries(
+    reads.map((read): [string, LambdaHandler] => [read.name, readHandler(read, services, logger)]),
+  ) as Record<R['name'], LambdaHandler>;
   const writes = Object.fromEntries(
     tools.map((tool) => [tool.name, toolHandler(tool, { services, runtime, logger })]),
   ) as unknown as Record<T['name'], LambdaHandler>;

@@ -1,11 +1,19 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
+import { READS } from '../../app/reads';
 import { EXTERNAL_MODULES } from '../../app/stack';
 import { TOOLS } from '../../app/tools';
+import { AGENTCORE_TARGET_VAR } from '../../lib/infra/agentcore-gateway';
 import { stackEsbuildOptions } from '../../lib/infra/defaults';
 import { packageEntryFile } from '../../lib/infra/retrysafe';
-import { BUNDLE_BUDGET_BYTES, bundleBudgetOf, entriesFor, JOB_ENTRIES } from './entries';
+import {
+  BUNDLE_BUDGET_BYTES,
+  bundleBudgetOf,
+  entriesFor,
+  GATEWAY_TARGET_BUNDLE_BUDGET_BYTES,
+  JOB_ENTRIES,
+} from './entries';
 
 const LAMBDAS = join(__dirname, '..', '..', 'lambdas');
 /** The package's own entries (lib/lambda/entries), which the construct deploys for an app that gives none. */
@@ -14,10 +22,12 @@ const PACKAGE_ENTRIES = {
   not_found: 'not_found',
   get_operation: 'get_operation',
   erase_records: 'erase',
+  agentcore_interceptor: 'agentcore_interceptor',
 } as const;
 // The example stack's entry points, and the package's own that the example does not deploy (the
 // construct's default erase, of idempotency records only): every app's functions are bundled from it.
-const ENTRIES = [...Object.keys(entriesFor(TOOLS)), ...JOB_ENTRIES, 'erase_records'];
+// The AgentCore Gateway's interceptor is deployed with `agentCoreGateway` only, for every app alike.
+const ENTRIES = [...Object.keys(entriesFor(TOOLS)), ...JOB_ENTRIES, 'erase_records', 'agentcore_interceptor'];
 
 /** Where an entry's source is: the example's in lambdas/, else the package's own. */
 function entryFile(entry: string): string {
@@ -32,11 +42,19 @@ interface Bundle {
   readonly inputs: readonly string[];
 }
 
-/** Bundles an entry point exactly as the stack does: its size, and which files went into it. */
-async function bundle(entry: string): Promise<Bundle> {
+/**
+ * Bundles an entry point exactly as the stack does: its size, and which files went into it. With
+ * `gatewayTarget`, as the construct bundles an AgentCore Gateway's target (`agentCoreGateway`).
+ */
+async function bundle(entry: string, { gatewayTarget = false } = {}): Promise<Bundle> {
+  const options = stackEsbuildOptions(EXTERNAL_MODULES);
   const result = await build({
     entryPoints: [entryFile(entry)],
-    ...stackEsbuildOptions(EXTERNAL_MODULES),
+    ...options,
+    define: {
+      ...options.define,
+      ...(gatewayTarget ? { [`process.env.${AGENTCORE_TARGET_VAR}`]: '"true"' } : {}),
+    },
     write: false,
     metafile: true,
     logLevel: 'silent',
@@ -96,6 +114,35 @@ describe('Lambda bundles', () => {
       expect(packages.filter((input) => /node_modules\/zod\/v4\/classic\//.test(input))).toEqual([]);
     },
   );
+
+  describe('the AgentCore Gateway’s code, in the functions that are its targets only', () => {
+    const targets = new Map<string, Bundle>();
+    const GATEWAY_CODE = /lib\/agentcore\/(write|read|caller-key)\.ts$/;
+
+    beforeAll(async () => {
+      for (const { name } of [...TOOLS, ...READS]) targets.set(name, await bundle(name, { gatewayTarget: true }));
+      const rows = [...targets].map(
+        ([entry, { bytes }]) =>
+          `  ${entry.padEnd(16)} ${String(bytes).padStart(8)} B (${bytes - bundles.get(entry)!.bytes} B more; budget ${GATEWAY_TARGET_BUNDLE_BUDGET_BYTES} B)`,
+      );
+      console.log(`bundle sizes as AgentCore Gateway targets (agentCoreGateway)\n${rows.join('\n')}`);
+    }, 60_000);
+
+    it.each([...TOOLS, ...READS].map(({ name }) => name))(
+      'keeps %s as a target within the targets’ budget',
+      (entry) => {
+        expect(targets.get(entry)!.bytes).toBeLessThanOrEqual(GATEWAY_TARGET_BUNDLE_BUDGET_BYTES);
+      },
+    );
+
+    it.each([...TOOLS, ...READS].map(({ name }) => name))(
+      'leaves it out of %s unless the construct makes it a target, and puts it in when it does',
+      (entry) => {
+        expect(bundles.get(entry)!.inputs.filter((input) => GATEWAY_CODE.test(input))).toEqual([]);
+        expect(targets.get(entry)!.inputs.filter((input) => GATEWAY_CODE.test(input))).not.toEqual([]);
+      },
+    );
+  });
 
   it('bundles no AWS SDK source into any entry point (the Lambda runtime provides it)', () => {
     for (const [entry, { inputs }] of bundles) {

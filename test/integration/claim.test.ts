@@ -255,25 +255,17 @@ describe('the record in the way of a claim', () => {
     expect(await itemOf(asked.recordKey)).toEqual(stored);
   });
 
-  it('not a call record (an item no claim wrote): internal, unchanged', async () => {
+  it('not a call record (an item neither a claim nor Powertools’ handler wrote): internal, unchanged', async () => {
+    // An attempt count without a call instance: no claim writes one without the other, and Powertools'
+    // handler writes neither (its records are read: test/integration/powertools.test.ts).
     const asked = request();
-    await seed(() =>
-      world.client.send(
-        new PutItemCommand({
-          TableName: table.tableName,
-          Item: marshall({ id: asked.recordKey, status: 'INPROGRESS', expiration: asked.expiresAtS }),
-        }),
-      ),
-    );
+    const item = { id: asked.recordKey, status: 'INPROGRESS', expiration: asked.expiresAtS, attempt: 1 };
+    await seed(() => world.client.send(new PutItemCommand({ TableName: table.tableName, Item: marshall(item) })));
 
     const error = errorOf(await claimCall(table, asked));
 
     expect(error).toBeInstanceOf(InternalError);
-    expect(await itemOf(asked.recordKey)).toEqual({
-      id: asked.recordKey,
-      status: 'INPROGRESS',
-      expiration: asked.expiresAtS,
-    });
+    expect(await itemOf(asked.recordKey)).toEqual(item);
   });
 
   it('released by its slow holder between the refused claim and the takeover: the key is free, claimed again', async () => {

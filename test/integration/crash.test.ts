@@ -15,6 +15,12 @@ beforeAll(() => {
 afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());
 
+/**
+ * The dying worker's time left, so its lock's length: 2 s, so that a busy runner still answers the call made
+ * while it is locked before it ends (at 300 ms one did not); the clock is then moved past it.
+ */
+const LOCK_MS = 2_000;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -48,13 +54,13 @@ describe('a worker that dies mid-call', () => {
     const tool = refundTool.bind({ ...world, provider: { refund } });
     const call = { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount };
 
-    // Act: the first worker claims, the provider accepts, the worker dies (its lock: 300 ms).
-    void world.runtime.invoke(tool, caller, call, deadline(300));
+    // Act: the first worker claims, the provider accepts, the worker dies (its lock: LOCK_MS).
+    void world.runtime.invoke(tool, caller, call, deadline(LOCK_MS));
     await until(() => refund.mock.results.length === 1);
     // Answered at once (attach.test holds a duplicate that waits for the lock's end and takes over).
     const unattached = world.idempotencyRuntime({ attach: { maxWaitMs: 0 } });
     const whileLocked = await unattached.invoke(tool, caller, call, deadline());
-    advanceClock(1_000);
+    advanceClock(LOCK_MS + 1_000);
     const retry = await world.runtime.invoke(tool, caller, call, deadline());
     const replay = await world.runtime.invoke(tool, caller, call, deadline());
 
@@ -82,10 +88,10 @@ describe('a worker that dies mid-call', () => {
     const tool = refundTool.bind({ ...world, provider: { refund } });
     const args = { invoice_id: invoice.invoice_id, amount: invoice.amount };
 
-    void world.runtime.invoke(tool, caller, { idempotency_key: 'k1', ...args }, deadline(300));
+    void world.runtime.invoke(tool, caller, { idempotency_key: 'k1', ...args }, deadline(LOCK_MS));
     await until(() => refund.mock.results.length === 1);
     const otherKey = await world.runtime.invoke(tool, caller, { idempotency_key: 'k2', ...args }, deadline());
-    advanceClock(1_000);
+    advanceClock(LOCK_MS + 1_000);
     const firstKeyAgain = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', ...args }, deadline());
 
     // k2 found the money moved (a provider replay) and recorded the refund on the invoice: it committed
@@ -107,9 +113,9 @@ describe('a worker that dies mid-call', () => {
     const tool = refundTool.bind({ ...world, invoices });
     const call = { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount };
 
-    void world.runtime.invoke(tool, caller, call, deadline(300));
+    void world.runtime.invoke(tool, caller, call, deadline(LOCK_MS));
     await until(() => recordRefund.mock.results.length === 1);
-    advanceClock(1_000);
+    advanceClock(LOCK_MS + 1_000);
     const retry = await world.runtime.invoke(tool, caller, call, deadline());
 
     const stored = (await world.invoices.get(caller.tenant, invoice.invoice_id))?.refund;
@@ -120,7 +126,7 @@ describe('a worker that dies mid-call', () => {
   });
 
   it("resumes after its lock expired and another call took over: it cannot overwrite that call's record", async () => {
-    // Prepare: the first worker stalls (a GC pause, a frozen container) past its 300 ms lock.
+    // Prepare: the first worker stalls (a GC pause, a frozen container) past its lock.
     const caller = identity();
     const stall = gate();
     let runs = 0;
@@ -133,9 +139,9 @@ describe('a worker that dies mid-call', () => {
     const call = { idempotency_key: 'k1', text: 'hi' };
 
     // Act
-    const stalled = world.runtime.invoke(tool, caller, call, deadline(300));
+    const stalled = world.runtime.invoke(tool, caller, call, deadline(LOCK_MS));
     await until(() => runs === 1);
-    advanceClock(1_000);
+    advanceClock(LOCK_MS + 1_000);
     const takeover = await world.runtime.invoke(tool, caller, call, deadline());
     stall.open();
     const late = await stalled;
@@ -161,9 +167,9 @@ describe('a worker that dies mid-call', () => {
       return { receipt: { text: args.text }, replayed: false };
     });
 
-    const stalled = world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline(300));
+    const stalled = world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline(LOCK_MS));
     await until(() => execute.mock.calls.length === 1);
-    advanceClock(1_000);
+    advanceClock(LOCK_MS + 1_000);
     const other = await world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'bye' }, deadline());
     stall.open();
     const first = await stalled;
@@ -185,7 +191,7 @@ describe('a worker that dies mid-call', () => {
 
     void world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, flaky);
     await until(() => execute.mock.calls.length === 1);
-    advanceClock(1_000);
+    advanceClock(LOCK_MS + 1_000);
     const retry = world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
     // The retry took the expired claim over (it runs too) instead of answering pending for 24 h.
     await until(() => execute.mock.calls.length === 2);

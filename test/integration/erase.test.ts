@@ -84,6 +84,25 @@ function beforeNext(command: string, change: () => Promise<unknown>): void {
   beforeNextCommand(world.client, command, change);
 }
 
+/** The commands sent through the world's client from now until `stop()`, by name. */
+function commandsSent(): { stop(): string[] } {
+  const name = `commands-sent-${randomUUID()}`;
+  const names: string[] = [];
+  world.client.middlewareStack.add(
+    (next, context) => async (args) => {
+      names.push(context.commandName ?? '?');
+      return next(args);
+    },
+    { step: 'initialize', name },
+  );
+  return {
+    stop() {
+      world.client.middlewareStack.remove(name);
+      return names;
+    },
+  };
+}
+
 describe('a call record', () => {
   it('completed: a tombstone (outcome, arguments and claims gone); a dry run changes nothing', async () => {
     const call = await completed();
@@ -96,8 +115,10 @@ describe('a call record', () => {
     expect(after).toMatchObject({ status: STATUS.erased });
     expect(after).not.toHaveProperty('data');
     expect(after).not.toHaveProperty('call');
-    // Erased already: a rerun finds nothing to do.
+    // Erased already: a rerun finds nothing to do, and writes nothing (not even a refused tombstone).
+    const sent = commandsSent();
     expect(await erase(call.recordKey)).toBe('nothing');
+    expect(sent.stop()).toEqual(['GetItemCommand']);
   });
 
   it.each([

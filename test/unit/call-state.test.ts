@@ -62,7 +62,8 @@ describe('classify', () => {
   });
 
   it.each([
-    ['no claim given up on (and no claim)', { stalledClaimId: undefined, claimId: undefined }, 'abandoned'],
+    // No claim at all (Powertools' handler wrote it): no takeover can name one (rule 2), nothing can finish it.
+    ['no claim at all', { stalledClaimId: undefined, claimId: undefined }, 'stalled'],
     ['no claim given up on', { stalledClaimId: undefined }, 'abandoned'],
     ['another claim given up on (the call was taken over since)', { stalledClaimId: 'c0' }, 'abandoned'],
     ['its own claim given up on', { stalledClaimId: 'c1' }, 'stalled'],
@@ -189,6 +190,7 @@ describe('decodeCall and decodeOutcome', () => {
     ['null arguments', '{"user":"u","key":"k","args":null}'],
     ['text arguments', '{"user":"u","key":"k","args":"a"}'],
     ['list arguments', '{"user":"u","key":"k","args":[1]}'],
+    ['a list holding a call text (a list attribute)', ['{"user":"u","key":"k","args":{}}']],
   ])('refuses a call attribute with %s', (_what, text) => {
     expect(decodeCall(text)).toBeUndefined();
   });

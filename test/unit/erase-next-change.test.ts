@@ -35,6 +35,7 @@ function record(attempt: number): CallRecord {
 describe('nextChangeAtMs', () => {
   it.each([
     ['live: its lock’s end', 'live', 1, 0],
+    ['live on attempt 3: its lock’s end, not the completer’s next look (60 s after it)', 'live', 3, 0],
     ['abandoned on attempt 1: when its lock ended (the completer’s due time)', 'abandoned', 1, 0],
     ['abandoned on attempt 2: 30 s after', 'abandoned', 2, 30_000],
     ['abandoned on attempt 3: 60 s after', 'abandoned', 3, 60_000],

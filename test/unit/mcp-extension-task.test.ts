@@ -43,6 +43,7 @@ const wording: TaskWording = {
     unknown_tool: 'stalled: unknown tool',
     unreadable_call: 'stalled: unreadable call',
     expiring: 'stalled: expiring',
+    powertools: 'stalled: powertools',
   },
   failed: (result) => `failed: ${result.error?.code}`,
 };

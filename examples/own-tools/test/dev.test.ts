@@ -203,9 +203,12 @@ describe('retrysafe dev on this app', () => {
     await client.close();
 
     expect(pending.body).toMatchObject({ ok: false, status: 'pending' });
+    // Its attempts: 1, or 2 when the CLI started after the parked lock's end (3 s) on a busy runner — dev's
+    // completer then took it over, and the held CRM parked it again: pending either way.
     expect(inFlight.calls).toEqual([
-      expect.objectContaining({ tool: 'push_contact', state: 'pending', user: 'ada', clientKey: 'p1', attempts: 1 }),
+      expect.objectContaining({ tool: 'push_contact', state: 'pending', user: 'ada', clientKey: 'p1' }),
     ]);
+    expect(inFlight.calls[0].attempts).toBeGreaterThanOrEqual(1);
     // push_contact accesses no table of the app's (`access: {}`): its call in flight holds back only its own
     // record — the accounts table is erased at once, and the erase says what is left (exit 3).
     expect(partial.code).toBe(3);

@@ -115,14 +115,23 @@ export function refusalOf(existing: CallRecord, request: ClaimRequest): ClaimPha
 
 /**
  * The answer of the record that refused the claim: other arguments → `conflict`; in progress →
- * `pending` until its lock ends; completed → its outcome, replayed.
+ * `pending` until its lock ends (one Powertools' handler left behind: until its TTL); completed → its
+ * outcome, replayed (Powertools' handler's result as the receipt, `callRecordOf`).
  */
 function answerOfRecord(existing: CallRecord, request: ClaimRequest): ClaimPhase | typeof GONE_MEANWHILE {
   if (existing.validation !== request.validation) return failed(REFUSED.conflict());
   // The write saw it unexpired; it expired since: claim again.
   if (classify(existing, Date.now()) === 'expired') return GONE_MEANWHILE;
   if (existing.status === STATUS.inProgress) {
-    return { kind: 'pending', until: { atMs: existing.lockEndsMs }, call: existing };
+    const nowMs = Date.now();
+    // No claim to take over once its lock ended (Powertools' handler died holding it: rule 2), no call to
+    // re-run, and its effect may have happened (rule 1). Nothing runs it before its TTL — past it a fresh
+    // claim runs it under this call's downstream key —, so the wait is all of it, not a poll's second.
+    const until =
+      !existing.claimId && existing.lockEndsMs < nowMs
+        ? { afterMs: existing.expiresAtS * 1000 - nowMs }
+        : { atMs: existing.lockEndsMs };
+    return { kind: 'pending', until, call: existing };
   }
   if (existing.status === STATUS.completed) {
     return { kind: 'outcome', outcome: { ...existing.outcome, replayed: true }, replay: 'client_key', call: existing };

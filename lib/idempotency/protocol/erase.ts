@@ -50,7 +50,7 @@ export interface KeptCall {
   readonly recordKey: string;
   /**
    * Its tool, as its record names it (else its record key's prefix); undefined when the item is not
-   * readable as a call record at all — then it may write to any table.
+   * readable as a call record at all, or Powertools' handler wrote it — then it may write to any table.
    */
   readonly tool: string | undefined;
   /**
@@ -90,7 +90,8 @@ function keptCallOf(record: CallRecord, state: 'live' | 'abandoned' | 'stalled',
   const changesAtMs = nextChangeAtMs(record, state);
   return {
     recordKey: record.recordKey,
-    tool: record.tool ?? toolOfRecordKey(record.recordKey),
+    // Powertools' handler ran a function of its own, not the tool whose `access` erase knows: any table waits.
+    tool: record.writtenBy === 'powertools' ? undefined : (record.tool ?? toolOfRecordKey(record.recordKey)),
     state,
     changesAtMs: changesAtMs === undefined ? undefined : Math.max(nowMs, changesAtMs),
   };

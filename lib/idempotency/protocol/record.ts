@@ -131,9 +131,10 @@ export const STATUS = {
 /**
  * Why the completer gave up on a call (`stalled`): it failed every one of `maxAttempts` attempts; its tool
  * is not one the completer serves (a deploy dropped or renamed it); its stored call cannot be read (or the
- * tool as deployed now refuses it); its record expires before its next re-run could run (`expiring`).
+ * tool as deployed now refuses it); its record expires before its next re-run could run (`expiring`); or
+ * nobody can: Powertools' handler wrote it and its lock ended (`powertools`, `callRecordOf`).
  */
-export type StalledReason = 'attempts' | 'unknown_tool' | 'unreadable_call' | 'expiring';
+export type StalledReason = 'attempts' | 'unknown_tool' | 'unreadable_call' | 'expiring' | 'powertools';
 
 /** A call record as read from the table, every attribute typed. */
 export interface CallRecord {
@@ -171,6 +172,11 @@ export interface CallRecord {
   readonly createdAtMs: number | undefined;
   /** When its outcome was stored (epoch ms); undefined in flight, and on a record an earlier version stored. */
   readonly completedAtMs: number | undefined;
+  /**
+   * `powertools` when Powertools' own handler wrote the record (`callRecordOf`): it names no claim, holds no call.
+   * @default undefined (a retrysafe claim wrote it)
+   */
+  readonly writtenBy?: 'powertools';
 }
 
 /** A call's id: the record key and the instance its first claim started. */
@@ -203,7 +209,12 @@ function number(item: Record<string, unknown>, name: string): number | undefined
 
 /**
  * A table item (unmarshalled) as a typed call record, or undefined when it is not one as every claim
- * writes it (key, status, call instance, attempt, TTL and lock; a tombstone keeps them all).
+ * writes it (key, status, call instance, attempt, TTL and lock; a tombstone keeps them all) nor as
+ * Powertools 2.35's handler on this table writes it (docs/design.md, "Powertools and retrysafe on one
+ * table"): key, status, TTL, validation hash, its result, and a lock only if it had a Lambda context (without
+ * one it holds the key until the TTL, and so does this lock) — no instance, attempt, claim or call. That
+ * one reads as attempt 1 of the call `<record key>@powertools` (stamped on nothing), stalled (`powertools`)
+ * once its lock ends (`classify`: no takeover can name a claim, rule 2), its result as its outcome.
  */
 export function callRecordOf(item: Record<string, unknown>, attr: RecordAttributes): CallRecord | undefined {
   const recordKey = text(item, attr.key);
@@ -211,12 +222,15 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
   const instance = text(item, attr.callInstance);
   const attempt = number(item, attr.attempt);
   const expiresAtS = number(item, attr.expiry);
-  const lockEndsMs = number(item, attr.lockEnd);
-  if (recordKey === undefined || status === undefined || instance === undefined) return undefined;
-  if (attempt === undefined || expiresAtS === undefined || lockEndsMs === undefined) return undefined;
+  if (recordKey === undefined || status === undefined || expiresAtS === undefined) return undefined;
+  // Every retrysafe claim writes both; Powertools' handler neither.
+  const powertools = instance === undefined && attempt === undefined;
+  const lockEndsMs = number(item, attr.lockEnd) ?? (powertools ? expiresAtS * 1000 : undefined);
+  const read = powertools ? POWERTOOLS_STATUSES.includes(status) : instance !== undefined && attempt !== undefined;
+  if (lockEndsMs === undefined || !read) return undefined;
   return {
     recordKey,
-    callId: callIdOf(recordKey, instance),
+    callId: callIdOf(recordKey, instance ?? 'powertools'),
     status,
     claimId: text(item, attr.claim),
     lockEndsMs,
@@ -226,14 +240,29 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
     tool: text(item, attr.tool),
     call: decodeCall(item[attr.call]),
     downstreamKey: text(item, attr.downstreamKey),
-    attempt,
-    outcome: decodeOutcome(item[attr.data]),
+    attempt: attempt ?? 1,
+    outcome: powertools ? powertoolsOutcomeOf(status, item[attr.data]) : decodeOutcome(item[attr.data]),
     stalledClaimId: text(item, attr.stalledClaim),
     // Written only by `markStalled` (one of the three); a reader that meets another falls back to `attempts`.
-    stalledReason: text(item, attr.stalledReason) as StalledReason | undefined,
+    stalledReason: powertools ? 'powertools' : (text(item, attr.stalledReason) as StalledReason | undefined),
     createdAtMs: number(item, attr.createdAt),
     completedAtMs: number(item, attr.completedAt),
+    writtenBy: powertools ? 'powertools' : undefined,
   };
+}
+
+/** The `status` values Powertools' handler writes, and the tombstone erase makes of its completed record. */
+const POWERTOOLS_STATUSES: readonly string[] = [STATUS.inProgress, STATUS.completed, STATUS.erased];
+
+/**
+ * A completed Powertools record's outcome: its handler's result, stored as it is. A JSON object a tool
+ * could return (`receiptTextOf`) is the receipt, its effect the call's own (`replayed: false`); anything
+ * else (none, a string, a list, a set, bytes, a number JSON cannot hold) is `internal`, never a second run.
+ */
+function powertoolsOutcomeOf(status: string, data: unknown): StoredOutcome | undefined {
+  if (status !== STATUS.completed) return undefined;
+  const stored = receiptTextOf(data);
+  return 'text' in stored ? { receipt: stored.text, replayed: false } : { replayed: false, failure: 'internal' };
 }
 
 /** The call that holds a dedupe window's intent: its record, the claim it held it with, and the call itself. */
@@ -323,4 +352,48 @@ export function decodeOutcome(data: unknown): StoredOutcome | undefined {
   const outcome = data as Record<string, unknown>;
   if (typeof outcome.replayed !== 'boolean') return undefined;
   return outcome as unknown as StoredOutcome;
+}
+
+/** Largest receipt stored, as UTF-8 JSON text: far under DynamoDB's 400 KB item limit. */
+export const MAX_RECEIPT_BYTES = 32 * 1024;
+
+/** Where `value` stops being plain JSON, as a JSONPath-like location, or undefined when it is plain JSON. */
+function firstNonJson(value: unknown, path: string): string | undefined {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined;
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : `${path} (${value})`;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = firstNonJson(value[i], `${path}[${i}]`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (typeof value === 'object') {
+    const proto = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) return `${path} (${proto?.constructor?.name ?? 'object'})`;
+    for (const [key, child] of Object.entries(value)) {
+      const found = firstNonJson(child, `${path}.${key}`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  return `${path} (${typeof value})`;
+}
+
+/**
+ * A receipt as a call record stores it (`data`'s `receipt`): the canonical JSON text (RFC 8785, the same
+ * bytes from every store) of a plain JSON object of at most {@link MAX_RECEIPT_BYTES}, or why it is not one
+ * (`refused`, the words after "a receipt"). Never throws: a tool's receipt refused is its `internal` error
+ * (`encodeReceipt`), a Powertools handler's result refused an `internal` outcome (`powertoolsOutcomeOf`).
+ */
+export function receiptTextOf(receipt: unknown): { readonly text: string } | { readonly refused: string } {
+  if (receipt === null || typeof receipt !== 'object' || Array.isArray(receipt)) {
+    return { refused: 'that is not a JSON object' };
+  }
+  const offending = firstNonJson(receipt, '$');
+  if (offending) return { refused: `that is not plain JSON at ${offending}` };
+  const text = canonicalize(receipt) as string;
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > MAX_RECEIPT_BYTES) return { refused: `of ${bytes} bytes; the limit is ${MAX_RECEIPT_BYTES}` };
+  return { text };
 }

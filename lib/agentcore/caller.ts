@@ -1,0 +1,113 @@
+// The contract between the AgentCore Gateway's request interceptor (lib/agentcore/interceptor.ts) and a
+// tool's function behind the gateway (a Lambda target): how a tool call reaches the function, and how the
+// caller's identity rides along. Small on purpose: every tool's bundle loads it (a write's budget,
+// test/infra/entries.ts).
+//
+// What the gateway sends a Lambda target (Amazon Bedrock AgentCore developer guide, "Lambda function input
+// format"): the tool's arguments as the event, flat, no envelope; the tool's name in the invocation's client
+// context, `custom.bedrockAgentCoreToolName`, prefixed by the target's name and `___`. The gateway sends a
+// Lambda target no token and no claim, so the request interceptor — which sees the request's headers
+// (`passRequestHeaders`) — verifies the bearer token and writes the caller into the arguments under
+// `CALLER_FIELD`, over anything the agent sent there.
+//
+// The arguments are the agent's to write, so the function does not take the caller field on trust: the
+// interceptor signs it (HMAC-SHA256, with a key only the interceptor and the gateway's functions can read)
+// over the tenant, the user, the tool it was written for and an expiry, and the function checks the
+// signature before it reads the caller. A caller field the agent wrote — a JSON-RPC batch the interceptor
+// let through, an invocation of the function by anyone allowed to invoke it, another gateway without the
+// interceptor — carries no valid signature and is refused like a missing one: nothing runs.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Context } from 'aws-lambda';
+import { errorResponse, type HttpResponse } from '../http/status';
+import type { CallerKey } from './caller-key';
+
+/** The argument the request interceptor writes the signed caller into (a `SignedCaller`). */
+export const CALLER_FIELD = '_retrysafe_caller';
+
+/** What separates the target's name from the tool's in the tool name the gateway lists and sends. */
+export const TARGET_SEPARATOR = '___';
+
+/** The caller of a gateway call: the token's tenant claim and its `sub`. */
+export interface GatewayCaller {
+  readonly tenant: string;
+  readonly user: string;
+}
+
+/**
+ * What the interceptor writes under `CALLER_FIELD`: the caller, the tool name the call named (as the gateway
+ * hands it to the target, `<target>___<tool>`), when the signature stops being accepted (epoch seconds), and
+ * `mac`, the HMAC-SHA256 of the four (`callerMac`), base64url.
+ */
+export interface SignedCaller extends GatewayCaller {
+  readonly tool: string;
+  readonly expiresAtS: number;
+  readonly mac: string;
+}
+
+/** How long a signed caller is accepted: the gateway invokes the target as soon as the interceptor answers. */
+export const SIGNED_CALLER_TTL_SECONDS = 300;
+
+/** The signature of a caller for one tool until `expiresAtS`, with `key`. */
+export function callerMac(key: string, tenant: unknown, user: unknown, tool: string, expiresAtS: unknown): string {
+  return createHmac('sha256', key)
+    .update(JSON.stringify([tenant, user, tool, expiresAtS]))
+    .digest('base64url');
+}
+
+/**
+ * The caller a gateway invocation of `tool` carries, if the interceptor signed it with `key` for that tool
+ * and it has not expired; undefined for anything else (missing, forged, another tool's, expired). The
+ * caller's values are then checked as a token's claims are (`identityFromTokenClaims`).
+ */
+export function verifiedCaller(field: unknown, tool: string, key: string, nowMs: number): GatewayCaller | undefined {
+  const { tenant, user, expiresAtS, mac } = (field ?? {}) as Partial<SignedCaller>;
+  if (typeof mac !== 'string' || !((expiresAtS as number) * 1000 > nowMs)) return undefined;
+  const expected = Buffer.from(callerMac(key, tenant, user, tool, expiresAtS));
+  const given = Buffer.from(mac);
+  return expected.length === given.length && timingSafeEqual(expected, given)
+    ? { tenant: tenant as string, user: user as string }
+    : undefined;
+}
+
+/** What an AgentCore Gateway sends a Lambda target: the tool's arguments, flat, and the signed caller (`CALLER_FIELD`). */
+export type GatewayToolEvent = Readonly<Record<string, unknown>>;
+
+/** The tool a gateway's tool name names: what follows its target's prefix (`<target>___<tool>`). */
+export function toolOfGatewayName(name: string): string {
+  const at = name.lastIndexOf(TARGET_SEPARATOR);
+  return at < 0 ? name : name.slice(at + TARGET_SEPARATOR.length);
+}
+
+/**
+ * A gateway invocation of `tool` (the name in its client context) to the function that runs `served`:
+ * the tool's arguments and the caller the interceptor signed for that tool — or the refusal, nothing run:
+ * `not_found` when the name is another tool's (a target on the wrong function: a deployment mistake),
+ * `unauthorized` (naming `CALLER_FIELD`) when the caller field is missing, forged (its signature does not
+ * verify with the key), written for another tool, or expired.
+ */
+export async function gatewayCall(
+  event: GatewayToolEvent,
+  tool: string,
+  served: string,
+  callerKey: CallerKey,
+): Promise<HttpResponse | { readonly input: Record<string, unknown>; readonly caller: GatewayCaller }> {
+  if (toolOfGatewayName(tool) !== served) {
+    return errorResponse('not_found', `tool: ${tool} is not ${served}, the tool this function runs; nothing ran`);
+  }
+  const { [CALLER_FIELD]: field, ...input } = event ?? {};
+  const caller = verifiedCaller(field, tool, await callerKey(), Date.now());
+  return caller ? { input, caller } : errorResponse('unauthorized', NO_CALLER);
+}
+
+/**
+ * The tool name an AgentCore Gateway invocation names in its client context (with its target's prefix),
+ * or undefined when the invocation is not the gateway's: API Gateway's carries no client context.
+ */
+export function gatewayInvocationTool(context: Pick<Context, 'clientContext'> | undefined): string | undefined {
+  return (context?.clientContext as { custom?: { bedrockAgentCoreToolName?: string } } | undefined)?.custom
+    ?.bedrockAgentCoreToolName;
+}
+
+/** What a gateway call without a valid signed caller is told: nothing was run. */
+export const NO_CALLER =
+  "_retrysafe_caller: missing, or not signed for this tool by the gateway's interceptor; nothing ran";

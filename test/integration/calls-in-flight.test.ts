@@ -1,0 +1,53 @@
+import { callsInFlight } from '../../lib/admin/calls-in-flight';
+import { createIntent } from '../../lib/idempotency/protocol/intent';
+import { store } from '../../lib/idempotency/protocol/settle';
+import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
+import { createProtocolWorld, newTenant, type ProtocolWorld } from '../helpers/protocol-world';
+import { recordTransitions } from '../helpers/record-transitions';
+
+/**
+ * An operator's look at a tenant's calls in flight (`retrysafe calls`): a Scan of the idempotency table
+ * under the in-flight filter (protocol/table.ts `inFlightFilter`), read back as calls (`inFlightCallOf`).
+ */
+let world: ProtocolWorld;
+let table: IdempotencyTable;
+beforeAll(() => {
+  world = createProtocolWorld();
+  table = world.idempotencyTable;
+});
+afterAll(() => world.destroy());
+
+const { firstClaim, claimed } = recordTransitions(() => table);
+
+describe('callsInFlight', () => {
+  it("lists the tenant's claimed call, and neither its completed call, a dedupe window's intent nor another tenant's call", async () => {
+    const tenant = newTenant('in-flight');
+    const pending = { ...firstClaim(60_000), tenant };
+    const holder = await claimed(pending);
+    const done = { ...firstClaim(), tenant };
+    await store(
+      table,
+      await claimed(done),
+      { receipt: '{}', replayed: false },
+      { expiresAtS: done.expiresAtS, completedAtMs: Date.now() },
+    );
+    await claimed(firstClaim(60_000)); // another tenant's
+    const created = await createIntent(table, {
+      intentKey: `proto#intent#${tenant}`,
+      tenant,
+      tool: 'proto',
+      holder: { recordKey: pending.recordKey, claimId: holder.claimId, callId: `${pending.recordKey}@x` },
+      downstreamKey: 'dk',
+      windowEndsAtS: pending.expiresAtS,
+      expiresAtS: pending.expiresAtS,
+    });
+    expect(created.kind).toBe('created');
+
+    const report = await callsInFlight(table.client, table.tableName, tenant, { segments: 2 });
+
+    expect(report.calls).toEqual([
+      expect.objectContaining({ recordKey: pending.recordKey, state: 'pending', tool: 'proto', attempts: 1 }),
+    ]);
+    expect(report.calls[0]!.lockEndsMs).toBe(pending.lockEndsMs);
+  });
+});

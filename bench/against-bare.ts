@@ -86,10 +86,11 @@ export interface AgainstBareReport {
   readonly logLine: LogLineCost;
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
+export const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
 
 /** Bundles `entry` as the stack does (BUNDLING, a linked source map without sources content). */
-async function bundle(entry: string, outfile: string, edits: readonly SourceEdit[] = []): Promise<number> {
+export async function bundle(entry: string, outfile: string, edits: readonly SourceEdit[] = []): Promise<number> {
   const result = await build({
     entryPoints: [entry],
     outfile,
@@ -105,7 +106,7 @@ async function bundle(entry: string, outfile: string, edits: readonly SourceEdit
 }
 
 /** Runs the `node` binary with `args` and `env`; resolves with what it wrote on file descriptor 3. */
-function runNode(node: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+export function runNode(node: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
   return new Promise((resolve, reject) => {
     const child: ChildProcess = spawn(node, args, { env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
     let stderr = '';
@@ -124,13 +125,18 @@ function runNode(node: string, args: string[], env: NodeJS.ProcessEnv): Promise<
   });
 }
 
-/** Requires the bundle named on the command line, as Lambda's init does, and reports how long it took. */
-const INIT_PROBE = [
+/**
+ * Requires the bundle named on the command line, as Lambda's init does, and reports how long it took: wall
+ * time (`module`, ms) and the process's CPU time meanwhile (`moduleCpu`, ms: less moved by a busy machine).
+ */
+export const INIT_PROBE = [
   "const { performance } = require('node:perf_hooks');",
+  'const cpuBefore = process.cpuUsage();',
   'const started = performance.now();',
   'require(process.argv[1]);',
   'const ended = performance.now();',
-  "require('node:fs').writeSync(3, JSON.stringify({ module: ended - started, process: ended, node: process.versions.node }));",
+  'const cpu = process.cpuUsage(cpuBefore);',
+  "require('node:fs').writeSync(3, JSON.stringify({ module: ended - started, moduleCpu: (cpu.user + cpu.system) / 1000, process: ended, node: process.versions.node }));",
 ].join('\n');
 
 /** An X-Ray daemon that only counts: documents received per trace root, by name. */

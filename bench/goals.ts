@@ -38,7 +38,7 @@ export async function benchGoals(options: GoalsOptions): Promise<void> {
     { label: 'refund', source: join(ROOT, 'lambdas/refund.ts'), transport: 'rest', environment: DEPLOYED },
     { label: 'bare_refund', source: join(__dirname, 'bare-refund.ts'), transport: 'rest', environment: DEPLOYED },
     { label: 'mcp', source: join(ROOT, 'lambdas/mcp.ts'), transport: 'mcp', environment: DEPLOYED },
-    { label: 'bare_mcp', source: join(__dirname, 'bare-mcp.ts'), transport: 'mcp', environment: DEPLOYED },
+    { label: 'bare_mcp', source: join(__dirname, 'bare-mcp-v2.ts'), transport: 'mcp', environment: DEPLOYED },
     {
       label: 'refund_calls',
       source: join(ROOT, 'lambdas/refund.ts'),

@@ -1,5 +1,10 @@
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import {
+  createMcpHandler,
+  isLegacyRequest,
+  type McpHttpHandler,
+  type Server,
+  WebStandardStreamableHTTPServerTransport,
+} from '@modelcontextprotocol/server';
 import { MAX_BODY_BYTES } from '../api/status';
 import {
   identityFromTokenClaims,
@@ -57,9 +62,9 @@ function unauthorized(event: ApiEvent, message: string, invalidToken: boolean): 
   return { ...response, headers: { ...response.headers, 'www-authenticate': challenge } };
 }
 
-/** A JSON-RPC error answered by the endpoint itself, before a server reads the message (so `id` is null). */
-function jsonRpcError(statusCode: number, code: number, message: string): HttpResponse {
-  return json(statusCode, { jsonrpc: '2.0', id: null, error: { code, message } });
+/** A JSON-RPC error answered by the endpoint itself (`id` null when the message was not read). */
+function jsonRpcError(statusCode: number, code: number, message: string, id: string | number | null = null) {
+  return json(statusCode, { jsonrpc: '2.0', id, error: { code, message } });
 }
 
 /** The token could not be checked (the issuer's keys are out of reach): try again, keep the token. */
@@ -78,22 +83,53 @@ function toRequest(event: ApiEvent, body: string): Request {
   return new Request(`${originOf(event)}${event.rawPath}`, { method: 'POST', headers, body });
 }
 
+/** Whether a parsed message is a JSON-RPC request for `method`. */
+function isRequestFor(message: unknown, method: string): message is { readonly id: string | number } {
+  if (typeof message !== 'object' || message === null) return false;
+  const { method: asked, id } = message as { method?: unknown; id?: unknown };
+  return asked === method && (typeof id === 'string' || typeof id === 'number');
+}
+
+/** A web-standard response as the API Gateway response. */
+async function fromResponse(response: Response): Promise<HttpResponse> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  return { statusCode: response.status, headers, body: response.body ? await response.text() : '' };
+}
+
 /**
- * MCP servers kept for reuse: building one (its handlers, the SDK's protocol state) per request cost
- * every request; a server serves one request at a time, so a process answering several at once (the
- * local server) builds as many as it ever ran at once — on Lambda, one per container.
+ * The MCP servers of one process, both eras on the official SDK v2 server (`createMcpServer`):
+ *
+ * - 2026-07-28: the SDK's serving entry (`createMcpHandler`), which owns the revision's wire rules —
+ *   `server/discover`, the `_meta` envelope, the `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name`
+ *   headers (-32020), an unknown revision (-32022 with `data.supported`), `resultType` and the list
+ *   results' `ttlMs` / `cacheScope` — building a server per request, as it does.
+ * - 2025-11-25 and earlier (`initialize`, no envelope): the SDK's stateless transport with JSON answers
+ *   (the entry's own legacy leg answers server-sent events), on a server kept for reuse: building one
+ *   per request cost every request; a server serves one request at a time, so a process answering
+ *   several at once (the local server) builds as many as it ever ran at once — on Lambda, one per container.
  */
 export class McpServerPool {
   readonly #dependencies: McpServerDependencies;
   readonly #idle: Server[] = [];
+  /** The 2026-07-28 leg. Strict (`legacy: 'reject'`): 2025-era requests are routed to `serve` before it. */
+  readonly modern: McpHttpHandler;
 
   constructor(dependencies: McpServerDependencies) {
     this.#dependencies = dependencies;
+    this.modern = createMcpHandler(({ era }) => createMcpServer(dependencies, era), {
+      legacy: 'reject',
+      onerror(error) {
+        dependencies.logger.warn('mcp request refused or failed', { transport: 'mcp', error });
+      },
+    });
   }
 
-  /** Serves one request with an idle server (built if none is), then gives the server back. */
+  /** Serves one 2025-era request with an idle server (built if none is), then gives the server back. */
   async serve<T>(use: (server: Server) => Promise<T>): Promise<T> {
-    const server = this.#idle.pop() ?? createMcpServer(this.#dependencies);
+    const server = this.#idle.pop() ?? createMcpServer(this.#dependencies, 'legacy');
     try {
       return await use(server);
     } finally {
@@ -103,9 +139,10 @@ export class McpServerPool {
 }
 
 /**
- * `POST /mcp`: MCP over Streamable HTTP, stateless, JSON responses. Each request gets its own transport
- * (the SDK's stateless transport serves one request) on a server of `servers`; the caller's identity comes
- * from the verified token, as on every other route.
+ * `POST /mcp`: MCP over Streamable HTTP, stateless, JSON responses, both protocol eras (`McpServerPool`):
+ * 2026-07-28 (no `initialize`: the version and capabilities ride in each request's `_meta`) and
+ * 2025-11-25 and earlier (`initialize`). The caller's identity comes from the verified token, as on every
+ * other route; the token, the body's size, JSON and batches are checked here, before either era's server.
  */
 export async function handleMcp(
   dependencies: McpHttpDependencies,
@@ -150,6 +187,19 @@ export async function handleMcp(
   }
 
   const context = { caller, deadline };
+  const request = toRequest(event, body);
+  const authInfo = mcpRequestAuth(token, context);
+  // The era, as the SDK's own classifier reads it (the `_meta` envelope, the MCP-Protocol-Version header):
+  // 2026-07-28, and every refusal of a request that claims a modern revision, to the SDK's entry.
+  if (!(await isLegacyRequest(request, message))) {
+    // `subscriptions/listen` is a server-sent event stream held open until the client leaves: one would
+    // hold this invocation (one of the function's reserved few) to its timeout, and API Gateway buffers
+    // the answer anyway. No list here ever changes, so nothing would be sent on it.
+    if (isRequestFor(message, 'subscriptions/listen')) {
+      return jsonRpcError(200, -32601, 'Method not found: subscriptions/listen (nothing here changes)', message.id);
+    }
+    return fromResponse(await servers.modern.fetch(request, { parsedBody: message, authInfo }));
+  }
   return servers.serve(async function answer(server) {
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
@@ -157,15 +207,7 @@ export async function handleMcp(
     });
     try {
       await server.connect(transport);
-      const response = await transport.handleRequest(toRequest(event, body), {
-        parsedBody: message,
-        authInfo: mcpRequestAuth(token, context),
-      });
-      const headers: Record<string, string> = {};
-      response.headers.forEach((value, name) => {
-        headers[name] = value;
-      });
-      return { statusCode: response.status, headers, body: response.body ? await response.text() : '' };
+      return fromResponse(await transport.handleRequest(request, { parsedBody: message, authInfo }));
     } finally {
       // Disconnects the transport; the server is free for the next request.
       await server.close();

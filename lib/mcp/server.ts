@@ -1,17 +1,18 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
+  type AuthInfo,
   type CallToolResult,
+  CLIENT_CAPABILITIES_META_KEY,
   type CreateTaskResult,
-  ErrorCode,
-  GetTaskPayloadRequestSchema,
-  GetTaskRequestSchema,
-  ListToolsRequestSchema,
+  type JSONRPCRequest,
+  MissingRequiredClientCapabilityError,
+  ProtocolError,
+  ProtocolErrorCode,
   RELATED_TASK_META_KEY,
-} from '@modelcontextprotocol/sdk/types.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
-import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
+  type Result,
+  Server,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 import * as z from 'zod/mini';
 import { nextAfterRead, nextAfterWrite, type ReadResult } from '../api/next-step';
 import {
@@ -25,42 +26,37 @@ import {
   type ToolResult,
 } from '../idempotency';
 import { ABANDONED_HINT, STALLED_HINTS } from '../reads/operation';
-import { instanceOf, mcpTaskOf, TASK_NOT_FOUND, type TaskWording, taskIdOf, taskNameOf, ttlNote } from './tasks';
+import {
+  extensionTaskOf,
+  instanceOf,
+  mcpTaskOf,
+  TASK_NOT_FOUND,
+  TASKS_EXTENSION,
+  type TaskWording,
+  taskIdOf,
+  taskNameOf,
+  ttlNote,
+} from './tasks';
 import type { Answer, McpTool } from './tools';
 
 /**
- * `tools/call` as retrysafe reads it: the SDK's own request schema strips unknown params, and the
+ * `tools/call`'s params as retrysafe reads them: the SDK's own schema strips unknown params, and the
  * proposed MCP request-idempotency extension puts the key in the params (`idempotencyKey`).
  */
-const CallToolRequest = z.object({
-  method: z.literal('tools/call'),
-  params: z.looseObject({
-    name: z.string(),
-    arguments: z.optional(z.record(z.string(), z.unknown())),
-    idempotencyKey: z.optional(z.string()),
-    /** MCP tasks: the client asks for a task (`CreateTaskResult`) instead of the tool's result. */
-    task: z.optional(z.looseObject({ ttl: z.optional(z.unknown()) })),
-  }),
+const CallToolParams = z.looseObject({
+  name: z.string(),
+  arguments: z.optional(z.record(z.string(), z.unknown())),
+  idempotencyKey: z.optional(z.string()),
+  /** MCP tasks (2025-11-25): the client asks for a task (`CreateTaskResult`) instead of the tool's result. */
+  task: z.optional(z.looseObject({ ttl: z.optional(z.unknown()) })),
 });
+type CallToolParamsOf = z.infer<typeof CallToolParams>;
+
+/** A `tasks/*` request's params: the task it names. */
+const TaskParams = z.looseObject({ taskId: z.string() });
 
 /** What the model may be told at once when a task is created (MCP tasks, non-binding). */
 const MODEL_IMMEDIATE_RESPONSE = 'io.modelcontextprotocol/model-immediate-response';
-
-/**
- * A JSON-RPC error a request handler throws: the SDK answers `{ code, message }` from it. Not the SDK's
- * `McpError`, whose message already carries the "MCP error <code>: " prefix that the client adds again
- * when it reads the answer.
- */
-class JsonRpcError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-    readonly data?: unknown,
-  ) {
-    super(message);
-    this.name = 'JsonRpcError';
-  }
-}
 
 const INSTRUCTIONS =
   'Every write tool takes an idempotency_key. Mint one per intent and send the same key on every retry of that intent (after a timeout, a lost answer or an error): the retry returns the first receipt instead of acting twice. Every answer says what to do next in its "next" field (action, after_ms, message): follow it.';
@@ -100,34 +96,21 @@ export function mcpRequestAuth(token: string, context: McpRequestContext): AuthI
   return { token, clientId: context.caller.user, scopes: [], extra: { retrysafe: context } };
 }
 
-function requestContextOf(auth: AuthInfo | undefined): McpRequestContext {
-  const context = auth?.extra?.retrysafe as McpRequestContext | undefined;
+function requestContextOf(ctx: ServerContext): McpRequestContext {
+  const context = ctx.http?.authInfo?.extra?.retrysafe as McpRequestContext | undefined;
   if (!context) throw new Error('an MCP request reached the server without its caller (see mcpRequestAuth)');
   return context;
-}
-
-/**
- * The SDK's Server builds an Ajv with every format in its constructor, only to check elicitation
- * answers — and retrysafe never elicits. The SDK's own validator is built on first use instead.
- */
-function lazyAjvValidator(): jsonSchemaValidator {
-  let ajv: AjvJsonSchemaValidator | undefined;
-  return {
-    getValidator(schema) {
-      ajv ??= new AjvJsonSchemaValidator();
-      return ajv.getValidator(schema);
-    },
-  };
 }
 
 /** A write that can be called as a task. */
 type TaskTool = McpTool & Required<Pick<McpTool, 'task' | 'callAsTask'>>;
 
-/** What a task says of itself, for one call of `tool` under `clientKey`. */
-function wordingOf(tool: string, clientKey: string): TaskWording {
+/** What a task says of itself, for one call of `tool` under `clientKey`, in `era`'s words. */
+function wordingOf(tool: string, clientKey: string, era: McpEra = 'legacy'): TaskWording {
+  const then = era === 'legacy' ? 'Poll tasks/get, then read tasks/result.' : 'Poll tasks/get until it is completed.';
   return {
     working: {
-      live: `Running under idempotency_key "${clientKey}"; it will not run twice. Poll tasks/get, then read tasks/result.`,
+      live: `Running under idempotency_key "${clientKey}"; it will not run twice. ${then}`,
       abandoned: ABANDONED_HINT,
     },
     stalled: STALLED_HINTS,
@@ -144,26 +127,23 @@ function wordingOf(tool: string, clientKey: string): TaskWording {
  * a JSON-RPC error whose message is the answer's error and next step, and whose data is the answer itself
  * — a task under that id could later read otherwise (a resend runs), and a terminal task must not change.
  */
-function noTask(tool: string, answer: Answer): JsonRpcError {
+function noTask(tool: string, answer: Answer): ProtocolError {
   const next = nextAfterWrite(tool, answer as ToolResult);
   const error =
     !answer.ok && 'error' in answer ? answer.error : { code: 'internal' as const, message: INTERNAL_MESSAGE };
   const refused = error.code === 'invalid_args' || error.code === 'conflict' || error.code === 'not_found';
-  return new JsonRpcError(
-    refused ? ErrorCode.InvalidParams : ErrorCode.InternalError,
+  return new ProtocolError(
+    refused ? ProtocolErrorCode.InvalidParams : ProtocolErrorCode.InternalError,
     `${error.code}: ${error.message}. ${next.message}`,
-    {
-      ...answer,
-      next,
-    },
+    { ...answer, next },
   );
 }
 
 /** A task read that failed (the store): the error the runtime classified, worded as a JSON-RPC error. */
 function taskReadError(error: unknown): Error {
   if (error instanceof ToolError) {
-    return new JsonRpcError(
-      ErrorCode.InternalError,
+    return new ProtocolError(
+      ProtocolErrorCode.InternalError,
       `${error.code}: ${error.expose ? error.message : INTERNAL_MESSAGE}`,
     );
   }
@@ -178,14 +158,35 @@ async function readTask(
 ): Promise<{ readonly tool: string; readonly clientKey: string; readonly task: CallTask }> {
   const name = taskNameOf(taskId);
   const tool = name && byName.get(name.tool);
-  if (!name || !tool?.task) throw new JsonRpcError(ErrorCode.InvalidParams, TASK_NOT_FOUND);
+  if (!name || !tool?.task) throw new ProtocolError(ProtocolErrorCode.InvalidParams, TASK_NOT_FOUND);
   const task = await tool.task(name.clientKey, caller).catch((error: unknown) => {
     throw taskReadError(error);
   });
   // Another caller's key hashes to another record; a later call under the key after its TTL is another task.
-  if (!task || instanceOf(task.callId) !== name.instance)
-    throw new JsonRpcError(ErrorCode.InvalidParams, TASK_NOT_FOUND);
+  if (!task || instanceOf(task.callId) !== name.instance) {
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, TASK_NOT_FOUND);
+  }
   return { tool: name.tool, clientKey: name.clientKey, task };
+}
+
+/** Whether this request's client declared the tasks extension (2026-07-28: in each request's `_meta`). */
+function declaresTasks(ctx: ServerContext): boolean {
+  // The SDK types the envelope as `{}` (its keys are the spec's, read as the request carries them).
+  const envelope = ctx.mcpReq.envelope as Readonly<Record<string, unknown>> | undefined;
+  const declared = envelope?.[CLIENT_CAPABILITIES_META_KEY] as
+    | { readonly extensions?: Readonly<Record<string, unknown>> }
+    | undefined;
+  const extension = declared?.extensions?.[TASKS_EXTENSION];
+  return typeof extension === 'object' && extension !== null;
+}
+
+/** The extension's `-32021` for a `tasks/*` request whose client did not declare it: nothing is read. */
+function requireTasksExtension(ctx: ServerContext): void {
+  if (declaresTasks(ctx)) return;
+  throw new MissingRequiredClientCapabilityError(
+    { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+    `Missing required client capability: the ${TASKS_EXTENSION} extension (declare it in params._meta["${CLIENT_CAPABILITIES_META_KEY}"].extensions)`,
+  );
 }
 
 /** Time kept back from a request's deadline when `tasks/result` waits: enough to answer before it. */
@@ -200,35 +201,104 @@ const RESULT_DEADLINE_MARGIN_MS = 1_000;
  */
 export const TASK_RESULT_HOLD_MS = 1_000;
 
+/** A `tools/call` read and checked, before it runs: the tool, its input, or the answer that refuses it. */
+interface PreparedCall {
+  readonly tool: McpTool;
+  readonly name: string;
+  readonly isWrite: boolean;
+  readonly input: Record<string, unknown>;
+  /** Set when the call is refused before it runs (the key in the arguments and in the params differ). */
+  readonly refusal?: Answer;
+}
+
+/** Reads a `tools/call`'s params: the tool (an unknown one is -32602), its input with the request's key. */
+function prepareCall(
+  byName: ReadonlyMap<string, McpTool>,
+  { name, arguments: args = {}, idempotencyKey }: CallToolParamsOf,
+): PreparedCall {
+  const tool = byName.get(name);
+  if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);
+  const isWrite = !tool.listing.annotations.readOnlyHint;
+  if (!isWrite || idempotencyKey === undefined) return { tool, name, isWrite, input: args };
+  const input = { ...args, [IDEMPOTENCY_KEY_FIELD]: idempotencyKey };
+  const inArguments = args[IDEMPOTENCY_KEY_FIELD];
+  if (inArguments === undefined || inArguments === idempotencyKey) return { tool, name, isWrite, input };
+  const refusal: Answer = {
+    ok: false,
+    error: {
+      code: 'invalid_args',
+      message: `${IDEMPOTENCY_KEY_FIELD}: the arguments and the request's idempotencyKey differ`,
+    },
+  };
+  return { tool, name, isWrite, input, refusal };
+}
+
 /**
- * An MCP server, built once and reused: it serves one request at a time (connected to that request's
- * transport), each request's caller and deadline coming with it (`mcpRequestAuth`). Stateless: nothing
- * of a request outlives its answer, so any Lambda instance answers any request. `tools/list` lists
- * every write and read; `tools/call` answers with the same answer object as the HTTP API — or, asked for
- * a task (MCP 2025-11-25), with the task its call is (`lib/mcp/tasks.ts`); `tasks/get` and `tasks/result`
- * read it.
+ * A task answered to `tools/call`, on its way past the SDK's check of `tools/call` results (a
+ * `CallToolResult`, in both eras): SDK v2 has no runtime for tasks (neither 2025-11-25's nor the tasks
+ * extension's), so it would refuse a `CreateTaskResult` there. Thrown inside that check, caught outside it.
  */
-export function createMcpServer({ tools, logger }: McpServerDependencies): Server {
-  const server = new Server(
+class TaskAnswered extends Error {
+  constructor(readonly result: Result) {
+    super('a task answered tools/call');
+    this.name = 'TaskAnswered';
+  }
+}
+
+/**
+ * The SDK v2 server, with one hook (`_wrapHandler`, the SDK's seam for role-specific result checks): a
+ * `tools/call` answered with a task skips the `CallToolResult` check; every other answer is checked.
+ */
+class RetrysafeServer extends Server {
+  protected override _wrapHandler(
+    method: string,
+    handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
+  ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
+    if (method !== 'tools/call') return super._wrapHandler(method, handler);
+    const checked = super._wrapHandler(method, async function callOrTask(request, ctx) {
+      const result = await handler(request, ctx);
+      if ('task' in result || result.resultType === 'task') throw new TaskAnswered(result);
+      return result;
+    });
+    return async function toolsCall(request, ctx) {
+      try {
+        return await checked(request, ctx);
+      } catch (error) {
+        if (error instanceof TaskAnswered) return error.result;
+        throw error;
+      }
+    };
+  }
+}
+
+/** Which protocol era a server answers: 2025-11-25 and earlier (`initialize`), or 2026-07-28. */
+export type McpEra = 'legacy' | 'modern';
+
+/**
+ * An MCP server for one era, on the official SDK v2 server. Stateless: nothing of a request outlives its
+ * answer, so any Lambda instance answers any request; each request's caller and deadline come with it
+ * (`mcpRequestAuth`). Both eras list every write and read, and answer a `tools/call` with the same answer
+ * object as the HTTP API. 2025-11-25 adds its experimental tasks: a write called with `task` answers the
+ * task its call is (`lib/mcp/tasks.ts`), which `tasks/get` and `tasks/result` read.
+ */
+export function createMcpServer({ tools, logger }: McpServerDependencies, era: McpEra): Server {
+  const server = new RetrysafeServer(
     { name: 'retrysafe', version: '0.1.0' },
     {
-      // Tasks: a write may be called as one. No tasks/list (no index by caller), no tasks/cancel (no state
-      // of a call allows it): the SDK answers both -32601.
-      capabilities: { tools: {}, tasks: { requests: { tools: { call: {} } } } },
+      // 2025-11-25 tasks: a write may be called as one. No tasks/list (no index by caller), no tasks/cancel
+      // (no state of a call allows it): the SDK answers both -32601. 2026-07-28 removed them from the core.
+      // 2026-07-28: the tasks extension (io.modelcontextprotocol/tasks), declared as it says.
+      capabilities:
+        era === 'legacy'
+          ? { tools: {}, tasks: { requests: { tools: { call: {} } } } }
+          : { tools: {}, extensions: { [TASKS_EXTENSION]: {} } },
       instructions: INSTRUCTIONS,
-      jsonSchemaValidator: lazyAjvValidator(),
     },
   );
   const byName = new Map(tools.map((tool) => [tool.listing.name, tool]));
-  const listing = { tools: tools.map((tool) => tool.listing) };
 
   /** A call's answer: the tool's, or a failure worded for the model (never a raw message). */
-  async function answerCall(
-    tool: McpTool,
-    name: string,
-    input: Record<string, unknown>,
-    { caller, deadline }: McpRequestContext,
-  ): Promise<Answer> {
+  async function answerCall({ tool, name, input }: PreparedCall, { caller, deadline }: McpRequestContext) {
     try {
       return await tool.call(input, caller, deadline);
     } catch (error) {
@@ -238,23 +308,23 @@ export function createMcpServer({ tools, logger }: McpServerDependencies): Serve
       const failure = isTransientAwsError(error)
         ? { code: 'unavailable' as const, message: 'a store is unavailable; retry later' }
         : { code: 'internal' as const, message: INTERNAL_MESSAGE };
-      return { ok: false, error: failure };
+      return { ok: false, error: failure } as Answer;
     }
   }
 
   /**
-   * A task-augmented call: the same call, and the task it is — built from what its attempt wrote or read
-   * (`callAsTask`), never a read of whatever sits under the key afterwards; no call of its own, no task.
+   * A task-augmented call (2025-11-25): the same call, and the task it is — built from what its attempt
+   * wrote or read (`callAsTask`), never a read of whatever sits under the key afterwards; no call of its
+   * own, no task.
    */
   async function taskCreated(
-    tool: TaskTool,
-    name: string,
-    input: Record<string, unknown>,
-    { caller, deadline, askedTtl }: McpRequestContext & { readonly askedTtl: unknown },
+    { tool, name, input }: PreparedCall,
+    { caller, deadline }: McpRequestContext,
+    askedTtl: unknown,
   ): Promise<CreateTaskResult> {
     let answered: { readonly answer: Answer; readonly task: CallTask | undefined };
     try {
-      answered = await tool.callAsTask(input, caller, deadline);
+      answered = await (tool as TaskTool).callAsTask(input, caller, deadline);
     } catch (error) {
       logger.error('tool call failed', { tool: name, transport: 'mcp', error: error as Error });
       throw noTask(name, { ok: false, error: { code: 'internal', message: INTERNAL_MESSAGE } });
@@ -268,59 +338,135 @@ export function createMcpServer({ tools, logger }: McpServerDependencies): Serve
     return {
       task: statusMessage ? { ...created, statusMessage } : created,
       _meta: { [MODEL_IMMEDIATE_RESPONSE]: nextAfterWrite(name, answer as ToolResult).message },
-    };
+    } as CreateTaskResult;
   }
 
-  server.setRequestHandler(ListToolsRequestSchema, async function listTools() {
-    return listing;
+  server.setRequestHandler('tools/list', function listTools() {
+    // `execution.taskSupport` left the core with 2026-07-28 (the SDK refuses it there).
+    const listed = tools.map(({ listing }) => {
+      if (era === 'legacy') return listing;
+      const { execution: _execution, ...rest } = listing;
+      return rest;
+    });
+    return { tools: listed } as never;
   });
 
-  server.setRequestHandler(CallToolRequest, async function callTool(request, extra): Promise<
-    CallToolResult | CreateTaskResult
-  > {
-    const context = requestContextOf(extra.authInfo);
-    const { name, arguments: args = {}, idempotencyKey, task } = request.params;
-    const tool = byName.get(name);
-    if (!tool) throw new JsonRpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
-    if (task !== undefined && !(tool.task && tool.callAsTask)) {
-      throw new JsonRpcError(ErrorCode.MethodNotFound, `Tool ${name} does not support task-augmented execution`);
-    }
-    const isWrite = !tool.listing.annotations.readOnlyHint;
-    let input: Record<string, unknown> = args;
-    let answer: Answer | undefined;
-    if (isWrite && idempotencyKey !== undefined) {
-      const inArguments = args[IDEMPOTENCY_KEY_FIELD];
-      if (inArguments !== undefined && inArguments !== idempotencyKey) {
-        answer = {
-          ok: false,
-          error: {
-            code: 'invalid_args',
-            message: `${IDEMPOTENCY_KEY_FIELD}: the arguments and the request's idempotencyKey differ`,
-          },
-        };
+  // The 3-argument form: the SDK's own params schema would strip `idempotencyKey` and `task`.
+  server.setRequestHandler('tools/call', { params: CallToolParams }, async function callTool(params, ctx) {
+    const context = requestContextOf(ctx);
+    const prepared = prepareCall(byName, params);
+    if (era === 'legacy' && params.task !== undefined) {
+      if (!(prepared.tool.task && prepared.tool.callAsTask)) {
+        throw new ProtocolError(
+          ProtocolErrorCode.MethodNotFound,
+          `Tool ${prepared.name} does not support task-augmented execution`,
+        );
       }
-      input = { ...args, [IDEMPOTENCY_KEY_FIELD]: idempotencyKey };
-    }
-    if (task !== undefined) {
       // Refused before the call: no call, no task.
-      if (answer) throw noTask(name, answer);
-      return taskCreated(tool as TaskTool, name, input, { ...context, askedTtl: task.ttl });
+      if (prepared.refusal) throw noTask(prepared.name, prepared.refusal);
+      return taskCreated(prepared, context, params.task.ttl);
+    }
+    if (era === 'modern' && !prepared.refusal && prepared.tool.callAsTask && declaresTasks(ctx)) {
+      return callOrTask(prepared, context);
     }
     // A write's log line (with its metrics) is the runtime's.
-    return toCallToolResult(name, isWrite, answer ?? (await answerCall(tool, name, input, context)));
+    const answer = prepared.refusal ?? (await answerCall(prepared, context));
+    return toCallToolResult(prepared.name, prepared.isWrite, answer);
   });
 
-  server.setRequestHandler(GetTaskRequestSchema, async function getTask(request, extra) {
-    const { caller } = requestContextOf(extra.authInfo);
-    const { tool, clientKey, task } = await readTask(byName, request.params.taskId, caller);
-    return mcpTaskOf(request.params.taskId, task, wordingOf(tool, clientKey));
+  /**
+   * A write's `tools/call` from a client that declared the tasks extension (2026-07-28): the same call;
+   * a call still in flight when this request must answer — the `pending` a client would otherwise poll —
+   * comes back as the task it is (`resultType: "task"`), every other answer as the `CallToolResult` it is.
+   * The task is the call's record, written (the claim) before the call ran: a `tasks/get` for it resolves
+   * on any instance at once, as the extension requires of a task returned.
+   */
+  async function callOrTask({ tool, name, input }: PreparedCall, { caller, deadline }: McpRequestContext) {
+    let answered: { readonly answer: Answer; readonly task: CallTask | undefined };
+    try {
+      answered = await (tool as TaskTool).callAsTask(input, caller, deadline);
+    } catch (error) {
+      logger.error('tool call failed', { tool: name, transport: 'mcp', error: error as Error });
+      answered = { answer: { ok: false, error: { code: 'internal', message: INTERNAL_MESSAGE } }, task: undefined };
+    }
+    const { answer, task } = answered;
+    const clientKey = input[IDEMPOTENCY_KEY_FIELD];
+    const pending = 'status' in answer && answer.status === 'pending';
+    if (!pending || task?.status !== 'working' || typeof clientKey !== 'string') {
+      return toCallToolResult(name, true, answer);
+    }
+    const taskId = taskIdOf(name, clientKey, task.callId);
+    return { resultType: 'task', ...extensionTaskOf(taskId, task, wordingOf(name, clientKey, 'modern')) };
+  }
+
+  if (era === 'legacy') addLegacyTaskHandlers(server, byName);
+  else addExtensionTaskHandlers(server, byName);
+  return server;
+}
+
+/**
+ * The tasks extension's methods (SEP-2663) over the call record: `tasks/get` (one consistent GetItem, no
+ * write), `tasks/update` (a task here never asks for input: acknowledged, nothing to take), `tasks/cancel`
+ * (no state of a call allows it: a claim precedes the effect, so a working call may have made it, and a
+ * terminal one is done — the spec's `-32602`). Each answers `-32021` to a client that did not declare
+ * the extension, and the same `-32602` Task not found for an unknown, malformed, expired, erased or
+ * another caller's task id.
+ */
+function addExtensionTaskHandlers(server: Server, byName: ReadonlyMap<string, McpTool>): void {
+  server.setRequestHandler('tasks/get', { params: TaskParams }, async function getTask({ taskId }, ctx) {
+    requireTasksExtension(ctx);
+    const { tool, clientKey, task } = await readTask(byName, taskId, requestContextOf(ctx).caller);
+    const detailed = extensionTaskOf(taskId, task, wordingOf(tool, clientKey, 'modern'), function resultOf(answer) {
+      return toCallToolResult(tool, true, answer);
+    });
+    return { ...detailed };
+  });
+
+  // Its `inputResponses` reach the handler as the SDK lifts them out of the params (`ctx.mcpReq`), as for
+  // any multi-round-trip request.
+  server.setRequestHandler('tasks/update', { params: TaskParams }, async function updateTask({ taskId }, ctx) {
+    requireTasksExtension(ctx);
+    if (typeof ctx.mcpReq.inputResponses !== 'object' || ctx.mcpReq.inputResponses === null) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        'Invalid params for tasks/update: inputResponses: required, an object of responses by input request key',
+      );
+    }
+    // Known or not found, as tasks/get reads it. No task here is ever input_required: every response
+    // names a request not outstanding, which the spec says to ignore.
+    await readTask(byName, taskId, requestContextOf(ctx).caller);
+    return {};
+  });
+
+  server.setRequestHandler('tasks/cancel', { params: TaskParams }, async function cancelTask({ taskId }, ctx) {
+    requireTasksExtension(ctx);
+    const { task } = await readTask(byName, taskId, requestContextOf(ctx).caller);
+    const why =
+      task.status === 'working'
+        ? 'its call may already have made its effect (a claim precedes the effect), and it keeps its idempotency_key until it completes'
+        : 'it is already completed';
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Cannot cancel task: ${why}`, {
+      taskId,
+      status: task.status === 'working' ? 'working' : 'completed',
+    });
+  });
+}
+
+/**
+ * 2025-11-25's `tasks/get` and `tasks/result` (SDK v2 keeps their wire schemas but no runtime: they are
+ * registered as the SDK registers any method it does not type).
+ */
+function addLegacyTaskHandlers(server: Server, byName: ReadonlyMap<string, McpTool>): void {
+  server.setRequestHandler('tasks/get', { params: TaskParams }, async function getTask({ taskId }, ctx) {
+    const { caller } = requestContextOf(ctx);
+    const { tool, clientKey, task } = await readTask(byName, taskId, caller);
+    return mcpTaskOf(taskId, task, wordingOf(tool, clientKey));
   });
 
   // tasks/result waits for a working task (reads only) until it is terminal, for TASK_RESULT_HOLD_MS at most
   // (and never past this request's time): then it says so (the client polls tasks/get and asks again).
-  server.setRequestHandler(GetTaskPayloadRequestSchema, async function getTaskResult(request, extra) {
-    const { caller, deadline } = requestContextOf(extra.authInfo);
-    const taskId = request.params.taskId;
+  server.setRequestHandler('tasks/result', { params: TaskParams }, async function getTaskResult({ taskId }, ctx) {
+    const { caller, deadline } = requestContextOf(ctx);
     // What is left of the hold: of TASK_RESULT_HOLD_MS, and of the invocation's time.
     const holdUntil = deadline.getRemainingTimeInMillis() - TASK_RESULT_HOLD_MS;
     for (;;) {
@@ -330,9 +476,9 @@ export function createMcpServer({ tools, logger }: McpServerDependencies): Serve
       }
       const remaining = deadline.getRemainingTimeInMillis();
       const wait = Math.min(task.pollIntervalMs, TASK_RESULT_HOLD_MS, remaining - holdUntil);
-      if (extra.signal.aborted || wait <= 0 || remaining < wait + RESULT_DEADLINE_MARGIN_MS) {
-        throw new JsonRpcError(
-          ErrorCode.InternalError,
+      if (ctx.mcpReq.signal.aborted || wait <= 0 || remaining < wait + RESULT_DEADLINE_MARGIN_MS) {
+        throw new ProtocolError(
+          ProtocolErrorCode.InternalError,
           `the task is still working (tasks/result waits at most ${TASK_RESULT_HOLD_MS} ms): poll tasks/get every pollInterval, then ask tasks/result again once it is terminal`,
           { taskId, status: 'working', pollInterval: task.pollIntervalMs },
         );
@@ -340,5 +486,4 @@ export function createMcpServer({ tools, logger }: McpServerDependencies): Serve
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
   });
-  return server;
 }

@@ -1,17 +1,20 @@
 /**
- * MCP tasks (protocol revision 2025-11-25, experimental; SEP-1686) over the call record: a write called
- * with `task` is the same call, and its task is a view of its record (`callAsTask`, `readTask`: the core's
- * `taskOf`) — nothing is kept in memory between requests, no table or write is added, and any process
- * answers any task. What this module adds is the wire: the task id, the `Task` object, the errors.
+ * MCP tasks over the call record, in both eras: 2025-11-25's experimental tasks (SEP-1686) and 2026-07-28's
+ * tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663). A write's call is its task, and the task is a
+ * view of its record (`callAsTask`, `readTask`: the core's `taskOf`) — nothing is kept in memory between
+ * requests, no table or write is added, and any process answers any task. What this module adds is the
+ * wire: the task id, the `Task` objects of each era, the errors.
  *
  * - The task id names the call: `rs1.<base64url of [tool, client key]>.<call instance>`. Every `tasks/*`
  *   request recomputes the call's record key with the caller the token names (as `get_operation` does),
- *   so another tenant's or user's id finds nothing, and answers exactly as an unknown one.
- * - `tasks/get` is one consistent GetItem; `tasks/result` polls the same read until the task is terminal;
- *   neither writes.
- * - Not declared: `tasks/list` (the table has no index by caller: one would cost every call two more
- *   write units) and `tasks/cancel` (no state of a call allows it: a claim precedes the effect at once,
- *   so every task still `working` may have made its effect). The SDK answers both `-32601`.
+ *   so another tenant's or user's id finds nothing, and answers exactly as an unknown one. It is no bearer
+ *   token: guessing one gives nothing without the caller's token.
+ * - `tasks/get` is one consistent GetItem; 2025-11-25's `tasks/result` polls the same read until the task
+ *   is terminal; the extension's `tasks/update` and `tasks/cancel` read it once; none writes.
+ * - 2025-11-25, not declared: `tasks/list` (the table has no index by caller: one would cost every call two
+ *   more write units) and `tasks/cancel` (no state of a call allows it: a claim precedes the effect at once,
+ *   so every task still `working` may have made its effect). The SDK answers both `-32601`. The extension
+ *   has no `tasks/list`, and its `tasks/cancel` answers `-32602` for the same reason.
  */
 import type { CallTask, StalledReason } from '../idempotency';
 import type { JsonObject } from '../idempotency/types';
@@ -51,6 +54,9 @@ export function taskNameOf(taskId: string): TaskName | undefined {
     return undefined;
   }
 }
+
+/** The tasks extension's identifier: declared in capabilities, and by a client in each request's `_meta`. */
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 
 /** The spec's error for an id that names no task of the caller's (unknown, gone, or another caller's). */
 export const TASK_NOT_FOUND = 'Failed to retrieve task: Task not found';
@@ -116,4 +122,50 @@ export function ttlNote(asked: unknown, kept: number): string | undefined {
   if (askedMs === kept) return undefined;
   const what = askedMs === undefined ? 'a ttl that is no number of ms' : `${askedMs} ms`;
   return `ttl: ${kept} ms, the lifetime of its idempotency_key (asked: ${what}).`;
+}
+
+/** A task whose call's outcome is stored. */
+type TerminalTask = Extract<CallTask, { readonly status: 'completed' | 'failed' }>;
+
+/** The tasks extension's `Task` (2026-07-28), as `tasks/get` answers it and a `CreateTaskResult` carries it. */
+export interface ExtensionTask {
+  readonly taskId: string;
+  /** Never `input_required` (no call asks for input) nor `cancelled` (no call can be). */
+  readonly status: 'working' | 'completed';
+  readonly statusMessage?: string;
+  /** ISO 8601. */
+  readonly createdAt: string;
+  /** ISO 8601. */
+  readonly lastUpdatedAt: string;
+  /** How long the task is kept from its creation, in ms: its record's TTL. */
+  readonly ttlMs: number;
+  /** When polling again is worth it: the same hint as the call's `pending` answer (`retry_after_ms`). */
+  readonly pollIntervalMs?: number;
+  /** A completed task's result: the `CallToolResult` its call answers. */
+  readonly result?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * A call's task as the tasks extension words it. A call's stored outcome is its tool's result, a receipt or
+ * a failure answered `isError: true`, never a JSON-RPC error: both are `completed` with that result (the
+ * extension keeps `failed` for JSON-RPC errors), which `resultOf` builds; without it, a terminal task
+ * carries no result (a `CreateTaskResult` is only ever made of a working call).
+ */
+export function extensionTaskOf(
+  taskId: string,
+  task: CallTask,
+  wording: TaskWording,
+  resultOf?: (answer: TerminalTask['result']) => Readonly<Record<string, unknown>>,
+): ExtensionTask {
+  const wire = mcpTaskOf(taskId, task, wording);
+  const times = { taskId, createdAt: wire.createdAt, lastUpdatedAt: wire.lastUpdatedAt, ttlMs: wire.ttl };
+  if (task.status === 'working') {
+    return { ...times, status: 'working', statusMessage: wire.statusMessage, pollIntervalMs: task.pollIntervalMs };
+  }
+  return {
+    ...times,
+    status: 'completed',
+    ...(wire.statusMessage === undefined ? {} : { statusMessage: wire.statusMessage }),
+    ...(resultOf ? { result: resultOf(task.result) } : {}),
+  };
 }

@@ -140,3 +140,110 @@ describe('MCP tasks across two server processes on one table', () => {
     }
   });
 });
+
+const MODERN = '2026-07-28';
+const TASKS = 'io.modelcontextprotocol/tasks';
+
+/**
+ * A client of the tasks extension written from its spec text alone (SEP-2663; no released SDK implements
+ * it): each 2026-07-28 request carries the envelope with the extension declared, and the headers the
+ * Streamable HTTP binding requires (`Mcp-Name`: the tool, or the task id for `tasks/*`).
+ */
+function extensionClient(server: ServerProcess, token: string) {
+  let id = 0;
+  async function request(method: string, params: Record<string, unknown>, mcpName?: string) {
+    const response = await fetch(`${server.url}/mcp`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${token}`,
+        'mcp-protocol-version': MODERN,
+        'mcp-method': method,
+        ...(mcpName ? { 'mcp-name': mcpName } : {}),
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: ++id,
+        method,
+        params: {
+          ...params,
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': MODERN,
+            'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } },
+            'io.modelcontextprotocol/clientInfo': { name: 'spec-tasks-client', version: '1.0.0' },
+          },
+        },
+      }),
+    });
+    // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC replies are asserted structurally
+    const body = (await response.json()) as any;
+    if (body.error) throw Object.assign(new Error(body.error.message), body.error);
+    return body.result;
+  }
+  return {
+    discover: () => request('server/discover', {}),
+    callTool: (name: string, args: Record<string, unknown>) => request('tools/call', { name, arguments: args }, name),
+    getTask: (taskId: string) => request('tasks/get', { taskId }, taskId),
+    /** "Clients SHOULD respect the pollIntervalMs … continue polling until the task reaches a terminal status." */
+    async untilTerminal(taskId: string) {
+      const seen = [];
+      for (;;) {
+        const task = await this.getTask(taskId);
+        seen.push(task);
+        if (task.status !== 'working' && task.status !== 'input_required') return seen;
+        await new Promise((resolve) => setTimeout(resolve, task.pollIntervalMs));
+      }
+    },
+  };
+}
+
+describe('MCP 2026-07-28 tasks extension across two server processes on one table, from the spec text', () => {
+  it('a refund held at the provider is a working task created on one process, polled on the other until completed with its one receipt', async () => {
+    const token = await key.mint(newTenant('tasks-ext'), 'ada');
+    const [onOne, onTwo] = [extensionClient(one, token), extensionClient(two, token)];
+    const discovered = await onOne.discover();
+    const invoice = await onOne.callTool('create_invoice', {
+      idempotency_key: 'inv-x',
+      customer: 'cus_ada',
+      amount: 4_200,
+    });
+    const invoiceId = invoice.structuredContent.receipt.invoice_id as string;
+    stripe.addPaymentIntent(invoiceId, { amount: 4_200, currency: 'usd' });
+    const hold = stripe.holdNext();
+    const refund = { idempotency_key: 'rf-x', invoice_id: invoiceId, amount: 4_200 };
+    // The refund reaches the provider from process two, and waits there.
+    const first = onTwo.callTool('refund', refund);
+    await hold.arrived;
+
+    // The same refund from process one: still in flight when it must answer, so the server makes it a task.
+    const created = await onOne.callTool('refund', refund);
+    const working = await onTwo.getTask(created.taskId);
+    hold.release();
+    const answered = await first;
+    const polled = await onTwo.untilTerminal(created.taskId);
+    const done = polled.at(-1);
+
+    expect(discovered.capabilities.extensions).toEqual({ [TASKS]: {} });
+    expect(invoice.resultType).toBe('complete');
+    expect(created).toMatchObject({ resultType: 'task', status: 'working', pollIntervalMs: expect.any(Number) });
+    expect(Date.parse(created.createdAt)).not.toBeNaN();
+    expect(created.ttlMs).toBeGreaterThan(0);
+    expect(working).toMatchObject({
+      resultType: 'complete',
+      taskId: created.taskId,
+      status: 'working',
+      pollIntervalMs: expect.any(Number),
+    });
+    expect(answered.structuredContent).toMatchObject({ ok: true, idempotent: false, key: 'rf-x' });
+    // The task is the call: its result is the call's one receipt, the one refund the provider made.
+    expect(done).toMatchObject({
+      resultType: 'complete',
+      taskId: created.taskId,
+      status: 'completed',
+      result: { isError: false, structuredContent: { ok: true, idempotent: false, key: 'rf-x' } },
+    });
+    expect(done.result.structuredContent.receipt).toEqual(answered.structuredContent.receipt);
+    expect(stripe.refunds.filter((made) => made.payment_intent === invoiceId)).toHaveLength(1);
+  });
+});

@@ -334,7 +334,7 @@ describe("what the tools' and reads' code needs (needs)", () => {
 
     expect(attempt).toThrow(
       new Error(
-        ['canonicalize', ['zod/mini', 'zod'], ['@modelcontextprotocol/*', '@modelcontextprotocol/sdk']]
+        ['canonicalize', ['zod/mini', 'zod'], ['@modelcontextprotocol/*', '@modelcontextprotocol/server']]
           .map((entry) => {
             const [pattern, left] = typeof entry === 'string' ? [entry, entry] : entry;
             return `bundling.externalModules: ${pattern} would leave retrysafe's own ${left} out of the bundles (its code loads them in the functions, and the Lambda runtime has none: they would fail at init)`;

@@ -51,18 +51,16 @@ closures): −1,226 — create_invoice 134,841 bytes.
 export const BUNDLE_BUDGET_BYTES = 133 * 1024;
 
 /**
- * The MCP endpoint's budget: the official SDK brings the full zod (~103 KB, it does not use zod/mini),
- * ajv (~102 KB, which its server requires for elicitation schemas — built on first use, so never here), its
- * own ~55 KB, and jose (~18 KB) to verify tokens itself — ~448 KB with every tool and read. It initializes
- * in 1.0–1.16× the time of a bare official-SDK MCP server doing the same DynamoDB calls (436 KB; goal 1.1×):
- * at the edge of its goal, so the budget leaves it ~0.6 KB (450 KB until the two protocol fixes above, and
- * the lazy answers' wrappers; 451 KB until a 401 said why a token is refused and `get_operation` answered
- * `stalled` — ~2.4 KB of messages and one schema branch, 464,225 bytes; 454 KB until makeIdempotent went:
-447,734 bytes, the room left for MCP tasks; 442 KB until MCP tasks came: their handlers, task ids, the task
-view and a call's record as its attempt left it, +6.7 KB — 454,422 bytes; then a read's answer parsed with its
-`found` schema and a read's argument that takes no text refused: +515 bytes).
+ * The MCP endpoint's budget: both protocol eras (2026-07-28 and 2025-11-25) on the official SDK v2 server
+ * (`@modelcontextprotocol/server`, ~322 KB: one chunk with its own wire schemas and the Ajv it validates
+ * elicitation schemas with, built on first use — never here; and the full zod, ~108 KB), jose (~19 KB) to
+ * verify tokens itself, every tool and read. The SDK's own minimal server (bench/bare-mcp-v2.ts, one tool on a
+ * bare Powertools refund) is 506,642 bytes; cold module init is held to 1.1× its time (bench/mcp-init.ts).
+ * History: on the SDK v1 server, 2025-11-25 only, 448 KB (458,637 bytes at issue 34); the v2 server beside the
+ * v1 one (v1 for 2025-11-25) was 812,051 bytes, ~1.3× the cold init — the v1 SDK and its ajv left the bundle
+ * instead (617,563 bytes); then the tasks extension's handlers and task view: 619,704 bytes.
  */
-export const MCP_BUNDLE_BUDGET_BYTES = 448 * 1024; // 446 KB until liveness and attach (issue 33): +1.7 KB, 458,454 bytes; issue 35 +703, the Stripe adapter's import −1,791: 457,549
+export const MCP_BUNDLE_BUDGET_BYTES = 606 * 1024; // on SDK v1 until then: 448 KB; issue 35's Powertools records +703, the Stripe adapter's import −1,791: 457,549
 
 /**
  * The completer's budget: it carries every tool (to finish any call) and the recheck queue's SQS commands

@@ -65,8 +65,8 @@ export const ABLATIONS: readonly Ablation[] = [
       },
       {
         module: 'lib/idempotency/runtime.ts',
-        find: 'const scope = identitySchema.safeParse(identity);',
-        replace: 'const scope = { success: true as const, data: identity, error: undefined as never };',
+        find: 'const caller = identitySchema.safeParse(identity);',
+        replace: 'const caller = { success: true as const, data: identity, error: undefined as never };',
       },
     ],
   },

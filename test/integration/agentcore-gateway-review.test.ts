@@ -1,22 +1,42 @@
 // Review of issue 35, deliverable 3 (AgentCore Gateway): failing tests, each one a defect found by a
 // fresh-eye review (h-review35). The handlers are the deployed entry files on functions the construct
 // made gateway targets (`RETRYSAFE_AGENTCORE_TARGET`), the interceptor as deployed, on DynamoDB Local.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
+import { READS } from '../../app/reads';
+import { TOOLS } from '../../app/tools';
+import { CALLER_KEY_SECRET_VAR } from '../../lib/agentcore/caller-key';
 import { type InterceptorInput, type InterceptorOutput, interceptRequest } from '../../lib/agentcore/interceptor';
+import { gatewayToolDefinitions } from '../../lib/agentcore/tool-schema';
 import type { GatewayToolHandler } from '../../lib/agentcore/write';
 import { VerifierUnavailableError } from '../../lib/auth/token-claims';
+import { heldSendEmail } from '../helpers/held-send-email';
 import { createWorld, deadline, newTenant, type World } from '../helpers/world';
 
 // What the construct sets on a gateway's target (and folds into its bundle).
 process.env.RETRYSAFE_AGENTCORE_TARGET = 'true';
-/** The caller-signing key the secret holds (the interceptor's; a target never reads it in these tests). */
+/** The caller-signing key the secret holds (served to the targets by a local Secrets Manager). */
 const KEY = 'caller-key-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP';
 
 let world: World;
-beforeAll(() => {
+let secrets: Server;
+beforeAll(async () => {
   world = createWorld();
+  // Secrets Manager's JSON protocol, answering GetSecretValue with the key (as agentcore-gateway.test.ts does).
+  secrets = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      response.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' });
+      response.end(JSON.stringify({ ARN: 'arn:key', Name: 'key', SecretString: KEY }));
+    });
+  });
+  await new Promise<void>((resolve) => secrets.listen(0, '127.0.0.1', resolve));
+  process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER = `http://127.0.0.1:${(secrets.address() as AddressInfo).port}`;
+  process.env[CALLER_KEY_SECRET_VAR] = 'arn:key';
 });
 afterAll(async () => {
+  await new Promise((resolve) => secrets.close(resolve));
   await world.destroy();
 });
 
@@ -83,6 +103,63 @@ describe('review 35: a gateway target never takes a caller from the agent’s ar
     // Assess: nothing moved in the victim's tenant, no record claimed there.
     expect(await world.ledgerRows(victim)).toEqual([]);
     expect(await world.idempotencyRecordKeys(victim)).toEqual([]);
+  });
+
+  it('refuses a read through the gateway without bedrockAgentCoreToolName in its client context: the agent’s path parameters and claims read another tenant’s invoice', async () => {
+    const eve = newTenant();
+    const victim = newTenant();
+    const invoice = await world.seedInvoice(victim);
+    const agentArgs = {
+      invoice_id: invoice.invoice_id,
+      pathParameters: { invoice_id: invoice.invoice_id },
+      requestContext: { authorizer: { jwt: { claims: { tenant_id: victim, sub: 'ada' } } } },
+    };
+    const output = await interceptRequest(toolsCall(gatewayName('get_invoice'), agentArgs), {
+      verifyToken: async () => ({ tenant_id: eve, sub: 'eve' }),
+      callerKey: async () => KEY,
+      env: {},
+    });
+    const context = {
+      ...deadline(),
+      clientContext: { custom: { bedrockagentcoreToolName: gatewayName('get_invoice') } },
+    } as unknown as Context;
+
+    const answer = (await (
+      await gatewayTool('get_invoice')
+    )(forwarded(output), context)) as unknown as {
+      body?: string;
+    };
+
+    // The victim's invoice must not reach eve in any shape (an HTTP response's body or the answer itself).
+    expect(JSON.stringify(answer)).not.toContain(invoice.invoice_id);
+  });
+});
+
+describe('review 35: a pending answer through the gateway names a way to ask again that the gateway serves', () => {
+  it('does not point the agent at get_operation, which no target lists', async () => {
+    const tenant = newTenant();
+    const { tool: held, started, release } = heldSendEmail();
+    const args = { idempotency_key: 'held-1', to: 'a@example.com', subject: 's', body: 'b' };
+    const running = world.runtime.invoke(held, { tenant, user: 'ada' }, args, deadline(5_000));
+    await started.opened;
+    const signed = await interceptRequest(toolsCall(gatewayName('send_email'), args), {
+      verifyToken: async () => ({ tenant_id: tenant, sub: 'ada' }),
+      callerKey: async () => KEY,
+      env: {},
+    });
+
+    const context = {
+      ...deadline(1_500),
+      clientContext: { custom: { bedrockAgentCoreToolName: gatewayName('send_email') } },
+    } as unknown as Context;
+    const answer = await (await gatewayTool('send_email'))(forwarded(signed), context).catch((error) => error);
+    release.open();
+    await running;
+
+    const listed = gatewayToolDefinitions(TOOLS, READS).map(({ name }) => name);
+    expect(answer).toMatchObject({ ok: false, status: 'pending' });
+    const poll = (answer as { next: { poll?: { tool: string } } }).next.poll;
+    expect(poll === undefined || listed.includes(poll.tool)).toBe(true);
   });
 });
 

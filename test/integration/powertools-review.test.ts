@@ -5,11 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import { nextAfterRead } from '../../lib/api/next-step';
 import { recordKeyOf } from '../../lib/idempotency/derivation';
 import { fingerprint } from '../../lib/idempotency/fingerprint';
 import { powertoolsResponseHook } from '../../lib/idempotency/powertools';
+import { readOperation } from '../../lib/reads/operation';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
-import { noteTool } from '../helpers/tools';
+import { gate, noteTool } from '../helpers/tools';
 
 let world: ProtocolWorld;
 beforeAll(() => {
@@ -89,5 +91,36 @@ describe('review 35: powertoolsResponseHook on a record Powertools’ own handle
     // assess
     expect(viaRetrysafe).toMatchObject({ ok: true, idempotent: true, receipt: result });
     expect(viaPowertools).toEqual((viaRetrysafe as { receipt: unknown }).receipt);
+  });
+});
+
+describe('review 35: the poll of a call Powertools’ handler left in flight (stalled, reason powertools)', () => {
+  // readOperation's hint says a resend waits for the TTL (STALLED_HINTS.powertools); the answer's `next`
+  // (nextAfterOperation('stalled')) tells the agent to resend now "to run it again (it cannot act twice)":
+  // the resend answers `pending` for the rest of the TTL, and past it the call runs under retrysafe's
+  // downstream key, not the one Powertools' function used — it can act twice.
+  it('tells the agent when asking again can change anything (the TTL), and promises no single effect', async () => {
+    // prepare: Powertools' handler claims with 100 ms left, and its worker never comes back
+    const call = callOf();
+    noteTool(TOOL, undefined, { ttlSeconds: TTL_SECONDS });
+    const dead = gate();
+    const { handler, run } = powertools(async () => {
+      await dead.opened;
+      return { note_id: 'late' };
+    });
+    const dying = handler(call.event, deadline(100));
+    while (run.mock.calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+
+    // act: the poll as GET /tools/{tool}/operations/{key} and get_operation answer it
+    const answer = await readOperation({ runtime: world.runtime, toolNames: [TOOL] }, call.caller, TOOL, call.key);
+    const next = nextAfterRead(answer as Parameters<typeof nextAfterRead>[0]);
+    dead.open();
+    await dying;
+
+    // assess
+    expect(answer).toMatchObject({ ok: true, status: 'stalled' });
+    expect(next.message).not.toMatch(/cannot act twice/);
+    expect(next.after_ms).toBeGreaterThan((TTL_SECONDS - 60) * 1000);
   });
 });

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { nextAfterRead } from '../../lib/api/next-step';
 import { recordKeyOf } from '../../lib/idempotency/derivation';
 import { fingerprint } from '../../lib/idempotency/fingerprint';
@@ -122,5 +123,36 @@ describe('review 35: the poll of a call Powertools’ handler left in flight (st
     expect(answer).toMatchObject({ ok: true, status: 'stalled' });
     expect(next.message).not.toMatch(/cannot act twice/);
     expect(next.after_ms).toBeGreaterThan((TTL_SECONDS - 60) * 1000);
+  });
+});
+
+describe('review 35: a tenant’s erase, on records Powertools’ handler wrote for that tenant', () => {
+  // docs/design.md: "Erase tombstones a completed Powertools record and keeps one in flight ... every app
+  // table waits for it". The operator's erase (`eraseTenant`, the admin Lambda and `retrysafe erase`)
+  // finds records by a Scan on `tenant`, which Powertools' layer never writes: it sees neither.
+  it('reports a Powertools call of the tenant still in flight (so that the app’s tables wait for it)', async () => {
+    // prepare: Powertools' handler holds the key for the tenant's call
+    const call = callOf();
+    const held = gate();
+    const { handler, run } = powertools(async () => {
+      await held.opened;
+      return { note_id: 'n' };
+    });
+    const running = handler(call.event, deadline(5_000));
+    while (run.mock.calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+
+    // act
+    const report = await eraseTenant(
+      world.client,
+      { tenant: call.caller.tenant, includeDomain: true },
+      {
+        IDEMPOTENCY_TABLE: world.idempotencyTable.tableName,
+      },
+    );
+    held.open();
+    await running;
+
+    // assess
+    expect(report.tables.idempotency).toMatchObject({ found: 1, inFlight: 1 });
   });
 });

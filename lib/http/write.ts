@@ -87,7 +87,8 @@ export interface ToolHandlerDependencies<Svc> {
   readonly logger: Logger;
   /**
    * How the tool's function answers an AgentCore Gateway's invocation (`gatewayWrites`), when it is a
-   * gateway's target; without it, every invocation is taken for API Gateway's.
+   * gateway's target (which invocations are the gateway's: `gatewayInvocationTool`); without it, every
+   * invocation is taken for API Gateway's.
    * @default undefined (not a gateway's target)
    */
   readonly gateway?: GatewayWrite;
@@ -110,8 +111,9 @@ export function toolHandler<N extends string, Svc>(
     'tool',
     logger,
     function writeTool(event, context) {
-      const tool = gateway && gatewayInvocationTool(context);
-      return tool
+      // On a gateway's target, which invocations are the gateway's: `gatewayInvocationTool`.
+      const tool = gateway && gatewayInvocationTool(event, context);
+      return gateway && tool !== undefined
         ? gateway(dependencies, event as GatewayToolEvent, tool, context)
         : handleToolWrite(dependencies, event as ApiEvent, context);
     },
@@ -121,7 +123,7 @@ export function toolHandler<N extends string, Svc>(
   // is named after (`registered`, retrysafe/lambda).
   const handler = async function tool(event: ApiEvent | GatewayToolEvent, context: Context) {
     const response = await handle(event, context);
-    return gateway && gatewayInvocationTool(context) ? JSON.parse(response.body) : response;
+    return gateway && gatewayInvocationTool(event, context) !== undefined ? JSON.parse(response.body) : response;
   } as ToolLambdaHandler;
   return Object.assign(handler, { tool: module.name });
 }

@@ -10,7 +10,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Context } from 'aws-lambda';
-import { CALLER_FIELD, NO_CALLER, SIGNED_CALLER_TTL_SECONDS, verifiedCaller } from '../../lib/agentcore/caller';
+import {
+  CALLER_FIELD,
+  NO_CALLER,
+  NO_TOOL_NAME,
+  SIGNED_CALLER_TTL_SECONDS,
+  verifiedCaller,
+} from '../../lib/agentcore/caller';
 import { CALLER_KEY_SECRET_VAR, callerKeyFromEnv } from '../../lib/agentcore/caller-key';
 import {
   type InterceptorInput,
@@ -396,7 +402,7 @@ describe('the trust boundary: the caller field is the agent’s to write, so no 
     expect(await world.idempotencyRecordKeys(victim)).toEqual([]);
   });
 
-  it('a caller the agent wrote that reaches the target around the interceptor (a JSON-RPC batch it lets through unread) runs nothing', async () => {
+  it('a JSON-RPC batch is refused by the interceptor, and the caller the agent wrote in it runs nothing at the target either', async () => {
     const victim = newTenant();
     const invoice = await world.seedInvoice(victim);
     const token = await key.mint(newTenant(), 'eve');
@@ -414,8 +420,14 @@ describe('the trust boundary: the caller field is the agent’s to write, so no 
       interceptorInputVersion: '1.0',
       mcp: { gatewayRequest: { headers: { Authorization: `Bearer ${token}` }, body: batch } },
     });
-    // The interceptor reads one request at a time: a batch goes on as it came, the agent's caller in it.
-    expect(output.mcp).toEqual({ transformedGatewayRequest: { body: batch } });
+    // The interceptor signs one request at a time: a batch is answered with a JSON-RPC error, not let through.
+    expect(output.mcp).toEqual({
+      transformedGatewayResponse: {
+        statusCode: 200,
+        body: { jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringContaining('batch') } },
+      },
+    });
+    // Had it reached the target (another gateway, a direct invoker), the target refuses the unsigned caller.
     const answer = await (await gatewayTool('refund'))(forgedArgs, gatewayContext('refund'));
 
     expect(answer).toMatchObject({ ok: false, error: { code: 'unauthorized', message: NO_CALLER } });
@@ -439,6 +451,97 @@ describe('the trust boundary: the caller field is the agent’s to write, so no 
     expect(answer).toMatchObject({ ok: false, error: { code: 'unauthorized', message: NO_CALLER } });
     expect(await world.idempotencyRecordKeys(victim)).toEqual([]);
   });
+});
+
+describe('the rule: a gateway target reads no caller from what the agent’s arguments can carry, except the one the interceptor signed', () => {
+  it.each([
+    ['a client context without custom', {}],
+    ['a custom without a tool name', { custom: { bedrockAgentCoreTargetId: 'TARGET1' } }],
+    ['a tool name that is not a string', { custom: { bedrockAgentCoreToolName: 7 } }],
+  ])(
+    'refuses a gateway invocation with %s (any client context is the gateway’s), and runs nothing',
+    async (_case, clientContext) => {
+      const victim = newTenant();
+      const invoice = await world.seedInvoice(victim);
+      const args = {
+        idempotency_key: 'rule-1',
+        invoice_id: invoice.invoice_id,
+        amount: invoice.amount,
+        requestContext: { authorizer: { jwt: { claims: { tenant_id: victim, sub: 'ada' } } } },
+        body: JSON.stringify({ idempotency_key: 'rule-1', invoice_id: invoice.invoice_id, amount: invoice.amount }),
+      };
+
+      const answer = await (await gatewayTool('refund'))(args, { ...deadline(), clientContext } as unknown as Context);
+
+      expect(answer).toMatchObject({ ok: false, error: { code: 'unauthorized', message: NO_TOOL_NAME } });
+      expect(await world.ledgerRows(victim)).toEqual([]);
+      expect(await world.idempotencyRecordKeys(victim)).toEqual([]);
+    },
+  );
+
+  it('accepts the tool name under the spelling an AWS tutorial gives (bedrockagentcoreToolName)', async () => {
+    const tenant = newTenant();
+    const context = {
+      ...deadline(),
+      clientContext: { custom: { bedrockagentcoreToolName: gatewayName('create_ticket') } },
+    } as unknown as Context;
+
+    const answer = await (await gatewayTool('create_ticket'))(
+      { idempotency_key: 'rule-2', title: 's', body: 'b', ...caller(tenant, 'ada', 'create_ticket') },
+      context,
+    );
+
+    expect(answer).toMatchObject({ ok: true, idempotent: false });
+    expect((await world.idempotencyRecordKeys(tenant)).map((record) => record.tool)).toContain('create_ticket');
+  });
+
+  it.each(['refund', 'get_invoice'])(
+    'takes an event carrying the gateway’s caller field for the gateway’s even without a client context: %s never reads it as API Gateway’s, and runs nothing',
+    async (name) => {
+      const victim = newTenant();
+      const invoice = await world.seedInvoice(victim);
+      const event = {
+        idempotency_key: 'rule-3',
+        invoice_id: invoice.invoice_id,
+        amount: invoice.amount,
+        pathParameters: { invoice_id: invoice.invoice_id },
+        requestContext: { authorizer: { jwt: { claims: { tenant_id: victim, sub: 'ada' } } } },
+        body: JSON.stringify({ idempotency_key: 'rule-3', invoice_id: invoice.invoice_id, amount: invoice.amount }),
+        ...caller(newTenant(), 'eve', name),
+      };
+
+      const answer = await (await gatewayTool(name))(event, deadline() as unknown as Context);
+
+      expect(answer).toMatchObject({ ok: false, error: { code: 'unauthorized', message: NO_TOOL_NAME } });
+      expect(JSON.stringify(answer)).not.toContain(invoice.invoice_id);
+      expect(await world.ledgerRows(victim)).toEqual([]);
+      expect(await world.idempotencyRecordKeys(victim)).toEqual([]);
+    },
+  );
+
+  it.each([
+    ['a body that is not JSON', '{"jsonrpc":"2.0","method":"tools/call"', -32700],
+    ['a body that is not a request object', 42, -32700],
+    ['a tools/call without a name', { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { arguments: {} } }, -32602],
+    [
+      'a tools/call whose name is not a string',
+      { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: ['refund'] } },
+      -32602,
+    ],
+  ])(
+    'refuses %s at the interceptor with a JSON-RPC error instead of letting it through unsigned',
+    async (_case, body, code) => {
+      const token = await key.mint(newTenant(), 'ada');
+
+      const output = await intercept({
+        interceptorInputVersion: '1.0',
+        mcp: { gatewayRequest: { headers: { Authorization: `Bearer ${token}` }, body } },
+      });
+
+      expect('transformedGatewayRequest' in output.mcp).toBe(false);
+      expect(output.mcp).toMatchObject({ transformedGatewayResponse: { body: { jsonrpc: '2.0', error: { code } } } });
+    },
+  );
 });
 
 describe('the caller key (callerKeyFromEnv)', () => {

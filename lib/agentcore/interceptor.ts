@@ -89,8 +89,8 @@ function bearerToken(headers: Readonly<Record<string, string>> | undefined): str
  * The client's answer to a `tools/call` refused here: a tool result with `isError`, its text the tools'
  * own error answer (`{ ok: false, error: { code, message }, next }`, as every transport answers it).
  */
-function refused(request: McpRequest, code: HttpErrorCode, message: string): InterceptorOutput {
-  const answer = errorResponse(code, message).body;
+function refused(request: McpRequest, code: HttpErrorCode, message: string, retryAfterMs?: number): InterceptorOutput {
+  const answer = errorResponse(code, message, retryAfterMs).body;
   return {
     interceptorOutputVersion: OUTPUT_VERSION,
     mcp: {
@@ -110,7 +110,7 @@ function refused(request: McpRequest, code: HttpErrorCode, message: string): Int
 async function callerOfToken(
   headers: Readonly<Record<string, string>> | undefined,
   { verifyToken, env = process.env }: InterceptorDependencies,
-): Promise<GatewayCaller | { readonly code: HttpErrorCode; readonly message: string }> {
+): Promise<GatewayCaller | { readonly code: HttpErrorCode; readonly message: string; readonly retryAfterMs?: number }> {
   const token = bearerToken(headers);
   if (token === undefined) {
     return {
@@ -124,7 +124,12 @@ async function callerOfToken(
     claims = await verifyToken(token);
   } catch (error) {
     if (error instanceof VerifierUnavailableError) {
-      return { code: 'unavailable', message: `authorization: ${error.message}; retry later` };
+      // The verifier's own wait, as the MCP function answers it (lib/mcp/http.ts, `verifierUnavailable`).
+      return {
+        code: 'unavailable',
+        message: `authorization: ${error.message}; retry later`,
+        retryAfterMs: error.retryAfterSeconds * 1000,
+      };
     }
     return { code: 'unauthorized', message: `authorization: ${tokenRefusal(error)}` };
   }
@@ -198,7 +203,7 @@ export async function interceptRequest(
     return unreadable(request.id, INVALID_PARAMS, 'params.name: a tools/call names its tool with a string');
   }
   const caller = await callerOfToken(gatewayRequest?.headers, dependencies);
-  if ('code' in caller) return refused(request, caller.code, caller.message);
+  if ('code' in caller) return refused(request, caller.code, caller.message, caller.retryAfterMs);
   const given = request.params?.arguments;
   const args = given !== null && typeof given === 'object' && !Array.isArray(given) ? given : {};
   const { callerKey, nowMs = Date.now } = dependencies;

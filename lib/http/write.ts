@@ -52,6 +52,8 @@ export async function handleToolWrite(
   deadline: InvocationDeadline,
   /** Which surface the call came through, for its log line. */
   transport = 'rest',
+  /** The name the surface lists the tool by, where it serves no `get_operation` (`nextAfterWrite`). */
+  listedAs?: string,
 ): Promise<HttpResponse> {
   const identity = identityFromEvent(event);
   if (!identity) return errorResponse('unauthorized', UNAUTHORIZED);
@@ -77,7 +79,7 @@ export async function handleToolWrite(
 
   // The runtime writes the call's log line (with its metrics), wherever the call came from.
   const result = await runtime.invoke(tool, identity, input, deadline, { transport });
-  return toHttpResponse(tool.name, result);
+  return toHttpResponse(tool.name, result, listedAs);
 }
 
 /** What a tool's handler is built from: the services its tool is bound to, the runtime, the logger. */

@@ -10,6 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Context } from 'aws-lambda';
+import { READS } from '../../app/reads';
+import { TOOLS } from '../../app/tools';
 import {
   CALLER_FIELD,
   NO_CALLER,
@@ -24,9 +26,12 @@ import {
   interceptRequest,
   signCaller,
 } from '../../lib/agentcore/interceptor';
+import { gatewayToolDefinitions } from '../../lib/agentcore/tool-schema';
 import type { GatewayAnswer, GatewayToolHandler } from '../../lib/agentcore/write';
 import { createJwksVerifier } from '../../lib/auth/jwks-verifier';
+import { VerifierUnavailableError } from '../../lib/auth/token-claims';
 import { DevSigningKey } from '../../lib/local/dev-auth';
+import { heldSendEmail } from '../helpers/held-send-email';
 import { createWorld, deadline, newTenant, type World } from '../helpers/world';
 
 const ISSUER = 'https://issuer.test';
@@ -542,6 +547,126 @@ describe('the rule: a gateway target reads no caller from what the agent’s arg
       expect(output.mcp).toMatchObject({ transformedGatewayResponse: { body: { jsonrpc: '2.0', error: { code } } } });
     },
   );
+});
+
+describe('a caller the agent wrote as API Gateway’s claims, in a gateway invocation without the documented tool-name key', () => {
+  // The rule (lib/agentcore/caller.ts, gatewayInvocationTool): any client context makes an invocation the
+  // gateway's, whichever spelling names the tool. The event of such an invocation is the agent's arguments,
+  // and the agent can write API Gateway's `requestContext.authorizer.jwt.claims` and `body` into them: they
+  // must never be read as API Gateway's. (Found by review 35: the function took it for API Gateway's.)
+  it('refuses a gateway invocation whose client context lacks bedrockAgentCoreToolName, even when the agent wrote API Gateway’s claims into its arguments', async () => {
+    const eve = newTenant();
+    const victim = newTenant();
+    const invoice = await world.seedInvoice(victim);
+    // Prepare: what the agent (eve, of her own tenant) sends as the refund's arguments.
+    const agentArgs = {
+      idempotency_key: 'forged-1',
+      invoice_id: invoice.invoice_id,
+      amount: invoice.amount,
+      requestContext: { authorizer: { jwt: { claims: { tenant_id: victim, sub: 'ada' } } } },
+      body: JSON.stringify({ idempotency_key: 'forged-1', invoice_id: invoice.invoice_id, amount: invoice.amount }),
+    };
+    const output = await interceptRequest(toolsCall(gatewayName('refund'), agentArgs, 'Bearer token-of-eve'), {
+      verifyToken: async () => ({ tenant_id: eve, sub: 'eve' }),
+      callerKey: async () => KEY,
+      env: {},
+    });
+    // The gateway's invocation, its tool name under the spelling one AWS tutorial gives.
+    const context = {
+      ...deadline(),
+      clientContext: { custom: { bedrockagentcoreToolName: gatewayName('refund') } },
+    } as unknown as Context;
+
+    // Act
+    await (await gatewayTool('refund'))(forwarded(output), context);
+
+    // Assess: nothing moved in the victim's tenant, no record claimed there.
+    expect(await world.ledgerRows(victim)).toEqual([]);
+    expect(await world.idempotencyRecordKeys(victim)).toEqual([]);
+  });
+
+  it('refuses a read through the gateway without bedrockAgentCoreToolName in its client context: the agent’s path parameters and claims read another tenant’s invoice', async () => {
+    const eve = newTenant();
+    const victim = newTenant();
+    const invoice = await world.seedInvoice(victim);
+    const agentArgs = {
+      invoice_id: invoice.invoice_id,
+      pathParameters: { invoice_id: invoice.invoice_id },
+      requestContext: { authorizer: { jwt: { claims: { tenant_id: victim, sub: 'ada' } } } },
+    };
+    const output = await interceptRequest(toolsCall(gatewayName('get_invoice'), agentArgs, 'Bearer token-of-eve'), {
+      verifyToken: async () => ({ tenant_id: eve, sub: 'eve' }),
+      callerKey: async () => KEY,
+      env: {},
+    });
+    const context = {
+      ...deadline(),
+      clientContext: { custom: { bedrockagentcoreToolName: gatewayName('get_invoice') } },
+    } as unknown as Context;
+
+    const answer = (await (
+      await gatewayTool('get_invoice')
+    )(forwarded(output), context)) as unknown as {
+      body?: string;
+    };
+
+    // The victim's invoice must not reach eve in any shape (an HTTP response's body or the answer itself).
+    expect(JSON.stringify(answer)).not.toContain(invoice.invoice_id);
+  });
+});
+
+describe('a pending answer through the gateway names a way to ask again that the gateway serves', () => {
+  it('does not point the agent at get_operation, which no target lists', async () => {
+    const tenant = newTenant();
+    const { tool: held, started, release } = heldSendEmail();
+    const args = { idempotency_key: 'held-1', to: 'a@example.com', subject: 's', body: 'b' };
+    const running = world.runtime.invoke(held, { tenant, user: 'ada' }, args, deadline(5_000));
+    await started.opened;
+    const signed = await interceptRequest(toolsCall(gatewayName('send_email'), args, 'Bearer token-of-ada'), {
+      verifyToken: async () => ({ tenant_id: tenant, sub: 'ada' }),
+      callerKey: async () => KEY,
+      env: {},
+    });
+
+    const context = {
+      ...deadline(1_500),
+      clientContext: { custom: { bedrockAgentCoreToolName: gatewayName('send_email') } },
+    } as unknown as Context;
+    const answer = await (await gatewayTool('send_email'))(forwarded(signed), context).catch((error) => error);
+    release.open();
+    await running;
+
+    const listed = gatewayToolDefinitions(TOOLS, READS).map(({ name }) => name);
+    expect(answer).toMatchObject({ ok: false, status: 'pending' });
+    const poll = (answer as { next: { poll?: { tool: string } } }).next.poll;
+    expect(poll === undefined || listed.includes(poll.tool)).toBe(true);
+  });
+});
+
+describe('the interceptor’s answers say when to ask again', () => {
+  // The MCP function answers a verifier outage with the verifier's own wait (lib/mcp/http.ts,
+  // `verifierUnavailable`: `error.retryAfterSeconds * 1000`); the interceptor drops it.
+  it('tells the agent the verifier’s own wait when the issuer’s keys cannot be fetched', async () => {
+    const output = await interceptRequest(
+      toolsCall(gatewayName('refund'), { idempotency_key: 'k' }, 'Bearer token-of-eve'),
+      {
+        verifyToken: async () => {
+          throw new VerifierUnavailableError('the issuer signing keys cannot be fetched', 45);
+        },
+        callerKey: async () => KEY,
+        env: {},
+      },
+    );
+
+    const response = (
+      output.mcp as { transformedGatewayResponse: { body: { result: { structuredContent: unknown } } } }
+    ).transformedGatewayResponse;
+    expect(response.body.result.structuredContent).toMatchObject({
+      ok: false,
+      error: { code: 'unavailable' },
+      next: { action: 'call_again', after_ms: 45_000 },
+    });
+  });
 });
 
 describe('the caller key (callerKeyFromEnv)', () => {

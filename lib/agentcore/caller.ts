@@ -13,9 +13,15 @@
 // The arguments are the agent's to write, so the function does not take the caller field on trust: the
 // interceptor signs it (HMAC-SHA256, with a key only the interceptor and the gateway's functions can read)
 // over the tenant, the user, the tool it was written for and an expiry, and the function checks the
-// signature before it reads the caller. A caller field the agent wrote — a JSON-RPC batch the interceptor
-// let through, an invocation of the function by anyone allowed to invoke it, another gateway without the
-// interceptor — carries no valid signature and is refused like a missing one: nothing runs.
+// signature before it reads the caller. A caller field the agent wrote — an invocation of the function by
+// anyone allowed to invoke it, another gateway without the interceptor — carries no valid signature and is
+// refused like a missing one: nothing runs.
+//
+// The rule: on a gateway's target, no caller is read from anything the agent's arguments can carry, except
+// the caller the interceptor signed. So any invocation with a client context, or whose event carries
+// `CALLER_FIELD`, is the gateway's (`gatewayInvocationTool`): it is never read as API Gateway's, and one
+// that names no tool is refused; and the interceptor refuses any request bound for a target that it
+// cannot sign (lib/agentcore/interceptor.ts).
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import { errorResponse, type HttpResponse } from '../http/status';
@@ -81,7 +87,7 @@ export function toolOfGatewayName(name: string): string {
 /**
  * A gateway invocation of `tool` (the name in its client context) to the function that runs `served`:
  * the tool's arguments and the caller the interceptor signed for that tool — or the refusal, nothing run:
- * `not_found` when the name is another tool's (a target on the wrong function: a deployment mistake),
+ * `unauthorized` when the client context names no tool (`NO_TOOL_NAME`), `not_found` when the name is another tool's (a target on the wrong function: a deployment mistake),
  * `unauthorized` (naming `CALLER_FIELD`) when the caller field is missing, forged (its signature does not
  * verify with the key), written for another tool, or expired.
  */
@@ -91,6 +97,7 @@ export async function gatewayCall(
   served: string,
   callerKey: CallerKey,
 ): Promise<HttpResponse | { readonly input: Record<string, unknown>; readonly caller: GatewayCaller }> {
+  if (!tool) return errorResponse('unauthorized', NO_TOOL_NAME);
   if (toolOfGatewayName(tool) !== served) {
     return errorResponse('not_found', `tool: ${tool} is not ${served}, the tool this function runs; nothing ran`);
   }
@@ -100,13 +107,30 @@ export async function gatewayCall(
 }
 
 /**
- * The tool name an AgentCore Gateway invocation names in its client context (with its target's prefix),
- * or undefined when the invocation is not the gateway's: API Gateway's carries no client context.
+ * On a gateway's target, the tool name a gateway invocation names in its client context (with its target's
+ * prefix), `''` for a gateway invocation that names none (refused by `gatewayCall`, nothing run), or
+ * undefined for API Gateway's invocation.
+ *
+ * The event of a gateway invocation is the agent's arguments, where the agent can write API Gateway's claims:
+ * it must never be read as API Gateway's. So an invocation is the gateway's when it has a client context (API
+ * Gateway never sets one), whichever spelling names the tool — `bedrockAgentCoreToolName` (the developer
+ * guide) or `bedrockagentcoreToolName` (an AWS tutorial) — and when its event carries `CALLER_FIELD` (the
+ * interceptor writes it into every `tools/call`; no API Gateway event has it), context or not.
  */
-export function gatewayInvocationTool(context: Pick<Context, 'clientContext'> | undefined): string | undefined {
-  return (context?.clientContext as { custom?: { bedrockAgentCoreToolName?: string } } | undefined)?.custom
-    ?.bedrockAgentCoreToolName;
+export function gatewayInvocationTool(
+  event: unknown,
+  context: Pick<Context, 'clientContext'> | undefined,
+): string | undefined {
+  const clientContext = context?.clientContext as { custom?: Record<string, unknown> } | null | undefined;
+  if (clientContext == null) {
+    return event !== null && typeof event === 'object' && CALLER_FIELD in event ? '' : undefined;
+  }
+  const name = clientContext.custom?.bedrockAgentCoreToolName ?? clientContext.custom?.bedrockagentcoreToolName;
+  return typeof name === 'string' ? name : '';
 }
+
+/** What a gateway invocation that names no tool in its client context is told: nothing was run. */
+export const NO_TOOL_NAME = 'clientContext.custom.bedrockAgentCoreToolName: missing; nothing ran';
 
 /** What a gateway call without a valid signed caller is told: nothing was run. */
 export const NO_CALLER =

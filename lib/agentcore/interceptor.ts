@@ -89,8 +89,8 @@ function bearerToken(headers: Readonly<Record<string, string>> | undefined): str
  * The client's answer to a `tools/call` refused here: a tool result with `isError`, its text the tools'
  * own error answer (`{ ok: false, error: { code, message }, next }`, as every transport answers it).
  */
-function refused(request: McpRequest, code: HttpErrorCode, message: string): InterceptorOutput {
-  const answer = errorResponse(code, message).body;
+function refused(request: McpRequest, code: HttpErrorCode, message: string, retryAfterMs?: number): InterceptorOutput {
+  const answer = errorResponse(code, message, retryAfterMs).body;
   return {
     interceptorOutputVersion: OUTPUT_VERSION,
     mcp: {
@@ -110,7 +110,7 @@ function refused(request: McpRequest, code: HttpErrorCode, message: string): Int
 async function callerOfToken(
   headers: Readonly<Record<string, string>> | undefined,
   { verifyToken, env = process.env }: InterceptorDependencies,
-): Promise<GatewayCaller | { readonly code: HttpErrorCode; readonly message: string }> {
+): Promise<GatewayCaller | { readonly code: HttpErrorCode; readonly message: string; readonly retryAfterMs?: number }> {
   const token = bearerToken(headers);
   if (token === undefined) {
     return {
@@ -124,7 +124,12 @@ async function callerOfToken(
     claims = await verifyToken(token);
   } catch (error) {
     if (error instanceof VerifierUnavailableError) {
-      return { code: 'unavailable', message: `authorization: ${error.message}; retry later` };
+      // The verifier's own wait, as the MCP function answers it (lib/mcp/http.ts, `verifierUnavailable`).
+      return {
+        code: 'unavailable',
+        message: `authorization: ${error.message}; retry later`,
+        retryAfterMs: error.retryAfterSeconds * 1000,
+      };
     }
     return { code: 'unauthorized', message: `authorization: ${tokenRefusal(error)}` };
   }
@@ -132,10 +137,53 @@ async function callerOfToken(
   return identity ?? { code: 'unauthorized', message: `authorization: ${noCallerRefusal(env)}` };
 }
 
+/** JSON-RPC's error codes for a request that cannot be read (JSON-RPC 2.0, §5.1). */
+const PARSE_ERROR = -32700;
+const INVALID_REQUEST = -32600;
+const INVALID_PARAMS = -32602;
+
+/**
+ * The client's answer to a request this function cannot sign and so does not let through: a JSON-RPC
+ * error, as the protocol answers a request it cannot read (the target never runs).
+ */
+function unreadable(id: unknown, code: number, message: string): InterceptorOutput {
+  return {
+    interceptorOutputVersion: OUTPUT_VERSION,
+    mcp: {
+      transformedGatewayResponse: {
+        statusCode: 200,
+        body: {
+          jsonrpc: '2.0',
+          id: typeof id === 'string' || typeof id === 'number' ? id : null,
+          error: { code, message: `${message}; nothing ran` },
+        },
+      },
+    },
+  };
+}
+
+/** The request a body holds: one JSON-RPC request object (its text parsed), or undefined for anything else. */
+function oneRequest(body: unknown): McpRequest | undefined {
+  let parsed = body;
+  if (typeof body === 'string') {
+    try {
+      parsed = JSON.parse(body);
+    } catch {
+      return undefined;
+    }
+  }
+  return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as McpRequest) : undefined;
+}
+
 /**
  * One REQUEST interception. A `tools/call` goes on with `CALLER_FIELD` set from the verified token (its
  * other arguments untouched), or is answered here; every other request (`initialize`, `tools/list`, …)
  * goes on unchanged.
+ *
+ * Fails closed: a request that could reach a target and that this function cannot sign is answered here
+ * with a JSON-RPC error, never passed through with the agent's arguments as they came — a batch (an array:
+ * its calls are not read one by one), a body that is not one JSON-RPC request object, a `tools/call` whose
+ * `params.name` is not a string naming a tool (no signature can name the tool it is for).
  */
 export async function interceptRequest(
   input: InterceptorInput,
@@ -143,16 +191,23 @@ export async function interceptRequest(
 ): Promise<InterceptorOutput> {
   const gatewayRequest = input?.mcp?.gatewayRequest;
   const body = gatewayRequest?.body;
-  const request = (body !== null && typeof body === 'object' ? body : {}) as McpRequest;
+  if (Array.isArray(body))
+    return unreadable(null, INVALID_REQUEST, 'a JSON-RPC batch is not accepted: send one request');
+  const request = oneRequest(body);
+  if (!request) return unreadable(null, PARSE_ERROR, 'the body is not one JSON-RPC request object');
   if (request.method !== 'tools/call') {
     return { interceptorOutputVersion: OUTPUT_VERSION, mcp: { transformedGatewayRequest: { body } } };
   }
+  const name = request.params?.name;
+  if (typeof name !== 'string' || name === '') {
+    return unreadable(request.id, INVALID_PARAMS, 'params.name: a tools/call names its tool with a string');
+  }
   const caller = await callerOfToken(gatewayRequest?.headers, dependencies);
-  if ('code' in caller) return refused(request, caller.code, caller.message);
+  if ('code' in caller) return refused(request, caller.code, caller.message, caller.retryAfterMs);
   const given = request.params?.arguments;
   const args = given !== null && typeof given === 'object' && !Array.isArray(given) ? given : {};
   const { callerKey, nowMs = Date.now } = dependencies;
-  const signed = signCaller(await callerKey(), caller, String(request.params?.name), nowMs());
+  const signed = signCaller(await callerKey(), caller, name, nowMs());
   return {
     interceptorOutputVersion: OUTPUT_VERSION,
     mcp: {

@@ -44,7 +44,8 @@ export async function handleGatewayWrite(
     body: JSON.stringify(input),
     requestContext: { authorizer: { jwt: { claims: { [tenantClaimName()]: caller.tenant, sub: caller.user } } } },
   };
-  return handleToolWrite(dependencies, request as unknown as ApiEvent, deadline, 'agentcore');
+  // A pending answer asks for the same call again by the name the gateway lists (no target serves get_operation).
+  return handleToolWrite(dependencies, request as unknown as ApiEvent, deadline, 'agentcore', tool);
 }
 
 /** How a tool's handler answers a gateway invocation of `tool` (`toolHandler`'s `gateway`). */

@@ -125,8 +125,12 @@ export function pollOf(tool: string, key: string): PollStep {
   return { ...poll, path: `/tools/${encodeURIComponent(tool)}/operations/${encodeURIComponent(key)}` };
 }
 
-/** The next step after a write's answer. */
-export function nextAfterWrite(tool: string, result: ToolResult): NextStep {
+/**
+ * The next step after a write's answer. `listedAs` is the name the write is called by where no
+ * `get_operation` is served (an AgentCore Gateway lists `<target>___<tool>`): a pending answer then names no
+ * poll, and asks for the same call again under that name — the same key reads the call, it cannot run twice.
+ */
+export function nextAfterWrite(tool: string, result: ToolResult, listedAs?: string): NextStep {
   if (result.ok) {
     return result.idempotent
       ? {
@@ -139,11 +143,12 @@ export function nextAfterWrite(tool: string, result: ToolResult): NextStep {
         };
   }
   if ('status' in result) {
+    const again = `After ${result.retry_after_ms} ms, call ${listedAs ?? tool} again with the same idempotency_key and arguments`;
     return {
       action: 'call_again',
       after_ms: result.retry_after_ms,
-      poll: pollOf(tool, result.key),
-      message: `Still running under idempotency_key "${result.key}"; it will not run twice. After ${result.retry_after_ms} ms, call ${tool} again with the same idempotency_key and arguments, or call get_operation with tool "${tool}" and this idempotency_key.`,
+      ...(listedAs === undefined ? { poll: pollOf(tool, result.key) } : {}),
+      message: `Still running under idempotency_key "${result.key}"; it will not run twice. ${again}${listedAs === undefined ? `, or call get_operation with tool "${tool}" and this idempotency_key` : ''}.`,
     };
   }
   return nextAfterFailure(result);

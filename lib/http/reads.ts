@@ -63,13 +63,16 @@ export function readHandler<Svc>(
     read.name,
     logger,
     function readOwn(event, context) {
-      const tool = gateway && gatewayInvocationTool(context);
-      return tool ? gateway(bound, event as GatewayToolEvent, tool) : handleRead(bound, params, event as ApiEvent);
+      // On a gateway's target, which invocations are the gateway's: `gatewayInvocationTool`.
+      const tool = gateway && gatewayInvocationTool(event, context);
+      return gateway && tool !== undefined
+        ? gateway(bound, event as GatewayToolEvent, tool)
+        : handleRead(bound, params, event as ApiEvent);
     },
     { read: read.name },
   );
   return async function readCall(event: ApiEvent | GatewayToolEvent, context: Context) {
     const response = await handle(event, context);
-    return gateway && gatewayInvocationTool(context) ? JSON.parse(response.body) : response;
+    return gateway && gatewayInvocationTool(event, context) !== undefined ? JSON.parse(response.body) : response;
   } as GatewayLambdaHandler;
 }

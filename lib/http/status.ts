@@ -37,8 +37,8 @@ function answered(statusCode: number, body: { readonly ok: boolean }, next: Next
  * A tool result as an HTTP response: 200 (first or replay), 202 (pending), or the error's status. The body
  * is the result with its next step (`next`).
  */
-export function toHttpResponse(tool: string, result: ToolResult): HttpResponse {
-  const next = nextAfterWrite(tool, result);
+export function toHttpResponse(tool: string, result: ToolResult, listedAs?: string): HttpResponse {
+  const next = nextAfterWrite(tool, result, listedAs);
   if (result.ok) return answered(200, result, next);
   if ('status' in result) return answered(202, result, next);
   return answered(HTTP_STATUS[result.error.code], result, next);

@@ -52,6 +52,8 @@ export async function handleToolWrite(
   deadline: InvocationDeadline,
   /** Which surface the call came through, for its log line. */
   transport = 'rest',
+  /** The name the surface lists the tool by, where it serves no `get_operation` (`nextAfterWrite`). */
+  listedAs?: string,
 ): Promise<HttpResponse> {
   const identity = identityFromEvent(event);
   if (!identity) return errorResponse('unauthorized', UNAUTHORIZED);
@@ -77,7 +79,7 @@ export async function handleToolWrite(
 
   // The runtime writes the call's log line (with its metrics), wherever the call came from.
   const result = await runtime.invoke(tool, identity, input, deadline, { transport });
-  return toHttpResponse(tool.name, result);
+  return toHttpResponse(tool.name, result, listedAs);
 }
 
 /** What a tool's handler is built from: the services its tool is bound to, the runtime, the logger. */
@@ -87,7 +89,8 @@ export interface ToolHandlerDependencies<Svc> {
   readonly logger: Logger;
   /**
    * How the tool's function answers an AgentCore Gateway's invocation (`gatewayWrites`), when it is a
-   * gateway's target; without it, every invocation is taken for API Gateway's.
+   * gateway's target (which invocations are the gateway's: `gatewayInvocationTool`); without it, every
+   * invocation is taken for API Gateway's.
    * @default undefined (not a gateway's target)
    */
   readonly gateway?: GatewayWrite;
@@ -110,8 +113,9 @@ export function toolHandler<N extends string, Svc>(
     'tool',
     logger,
     function writeTool(event, context) {
-      const tool = gateway && gatewayInvocationTool(context);
-      return tool
+      // On a gateway's target, which invocations are the gateway's: `gatewayInvocationTool`.
+      const tool = gateway && gatewayInvocationTool(event, context);
+      return gateway && tool !== undefined
         ? gateway(dependencies, event as GatewayToolEvent, tool, context)
         : handleToolWrite(dependencies, event as ApiEvent, context);
     },
@@ -121,7 +125,7 @@ export function toolHandler<N extends string, Svc>(
   // is named after (`registered`, retrysafe/lambda).
   const handler = async function tool(event: ApiEvent | GatewayToolEvent, context: Context) {
     const response = await handle(event, context);
-    return gateway && gatewayInvocationTool(context) ? JSON.parse(response.body) : response;
+    return gateway && gatewayInvocationTool(event, context) !== undefined ? JSON.parse(response.body) : response;
   } as ToolLambdaHandler;
   return Object.assign(handler, { tool: module.name });
 }

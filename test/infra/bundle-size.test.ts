@@ -1,4 +1,4 @@
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import { READS } from '../../app/reads';
@@ -148,5 +148,22 @@ describe('Lambda bundles', () => {
     for (const [entry, { inputs }] of bundles) {
       expect([entry, inputs.filter((input) => input.includes('node_modules/@aws-sdk/'))]).toEqual([entry, []]);
     }
+  });
+});
+
+// docs/deploy.md, "Behind an AgentCore Gateway", says what this test asserts of a gateway target — compared
+// with the test's own budget, not with a copy of it. (Found stale by review 35.)
+describe('docs/deploy.md on a gateway target’s bundle', () => {
+  const deploy = readFileSync(join(__dirname, '..', '..', 'docs', 'deploy.md'), 'utf8');
+  const section = deploy.slice(
+    deploy.indexOf('### Behind an AgentCore Gateway'),
+    deploy.indexOf('### MCP under a tokenless flood'),
+  );
+  const bundles = section.slice(section.indexOf('Bundles:'), section.indexOf('Not done yet:'));
+
+  it('names the targets’ budget this test asserts (the write budget and 1 KB)', () => {
+    expect(GATEWAY_TARGET_BUNDLE_BUDGET_BYTES).toBeGreaterThan(BUNDLE_BUDGET_BYTES);
+    expect(bundles).not.toMatch(/does not assert/);
+    expect(bundles.replaceAll(',', '')).toContain(String(GATEWAY_TARGET_BUNDLE_BUDGET_BYTES));
   });
 });

@@ -10,7 +10,15 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Context } from 'aws-lambda';
-import { CALLER_FIELD, NO_CALLER, SIGNED_CALLER_TTL_SECONDS, verifiedCaller } from '../../lib/agentcore/caller';
+import { READS } from '../../app/reads';
+import { TOOLS } from '../../app/tools';
+import {
+  CALLER_FIELD,
+  NO_CALLER,
+  NO_TOOL_NAME,
+  SIGNED_CALLER_TTL_SECONDS,
+  verifiedCaller,
+} from '../../lib/agentcore/caller';
 import { CALLER_KEY_SECRET_VAR, callerKeyFromEnv } from '../../lib/agentcore/caller-key';
 import {
   type InterceptorInput,
@@ -18,9 +26,12 @@ import {
   interceptRequest,
   signCaller,
 } from '../../lib/agentcore/interceptor';
+import { gatewayToolDefinitions } from '../../lib/agentcore/tool-schema';
 import type { GatewayAnswer, GatewayToolHandler } from '../../lib/agentcore/write';
 import { createJwksVerifier } from '../../lib/auth/jwks-verifier';
+import { VerifierUnavailableError } from '../../lib/auth/token-claims';
 import { DevSigningKey } from '../../lib/local/dev-auth';
+import { heldSendEmail } from '../helpers/held-send-email';
 import { createWorld, deadline, newTenant, type World } from '../helpers/world';
 
 const ISSUER = 'https://issuer.test';
@@ -396,7 +407,7 @@ describe('the trust boundary: the caller field is the agent’s to write, so no 
     expect(await world.idempotencyRecordKeys(victim)).toEqual([]);
   });
 
-  it('a caller the agent wrote that reaches the target around the interceptor (a JSON-RPC batch it lets through unread) runs nothing', async () => {
+  it('a JSON-RPC batch is refused by the interceptor, and the caller the agent wrote in it runs nothing at the target either', async () => {
     const victim = newTenant();
     const invoice = await world.seedInvoice(victim);
     const token = await key.mint(newTenant(), 'eve');
@@ -414,8 +425,14 @@ describe('the trust boundary: the caller field is the agent’s to write, so no 
       interceptorInputVersion: '1.0',
       mcp: { gatewayRequest: { headers: { Authorization: `Bearer ${token}` }, body: batch } },
     });
-    // The interceptor reads one request at a time: a batch goes on as it came, the agent's caller in it.
-    expect(output.mcp).toEqual({ transformedGatewayRequest: { body: batch } });
+    // The interceptor signs one request at a time: a batch is answered with a JSON-RPC error, not let through.
+    expect(output.mcp).toEqual({
+      transformedGatewayResponse: {
+        statusCode: 200,
+        body: { jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringContaining('batch') } },
+      },
+    });
+    // Had it reached the target (another gateway, a direct invoker), the target refuses the unsigned caller.
     const answer = await (await gatewayTool('refund'))(forgedArgs, gatewayContext('refund'));
 
     expect(answer).toMatchObject({ ok: false, error: { code: 'unauthorized', message: NO_CALLER } });
@@ -438,6 +455,217 @@ describe('the trust boundary: the caller field is the agent’s to write, so no 
 
     expect(answer).toMatchObject({ ok: false, error: { code: 'unauthorized', message: NO_CALLER } });
     expect(await world.idempotencyRecordKeys(victim)).toEqual([]);
+  });
+});
+
+describe('the rule: a gateway target reads no caller from what the agent’s arguments can carry, except the one the interceptor signed', () => {
+  it.each([
+    ['a client context without custom', {}],
+    ['a custom without a tool name', { custom: { bedrockAgentCoreTargetId: 'TARGET1' } }],
+    ['a tool name that is not a string', { custom: { bedrockAgentCoreToolName: 7 } }],
+  ])(
+    'refuses a gateway invocation with %s (any client context is the gateway’s), and runs nothing',
+    async (_case, clientContext) => {
+      const victim = newTenant();
+      const invoice = await world.seedInvoice(victim);
+      const args = {
+        idempotency_key: 'rule-1',
+        invoice_id: invoice.invoice_id,
+        amount: invoice.amount,
+        requestContext: { authorizer: { jwt: { claims: { tenant_id: victim, sub: 'ada' } } } },
+        body: JSON.stringify({ idempotency_key: 'rule-1', invoice_id: invoice.invoice_id, amount: invoice.amount }),
+      };
+
+      const answer = await (await gatewayTool('refund'))(args, { ...deadline(), clientContext } as unknown as Context);
+
+      expect(answer).toMatchObject({ ok: false, error: { code: 'unauthorized', message: NO_TOOL_NAME } });
+      expect(await world.ledgerRows(victim)).toEqual([]);
+      expect(await world.idempotencyRecordKeys(victim)).toEqual([]);
+    },
+  );
+
+  it('accepts the tool name under the spelling an AWS tutorial gives (bedrockagentcoreToolName)', async () => {
+    const tenant = newTenant();
+    const context = {
+      ...deadline(),
+      clientContext: { custom: { bedrockagentcoreToolName: gatewayName('create_ticket') } },
+    } as unknown as Context;
+
+    const answer = await (await gatewayTool('create_ticket'))(
+      { idempotency_key: 'rule-2', title: 's', body: 'b', ...caller(tenant, 'ada', 'create_ticket') },
+      context,
+    );
+
+    expect(answer).toMatchObject({ ok: true, idempotent: false });
+    expect((await world.idempotencyRecordKeys(tenant)).map((record) => record.tool)).toContain('create_ticket');
+  });
+
+  it.each(['refund', 'get_invoice'])(
+    'takes an event carrying the gateway’s caller field for the gateway’s even without a client context: %s never reads it as API Gateway’s, and runs nothing',
+    async (name) => {
+      const victim = newTenant();
+      const invoice = await world.seedInvoice(victim);
+      const event = {
+        idempotency_key: 'rule-3',
+        invoice_id: invoice.invoice_id,
+        amount: invoice.amount,
+        pathParameters: { invoice_id: invoice.invoice_id },
+        requestContext: { authorizer: { jwt: { claims: { tenant_id: victim, sub: 'ada' } } } },
+        body: JSON.stringify({ idempotency_key: 'rule-3', invoice_id: invoice.invoice_id, amount: invoice.amount }),
+        ...caller(newTenant(), 'eve', name),
+      };
+
+      const answer = await (await gatewayTool(name))(event, deadline() as unknown as Context);
+
+      expect(answer).toMatchObject({ ok: false, error: { code: 'unauthorized', message: NO_TOOL_NAME } });
+      expect(JSON.stringify(answer)).not.toContain(invoice.invoice_id);
+      expect(await world.ledgerRows(victim)).toEqual([]);
+      expect(await world.idempotencyRecordKeys(victim)).toEqual([]);
+    },
+  );
+
+  it.each([
+    ['a body that is not JSON', '{"jsonrpc":"2.0","method":"tools/call"', -32700],
+    ['a body that is not a request object', 42, -32700],
+    ['a tools/call without a name', { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { arguments: {} } }, -32602],
+    [
+      'a tools/call whose name is not a string',
+      { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: ['refund'] } },
+      -32602,
+    ],
+  ])(
+    'refuses %s at the interceptor with a JSON-RPC error instead of letting it through unsigned',
+    async (_case, body, code) => {
+      const token = await key.mint(newTenant(), 'ada');
+
+      const output = await intercept({
+        interceptorInputVersion: '1.0',
+        mcp: { gatewayRequest: { headers: { Authorization: `Bearer ${token}` }, body } },
+      });
+
+      expect('transformedGatewayRequest' in output.mcp).toBe(false);
+      expect(output.mcp).toMatchObject({ transformedGatewayResponse: { body: { jsonrpc: '2.0', error: { code } } } });
+    },
+  );
+});
+
+describe('a caller the agent wrote as API Gateway’s claims, in a gateway invocation without the documented tool-name key', () => {
+  // The rule (lib/agentcore/caller.ts, gatewayInvocationTool): any client context makes an invocation the
+  // gateway's, whichever spelling names the tool. The event of such an invocation is the agent's arguments,
+  // and the agent can write API Gateway's `requestContext.authorizer.jwt.claims` and `body` into them: they
+  // must never be read as API Gateway's. (Found by review 35: the function took it for API Gateway's.)
+  it('refuses a gateway invocation whose client context lacks bedrockAgentCoreToolName, even when the agent wrote API Gateway’s claims into its arguments', async () => {
+    const eve = newTenant();
+    const victim = newTenant();
+    const invoice = await world.seedInvoice(victim);
+    // Prepare: what the agent (eve, of her own tenant) sends as the refund's arguments.
+    const agentArgs = {
+      idempotency_key: 'forged-1',
+      invoice_id: invoice.invoice_id,
+      amount: invoice.amount,
+      requestContext: { authorizer: { jwt: { claims: { tenant_id: victim, sub: 'ada' } } } },
+      body: JSON.stringify({ idempotency_key: 'forged-1', invoice_id: invoice.invoice_id, amount: invoice.amount }),
+    };
+    const output = await interceptRequest(toolsCall(gatewayName('refund'), agentArgs, 'Bearer token-of-eve'), {
+      verifyToken: async () => ({ tenant_id: eve, sub: 'eve' }),
+      callerKey: async () => KEY,
+      env: {},
+    });
+    // The gateway's invocation, its tool name under the spelling one AWS tutorial gives.
+    const context = {
+      ...deadline(),
+      clientContext: { custom: { bedrockagentcoreToolName: gatewayName('refund') } },
+    } as unknown as Context;
+
+    // Act
+    await (await gatewayTool('refund'))(forwarded(output), context);
+
+    // Assess: nothing moved in the victim's tenant, no record claimed there.
+    expect(await world.ledgerRows(victim)).toEqual([]);
+    expect(await world.idempotencyRecordKeys(victim)).toEqual([]);
+  });
+
+  it('refuses a read through the gateway without bedrockAgentCoreToolName in its client context: the agent’s path parameters and claims read another tenant’s invoice', async () => {
+    const eve = newTenant();
+    const victim = newTenant();
+    const invoice = await world.seedInvoice(victim);
+    const agentArgs = {
+      invoice_id: invoice.invoice_id,
+      pathParameters: { invoice_id: invoice.invoice_id },
+      requestContext: { authorizer: { jwt: { claims: { tenant_id: victim, sub: 'ada' } } } },
+    };
+    const output = await interceptRequest(toolsCall(gatewayName('get_invoice'), agentArgs, 'Bearer token-of-eve'), {
+      verifyToken: async () => ({ tenant_id: eve, sub: 'eve' }),
+      callerKey: async () => KEY,
+      env: {},
+    });
+    const context = {
+      ...deadline(),
+      clientContext: { custom: { bedrockagentcoreToolName: gatewayName('get_invoice') } },
+    } as unknown as Context;
+
+    const answer = (await (
+      await gatewayTool('get_invoice')
+    )(forwarded(output), context)) as unknown as {
+      body?: string;
+    };
+
+    // The victim's invoice must not reach eve in any shape (an HTTP response's body or the answer itself).
+    expect(JSON.stringify(answer)).not.toContain(invoice.invoice_id);
+  });
+});
+
+describe('a pending answer through the gateway names a way to ask again that the gateway serves', () => {
+  it('does not point the agent at get_operation, which no target lists', async () => {
+    const tenant = newTenant();
+    const { tool: held, started, release } = heldSendEmail();
+    const args = { idempotency_key: 'held-1', to: 'a@example.com', subject: 's', body: 'b' };
+    const running = world.runtime.invoke(held, { tenant, user: 'ada' }, args, deadline(5_000));
+    await started.opened;
+    const signed = await interceptRequest(toolsCall(gatewayName('send_email'), args, 'Bearer token-of-ada'), {
+      verifyToken: async () => ({ tenant_id: tenant, sub: 'ada' }),
+      callerKey: async () => KEY,
+      env: {},
+    });
+
+    const context = {
+      ...deadline(1_500),
+      clientContext: { custom: { bedrockAgentCoreToolName: gatewayName('send_email') } },
+    } as unknown as Context;
+    const answer = await (await gatewayTool('send_email'))(forwarded(signed), context).catch((error) => error);
+    release.open();
+    await running;
+
+    const listed = gatewayToolDefinitions(TOOLS, READS).map(({ name }) => name);
+    expect(answer).toMatchObject({ ok: false, status: 'pending' });
+    const poll = (answer as { next: { poll?: { tool: string } } }).next.poll;
+    expect(poll === undefined || listed.includes(poll.tool)).toBe(true);
+  });
+});
+
+describe('the interceptor’s answers say when to ask again', () => {
+  // The MCP function answers a verifier outage with the verifier's own wait (lib/mcp/http.ts,
+  // `verifierUnavailable`: `error.retryAfterSeconds * 1000`); the interceptor drops it.
+  it('tells the agent the verifier’s own wait when the issuer’s keys cannot be fetched', async () => {
+    const output = await interceptRequest(
+      toolsCall(gatewayName('refund'), { idempotency_key: 'k' }, 'Bearer token-of-eve'),
+      {
+        verifyToken: async () => {
+          throw new VerifierUnavailableError('the issuer signing keys cannot be fetched', 45);
+        },
+        callerKey: async () => KEY,
+        env: {},
+      },
+    );
+
+    const response = (
+      output.mcp as { transformedGatewayResponse: { body: { result: { structuredContent: unknown } } } }
+    ).transformedGatewayResponse;
+    expect(response.body.result.structuredContent).toMatchObject({
+      ok: false,
+      error: { code: 'unavailable' },
+      next: { action: 'call_again', after_ms: 45_000 },
+    });
   });
 });
 

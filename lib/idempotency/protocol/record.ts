@@ -255,12 +255,15 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
 const POWERTOOLS_STATUSES: readonly string[] = [STATUS.inProgress, STATUS.completed, STATUS.erased];
 
 /**
- * A completed Powertools record's outcome: its handler's result, stored as it is. A JSON object a tool
- * could return (`receiptTextOf`) is the receipt, its effect the call's own (`replayed: false`); anything
+ * A completed Powertools record's outcome: its handler's result, stored as it is — unless it is exactly a
+ * stored outcome's shape (`decodeOutcome`), read as that. Otherwise a JSON object a tool could return (`receiptTextOf`) is the receipt, its effect the call's own (`replayed: false`); anything
  * else (none, a string, a list, a set, bytes, a number JSON cannot hold) is `internal`, never a second run.
  */
 function powertoolsOutcomeOf(status: string, data: unknown): StoredOutcome | undefined {
   if (status !== STATUS.completed) return undefined;
+  // A result of exactly an outcome's shape is read as one, as `powertoolsResponseHook` reads it: one rule.
+  const outcome = decodeOutcome(data);
+  if (outcome !== undefined) return outcome;
   const stored = receiptTextOf(data);
   return 'text' in stored ? { receipt: stored.text, replayed: false } : { replayed: false, failure: 'internal' };
 }
@@ -346,12 +349,46 @@ export interface StoredOutcome {
   readonly message?: string;
 }
 
-/** A stored outcome, or undefined when the item holds none. */
+/** The error codes a stored failure may name: every `ErrorCode` (the compiler holds the list to the type). */
+const STORED_FAILURES: Readonly<Record<ErrorCode, true>> = {
+  invalid_args: true,
+  not_found: true,
+  conflict: true,
+  unavailable: true,
+  internal: true,
+};
+
+/**
+ * retrysafe's stored outcome, told exactly from anything else (docs/design.md, "Powertools and retrysafe on
+ * one table"): the keys are exactly `{ receipt, replayed }`, `receipt` the JSON text of a plain object, or
+ * exactly `{ replayed, failure, message? }`, `failure` a known error code — what `store` writes and nothing
+ * more. Anything else (none, or a Powertools handler's own result, however close its shape) is undefined:
+ * the one rule by which both sides — `callRecordOf` and `powertoolsResponseHook` — tell an outcome from a
+ * result, so the same record answers the same on both.
+ */
 export function decodeOutcome(data: unknown): StoredOutcome | undefined {
-  if (data === null || typeof data !== 'object') return undefined;
-  const outcome = data as Record<string, unknown>;
-  if (typeof outcome.replayed !== 'boolean') return undefined;
-  return outcome as unknown as StoredOutcome;
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return undefined;
+  const { receipt, replayed, failure, message, ...rest } = data as Record<string, unknown>;
+  if (typeof replayed !== 'boolean' || Object.keys(rest).length > 0) return undefined;
+  if (typeof failure === 'string') {
+    const stored = receipt === undefined && Object.hasOwn(STORED_FAILURES, failure);
+    if (!stored || (message !== undefined && typeof message !== 'string')) return undefined;
+    return message === undefined
+      ? { replayed, failure: failure as ErrorCode }
+      : { replayed, failure: failure as ErrorCode, message };
+  }
+  if (failure !== undefined || message !== undefined || typeof receipt !== 'string') return undefined;
+  return isObjectText(receipt) ? { receipt, replayed } : undefined;
+}
+
+/** Whether `text` is the JSON text of a plain object (what `receiptTextOf` stores). */
+function isObjectText(text: string): boolean {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed);
+  } catch {
+    return false;
+  }
 }
 
 /** Largest receipt stored, as UTF-8 JSON text: far under DynamoDB's 400 KB item limit. */

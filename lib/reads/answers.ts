@@ -37,6 +37,15 @@ export const operationAnswer = z.lazy(() =>
       ok: z.literal(true),
       status: z.literal('stalled'),
       key: z.string(),
+      retry_after_ms: z.optional(
+        z
+          .int()
+          .check(
+            z.describe(
+              'Only when nothing moves it before then (a call a Powertools handler left: until its record expires, ms from now). After it, a resend runs the call anew and can act twice.',
+            ),
+          ),
+      ),
       hint: z
         .string()
         .check(z.describe('The completer gave up on it: only a resend with the same key and arguments finishes it.')),

@@ -201,7 +201,9 @@ describe('retrysafe reads a record Powertools’ handler wrote', () => {
     const untilTtlMs = (before?.expiration as number) * 1000 - Date.now();
     expect(resend).toMatchObject({ ok: false, status: 'pending', key: call.key });
     expect((resend as { retry_after_ms: number }).retry_after_ms).toBeGreaterThan(untilTtlMs - 5_000);
-    expect(poll).toEqual({ status: 'stalled', reason: 'powertools' });
+    // Polled with the same wait as the resend (`stalledChangesAtMs`): nothing moves it before its TTL.
+    expect(poll).toEqual({ status: 'stalled', reason: 'powertools', retryAfterMs: expect.any(Number) });
+    expect((poll as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(untilTtlMs - 5_000);
     expect(after).toEqual(before);
     expect(execute).not.toHaveBeenCalled();
   });
@@ -477,7 +479,7 @@ describe('erase, on a record Powertools’ handler wrote', () => {
     });
     expect(after).toEqual(item);
   });
-  it('keeps one whose lock ended, even erasing the app’s tables: stalled, nothing will move it before its TTL', async () => {
+  it('keeps one whose lock ended, even erasing the app’s tables: stalled, nothing will move it before its TTL (erase again then)', async () => {
     // prepare: Powertools' handler claims with 100 ms left, and its worker never comes back
     const call = callOf();
     const dead = gate();
@@ -499,7 +501,7 @@ describe('erase, on a record Powertools’ handler wrote', () => {
     // assess
     expect(kept).toEqual({
       outcome: 'in_flight',
-      kept: { recordKey: call.recordKey, tool: undefined, state: 'stalled', changesAtMs: undefined },
+      kept: { recordKey: call.recordKey, tool: undefined, state: 'stalled', changesAtMs: (item.expiration as number) * 1000 },
     });
     expect(after).toEqual(item);
   });

@@ -13,7 +13,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { completerLooksAtMs } from '../backoff';
-import { type CallState, classify, isInFlight } from '../call-state';
+import { type CallState, classify, isInFlight, stalledChangesAtMs } from '../call-state';
 import { deleteIntent } from './intent';
 import { type CallRecord, callRecordOf, intentOf, recordKeyOfCallId, STATUS } from './record';
 import {
@@ -76,11 +76,11 @@ export interface ItemErasure {
  * When a call in flight can next change by itself (epoch ms): a live one at its lock's end (its attempt
  * stores, parks or dies by then); an abandoned one when the completer next looks at it — the stream's
  * next look is when its record says (`completerLooksAtMs`: its lock's end plus its attempts' backoff, before its TTL);
- * a stalled one never (undefined).
+ * a stalled one never (undefined) — but one Powertools' handler left at its TTL (`stalledChangesAtMs`).
  */
 export function nextChangeAtMs(record: CallRecord, state: 'live' | 'abandoned' | 'stalled'): number | undefined {
   if (state === 'live') return record.lockEndsMs;
-  if (state === 'stalled') return undefined;
+  if (state === 'stalled') return stalledChangesAtMs(record);
   // The completer's schedule, the one every answer follows (backoff.ts).
   return completerLooksAtMs(record);
 }

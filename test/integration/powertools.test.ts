@@ -1,6 +1,7 @@
 // Rule 1 (docs/state-machine.md): a record Powertools' handler left in progress is never re-run by retrysafe.
 // Rule 2 (docs/state-machine.md): it names no claim, so nothing takes it over.
-// Rule 6 (docs/state-machine.md): erase tombstones a completed one and keeps one in flight.
+// Rule 6 (docs/state-machine.md): erase tombstones a completed one and keeps one in flight; a tenant's erase
+// cannot tell whose a Powertools record is (no tenant), writes none, and is not complete while one is there.
 // docs/design.md, "Powertools and retrysafe on one table": Powertools' handler and retrysafe on one table.
 import { randomUUID } from 'node:crypto';
 import {
@@ -13,6 +14,8 @@ import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dyn
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { type AttributeValue, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { eraseTenant } from '../../lib/admin/erase-tenant';
+import { nextAfterRead } from '../../lib/api/next-step';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { recordKeyOf, validationOf } from '../../lib/idempotency/derivation';
 import { INTERNAL_MESSAGE } from '../../lib/idempotency/errors';
@@ -23,6 +26,7 @@ import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import { encodeCall } from '../../lib/idempotency/protocol/record';
 import type { JsonObject } from '../../lib/idempotency/types';
 import { createToolRuntime } from '../../lib/lambda/runtime';
+import { readOperation } from '../../lib/reads/operation';
 import { capturedLogger } from '../helpers/captured-logger';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { gate, noteTool } from '../helpers/tools';
@@ -501,7 +505,12 @@ describe('erase, on a record Powertools’ handler wrote', () => {
     // assess
     expect(kept).toEqual({
       outcome: 'in_flight',
-      kept: { recordKey: call.recordKey, tool: undefined, state: 'stalled', changesAtMs: (item.expiration as number) * 1000 },
+      kept: {
+        recordKey: call.recordKey,
+        tool: undefined,
+        state: 'stalled',
+        changesAtMs: (item.expiration as number) * 1000,
+      },
     });
     expect(after).toEqual(item);
   });
@@ -655,5 +664,125 @@ describe('Powertools’ handler reads a record retrysafe wrote', () => {
     expect(rerun).toEqual({ note_id: 'ran again' });
     expect(run).toHaveBeenCalledTimes(1);
     expect(await itemOf(call.recordKey)).not.toHaveProperty('call_id');
+  });
+});
+
+describe('Powertools’ handler replays a record it wrote itself, with `powertoolsResponseHook`', () => {
+  // The hook sees a stored result, not who stored it: one decoder (`decodeOutcome`) tells retrysafe's
+  // outcome from a handler's own result, exactly. A payment function's natural result — a string `receipt`,
+  // a boolean `replayed`, more fields — is its own, and replays as it returned it.
+  it.each([
+    ['a receipt number', { receipt: 'rcpt_42', replayed: false, amount: 100 }],
+    ['a receipt that is JSON text', { receipt: '{"id":"r1"}', replayed: false, amount: 100 }],
+    ['a failure field of its own', { failure: 'card_declined', replayed: false, retry: true }],
+  ])('replays the handler’s own result as it returned it (%s)', async (_case, result) => {
+    // prepare
+    const call = callOf();
+    const { handler, run } = powertools(async () => result, { responseHook: true });
+    const first = await handler(call.event, context());
+
+    // act
+    const replay = await handler(call.event, context()).catch((error: unknown) => error);
+
+    // assess
+    expect(first).toEqual(result);
+    expect(replay).toEqual(result);
+    expect(run).toHaveBeenCalledTimes(1);
+  });
+
+  it('gives the same receipt on both sides: retrysafe’s replay of that record and Powertools’ own', async () => {
+    // prepare
+    const call = callOf();
+    const result = { receipt: '{"id":"r1"}', replayed: false, amount: 100 };
+    const { handler } = powertools(async () => result, { responseHook: true });
+    await handler(call.event, context());
+    const { tool } = noteTool(TOOL, undefined, { ttlSeconds: TTL_SECONDS });
+
+    // act
+    const viaRetrysafe = await world.runtime.invoke(tool, call.caller, call.input, deadline());
+    const viaPowertools = await handler(call.event, context());
+
+    // assess
+    expect(viaRetrysafe).toMatchObject({ ok: true, idempotent: true, receipt: result });
+    expect(viaPowertools).toEqual((viaRetrysafe as { receipt: unknown }).receipt);
+  });
+});
+
+describe('the poll of a call Powertools’ handler left in flight (stalled, reason powertools)', () => {
+  // A resend is `pending` for the rest of the TTL, and past it the call runs under retrysafe's downstream
+  // key, not the one Powertools' function used — it can act twice: the poll's `next` waits for the TTL
+  // (`stalledChangesAtMs`) and never says "it cannot act twice".
+  it('tells the agent when asking again can change anything (the TTL), and promises no single effect', async () => {
+    // prepare: Powertools' handler claims with 100 ms left, and its worker never comes back
+    const call = callOf();
+    noteTool(TOOL, undefined, { ttlSeconds: TTL_SECONDS });
+    const dead = gate();
+    const { handler, run } = powertools(
+      async () => {
+        await dead.opened;
+        return { note_id: 'late' };
+      },
+      { responseHook: true },
+    );
+    const dying = handler(call.event, context(100));
+    while (run.mock.calls.length === 0) await waitMs(10);
+    await waitMs(200);
+
+    // act: the poll as GET /tools/{tool}/operations/{key} and get_operation answer it
+    const answer = await readOperation({ runtime: world.runtime, toolNames: [TOOL] }, call.caller, TOOL, call.key);
+    const next = nextAfterRead(answer as Parameters<typeof nextAfterRead>[0]);
+    dead.open();
+    await dying;
+
+    // assess
+    expect(answer).toMatchObject({ ok: true, status: 'stalled' });
+    expect(next.message).not.toMatch(/cannot act twice/);
+    expect(next.after_ms).toBeGreaterThan((TTL_SECONDS - 60) * 1000);
+  });
+});
+
+describe('a tenant’s erase, on the records Powertools’ handler wrote (no tenant: it cannot tell whose)', () => {
+  // Powertools' layer writes no tenant and its key (`<function>#<hash>`) names none: the erase's Scan finds
+  // the records with no tenant too, writes none of them, and takes each as the tenant's — one in flight
+  // holds back every app table (its tool unknown), and the erase is not complete.
+  it('reports a Powertools call still in flight, whoever’s it is, and every app table waits for it', async () => {
+    // prepare: Powertools' handler holds the key for the tenant's call
+    const call = callOf();
+    const held = gate();
+    const { handler, run } = powertools(
+      async () => {
+        await held.opened;
+        return { note_id: 'n' };
+      },
+      { responseHook: true },
+    );
+    const running = handler(call.event, context(5_000));
+    while (run.mock.calls.length === 0) await waitMs(10);
+    const before = await itemOf(call.recordKey);
+
+    // act: an app table no tool's `access` names (it waits before any read: DynamoDB Local has none)
+    const report = await eraseTenant(
+      world.client,
+      { tenant: call.caller.tenant, includeDomain: true },
+      { IDEMPOTENCY_TABLE: world.idempotencyTable.tableName },
+      { notes: { partitionKey: { name: 'tenant', type: 'S' }, tenantAttribute: 'tenant' } },
+      [{ name: TOOL, access: { invoices: ['dynamodb:PutItem'] } }],
+    );
+    const after = await itemOf(call.recordKey);
+    held.open();
+    await running;
+
+    // assess
+    expect(report.unattributed.inFlight).toBeGreaterThanOrEqual(1);
+    expect(report.callsInFlight.live).toBeGreaterThanOrEqual(1);
+    expect(report.complete).toBe(false);
+    expect(report.deferred).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ table: 'idempotency', reason: 'items_kept' }),
+        expect.objectContaining({ table: 'notes', reason: 'calls_in_flight' }),
+      ]),
+    );
+    expect(report.tables.notes).toBeUndefined();
+    expect(after).toEqual(before);
   });
 });

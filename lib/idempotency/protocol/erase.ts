@@ -156,6 +156,29 @@ function unreadable(table: IdempotencyTable, item: Record<string, unknown>): Ite
 }
 
 /**
+ * What a tenant's erase makes of an item with no tenant (rule 6) — one Powertools' handler wrote (its layer
+ * writes none, and its key `<function>#<hash>` names none): it may be any tenant's, so erase writes nothing
+ * to it, and assumes it is the tenant's. In flight (`classify`; or in progress and unreadable): kept, its
+ * tool unknown, so every app table waits. Completed: it may hold the tenant's result until its TTL
+ * (`untilMs`). Anything else (expired, a tombstone, not in progress): nothing.
+ */
+export function unattributedItem(
+  table: IdempotencyTableOptions,
+  item: Record<string, unknown>,
+): { readonly kept: KeptCall } | { readonly untilMs: number } | undefined {
+  const within = idempotencyTable(table);
+  const record = callRecordOf(item, within.attributes);
+  if (record === undefined) {
+    const { kept } = unreadable(within, item);
+    return kept === undefined ? undefined : { kept };
+  }
+  const nowMs = Date.now();
+  const state = classify(record, nowMs);
+  if (isInFlight(state)) return { kept: { ...keptCallOf(record, state, nowMs), tool: undefined } };
+  return state === 'completed' ? { untilMs: record.expiresAtS * 1000 } : undefined;
+}
+
+/**
  * Whether the call `callId` names (a stamp on an app's item) may still commit its effect: its record is
  * live, abandoned or stalled — and still that call's (a record claimed anew after its TTL is another's).
  */

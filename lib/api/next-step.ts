@@ -184,7 +184,7 @@ export function nextAfterOperation(status: OperationStatus, afterMs?: number): N
         return {
           action: 'call_again',
           after_ms: afterMs,
-          message: `A Powertools handler on the same table started this call and stopped before it finished; its effect may or may not have happened. Nothing changes for ${secondsOf(afterMs)}: calling the write again with the same idempotency_key before then answers pending. After that it runs anew and can act twice: first check with a read whether the effect happened, and call again only if it did not, or tell the user it did not finish.`,
+          message: `It stopped unfinished and may have acted. Nothing changes for ${secondsOf(afterMs)}; after that, calling again runs it anew and can act twice: first check with a read whether it acted.`,
         };
       }
       return {

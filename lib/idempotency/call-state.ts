@@ -81,7 +81,7 @@ export function classify(record: CallRecord | undefined, nowMs: number): CallSta
  * `retry_after_ms` and `next`, a resend's `pending`, erase's `retryAfter`).
  */
 export function stalledChangesAtMs(record: Pick<CallRecord, 'claimId' | 'expiresAtS'>): number | undefined {
-  return record.claimId === undefined ? record.expiresAtS * 1000 : undefined;
+  return record.claimId ? undefined : record.expiresAtS * 1000;
 }
 
 /**

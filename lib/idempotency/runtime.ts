@@ -98,7 +98,7 @@ export type Operation<R extends JsonObject> =
    * only a resend with its key finishes it. `retryAfterMs` when nothing retrysafe runs moves it before
    * then (`stalledChangesAtMs`: one Powertools' handler left, until its TTL — past it a resend runs it anew).
    */
-  | { status: 'stalled'; reason: StalledReason; retryAfterMs?: number };
+  | { status: 'stalled'; reason: StalledReason; retryAfterMs?: number | undefined };
 
 /** How an invocation is run. */
 export interface InvokeOptions {
@@ -300,11 +300,9 @@ export class ToolRuntime {
       case 'abandoned':
         return { status: 'abandoned', retryAfterMs: askAgainAfterMs(record, state, nowMs) };
       case 'stalled': {
-        const changesAtMs = stalledChangesAtMs(record);
-        const reason = record.stalledReason ?? 'attempts';
-        if (changesAtMs === undefined) return { status: 'stalled', reason };
-        const retryAfterMs = Math.max(MIN_RETRY_AFTER_MS, Math.ceil(changesAtMs - nowMs));
-        return { status: 'stalled', reason, retryAfterMs };
+        const atMs = stalledChangesAtMs(record);
+        const retryAfterMs = atMs && Math.max(MIN_RETRY_AFTER_MS, Math.ceil(atMs - nowMs));
+        return { status: 'stalled', reason: record.stalledReason ?? 'attempts', retryAfterMs };
       }
       case 'completed': {
         const outcome = record.outcome;

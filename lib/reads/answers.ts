@@ -38,13 +38,7 @@ export const operationAnswer = z.lazy(() =>
       status: z.literal('stalled'),
       key: z.string(),
       retry_after_ms: z.optional(
-        z
-          .int()
-          .check(
-            z.describe(
-              'Only when nothing moves it before then (a call a Powertools handler left: until its record expires, ms from now). After it, a resend runs the call anew and can act twice.',
-            ),
-          ),
+        z.int().check(z.describe('Nothing changes it before then (ms); after, a resend can act twice.')),
       ),
       hint: z
         .string()

@@ -29,7 +29,7 @@ export const STALLED_HINTS: Readonly<Record<StalledReason, string>> = {
   unknown_tool: `the server no longer serves this tool (a deployment removed or renamed it) and will not finish this call (its effect may or may not have happened): once it is served again, ${RESEND}`,
   unreadable_call: `the server cannot read what this call asked, or the tool no longer accepts it, and will not finish it (its effect may or may not have happened): ${RESEND}`,
   expiring: `the server will not re-run this call again: its record expires before another attempt could end (its effect may or may not have happened): ${RESEND}`,
-  powertools: `a Powertools handler on the same table started this call and stopped before it finished (its effect may or may not have happened): nothing here re-runs it — a resend with the same key waits until its record expires (retry_after_ms), then runs it anew, which can act twice: check whether the effect happened first`,
+  powertools: `a Powertools handler on the same table started this call and stopped before it finished (its effect may or may not have happened): nothing here re-runs it — a resend with the same key waits until its record expires (retry_after_ms), then runs it anew, which can act twice: check the effect first`,
 };
 
 /** The stalled hint of a call the completer gave up on after its attempts (the most common reason). */

@@ -48,19 +48,23 @@ const CODES: Readonly<Record<ErrorCode, 1>> = {
  * result, so the same record answers the same on both.
  */
 export function decodeOutcome(data: unknown): StoredOutcome | undefined {
-  if (data === null || typeof data !== 'object' || Array.isArray(data)) return undefined;
+  if (typeof data !== 'object' || !data) return undefined;
   const { receipt, replayed, failure, message, ...rest } = data as Record<string, unknown>;
   if (typeof replayed !== 'boolean' || Object.keys(rest).length > 0) return undefined;
-  if (typeof failure === 'string' && receipt === undefined && Object.hasOwn(CODES, failure)) {
-    if (message === undefined) return { replayed, failure: failure as ErrorCode };
-    return typeof message === 'string' ? { replayed, failure: failure as ErrorCode, message } : undefined;
-  }
-  if (failure !== undefined || message !== undefined || typeof receipt !== 'string') return undefined;
+  const outcome =
+    receipt === undefined
+      ? Object.hasOwn(CODES, failure as string) && (message === undefined || typeof message === 'string')
+      : failure === undefined && message === undefined && typeof receipt === 'string' && isObjectText(receipt);
+  return outcome ? (data as StoredOutcome) : undefined;
+}
+
+/** Whether `text` is the JSON text of a plain object, as `receiptTextOf` stores a receipt. */
+function isObjectText(text: string): boolean {
   try {
-    const parsed: unknown = JSON.parse(receipt); // the JSON text of a plain object, as `receiptTextOf` stores
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? { receipt, replayed } : undefined;
+    // An object's prototype: not an array's, a string's or a number's (and `null` has none: it throws).
+    return Object.getPrototypeOf(JSON.parse(text)) === Object.prototype;
   } catch {
-    return undefined;
+    return false;
   }
 }
 

@@ -12,7 +12,13 @@ import {
 } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { type AttributeValue, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  type AttributeValue,
+  CreateTableCommand,
+  DeleteTableCommand,
+  GetItemCommand,
+  PutItemCommand,
+} from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { nextAfterRead } from '../../lib/api/next-step';
@@ -27,6 +33,8 @@ import { encodeCall } from '../../lib/idempotency/protocol/record';
 import type { JsonObject } from '../../lib/idempotency/types';
 import { createToolRuntime } from '../../lib/lambda/runtime';
 import { readOperation } from '../../lib/reads/operation';
+import { createTableInput } from '../../lib/store/create-tables';
+import { IDEMPOTENCY_TABLE } from '../../lib/store/tables';
 import { capturedLogger } from '../helpers/captured-logger';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { gate, noteTool } from '../helpers/tools';
@@ -35,13 +43,21 @@ import { gate, noteTool } from '../helpers/tools';
  * Powertools 2.35's own `makeIdempotent` and `DynamoDBPersistenceLayer`, and retrysafe's runtime, over ONE
  * DynamoDB Local table, in both directions. Powertools is configured as docs/design.md says (the record key
  * and validation hash of retrysafe's derivation: `scope` and `fingerprint`, sha256, the tool as key prefix),
- * and is handed the event `{ scope: [tenant, user, client key], fingerprint }`.
+ * and is handed the event `{ scope: [tenant, user, client key], fingerprint }`. On an idempotency table of
+ * its own: Powertools' records carry no tenant, and every tenant's erase on a shared table would find them
+ * (rule 6) — another suite's erase would wait on this one's calls.
  */
+const TABLE = `powertools-${randomUUID().slice(0, 8)}`;
 let world: ProtocolWorld;
-beforeAll(() => {
+beforeAll(async () => {
+  process.env[IDEMPOTENCY_TABLE.envVar] = TABLE;
   world = createProtocolWorld();
+  await world.client.send(new CreateTableCommand(createTableInput(IDEMPOTENCY_TABLE, TABLE)));
 });
-afterAll(() => world.destroy());
+afterAll(async () => {
+  await world.client.send(new DeleteTableCommand({ TableName: TABLE }));
+  world.destroy();
+});
 
 const TTL_SECONDS = 3_600;
 const TOOL = 'send_note';

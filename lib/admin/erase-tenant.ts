@@ -6,6 +6,7 @@ import {
   eraseItem,
   type IdempotencyTableOptions,
   type KeptCall,
+  unattributedItem,
 } from '../idempotency';
 import { DEFAULT_RECORD_ATTRIBUTES as ATTR } from '../idempotency/protocol/record';
 import { appTableName, idempotencyTableName, type TableSchema } from '../store/tables';
@@ -78,6 +79,14 @@ export interface ErasureReport {
   readonly complete: boolean;
   /** What was left for later, by table. Empty when `complete`. */
   readonly deferred: readonly DeferredErasure[];
+  /**
+   * Idempotency records with no tenant, which erase cannot tell whose they are (Powertools' handler wrote
+   * them: its layer writes no tenant, its key names none) and so never writes to — rule 6: assumed to be
+   * the tenant's. `inFlight`: calls that may still commit anywhere, so every app table waits (counted in
+   * `callsInFlight` too); `completed`: results kept until their TTL. Either makes the erase not `complete`:
+   * erase again at `retryAfter`, once they settled or expired (or the Powertools handler left the table).
+   */
+  readonly unattributed: { readonly inFlight: number; readonly completed: number };
   /** The tenant's calls in flight erase kept, by state (`KeptCall.state`). */
   readonly callsInFlight: Readonly<Partial<Record<KeptCall['state'], number>>>;
   /**
@@ -116,8 +125,9 @@ export const NO_TENANT_ATTRIBUTE = 'not erased: its schema declares no tenantAtt
  * the calls in flight that may still commit to it: those whose tool's `access` names it (`tools`), and
  * every call whose tool erase cannot tell. The report says what was left and when to erase again.
  *
- * How it finds the idempotency records, by cost: a parallel, paginated Scan filtered on the tenant. It
- * reads the whole table (records live 24 h), a few read units per thousand records, a few times a year —
+ * How it finds the idempotency records, by cost: a parallel, paginated Scan filtered on the tenant — or no
+ * tenant (a Powertools handler's records, which may be the tenant's: `unattributed`, never written). It
+ * reads the whole table either way (records live 24 h), a few read units per thousand records, a few times a year —
  * instead of a `by-tenant` index that would add a write unit to every call. Measured in docs/operations.md.
  */
 export async function eraseTenant(
@@ -149,13 +159,10 @@ export async function eraseTenant(
   const deferred: DeferredErasure[] = [];
   const holding = new Map(records.kept);
   let changedMeanwhile = false;
-  if (records.totals.inFlight > 0) {
-    deferred.push({
-      table: 'idempotency',
-      reason: 'items_kept',
-      calls: records.kept.size,
-      items: records.totals.inFlight,
-    });
+  const unattributed = records.unattributed;
+  const keptItems = records.totals.inFlight + unattributed.inFlight + unattributed.completed;
+  if (keptItems > 0) {
+    deferred.push({ table: 'idempotency', reason: 'items_kept', calls: records.kept.size, items: keptItems });
   }
   if (request.includeDomain) {
     const accessByTool = tools && new Map(tools.map((tool) => [tool.name, tool.access]));
@@ -183,6 +190,7 @@ export async function eraseTenant(
   const nowMs = Date.now();
   const times = [...holding.values()].flatMap((call) => (call.changesAtMs === undefined ? [] : [call.changesAtMs]));
   if (changedMeanwhile) times.push(nowMs); // written while erase deleted it: a rerun decides, at once
+  times.push(...unattributed.completedUntilMs);
   const callsInFlight: Partial<Record<KeptCall['state'], number>> = {};
   for (const call of records.kept.values()) callsInFlight[call.state] = (callsInFlight[call.state] ?? 0) + 1;
   const retryAfterMs = deferred.length > 0 && times.length > 0 ? Math.max(nowMs, Math.min(...times)) : undefined;
@@ -193,6 +201,7 @@ export async function eraseTenant(
     kept,
     complete: deferred.length === 0,
     deferred,
+    unattributed: { inFlight: unattributed.inFlight, completed: unattributed.completed },
     callsInFlight,
     ...(retryAfterMs === undefined ? {} : { retryAfter: new Date(retryAfterMs).toISOString() }),
   };
@@ -214,21 +223,40 @@ function mayWrite(
 /**
  * The tenant's idempotency records, found by a Scan, each erased by the core (`eraseItem`: a completed
  * call becomes a tombstone, a call in flight is kept and reported, an intent goes with its settled holder),
- * and the calls in flight kept, by record key (an intent's holder once).
+ * and the calls in flight kept, by record key (an intent's holder once). The same Scan finds the records
+ * with no tenant (`unattributedItem`): never written to, each in flight kept as the tenant's (its tool
+ * unknown), each completed one counted with its TTL.
  */
 async function eraseIdempotencyRecords(
   idempotency: IdempotencyTableOptions & { readonly tableName: string },
   tenant: string,
   { dryRun, segments, closeStalled }: { dryRun: boolean; segments: number; closeStalled: boolean },
-): Promise<{ readonly totals: TableErasure; readonly kept: ReadonlyMap<string, KeptCall> }> {
+): Promise<{
+  readonly totals: TableErasure;
+  readonly kept: ReadonlyMap<string, KeptCall>;
+  readonly unattributed: { inFlight: number; completed: number; completedUntilMs: number[] };
+}> {
   const totals = { found: 0, deleted: 0, inFlight: 0, readUnits: 0 };
   const kept = new Map<string, KeptCall>();
+  const unattributed = { inFlight: 0, completed: 0, completedUntilMs: [] as number[] };
   totals.readUnits = await scanTenantRecords(
     idempotency.client,
     idempotency.tableName,
     tenant,
-    { segments },
+    { segments, unattributed: true },
     async (item) => {
+      if (item[ATTR.tenant] === undefined) {
+        const found = unattributedItem(idempotency, item);
+        if (found === undefined) return;
+        if ('untilMs' in found) {
+          unattributed.completed += 1;
+          unattributed.completedUntilMs.push(found.untilMs);
+          return;
+        }
+        unattributed.inFlight += 1;
+        kept.set(found.kept.recordKey, found.kept);
+        return;
+      }
       totals.found += 1;
       const erased = await eraseItem(idempotency, item, { dryRun, closeStalled });
       if (erased.outcome === 'erased') totals.deleted += 1;
@@ -236,7 +264,7 @@ async function eraseIdempotencyRecords(
       if (erased.kept) kept.set(erased.kept.recordKey, erased.kept);
     },
   );
-  return { totals, kept };
+  return { totals, kept, unattributed };
 }
 
 /**

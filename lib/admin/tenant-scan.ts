@@ -11,7 +11,9 @@ export interface ScanFilter {
 
 /**
  * Every item of `tenant` in the idempotency table, by a parallel, paginated, consistent Scan filtered on
- * the tenant (and `filter`), each handed to `onItem` (unmarshalled) in page order. The record key is a
+ * the tenant (and `filter`), each handed to `onItem` (unmarshalled) in page order — and, `unattributed`,
+ * every item with no tenant too (Powertools' handler writes none: it may be any tenant's). The same Scan,
+ * the same read units: a filter does not change what a Scan reads. The record key is a
  * hash and an index by tenant would add a write unit to every call, so erase and `retrysafe calls` pay
  * here instead. Every segment runs to its end; the first failure is thrown after (a rerun resumes).
  * Returns the read units the Scan consumed.
@@ -20,10 +22,15 @@ export async function scanTenantRecords(
   client: DynamoDBClient,
   table: string,
   tenant: string,
-  { segments, filter }: { readonly segments: number; readonly filter?: ScanFilter },
+  {
+    segments,
+    filter,
+    unattributed = false,
+  }: { readonly segments: number; readonly filter?: ScanFilter; readonly unattributed?: boolean },
   onItem: (item: Record<string, unknown>) => unknown,
 ): Promise<number> {
   let readUnits = 0;
+  const onTenant = unattributed ? '(#tenant = :tenant OR attribute_not_exists(#tenant))' : '#tenant = :tenant';
   async function scanSegment(segment: number): Promise<void> {
     let startKey: Record<string, AttributeValue> | undefined;
     do {
@@ -32,7 +39,7 @@ export async function scanTenantRecords(
           TableName: table,
           Segment: segment,
           TotalSegments: segments,
-          FilterExpression: filter ? `#tenant = :tenant AND ${filter.expression}` : '#tenant = :tenant',
+          FilterExpression: filter ? `${onTenant} AND ${filter.expression}` : onTenant,
           ExpressionAttributeNames: { '#tenant': ATTR.tenant, ...filter?.names },
           ExpressionAttributeValues: { ':tenant': { S: tenant }, ...filter?.values },
           ExclusiveStartKey: startKey,

@@ -10,7 +10,8 @@ import type { HttpErrorCode } from './status';
 /**
  * - `none`: nothing more to do; for a write, it is done and must not be repeated.
  * - `call_again`: call the same tool again with the same arguments (for a write, the same `idempotency_key`),
- *   after `after_ms`. It cannot act twice.
+ *   after `after_ms`. It cannot act twice — except where the message says to check the effect first: a
+ *   call a Powertools handler left unfinished, which a call after `after_ms` (its record's TTL) runs anew.
  * - `fix_arguments`: nothing was done; change what the error names, then call again.
  * - `use_original_arguments`: nothing was done; the key belongs to other arguments (a `conflict`).
  * - `stop`: nothing was done, and calling again as is fails the same way (credentials, permissions).
@@ -182,6 +183,15 @@ export function nextAfterOperation(status: OperationStatus, afterMs?: number): N
       };
     }
     case 'stalled':
+      // A wait on a stalled call: nothing moves it before then, and after it a resend runs it anew
+      // (`stalledChangesAtMs`: a Powertools handler's call, past its TTL) — no promise of one effect.
+      if (afterMs !== undefined) {
+        return {
+          action: 'call_again',
+          after_ms: afterMs,
+          message: `It stopped unfinished and may have acted. Nothing changes for ${secondsOf(afterMs)}; after that, calling again runs it anew and can act twice: first check with a read whether it acted.`,
+        };
+      }
       return {
         action: 'call_again',
         message:

@@ -329,6 +329,12 @@ export async function eraseCommand(argv: readonly string[], cwd: string, env: No
       );
     }
     for (const [table, why] of Object.entries(report.kept)) console.log(`  ${table.padEnd(12)} kept: ${why}`);
+    const { inFlight, completed } = report.unattributed;
+    if (inFlight + completed > 0) {
+      console.log(
+        `  ${'idempotency'.padEnd(12)} ${inFlight} in flight and ${completed} completed record(s) with no tenant (a Powertools handler's): whoever's they are, not written, taken as this tenant's`,
+      );
+    }
     const found = Object.values(report.tables).reduce((sum, counts) => sum + counts.found, 0);
     if (found === 0) console.log('  nothing to erase (already erased, or no such tenant)');
     if (report.complete) return 0;

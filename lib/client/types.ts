@@ -39,7 +39,14 @@ export type Operation<R = JsonObject> =
       readonly retry_after_ms: number;
       readonly hint: string;
     }
-  | { readonly ok: true; readonly status: 'stalled'; readonly key: string; readonly hint: string };
+  /** `retry_after_ms`: only when nothing moves it before then (a Powertools handler's call: its TTL); past it a resend can act twice. */
+  | {
+      readonly ok: true;
+      readonly status: 'stalled';
+      readonly key: string;
+      readonly retry_after_ms?: number;
+      readonly hint: string;
+    };
 
 /** One tool's types: the arguments a caller sends (without `idempotency_key`) and its receipt. */
 export interface ToolTypes<A = JsonObject, R = JsonObject> {

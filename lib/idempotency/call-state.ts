@@ -73,6 +73,18 @@ export function classify(record: CallRecord | undefined, nowMs: number): CallSta
 }
 
 /**
+ * When a stalled call can next change by anything retrysafe runs (epoch ms), or undefined when nothing
+ * scheduled moves it. One the completer gave up on: only a resend moves it, at once (undefined). One
+ * Powertools' handler left in flight (no claim, `callRecordOf`): nothing before its TTL — a resend is
+ * `pending` until then — and past it a fresh claim runs it anew, under retrysafe's downstream key, not the
+ * one Powertools' function used: it may act twice. Every answer about it waits for this (the poll's
+ * `retry_after_ms` and `next`, a resend's `pending`, erase's `retryAfter`).
+ */
+export function stalledChangesAtMs(record: Pick<CallRecord, 'claimId' | 'expiresAtS'>): number | undefined {
+  return record.claimId ? undefined : record.expiresAtS * 1000;
+}
+
+/**
  * When a call was first claimed (epoch ms): its record's `created_at`, or — on a record an earlier version
  * claimed, which has none — its TTL less the tool's TTL, as the first claim set it (a takeover keeps it;
  * only a stored outcome moves it, so a completed record's is its completion instead).

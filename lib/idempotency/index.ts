@@ -26,6 +26,7 @@ export {
   type KeptCall,
   type RecordErasure,
   type StampRead,
+  unattributedItem,
 } from './protocol/erase';
 export type { StalledReason } from './protocol/record';
 export { DEFAULT_IDEMPOTENCY_TABLE_NAME, DEFAULT_RECORD_ATTRIBUTES, type RecordAttributes } from './protocol/record';

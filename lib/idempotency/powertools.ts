@@ -16,22 +16,16 @@ export { fingerprint } from './fingerprint';
 
 /**
  * Powertools' `responseHook` (`IdempotencyConfig`) for a handler on a table retrysafe writes too: a
- * replay of a record retrysafe stored answers its receipt (the tool's JSON object), not the stored
+ * replay of an outcome retrysafe stored answers its receipt (the tool's JSON object), not the stored
  * envelope `{ receipt: "<JSON text>", replayed }`; a stored failure is thrown (`StoredFailureError`, with
- * its `code`), as retrysafe answers it. Any other response — a record Powertools' handler stored — is
- * returned as it is. docs/design.md, "Powertools and retrysafe on one table".
+ * its `code`), as retrysafe answers it. What is retrysafe's outcome is `decodeOutcome`'s one rule (exactly
+ * its keys, a receipt that is an object's JSON text, a known error code); anything else — a result
+ * Powertools' handler stored, whatever its fields — is returned as it is, and retrysafe replays it as that
+ * same object. docs/design.md, "Powertools and retrysafe on one table".
  */
 export function powertoolsResponseHook(response: unknown): JsonValue {
   const outcome = decodeOutcome(response);
-  const ours = outcome !== undefined && (typeof outcome.receipt === 'string' || typeof outcome.failure === 'string');
-  if (!ours) return response as JsonValue;
-  if (outcome.receipt !== undefined) {
-    try {
-      return JSON.parse(outcome.receipt) as JsonObject;
-    } catch {
-      // Not the text retrysafe stores: `internal`, as retrysafe answers it — never the stored text in an error.
-      throw new StoredFailureError(failureOf({ replayed: outcome.replayed, failure: 'internal' }));
-    }
-  }
-  throw new StoredFailureError(failureOf(outcome));
+  if (outcome === undefined) return response as JsonValue;
+  if (outcome.receipt === undefined) throw new StoredFailureError(failureOf(outcome));
+  return JSON.parse(outcome.receipt) as JsonObject;
 }

@@ -6,6 +6,7 @@ import {
   type Ending,
   type EndingCall,
   failureOf,
+  MIN_RETRY_AFTER_MS,
   pendingAnswer,
   type ReplayKind,
   toToolError,
@@ -13,7 +14,7 @@ import {
 import { parseCall } from './arguments';
 import { type Attachment, type AttachOptions, attachmentOf } from './attach';
 import { type CallPlan, runAttempt } from './attempt';
-import { CLOCK_SKEW_TOLERANCE_MS, classify } from './call-state';
+import { CLOCK_SKEW_TOLERANCE_MS, classify, stalledChangesAtMs } from './call-state';
 import { idempotencyDisabled, recordKeyOf, validationOf } from './derivation';
 import { type ErrorCode, INTERNAL_MESSAGE, InternalError, StoredFailureError, UnavailableError } from './errors';
 import { fingerprint } from './fingerprint';
@@ -94,9 +95,10 @@ export type Operation<R extends JsonObject> =
   | { status: 'abandoned'; retryAfterMs: number }
   /**
    * Abandoned, and the completer gave up on it (`reason`: after its attempts, or it cannot re-run it):
-   * only a resend with its key finishes it.
+   * only a resend with its key finishes it. `retryAfterMs` when nothing retrysafe runs moves it before
+   * then (`stalledChangesAtMs`: one Powertools' handler left, until its TTL — past it a resend runs it anew).
    */
-  | { status: 'stalled'; reason: StalledReason };
+  | { status: 'stalled'; reason: StalledReason; retryAfterMs?: number | undefined };
 
 /** How an invocation is run. */
 export interface InvokeOptions {
@@ -297,8 +299,11 @@ export class ToolRuntime {
         return { status: 'pending', retryAfterMs: askAgainAfterMs(record, state, nowMs) };
       case 'abandoned':
         return { status: 'abandoned', retryAfterMs: askAgainAfterMs(record, state, nowMs) };
-      case 'stalled':
-        return { status: 'stalled', reason: record.stalledReason ?? 'attempts' };
+      case 'stalled': {
+        const atMs = stalledChangesAtMs(record);
+        const retryAfterMs = atMs && Math.max(MIN_RETRY_AFTER_MS, Math.ceil(atMs - nowMs));
+        return { status: 'stalled', reason: record.stalledReason ?? 'attempts', retryAfterMs };
+      }
       case 'completed': {
         const outcome = record.outcome;
         // A stored failure answers the poll as it answered the call.

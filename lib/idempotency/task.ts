@@ -8,7 +8,7 @@
  * |---------------------------|-----------------------------------------------------------------------|
  * | live                      | `working`, polled again soon (`pollInterval`: at most 1 s, never past its lock) |
  * | abandoned                 | `working`, polled again when the completer re-runs it (`completerLooksAtMs`) |
- * | stalled                   | `working`: only a resend with its key finishes it (never terminal: it can still complete) |
+ * | stalled                   | `working` (never terminal: it can still complete): only a resend with its key finishes it — one a Powertools handler left, nothing here before its TTL, and a resend after it runs it anew (`stalledChangesAtMs`) |
  * | completed, a receipt      | `completed`, its result the call's own answer (`idempotent` as stored) |
  * | completed, a failure      | `failed`, its result the call's own error answer                       |
  * | absent, expired, erased   | none: not found                                                       |

@@ -37,6 +37,9 @@ export const operationAnswer = z.lazy(() =>
       ok: z.literal(true),
       status: z.literal('stalled'),
       key: z.string(),
+      retry_after_ms: z.optional(
+        z.int().check(z.describe('Nothing changes it before then (ms); after, a resend can act twice.')),
+      ),
       hint: z
         .string()
         .check(z.describe('The completer gave up on it: only a resend with the same key and arguments finishes it.')),

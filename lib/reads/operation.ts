@@ -20,13 +20,16 @@ export const ABANDONED_HINT =
 const RESEND =
   'resend the same arguments with the same key to run it again — it cannot act twice — otherwise it stays unfinished until its record expires';
 
-/** What a stalled call's poll says, by why the server gave up on it: only a resend finishes it. */
+/**
+ * What a stalled call's poll says, by why the server gave up on it: only a resend finishes it — or, for a
+ * call Powertools' handler left, nothing here before its record's TTL, and a resend after it runs it anew.
+ */
 export const STALLED_HINTS: Readonly<Record<StalledReason, string>> = {
   attempts: `the server stopped retrying this call after its attempts failed (its effect may or may not have happened): ${RESEND}`,
   unknown_tool: `the server no longer serves this tool (a deployment removed or renamed it) and will not finish this call (its effect may or may not have happened): once it is served again, ${RESEND}`,
   unreadable_call: `the server cannot read what this call asked, or the tool no longer accepts it, and will not finish it (its effect may or may not have happened): ${RESEND}`,
   expiring: `the server will not re-run this call again: its record expires before another attempt could end (its effect may or may not have happened): ${RESEND}`,
-  powertools: `a Powertools handler on the same table started this call and stopped before it finished (its effect may or may not have happened): nothing here re-runs it — a resend with the same key waits until its record expires, then runs it`,
+  powertools: `a Powertools handler on the same table started this call and stopped before it finished (its effect may or may not have happened): nothing here re-runs it — a resend with the same key waits until its record expires (retry_after_ms), then runs it anew, which can act twice: check the effect first`,
 };
 
 /** The stalled hint of a call the completer gave up on after its attempts (the most common reason). */
@@ -64,7 +67,11 @@ export async function readOperation(
   if (operation.status === 'completed') return { ok: true, status: 'completed', key, receipt: operation.receipt };
   if (operation.status === 'pending')
     return { ok: true, status: 'pending', key, retry_after_ms: operation.retryAfterMs };
-  if (operation.status === 'stalled')
-    return { ok: true, status: 'stalled', key, hint: STALLED_HINTS[operation.reason] ?? STALLED_HINT };
+  if (operation.status === 'stalled') {
+    const hint = STALLED_HINTS[operation.reason] ?? STALLED_HINT;
+    // Nothing moves it before then (a Powertools handler's call, until its TTL): `next` says so.
+    const wait = operation.retryAfterMs === undefined ? {} : { retry_after_ms: operation.retryAfterMs };
+    return { ok: true, status: 'stalled', key, ...wait, hint };
+  }
   return { ok: true, status: 'abandoned', key, retry_after_ms: operation.retryAfterMs, hint: ABANDONED_HINT };
 }

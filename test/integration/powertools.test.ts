@@ -1,6 +1,7 @@
 // Rule 1 (docs/state-machine.md): a record Powertools' handler left in progress is never re-run by retrysafe.
 // Rule 2 (docs/state-machine.md): it names no claim, so nothing takes it over.
-// Rule 6 (docs/state-machine.md): erase tombstones a completed one and keeps one in flight.
+// Rule 6 (docs/state-machine.md): erase tombstones a completed one and keeps one in flight; a tenant's erase
+// cannot tell whose a Powertools record is (no tenant), writes none, and is not complete while one is there.
 // docs/design.md, "Powertools and retrysafe on one table": Powertools' handler and retrysafe on one table.
 import { randomUUID } from 'node:crypto';
 import {
@@ -11,8 +12,16 @@ import {
 } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { type AttributeValue, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  type AttributeValue,
+  CreateTableCommand,
+  DeleteTableCommand,
+  GetItemCommand,
+  PutItemCommand,
+} from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { eraseTenant } from '../../lib/admin/erase-tenant';
+import { nextAfterRead } from '../../lib/api/next-step';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { recordKeyOf, validationOf } from '../../lib/idempotency/derivation';
 import { INTERNAL_MESSAGE } from '../../lib/idempotency/errors';
@@ -23,6 +32,9 @@ import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import { encodeCall } from '../../lib/idempotency/protocol/record';
 import type { JsonObject } from '../../lib/idempotency/types';
 import { createToolRuntime } from '../../lib/lambda/runtime';
+import { readOperation } from '../../lib/reads/operation';
+import { createTableInput } from '../../lib/store/create-tables';
+import { IDEMPOTENCY_TABLE } from '../../lib/store/tables';
 import { capturedLogger } from '../helpers/captured-logger';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { gate, noteTool } from '../helpers/tools';
@@ -31,13 +43,21 @@ import { gate, noteTool } from '../helpers/tools';
  * Powertools 2.35's own `makeIdempotent` and `DynamoDBPersistenceLayer`, and retrysafe's runtime, over ONE
  * DynamoDB Local table, in both directions. Powertools is configured as docs/design.md says (the record key
  * and validation hash of retrysafe's derivation: `scope` and `fingerprint`, sha256, the tool as key prefix),
- * and is handed the event `{ scope: [tenant, user, client key], fingerprint }`.
+ * and is handed the event `{ scope: [tenant, user, client key], fingerprint }`. On an idempotency table of
+ * its own: Powertools' records carry no tenant, and every tenant's erase on a shared table would find them
+ * (rule 6) — another suite's erase would wait on this one's calls.
  */
+const TABLE = `powertools-${randomUUID().slice(0, 8)}`;
 let world: ProtocolWorld;
-beforeAll(() => {
+beforeAll(async () => {
+  process.env[IDEMPOTENCY_TABLE.envVar] = TABLE;
   world = createProtocolWorld();
+  await world.client.send(new CreateTableCommand(createTableInput(IDEMPOTENCY_TABLE, TABLE)));
 });
-afterAll(() => world.destroy());
+afterAll(async () => {
+  await world.client.send(new DeleteTableCommand({ TableName: TABLE }));
+  world.destroy();
+});
 
 const TTL_SECONDS = 3_600;
 const TOOL = 'send_note';
@@ -201,7 +221,9 @@ describe('retrysafe reads a record Powertools’ handler wrote', () => {
     const untilTtlMs = (before?.expiration as number) * 1000 - Date.now();
     expect(resend).toMatchObject({ ok: false, status: 'pending', key: call.key });
     expect((resend as { retry_after_ms: number }).retry_after_ms).toBeGreaterThan(untilTtlMs - 5_000);
-    expect(poll).toEqual({ status: 'stalled', reason: 'powertools' });
+    // Polled with the same wait as the resend (`stalledChangesAtMs`): nothing moves it before its TTL.
+    expect(poll).toEqual({ status: 'stalled', reason: 'powertools', retryAfterMs: expect.any(Number) });
+    expect((poll as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(untilTtlMs - 5_000);
     expect(after).toEqual(before);
     expect(execute).not.toHaveBeenCalled();
   });
@@ -477,7 +499,7 @@ describe('erase, on a record Powertools’ handler wrote', () => {
     });
     expect(after).toEqual(item);
   });
-  it('keeps one whose lock ended, even erasing the app’s tables: stalled, nothing will move it before its TTL', async () => {
+  it('keeps one whose lock ended, even erasing the app’s tables: stalled, nothing will move it before its TTL (erase again then)', async () => {
     // prepare: Powertools' handler claims with 100 ms left, and its worker never comes back
     const call = callOf();
     const dead = gate();
@@ -499,7 +521,12 @@ describe('erase, on a record Powertools’ handler wrote', () => {
     // assess
     expect(kept).toEqual({
       outcome: 'in_flight',
-      kept: { recordKey: call.recordKey, tool: undefined, state: 'stalled', changesAtMs: undefined },
+      kept: {
+        recordKey: call.recordKey,
+        tool: undefined,
+        state: 'stalled',
+        changesAtMs: (item.expiration as number) * 1000,
+      },
     });
     expect(after).toEqual(item);
   });
@@ -554,8 +581,9 @@ describe('Powertools’ handler reads a record retrysafe wrote', () => {
     expect(run).not.toHaveBeenCalled();
   });
 
-  it('completed with a receipt that is not JSON text: the hook throws `internal`, the stored text in no error', async () => {
-    // prepare: a record whose receipt no retrysafe store wrote (canonical JSON text is all it writes)
+  it('completed with a receipt that is not an object’s JSON text: not retrysafe’s outcome (`decodeOutcome`), the hook returns it as stored, nothing run', async () => {
+    // prepare: a record whose receipt no retrysafe store wrote (canonical JSON text is all it writes). The
+    // hook sees the result only, not who wrote it: by the one rule, this is a handler's own result.
     const call = callOf();
     const { handler, run } = powertools(async () => ({ note_id: 'ran again' }), { responseHook: true });
     await world.client.send(
@@ -575,14 +603,10 @@ describe('Powertools’ handler reads a record retrysafe wrote', () => {
     );
 
     // act
-    const replay = await handler(call.event, context()).then(
-      () => undefined,
-      (error: unknown) => error as Error & { code?: string },
-    );
+    const replay = await handler(call.event, context());
 
     // assess
-    expect(replay).toMatchObject({ code: 'internal', message: INTERNAL_MESSAGE });
-    expect(JSON.stringify({ message: replay?.message, cause: String(replay?.cause) })).not.toContain(SECRET);
+    expect(replay).toEqual({ replayed: false, receipt: `{${SECRET}` });
     expect(run).not.toHaveBeenCalled();
   });
 
@@ -656,5 +680,125 @@ describe('Powertools’ handler reads a record retrysafe wrote', () => {
     expect(rerun).toEqual({ note_id: 'ran again' });
     expect(run).toHaveBeenCalledTimes(1);
     expect(await itemOf(call.recordKey)).not.toHaveProperty('call_id');
+  });
+});
+
+describe('Powertools’ handler replays a record it wrote itself, with `powertoolsResponseHook`', () => {
+  // The hook sees a stored result, not who stored it: one decoder (`decodeOutcome`) tells retrysafe's
+  // outcome from a handler's own result, exactly. A payment function's natural result — a string `receipt`,
+  // a boolean `replayed`, more fields — is its own, and replays as it returned it.
+  it.each([
+    ['a receipt number', { receipt: 'rcpt_42', replayed: false, amount: 100 }],
+    ['a receipt that is JSON text', { receipt: '{"id":"r1"}', replayed: false, amount: 100 }],
+    ['a failure field of its own', { failure: 'card_declined', replayed: false, retry: true }],
+  ])('replays the handler’s own result as it returned it (%s)', async (_case, result) => {
+    // prepare
+    const call = callOf();
+    const { handler, run } = powertools(async () => result, { responseHook: true });
+    const first = await handler(call.event, context());
+
+    // act
+    const replay = await handler(call.event, context()).catch((error: unknown) => error);
+
+    // assess
+    expect(first).toEqual(result);
+    expect(replay).toEqual(result);
+    expect(run).toHaveBeenCalledTimes(1);
+  });
+
+  it('gives the same receipt on both sides: retrysafe’s replay of that record and Powertools’ own', async () => {
+    // prepare
+    const call = callOf();
+    const result = { receipt: '{"id":"r1"}', replayed: false, amount: 100 };
+    const { handler } = powertools(async () => result, { responseHook: true });
+    await handler(call.event, context());
+    const { tool } = noteTool(TOOL, undefined, { ttlSeconds: TTL_SECONDS });
+
+    // act
+    const viaRetrysafe = await world.runtime.invoke(tool, call.caller, call.input, deadline());
+    const viaPowertools = await handler(call.event, context());
+
+    // assess
+    expect(viaRetrysafe).toMatchObject({ ok: true, idempotent: true, receipt: result });
+    expect(viaPowertools).toEqual((viaRetrysafe as { receipt: unknown }).receipt);
+  });
+});
+
+describe('the poll of a call Powertools’ handler left in flight (stalled, reason powertools)', () => {
+  // A resend is `pending` for the rest of the TTL, and past it the call runs under retrysafe's downstream
+  // key, not the one Powertools' function used — it can act twice: the poll's `next` waits for the TTL
+  // (`stalledChangesAtMs`) and never says "it cannot act twice".
+  it('tells the agent when asking again can change anything (the TTL), and promises no single effect', async () => {
+    // prepare: Powertools' handler claims with 100 ms left, and its worker never comes back
+    const call = callOf();
+    noteTool(TOOL, undefined, { ttlSeconds: TTL_SECONDS });
+    const dead = gate();
+    const { handler, run } = powertools(
+      async () => {
+        await dead.opened;
+        return { note_id: 'late' };
+      },
+      { responseHook: true },
+    );
+    const dying = handler(call.event, context(100));
+    while (run.mock.calls.length === 0) await waitMs(10);
+    await waitMs(200);
+
+    // act: the poll as GET /tools/{tool}/operations/{key} and get_operation answer it
+    const answer = await readOperation({ runtime: world.runtime, toolNames: [TOOL] }, call.caller, TOOL, call.key);
+    const next = nextAfterRead(answer as Parameters<typeof nextAfterRead>[0]);
+    dead.open();
+    await dying;
+
+    // assess
+    expect(answer).toMatchObject({ ok: true, status: 'stalled' });
+    expect(next.message).not.toMatch(/cannot act twice/);
+    expect(next.after_ms).toBeGreaterThan((TTL_SECONDS - 60) * 1000);
+  });
+});
+
+describe('a tenant’s erase, on the records Powertools’ handler wrote (no tenant: it cannot tell whose)', () => {
+  // Powertools' layer writes no tenant and its key (`<function>#<hash>`) names none: the erase's Scan finds
+  // the records with no tenant too, writes none of them, and takes each as the tenant's — one in flight
+  // holds back every app table (its tool unknown), and the erase is not complete.
+  it('reports a Powertools call still in flight, whoever’s it is, and every app table waits for it', async () => {
+    // prepare: Powertools' handler holds the key for the tenant's call
+    const call = callOf();
+    const held = gate();
+    const { handler, run } = powertools(
+      async () => {
+        await held.opened;
+        return { note_id: 'n' };
+      },
+      { responseHook: true },
+    );
+    const running = handler(call.event, context(5_000));
+    while (run.mock.calls.length === 0) await waitMs(10);
+    const before = await itemOf(call.recordKey);
+
+    // act: an app table no tool's `access` names (it waits before any read: DynamoDB Local has none)
+    const report = await eraseTenant(
+      world.client,
+      { tenant: call.caller.tenant, includeDomain: true },
+      { IDEMPOTENCY_TABLE: world.idempotencyTable.tableName },
+      { notes: { partitionKey: { name: 'tenant', type: 'S' }, tenantAttribute: 'tenant' } },
+      [{ name: TOOL, access: { invoices: ['dynamodb:PutItem'] } }],
+    );
+    const after = await itemOf(call.recordKey);
+    held.open();
+    await running;
+
+    // assess
+    expect(report.unattributed.inFlight).toBeGreaterThanOrEqual(1);
+    expect(report.callsInFlight.live).toBeGreaterThanOrEqual(1);
+    expect(report.complete).toBe(false);
+    expect(report.deferred).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ table: 'idempotency', reason: 'items_kept' }),
+        expect.objectContaining({ table: 'notes', reason: 'calls_in_flight' }),
+      ]),
+    );
+    expect(report.tables.notes).toBeUndefined();
+    expect(after).toEqual(before);
   });
 });

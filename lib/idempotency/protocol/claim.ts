@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { type Ending, failed, REFUSED, StoreWriteError } from '../answers';
-import { classify, createdAtOf, isAbandoned, ttlNeededFor } from '../call-state';
+import { classify, createdAtOf, isAbandoned, stalledChangesAtMs, ttlNeededFor } from '../call-state';
 import { type CallRecord, callIdOf, callRecordOf, STATUS } from './record';
 import { conditionally, type IdempotencyTable, lockEndedOn, ownClaim } from './table';
 
@@ -126,11 +126,9 @@ function answerOfRecord(existing: CallRecord, request: ClaimRequest): ClaimPhase
     const nowMs = Date.now();
     // No claim to take over once its lock ended (Powertools' handler died holding it: rule 2), no call to
     // re-run, and its effect may have happened (rule 1). Nothing runs it before its TTL — past it a fresh
-    // claim runs it under this call's downstream key —, so the wait is all of it, not a poll's second.
-    const until =
-      !existing.claimId && existing.lockEndsMs < nowMs
-        ? { afterMs: existing.expiresAtS * 1000 - nowMs }
-        : { atMs: existing.lockEndsMs };
+    // claim runs it under this call's downstream key —, so the wait is all of it (`stalledChangesAtMs`).
+    const changesAtMs = existing.lockEndsMs < nowMs ? stalledChangesAtMs(existing) : undefined;
+    const until = changesAtMs === undefined ? { atMs: existing.lockEndsMs } : { afterMs: changesAtMs - nowMs };
     return { kind: 'pending', until, call: existing };
   }
   if (existing.status === STATUS.completed) {

@@ -13,7 +13,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { completerLooksAtMs } from '../backoff';
-import { type CallState, classify, isInFlight } from '../call-state';
+import { type CallState, classify, isInFlight, stalledChangesAtMs } from '../call-state';
 import { deleteIntent } from './intent';
 import { type CallRecord, callRecordOf, intentOf, recordKeyOfCallId, STATUS } from './record';
 import {
@@ -76,11 +76,11 @@ export interface ItemErasure {
  * When a call in flight can next change by itself (epoch ms): a live one at its lock's end (its attempt
  * stores, parks or dies by then); an abandoned one when the completer next looks at it — the stream's
  * next look is when its record says (`completerLooksAtMs`: its lock's end plus its attempts' backoff, before its TTL);
- * a stalled one never (undefined).
+ * a stalled one never (undefined) — but one Powertools' handler left at its TTL (`stalledChangesAtMs`).
  */
 export function nextChangeAtMs(record: CallRecord, state: 'live' | 'abandoned' | 'stalled'): number | undefined {
   if (state === 'live') return record.lockEndsMs;
-  if (state === 'stalled') return undefined;
+  if (state === 'stalled') return stalledChangesAtMs(record);
   // The completer's schedule, the one every answer follows (backoff.ts).
   return completerLooksAtMs(record);
 }
@@ -153,6 +153,29 @@ function unreadable(table: IdempotencyTable, item: Record<string, unknown>): Ite
       changesAtMs: undefined,
     },
   };
+}
+
+/**
+ * What a tenant's erase makes of an item with no tenant (rule 6) — one Powertools' handler wrote (its layer
+ * writes none, and its key `<function>#<hash>` names none): it may be any tenant's, so erase writes nothing
+ * to it, and assumes it is the tenant's. In flight (`classify`; or in progress and unreadable): kept, its
+ * tool unknown, so every app table waits. Completed: it may hold the tenant's result until its TTL
+ * (`untilMs`). Anything else (expired, a tombstone, not in progress): nothing.
+ */
+export function unattributedItem(
+  table: IdempotencyTableOptions,
+  item: Record<string, unknown>,
+): { readonly kept: KeptCall } | { readonly untilMs: number } | undefined {
+  const within = idempotencyTable(table);
+  const record = callRecordOf(item, within.attributes);
+  if (record === undefined) {
+    const { kept } = unreadable(within, item);
+    return kept === undefined ? undefined : { kept };
+  }
+  const nowMs = Date.now();
+  const state = classify(record, nowMs);
+  if (isInFlight(state)) return { kept: { ...keptCallOf(record, state, nowMs), tool: undefined } };
+  return state === 'completed' ? { untilMs: record.expiresAtS * 1000 } : undefined;
 }
 
 /**

@@ -1,14 +1,17 @@
 /**
  * The record on disk, in one place: the attribute names of an idempotency item (call records and dedupe
  * windows' intents), the values its `status` takes, and the codecs between a table item and the typed
- * records the rest of the core reads (`callRecordOf`, `intentOf`, the `call` and `data` attributes).
+ * records the rest of the core reads (`callRecordOf`, `intentOf`, the `call` and `data` attributes — the
+ * latter's codec in `outcome.ts`, re-exported here).
  * Nothing else in retrysafe names a stored attribute or decodes one; the conditional writes on these items
  * are in this folder too (`table.ts` names the conditions, one file per concept holds its writes).
  * Plain data and functions only (no SDK): `retrysafe/idempotency/record` is this file.
  */
 import canonicalize from 'canonicalize';
-import type { ErrorCode } from '../errors';
 import type { JsonObject } from '../types';
+import { decodeOutcome, receiptTextOf, type StoredOutcome } from './outcome';
+
+export { decodeOutcome, MAX_RECEIPT_BYTES, receiptTextOf, type StoredOutcome } from './outcome';
 
 /**
  * The layout of an idempotency record in DynamoDB. Every name is an option of the runtime (the way
@@ -255,12 +258,15 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
 const POWERTOOLS_STATUSES: readonly string[] = [STATUS.inProgress, STATUS.completed, STATUS.erased];
 
 /**
- * A completed Powertools record's outcome: its handler's result, stored as it is. A JSON object a tool
- * could return (`receiptTextOf`) is the receipt, its effect the call's own (`replayed: false`); anything
+ * A completed Powertools record's outcome: its handler's result, stored as it is — unless it is exactly a
+ * stored outcome's shape (`decodeOutcome`), read as that. Otherwise a JSON object a tool could return (`receiptTextOf`) is the receipt, its effect the call's own (`replayed: false`); anything
  * else (none, a string, a list, a set, bytes, a number JSON cannot hold) is `internal`, never a second run.
  */
 function powertoolsOutcomeOf(status: string, data: unknown): StoredOutcome | undefined {
   if (status !== STATUS.completed) return undefined;
+  // A result of exactly an outcome's shape is read as one, as `powertoolsResponseHook` reads it: one rule.
+  const outcome = decodeOutcome(data);
+  if (outcome !== undefined) return outcome;
   const stored = receiptTextOf(data);
   return 'text' in stored ? { receipt: stored.text, replayed: false } : { replayed: false, failure: 'internal' };
 }
@@ -321,79 +327,4 @@ export function decodeCall(text: unknown): StoredCall | undefined {
   } catch {
     return undefined;
   }
-}
-
-/**
- * The outcome a completed record holds (its `data` attribute): strings, a boolean and an optional
- * failure only.
- */
-export interface StoredOutcome {
-  /** The receipt as canonical JSON text; absent when the outcome is a failure. */
-  readonly receipt?: string;
-  /**
-   * True when this call did not commit the effect itself: another call had (a natural key's earlier
-   * refund, a dedupe window's holder, a commit made by another key). Exactly one stored outcome per
-   * effect says false: the one that committed it.
-   */
-  readonly replayed: boolean;
-  /**
-   * The call's outcome is a failure, stored so that every retry gets the same answer instead of a
-   * second run: `internal` for a receipt that cannot be stored after the effect ran; a business error
-   * raised by a later attempt (the first may have made the effect, so the claim is not released).
-   */
-  readonly failure?: ErrorCode;
-  /** The failure's message, when it may be shown. */
-  readonly message?: string;
-}
-
-/** A stored outcome, or undefined when the item holds none. */
-export function decodeOutcome(data: unknown): StoredOutcome | undefined {
-  if (data === null || typeof data !== 'object') return undefined;
-  const outcome = data as Record<string, unknown>;
-  if (typeof outcome.replayed !== 'boolean') return undefined;
-  return outcome as unknown as StoredOutcome;
-}
-
-/** Largest receipt stored, as UTF-8 JSON text: far under DynamoDB's 400 KB item limit. */
-export const MAX_RECEIPT_BYTES = 32 * 1024;
-
-/** Where `value` stops being plain JSON, as a JSONPath-like location, or undefined when it is plain JSON. */
-function firstNonJson(value: unknown, path: string): string | undefined {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined;
-  if (typeof value === 'number') return Number.isFinite(value) ? undefined : `${path} (${value})`;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = firstNonJson(value[i], `${path}[${i}]`);
-      if (found) return found;
-    }
-    return undefined;
-  }
-  if (typeof value === 'object') {
-    const proto = Object.getPrototypeOf(value);
-    if (proto !== Object.prototype && proto !== null) return `${path} (${proto?.constructor?.name ?? 'object'})`;
-    for (const [key, child] of Object.entries(value)) {
-      const found = firstNonJson(child, `${path}.${key}`);
-      if (found) return found;
-    }
-    return undefined;
-  }
-  return `${path} (${typeof value})`;
-}
-
-/**
- * A receipt as a call record stores it (`data`'s `receipt`): the canonical JSON text (RFC 8785, the same
- * bytes from every store) of a plain JSON object of at most {@link MAX_RECEIPT_BYTES}, or why it is not one
- * (`refused`, the words after "a receipt"). Never throws: a tool's receipt refused is its `internal` error
- * (`encodeReceipt`), a Powertools handler's result refused an `internal` outcome (`powertoolsOutcomeOf`).
- */
-export function receiptTextOf(receipt: unknown): { readonly text: string } | { readonly refused: string } {
-  if (receipt === null || typeof receipt !== 'object' || Array.isArray(receipt)) {
-    return { refused: 'that is not a JSON object' };
-  }
-  const offending = firstNonJson(receipt, '$');
-  if (offending) return { refused: `that is not plain JSON at ${offending}` };
-  const text = canonicalize(receipt) as string;
-  const bytes = Buffer.byteLength(text, 'utf8');
-  if (bytes > MAX_RECEIPT_BYTES) return { refused: `of ${bytes} bytes; the limit is ${MAX_RECEIPT_BYTES}` };
-  return { text };
 }

@@ -1,0 +1,166 @@
+/**
+ * Review of issue 35's MCP leg (h-mcp2), raw JSON-RPC as the spec text writes it: each test is a finding
+ * of the review, failing on main until it is fixed; each cites the sentence it holds. The spec texts: the tasks extension
+ * (modelcontextprotocol/ext-tasks, specification/draft/tasks.md), and 2026-07-28's versioning and
+ * Streamable HTTP pages (modelcontextprotocol/modelcontextprotocol, docs/specification/2026-07-28).
+ */
+import { TASKS_EXTENSION } from '../../lib/mcp/tasks';
+import { startTestApi, type TestApi } from '../helpers/api';
+import { heldSendEmail } from '../helpers/held-send-email';
+import { deadline, newTenant } from '../helpers/world';
+
+const MODERN = '2026-07-28';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(() => api.close());
+
+function envelope(protocolVersion = MODERN, tasks = true) {
+  return {
+    'io.modelcontextprotocol/protocolVersion': protocolVersion,
+    'io.modelcontextprotocol/clientCapabilities': tasks ? { extensions: { [TASKS_EXTENSION]: {} } } : {},
+    'io.modelcontextprotocol/clientInfo': { name: 'review', version: '1.0.0' },
+  };
+}
+
+async function rawMcp(token: string, message: unknown, headers: Record<string, string>) {
+  const response = await fetch(`${api.url}/mcp`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      authorization: `Bearer ${token}`,
+      ...headers,
+    },
+    body: JSON.stringify(message),
+  });
+  const text = await response.text();
+  // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC replies are asserted structurally
+  let body: any;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = text;
+  }
+  return { status: response.status, body, contentType: response.headers.get('content-type') };
+}
+
+const email = (key: string) => ({ idempotency_key: key, to: 'a@example.com', subject: 's', body: 'b' });
+
+async function heldCall(tenant: string, key: string) {
+  const { tool, started, release } = heldSendEmail();
+  const running = api.runtime.invoke(tool, { tenant, user: 'ada' }, email(key), deadline(8_000));
+  await started.opened;
+  return {
+    async finish() {
+      release.open();
+      return running;
+    },
+  };
+}
+
+/** One 2026-07-28 request with every header the transport requires (`Mcp-Name`: the tool, or the task id). */
+async function modern(token: string, id: number, method: string, params: Record<string, unknown>) {
+  const name = method === 'tools/call' ? params.name : params.taskId;
+  return rawMcp(
+    token,
+    { jsonrpc: '2.0', id, method, params: { ...params, _meta: envelope() } },
+    {
+      'mcp-protocol-version': MODERN,
+      'mcp-method': method,
+      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+    },
+  );
+}
+
+describe('tasks/cancel (ext-tasks, "Task Cancellation")', () => {
+  // "Cancellation is cooperative: ... A server is not obligated to actually stop the work; it is only
+  // obligated to acknowledge the request." -32602 is the extension's "Invalid or nonexistent taskId": a
+  // client told so of a task that is running drops it (the spec lets it delete its state at once).
+  it('acknowledges tasks/cancel of a known working task with an empty result, and the task still completes', async () => {
+    const tenant = newTenant();
+    const token = await api.token(tenant);
+    const held = await heldCall(tenant, 'cancel-1');
+    const taskId = (await modern(token, 1, 'tools/call', { name: 'send_email', arguments: email('cancel-1') })).body
+      .result.taskId;
+
+    const cancelled = await modern(token, 2, 'tasks/cancel', { taskId });
+    await held.finish();
+    const after = await modern(token, 3, 'tasks/get', { taskId });
+
+    expect(cancelled.body.error).toBeUndefined();
+    expect(cancelled.body.result).toMatchObject({ resultType: 'complete' });
+    expect(after.body.result).toMatchObject({ status: 'completed', result: { isError: false } });
+  });
+});
+
+describe('protocol versions (2026-07-28 "Versioning", Streamable HTTP "Protocol Version Header")', () => {
+  // "it MUST respond with an UnsupportedProtocolVersionError listing the versions it does support" — the
+  // spec's own example lists ["2026-07-28", "2025-11-25"]; this server serves 2025-11-25 on the same URL.
+  it('lists every version it serves in -32022 data.supported, 2025-11-25 included', async () => {
+    const token = await api.token(newTenant());
+
+    const { status, body } = await rawMcp(
+      token,
+      { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: envelope('2099-01-01') } },
+      { 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' },
+    );
+
+    expect(status).toBe(400);
+    expect(body.error.code).toBe(-32022);
+    expect(body.error.data.supported).toEqual(expect.arrayContaining([MODERN, '2025-11-25']));
+  });
+
+  // "If the server does not implement the requested protocol version (whether the version is unknown to the
+  // server ...), it MUST respond with 400 Bad Request and an UnsupportedProtocolVersionError".
+  it('answers an unknown MCP-Protocol-Version with -32022, not -32602 about a missing envelope', async () => {
+    const token = await api.token(newTenant());
+
+    const { status, body } = await rawMcp(
+      token,
+      { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} },
+      { 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' },
+    );
+
+    expect(status).toBe(400);
+    expect(body.error.code).toBe(-32022);
+  });
+
+  // "If the server does not implement the requested RPC method, it MUST respond with 404 Not Found and a
+  // JSON-RPC error with code -32601".
+  it('answers subscriptions/listen, which it does not implement, with 404 and -32601', async () => {
+    const token = await api.token(newTenant());
+
+    const { status, body } = await modern(token, 7, 'subscriptions/listen', {
+      notifications: { toolsListChanged: true },
+    });
+
+    expect(body.error.code).toBe(-32601);
+    expect(status).toBe(404);
+  }, 5_000);
+});
+
+describe('rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false', () => {
+  // The ext-tasks text: "The tasks/get endpoint returns exactly what the underlying request would have
+  // returned". The tools/call that became this task attached to a call another request began (not
+  // `fresh`): had it waited, it would have answered the replay, `idempotent: true`. Its task says false,
+  // so two requests are each told that they made the one effect.
+  it('answers the task of a call another request began with idempotent: true, as that request would have', async () => {
+    const tenant = newTenant();
+    const token = await api.token(tenant);
+    const held = await heldCall(tenant, 'rule5');
+    const taskId = (await modern(token, 1, 'tools/call', { name: 'send_email', arguments: email('rule5') })).body.result
+      .taskId;
+
+    const own = await held.finish();
+    const task = (await modern(token, 2, 'tasks/get', { taskId })).body.result;
+    const retried = (await modern(token, 3, 'tools/call', { name: 'send_email', arguments: email('rule5') })).body
+      .result;
+
+    expect(own).toMatchObject({ ok: true, idempotent: false });
+    expect(retried.structuredContent).toMatchObject({ ok: true, idempotent: true });
+    expect(task.result.structuredContent).toMatchObject({ ok: true, idempotent: true });
+  });
+});

@@ -407,8 +407,8 @@ export function createMcpServer({ tools, logger }: McpServerDependencies, era: M
 /**
  * The tasks extension's methods (SEP-2663) over the call record: `tasks/get` (one consistent GetItem, no
  * write), `tasks/update` (a task here never asks for input: acknowledged, nothing to take), `tasks/cancel`
- * (no state of a call allows it: a claim precedes the effect, so a working call may have made it, and a
- * terminal one is done — the spec's `-32602`). Each answers `-32021` to a client that did not declare
+ * (acknowledged, nothing changes: cancellation is cooperative, and a call is never stopped — a claim
+ * precedes the effect, so a working call may have made it). Each answers `-32021` to a client that did not declare
  * the extension, and the same `-32602` Task not found for an unknown, malformed, expired, erased or
  * another caller's task id.
  */
@@ -438,17 +438,14 @@ function addExtensionTaskHandlers(server: Server, byName: ReadonlyMap<string, Mc
     return {};
   });
 
+  // Cancellation is cooperative: the server MUST acknowledge a known task's cancel (empty result) and need
+  // not stop it. A call is not stopped (a claim precedes the effect: a working call may have made it), so
+  // nothing changes and the task ends `completed` as it would have. -32602 stays what the extension says it
+  // is — no such task — lest a client drop a task whose call still runs and mint a new key for it.
   server.setRequestHandler('tasks/cancel', { params: TaskParams }, async function cancelTask({ taskId }, ctx) {
     requireTasksExtension(ctx);
-    const { task } = await readTask(byName, taskId, requestContextOf(ctx).caller);
-    const why =
-      task.status === 'working'
-        ? 'its call may already have made its effect (a claim precedes the effect), and it keeps its idempotency_key until it completes'
-        : 'it is already completed';
-    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Cannot cancel task: ${why}`, {
-      taskId,
-      status: task.status === 'working' ? 'working' : 'completed',
-    });
+    await readTask(byName, taskId, requestContextOf(ctx).caller);
+    return {};
   });
 }
 

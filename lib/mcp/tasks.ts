@@ -12,9 +12,11 @@
  * - `tasks/get` is one consistent GetItem; 2025-11-25's `tasks/result` polls the same read until the task
  *   is terminal; the extension's `tasks/update` and `tasks/cancel` read it once; none writes.
  * - 2025-11-25, not declared: `tasks/list` (the table has no index by caller: one would cost every call two
- *   more write units) and `tasks/cancel` (no state of a call allows it: a claim precedes the effect at once,
- *   so every task still `working` may have made its effect). The SDK answers both `-32601`. The extension
- *   has no `tasks/list`, and its `tasks/cancel` answers `-32602` for the same reason.
+ *   more write units) and `tasks/cancel` (its spec requires a cancelled task to stay `cancelled`, and a call
+ *   is never stopped: a claim precedes the effect at once, so every task still `working` may have made its
+ *   effect). The SDK answers both `-32601`. The extension has no `tasks/list`; its `tasks/cancel` is
+ *   cooperative — a known task's is acknowledged (`{}`) and changes nothing, and the task still ends
+ *   `completed`; `-32602` is only for an id that names no task of the caller's.
  */
 import type { CallTask, StalledReason } from '../idempotency';
 import type { JsonObject } from '../idempotency/types';
@@ -130,7 +132,7 @@ type TerminalTask = Extract<CallTask, { readonly status: 'completed' | 'failed' 
 /** The tasks extension's `Task` (2026-07-28), as `tasks/get` answers it and a `CreateTaskResult` carries it. */
 export interface ExtensionTask {
   readonly taskId: string;
-  /** Never `input_required` (no call asks for input) nor `cancelled` (no call can be). */
+  /** Never `input_required` (no call asks for input) nor `cancelled` (a cancel is acknowledged, never acted on). */
   readonly status: 'working' | 'completed';
   readonly statusMessage?: string;
   /** ISO 8601. */

@@ -75,27 +75,6 @@ async function modern(token: string, id: number, method: string, params: Record<
   );
 }
 
-describe('tasks/cancel (ext-tasks, "Task Cancellation")', () => {
-  // "Cancellation is cooperative: ... A server is not obligated to actually stop the work; it is only
-  // obligated to acknowledge the request." -32602 is the extension's "Invalid or nonexistent taskId": a
-  // client told so of a task that is running drops it (the spec lets it delete its state at once).
-  it('acknowledges tasks/cancel of a known working task with an empty result, and the task still completes', async () => {
-    const tenant = newTenant();
-    const token = await api.token(tenant);
-    const held = await heldCall(tenant, 'cancel-1');
-    const taskId = (await modern(token, 1, 'tools/call', { name: 'send_email', arguments: email('cancel-1') })).body
-      .result.taskId;
-
-    const cancelled = await modern(token, 2, 'tasks/cancel', { taskId });
-    await held.finish();
-    const after = await modern(token, 3, 'tasks/get', { taskId });
-
-    expect(cancelled.body.error).toBeUndefined();
-    expect(cancelled.body.result).toMatchObject({ resultType: 'complete' });
-    expect(after.body.result).toMatchObject({ status: 'completed', result: { isError: false } });
-  });
-});
-
 describe('protocol versions (2026-07-28 "Versioning", Streamable HTTP "Protocol Version Header")', () => {
   // "it MUST respond with an UnsupportedProtocolVersionError listing the versions it does support" — the
   // spec's own example lists ["2026-07-28", "2025-11-25"]; this server serves 2025-11-25 on the same URL.

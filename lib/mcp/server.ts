@@ -166,6 +166,15 @@ async function readTask(
   if (!task || instanceOf(task.callId) !== name.instance) {
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, TASK_NOT_FOUND);
   }
+  // Rule 5: a task's answer is a replay, but for the task of the request that committed the call (its id
+  // says so): that request's answer, which it handed over as this task, is the one that says false.
+  if (name.committed && task.status !== 'working') {
+    return {
+      tool: name.tool,
+      clientKey: name.clientKey,
+      task: { ...task, result: { ...task.result, idempotent: false } },
+    };
+  }
   return { tool: name.tool, clientKey: name.clientKey, task };
 }
 
@@ -332,7 +341,9 @@ export function createMcpServer({ tools, logger }: McpServerDependencies, era: M
     const { answer, task } = answered;
     const clientKey = input[IDEMPOTENCY_KEY_FIELD];
     if (!task || typeof clientKey !== 'string') throw noTask(name, answer);
-    const created = mcpTaskOf(taskIdOf(name, clientKey, task.callId), task, wordingOf(name, clientKey));
+    // Its answer said `idempotent: false`: this request committed the call, and its task's result is that answer.
+    const committed = 'idempotent' in answer && answer.idempotent === false;
+    const created = mcpTaskOf(taskIdOf(name, clientKey, task.callId, committed), task, wordingOf(name, clientKey));
     const note = ttlNote(askedTtl, created.ttl);
     const statusMessage = [created.statusMessage, note].filter(Boolean).join(' ');
     return {

@@ -8,7 +8,9 @@
  * - The task id names the call: `rs1.<base64url of [tool, client key]>.<call instance>`. Every `tasks/*`
  *   request recomputes the call's record key with the caller the token names (as `get_operation` does),
  *   so another tenant's or user's id finds nothing, and answers exactly as an unknown one. It is no bearer
- *   token: guessing one gives nothing without the caller's token.
+ *   token: guessing one gives nothing without the caller's token. A 2025-11-25 task whose creating request
+ *   itself committed the call ends in `.c`: its `tasks/result` is that request's answer, the one that says
+ *   `idempotent: false` (rule 5); every other read of a call's task is a replay.
  * - `tasks/get` is one consistent GetItem; 2025-11-25's `tasks/result` polls the same read until the task
  *   is terminal; the extension's `tasks/update` and `tasks/cancel` read it once; none writes.
  * - 2025-11-25, not declared: `tasks/list` (the table has no index by caller: one would cost every call two
@@ -29,29 +31,35 @@ export interface TaskName {
   readonly tool: string;
   readonly clientKey: string;
   readonly instance: string;
+  /** The request that made this task committed its call: its result is that request's answer (rule 5). */
+  readonly committed: boolean;
 }
+
+/** The last segment of a task id whose creating request committed its call. */
+const COMMITTED_MARK = 'c';
 
 /** The call's instance, from its id (`<record key>@<instance>`). */
 export function instanceOf(callId: string): string {
   return callId.slice(callId.lastIndexOf('@') + 1);
 }
 
-/** The task id of a call. */
-export function taskIdOf(tool: string, clientKey: string, callId: string): string {
+/** The task id of a call; `committed` when the request answering with it committed the call. */
+export function taskIdOf(tool: string, clientKey: string, callId: string, committed = false): string {
   const named = Buffer.from(JSON.stringify([tool, clientKey]), 'utf8').toString('base64url');
-  return `${TASK_ID_VERSION}.${named}.${instanceOf(callId)}`;
+  return `${TASK_ID_VERSION}.${named}.${instanceOf(callId)}${committed ? `.${COMMITTED_MARK}` : ''}`;
 }
 
 /** What a task id names, or undefined when it is not one of ours. */
 export function taskNameOf(taskId: string): TaskName | undefined {
-  const [version, named, instance, ...rest] = taskId.split('.');
+  const [version, named, instance, mark, ...rest] = taskId.split('.');
   if (version !== TASK_ID_VERSION || !named || !instance || rest.length > 0) return undefined;
+  if (mark !== undefined && mark !== COMMITTED_MARK) return undefined;
   try {
     const decoded: unknown = JSON.parse(Buffer.from(named, 'base64url').toString('utf8'));
     if (!Array.isArray(decoded) || decoded.length !== 2) return undefined;
     const [tool, clientKey] = decoded as unknown[];
     if (typeof tool !== 'string' || typeof clientKey !== 'string') return undefined;
-    return { tool, clientKey, instance };
+    return { tool, clientKey, instance, committed: mark !== undefined };
   } catch {
     return undefined;
   }

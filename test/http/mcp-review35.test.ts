@@ -6,8 +6,7 @@
  */
 import { TASKS_EXTENSION } from '../../lib/mcp/tasks';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { heldSendEmail } from '../helpers/held-send-email';
-import { deadline, newTenant } from '../helpers/world';
+import { newTenant } from '../helpers/world';
 
 const MODERN = '2026-07-28';
 
@@ -47,19 +46,6 @@ async function rawMcp(token: string, message: unknown, headers: Record<string, s
   return { status: response.status, body, contentType: response.headers.get('content-type') };
 }
 
-const email = (key: string) => ({ idempotency_key: key, to: 'a@example.com', subject: 's', body: 'b' });
-
-async function heldCall(tenant: string, key: string) {
-  const { tool, started, release } = heldSendEmail();
-  const running = api.runtime.invoke(tool, { tenant, user: 'ada' }, email(key), deadline(8_000));
-  await started.opened;
-  return {
-    async finish() {
-      release.open();
-      return running;
-    },
-  };
-}
 
 /** One 2026-07-28 request with every header the transport requires (`Mcp-Name`: the tool, or the task id). */
 async function modern(token: string, id: number, method: string, params: Record<string, unknown>) {
@@ -119,27 +105,4 @@ describe('protocol versions (2026-07-28 "Versioning", Streamable HTTP "Protocol 
     expect(body.error.code).toBe(-32601);
     expect(status).toBe(404);
   }, 5_000);
-});
-
-describe('rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false', () => {
-  // The ext-tasks text: "The tasks/get endpoint returns exactly what the underlying request would have
-  // returned". The tools/call that became this task attached to a call another request began (not
-  // `fresh`): had it waited, it would have answered the replay, `idempotent: true`. Its task says false,
-  // so two requests are each told that they made the one effect.
-  it('answers the task of a call another request began with idempotent: true, as that request would have', async () => {
-    const tenant = newTenant();
-    const token = await api.token(tenant);
-    const held = await heldCall(tenant, 'rule5');
-    const taskId = (await modern(token, 1, 'tools/call', { name: 'send_email', arguments: email('rule5') })).body.result
-      .taskId;
-
-    const own = await held.finish();
-    const task = (await modern(token, 2, 'tasks/get', { taskId })).body.result;
-    const retried = (await modern(token, 3, 'tools/call', { name: 'send_email', arguments: email('rule5') })).body
-      .result;
-
-    expect(own).toMatchObject({ ok: true, idempotent: false });
-    expect(retried.structuredContent).toMatchObject({ ok: true, idempotent: true });
-    expect(task.result.structuredContent).toMatchObject({ ok: true, idempotent: true });
-  });
 });

@@ -1,3 +1,4 @@
+// Rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false — a task's answer is a replay.
 /**
  * The MCP tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663; protocol revision 2026-07-28) over the
  * call record, raw JSON-RPC as its spec text writes the messages: a write still in flight when its request
@@ -144,7 +145,8 @@ describe('a write in flight becomes a task, read until it is completed', () => {
       status: 'completed',
       result: {
         isError: false,
-        structuredContent: { ok: true, idempotent: false, key: 'e1', receipt: finished.ok ? finished.receipt : {} },
+        // Rule 5: another request began (and committed) the call; its task is a replay, as that request's retry.
+        structuredContent: { ok: true, idempotent: true, key: 'e1', receipt: finished.ok ? finished.receipt : {} },
       },
     });
     // tasks/get is one consistent GetItem and no write, working or completed.
@@ -175,6 +177,27 @@ describe('a write in flight becomes a task, read until it is completed', () => {
     expect(first.result).toMatchObject({ resultType: 'complete', structuredContent: { ok: true, idempotent: false } });
     expect(again.result).toMatchObject({ resultType: 'complete', structuredContent: { ok: true, idempotent: true } });
     expect(again.result.structuredContent.receipt).toEqual(first.result.structuredContent.receipt);
+  });
+});
+
+describe('rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false', () => {
+  // The ext-tasks text: "The tasks/get endpoint returns exactly what the underlying request would have
+  // returned". The tools/call that became this task attached to a call another request began (not
+  // `fresh`): had it waited, it would have answered the replay, `idempotent: true`. Its task said false,
+  // so two requests were each told that they made the one effect.
+  it('answers the task of a call another request began with idempotent: true, as that request would have', async () => {
+    const tenant = newTenant();
+    const token = await api.token(tenant);
+    const held = await heldCall(tenant, 'rule5');
+    const taskId = (await rpc(token, 'tools/call', { name: 'send_email', arguments: email('rule5') })).result.taskId;
+
+    const own = await held.finish();
+    const task = (await rpc(token, 'tasks/get', { taskId })).result;
+    const retried = (await rpc(token, 'tools/call', { name: 'send_email', arguments: email('rule5') })).result;
+
+    expect(own).toMatchObject({ ok: true, idempotent: false });
+    expect(retried.structuredContent).toMatchObject({ ok: true, idempotent: true });
+    expect(task.result.structuredContent).toMatchObject({ ok: true, idempotent: true });
   });
 });
 

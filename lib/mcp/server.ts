@@ -407,7 +407,10 @@ export function createMcpServer({ tools, logger }: McpServerDependencies, era: M
       return toCallToolResult(name, true, answer);
     }
     const taskId = taskIdOf(name, clientKey, task.callId);
-    return { resultType: 'task', ...extensionTaskOf(taskId, task, wordingOf(name, clientKey, 'modern')) };
+    // The pending answer it replaces says when asking again is worth it: the task says the same.
+    const wait = (answer as { readonly retry_after_ms?: number }).retry_after_ms;
+    const waited = { ...task, pollIntervalMs: wait ?? task.pollIntervalMs };
+    return { resultType: 'task', ...extensionTaskOf(taskId, waited, wordingOf(name, clientKey, 'modern')) };
   }
 
   if (era === 'legacy') addLegacyTaskHandlers(server, byName);

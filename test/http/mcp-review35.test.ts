@@ -46,7 +46,6 @@ async function rawMcp(token: string, message: unknown, headers: Record<string, s
   return { status: response.status, body, contentType: response.headers.get('content-type') };
 }
 
-
 /** One 2026-07-28 request with every header the transport requires (`Mcp-Name`: the tool, or the task id). */
 async function modern(token: string, id: number, method: string, params: Record<string, unknown>) {
   const name = method === 'tools/call' ? params.name : params.taskId;

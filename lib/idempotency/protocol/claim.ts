@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { type Ending, failed, REFUSED, StoreWriteError } from '../answers';
+import { askAgainAfterMs, type Ending, failed, REFUSED, StoreWriteError } from '../answers';
 import { classify, createdAtOf, isAbandoned, ttlNeededFor } from '../call-state';
 import { type CallRecord, callIdOf, callRecordOf, STATUS } from './record';
 import { conditionally, type IdempotencyTable, lockEndedOn, ownClaim } from './table';
@@ -130,7 +130,7 @@ function answerOfRecord(existing: CallRecord, request: ClaimRequest): ClaimPhase
     const until =
       !existing.claimId && existing.lockEndsMs < nowMs
         ? { afterMs: existing.expiresAtS * 1000 - nowMs }
-        : { atMs: existing.lockEndsMs };
+        : { afterMs: askAgainAfterMs(existing, 'live', nowMs) };
     return { kind: 'pending', until, call: existing };
   }
   if (existing.status === STATUS.completed) {

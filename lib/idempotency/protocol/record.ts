@@ -67,6 +67,12 @@ export interface RecordAttributes {
    */
   readonly stalledClaim: string;
   /**
+   * On a call record: the claim that parked it (`park`: its lock set to when asking again is worth it). The
+   * record is parked while that claim is still the record's — nobody holds it, and nothing changes before
+   * its lock ends — and held by a running attempt otherwise (a takeover writes another claim).
+   */
+  readonly parkedClaim: string;
+  /**
    * On a stalled call record: why the completer gave up on it (`attempts`, `unknown_tool`,
    * `unreadable_call`), written with `stalledClaim`: its poll says which.
    */
@@ -102,6 +108,7 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   callInstance: 'call_id',
   windowEnd: 'window_end',
   stalledClaim: 'stalled_claim',
+  parkedClaim: 'parked_claim',
   stalledReason: 'stalled_reason',
   createdAt: 'created_at',
   completedAt: 'completed_at',
@@ -162,6 +169,8 @@ export interface CallRecord {
   readonly outcome: StoredOutcome | undefined;
   /** The claim the completer gave up on (`stalled` while it is still `claimId`). */
   readonly stalledClaimId: string | undefined;
+  /** The claim that parked it (`park`): parked, not held, while it is still `claimId`. */
+  readonly parkedClaimId?: string | undefined;
   /** Why the completer gave up on it (written with `stalledClaimId`); undefined on a record an earlier version stalled. */
   readonly stalledReason?: StalledReason | undefined;
   /**
@@ -243,6 +252,7 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
     attempt: attempt ?? 1,
     outcome: powertools ? powertoolsOutcomeOf(status, item[attr.data]) : decodeOutcome(item[attr.data]),
     stalledClaimId: text(item, attr.stalledClaim),
+    parkedClaimId: text(item, attr.parkedClaim),
     // Written only by `markStalled` (one of the three); a reader that meets another falls back to `attempts`.
     stalledReason: powertools ? 'powertools' : (text(item, attr.stalledReason) as StalledReason | undefined),
     createdAtMs: number(item, attr.createdAt),

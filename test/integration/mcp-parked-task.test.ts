@@ -1,5 +1,5 @@
 /**
- * Review of issue 35 (h-mcp2): the tasks extension's `pollIntervalMs` for a call the provider parked.
+ * The tasks extension's `pollIntervalMs` for a call the provider parked (found by issue 35's review).
  * A provider that says its key is still in use (`InFlightError`, its `retryAfterMs`) parks the call's
  * record until then: nobody runs it before, and the `pending` answer says exactly that wait
  * (`retry_after_ms`). A client that declared the extension gets that same call as a task instead of the
@@ -40,8 +40,14 @@ function modernServer(world: World) {
   };
   const pool = new McpServerPool(deps);
   let id = 0;
-  /** One 2026-07-28 `tools/call` of send_note, its headers as the transport requires. */
-  return async function callNote(caller: { tenant: string; user: string }, key: string, declaresTasks: boolean) {
+  /** One 2026-07-28 request (`tools/call` of send_note, or `tasks/get`), its headers as the transport requires. */
+  async function request(
+    caller: { tenant: string; user: string },
+    method: string,
+    name: string,
+    params: Record<string, unknown>,
+    declaresTasks: boolean,
+  ) {
     const event = {
       rawPath: '/mcp',
       headers: {
@@ -49,16 +55,15 @@ function modernServer(world: World) {
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
         'mcp-protocol-version': MODERN,
-        'mcp-method': 'tools/call',
-        'mcp-name': 'send_note',
+        'mcp-method': method,
+        'mcp-name': name,
       },
       body: JSON.stringify({
         jsonrpc: '2.0',
         id: ++id,
-        method: 'tools/call',
+        method,
         params: {
-          name: 'send_note',
-          arguments: { idempotency_key: key, text: 'hi' },
+          ...params,
           _meta: {
             'io.modelcontextprotocol/protocolVersion': MODERN,
             'io.modelcontextprotocol/clientCapabilities': declaresTasks
@@ -72,21 +77,38 @@ function modernServer(world: World) {
     const response = await handleMcp(deps, pool, event, { getRemainingTimeInMillis: () => 9_000 });
     // biome-ignore lint/suspicious/noExplicitAny: asserted structurally
     return JSON.parse(response.body) as any;
+  }
+  return {
+    callNote: (caller: { tenant: string; user: string }, key: string, declaresTasks: boolean) =>
+      request(
+        caller,
+        'tools/call',
+        'send_note',
+        { name: 'send_note', arguments: { idempotency_key: key, text: 'hi' } },
+        declaresTasks,
+      ),
+    getTask: (caller: { tenant: string; user: string }, taskId: string) =>
+      request(caller, 'tasks/get', taskId, { taskId }, true),
   };
 }
 
 describe('a call its provider parked, as a task (tasks extension)', () => {
   it('says the same wait as the pending answer it replaces: pollIntervalMs is the provider’s retry_after_ms', async () => {
-    const callNote = modernServer(world);
+    const { callNote, getTask } = modernServer(world);
     const caller = identity();
 
     const pending = await callNote(caller, 'parked-pending', false);
     const task = await callNote(caller, 'parked-task', true);
+    const polled = await getTask(caller, task.result.taskId);
 
     // Both requests parked their call until the provider's wait is over.
     expect(pending.result.structuredContent).toMatchObject({ status: 'pending', retry_after_ms: PROVIDER_WAIT_MS });
     expect(task.result).toMatchObject({ resultType: 'task', status: 'working' });
     // Nothing changes before then: polling at 1 s asks five times for nothing.
     expect(task.result.pollIntervalMs).toBeGreaterThanOrEqual(PROVIDER_WAIT_MS - 100);
+    // Polled later: still parked (no holder, its lock not ended), so its lock's end, not 1 s.
+    expect(polled.result).toMatchObject({ status: 'working' });
+    expect(polled.result.pollIntervalMs).toBeGreaterThan(1_000);
+    expect(polled.result.pollIntervalMs).toBeLessThanOrEqual(PROVIDER_WAIT_MS);
   });
 });

@@ -61,21 +61,11 @@ export interface RecordAttributes {
    * window's end plus the records' TTL — so the intent outlives every call asked inside the window.
    */
   readonly windowEnd: string;
-  /**
-   * On a call record: the claim the completer gave up on after its `maxAttempts` (the call is
-   * `stalled` while that claim is still the record's: a retry with its key takes it over as before).
-   */
+  /** On a call record: the claim the completer gave up on (`stalled` while it is still the record's claim). */
   readonly stalledClaim: string;
-  /**
-   * On a call record: the claim that parked it (`park`: its lock set to when asking again is worth it). The
-   * record is parked while that claim is still the record's — nobody holds it, and nothing changes before
-   * its lock ends — and held by a running attempt otherwise (a takeover writes another claim).
-   */
+  /** On a call record: the claim that parked it (`park`): no holder, nothing runs it before its lock ends. */
   readonly parkedClaim: string;
-  /**
-   * On a stalled call record: why the completer gave up on it (`attempts`, `unknown_tool`,
-   * `unreadable_call`), written with `stalledClaim`: its poll says which.
-   */
+  /** On a stalled call record: why the completer gave up on it (`StalledReason`), written with `stalledClaim`. */
   readonly stalledReason: string;
   /**
    * On a call record: when its first claim was written (epoch ms) — the moment its caller asked, kept by

@@ -92,12 +92,17 @@ export const MIN_ABANDONED_WAIT_MS = 1_000;
  * When asking about a call in flight again is worth it, ms after `nowMs` — the one rule every surface's
  * hint follows (a poll's `next.after_ms`, `Retry-After`, an MCP task's `pollInterval`; docs/state-machine.md,
  * "Liveness"): a live call may be stored by its holder at any moment, so soon, never past its lock
- * (`retryAfterMs`); an abandoned call changes only when the completer looks at it (`completerLooksAtMs`:
+ * (`retryAfterMs`) — unless it is parked (`parkedClaimId` is its claim): no holder, nothing runs it before
+ * its lock ends, so exactly then; an abandoned call changes only when the completer looks at it (`completerLooksAtMs`:
  * its re-run when due, or its give-up before its TTL) —
  * or when its caller resends it, which it may do at once — so exactly then, at least a second from now.
  * No other state has a scheduled change (settled, gone, or stalled: only a resend moves it).
  */
 export function askAgainAfterMs(record: CallRecord, state: 'live' | 'abandoned', nowMs: number): number {
+  // Parked (the claim that parked it still holds it): nobody runs it before its lock ends, so all of it.
+  if (state === 'live' && record.parkedClaimId !== undefined && record.parkedClaimId === record.claimId) {
+    return Math.max(MIN_RETRY_AFTER_MS, Math.ceil(record.lockEndsMs - nowMs));
+  }
   if (state === 'live') return retryAfterMs(record.lockEndsMs, nowMs);
   return Math.max(MIN_ABANDONED_WAIT_MS, Math.ceil(completerLooksAtMs(record) - nowMs));
 }

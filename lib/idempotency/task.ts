@@ -9,9 +9,13 @@
  * | live                      | `working`, polled again soon (`pollInterval`: at most 1 s, never past its lock) |
  * | abandoned                 | `working`, polled again when the completer re-runs it (`completerLooksAtMs`) |
  * | stalled                   | `working` (never terminal: it can still complete): only a resend with its key finishes it — one a Powertools handler left, nothing here before its TTL, and a resend after it runs it anew (`stalledChangesAtMs`) |
- * | completed, a receipt      | `completed`, its result the call's own answer (`idempotent` as stored) |
- * | completed, a failure      | `failed`, its result the call's own error answer                       |
+ * | completed, a receipt      | `completed`, its result the call's answer as a replay (`idempotent: true`) |
+ * | completed, a failure      | `failed`, its result the call's error answer as a replay                |
  * | absent, expired, erased   | none: not found                                                       |
+ *
+ * Rule 5 (docs/state-machine.md): a task is read, never run — its answer is never the one that committed
+ * the effect (that answer went to the request that committed it), so it is a replay, whatever the stored
+ * `replayed`. (A 2025-11-25 task whose creating request committed its call says so in its id: lib/mcp.)
  *
  * Terminal states are terminal: a completed record only becomes a tombstone (erased: not found) or
  * expires, so a task never moves from `completed` or `failed` to anything but gone.
@@ -53,7 +57,7 @@ export type CallTask = TaskTimes &
       }
     | {
         readonly status: 'completed' | 'failed';
-        /** The call's own answer, as it answered (or a retry replays it): its stored outcome. */
+        /** The call's stored outcome as a retry replays it (`idempotent: true`, rule 5). */
         readonly result: ToolResult<JsonObject>;
       }
   );
@@ -102,7 +106,8 @@ export function taskOf(
         ...(state === 'stalled' ? { reason: record.stalledReason ?? 'attempts' } : {}),
       };
     case 'completed': {
-      const result = answerOf<JsonObject>(record.outcome ?? { replayed: false }, clientKey);
+      // Rule 5: read, never the committing answer — a replay.
+      const result = answerOf<JsonObject>({ ...record.outcome, replayed: true }, clientKey);
       // Stored with its outcome (`completed_at`); a record an earlier version stored: its TTL less the tool's.
       const completedAtMs = record.completedAtMs ?? (record.expiresAtS - ttlSeconds) * 1000;
       return {

@@ -83,6 +83,22 @@ function toRequest(event: ApiEvent, body: string): Request {
   return new Request(`${originOf(event)}${event.rawPath}`, { method: 'POST', headers, body });
 }
 
+/** The revisions this endpoint serves: 2026-07-28 (the SDK's entry) and 2025-11-25 (its stateless transport). */
+const SERVED_VERSIONS = ['2026-07-28', '2025-11-25'];
+
+/**
+ * A 2026-era request's revision that this endpoint does not serve — the `MCP-Protocol-Version` header's,
+ * or the `_meta` envelope's — or undefined. Versioning: an unknown revision is `-32022` listing every one
+ * served, whatever else the request lacks (the SDK's entry lists its own only, and asks first for an envelope).
+ */
+function unservedVersion(event: ApiEvent, message: unknown): string | undefined {
+  const params = (message as { params?: { _meta?: Record<string, unknown> } } | null)?.params;
+  const asked = [header(event, 'mcp-protocol-version'), params?._meta?.['io.modelcontextprotocol/protocolVersion']];
+  return asked.find((version) => version !== undefined && !SERVED_VERSIONS.includes(version as string)) as
+    | string
+    | undefined;
+}
+
 /** Whether a parsed message is a JSON-RPC request for `method`. */
 function isRequestFor(message: unknown, method: string): message is { readonly id: string | number } {
   if (typeof message !== 'object' || message === null) return false;
@@ -192,11 +208,25 @@ export async function handleMcp(
   // The era, as the SDK's own classifier reads it (the `_meta` envelope, the MCP-Protocol-Version header):
   // 2026-07-28, and every refusal of a request that claims a modern revision, to the SDK's entry.
   if (!(await isLegacyRequest(request, message))) {
+    const unserved = unservedVersion(event, message);
+    if (unserved !== undefined) {
+      const id = (message as { id?: string | number } | null)?.id ?? null;
+      return json(400, {
+        jsonrpc: '2.0',
+        id,
+        error: {
+          code: -32022,
+          message: 'Unsupported protocol version',
+          data: { supported: SERVED_VERSIONS, requested: unserved },
+        },
+      });
+    }
     // `subscriptions/listen` is a server-sent event stream held open until the client leaves: one would
     // hold this invocation (one of the function's reserved few) to its timeout, and API Gateway buffers
     // the answer anyway. No list here ever changes, so nothing would be sent on it.
     if (isRequestFor(message, 'subscriptions/listen')) {
-      return jsonRpcError(200, -32601, 'Method not found: subscriptions/listen (nothing here changes)', message.id);
+      // The transport: a method not implemented is 404 with -32601.
+      return jsonRpcError(404, -32601, 'Method not found: subscriptions/listen (nothing here changes)', message.id);
     }
     return fromResponse(await servers.modern.fetch(request, { parsedBody: message, authInfo }));
   }

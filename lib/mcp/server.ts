@@ -166,6 +166,15 @@ async function readTask(
   if (!task || instanceOf(task.callId) !== name.instance) {
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, TASK_NOT_FOUND);
   }
+  // Rule 5: a task's answer is a replay, but for the task of the request that committed the call (its id
+  // says so): that request's answer, which it handed over as this task, is the one that says false.
+  if (name.committed && task.status !== 'working') {
+    return {
+      tool: name.tool,
+      clientKey: name.clientKey,
+      task: { ...task, result: { ...task.result, idempotent: false } },
+    };
+  }
   return { tool: name.tool, clientKey: name.clientKey, task };
 }
 
@@ -332,7 +341,9 @@ export function createMcpServer({ tools, logger }: McpServerDependencies, era: M
     const { answer, task } = answered;
     const clientKey = input[IDEMPOTENCY_KEY_FIELD];
     if (!task || typeof clientKey !== 'string') throw noTask(name, answer);
-    const created = mcpTaskOf(taskIdOf(name, clientKey, task.callId), task, wordingOf(name, clientKey));
+    // Its answer said `idempotent: false`: this request committed the call, and its task's result is that answer.
+    const committed = 'idempotent' in answer && answer.idempotent === false;
+    const created = mcpTaskOf(taskIdOf(name, clientKey, task.callId, committed), task, wordingOf(name, clientKey));
     const note = ttlNote(askedTtl, created.ttl);
     const statusMessage = [created.statusMessage, note].filter(Boolean).join(' ');
     return {
@@ -396,7 +407,10 @@ export function createMcpServer({ tools, logger }: McpServerDependencies, era: M
       return toCallToolResult(name, true, answer);
     }
     const taskId = taskIdOf(name, clientKey, task.callId);
-    return { resultType: 'task', ...extensionTaskOf(taskId, task, wordingOf(name, clientKey, 'modern')) };
+    // The pending answer it replaces says when asking again is worth it: the task says the same.
+    const wait = (answer as { readonly retry_after_ms?: number }).retry_after_ms;
+    const waited = { ...task, pollIntervalMs: wait ?? task.pollIntervalMs };
+    return { resultType: 'task', ...extensionTaskOf(taskId, waited, wordingOf(name, clientKey, 'modern')) };
   }
 
   if (era === 'legacy') addLegacyTaskHandlers(server, byName);
@@ -407,8 +421,8 @@ export function createMcpServer({ tools, logger }: McpServerDependencies, era: M
 /**
  * The tasks extension's methods (SEP-2663) over the call record: `tasks/get` (one consistent GetItem, no
  * write), `tasks/update` (a task here never asks for input: acknowledged, nothing to take), `tasks/cancel`
- * (no state of a call allows it: a claim precedes the effect, so a working call may have made it, and a
- * terminal one is done — the spec's `-32602`). Each answers `-32021` to a client that did not declare
+ * (acknowledged, nothing changes: cancellation is cooperative, and a call is never stopped — a claim
+ * precedes the effect, so a working call may have made it). Each answers `-32021` to a client that did not declare
  * the extension, and the same `-32602` Task not found for an unknown, malformed, expired, erased or
  * another caller's task id.
  */
@@ -438,17 +452,14 @@ function addExtensionTaskHandlers(server: Server, byName: ReadonlyMap<string, Mc
     return {};
   });
 
+  // Cancellation is cooperative: the server MUST acknowledge a known task's cancel (empty result) and need
+  // not stop it. A call is not stopped (a claim precedes the effect: a working call may have made it), so
+  // nothing changes and the task ends `completed` as it would have. -32602 stays what the extension says it
+  // is — no such task — lest a client drop a task whose call still runs and mint a new key for it.
   server.setRequestHandler('tasks/cancel', { params: TaskParams }, async function cancelTask({ taskId }, ctx) {
     requireTasksExtension(ctx);
-    const { task } = await readTask(byName, taskId, requestContextOf(ctx).caller);
-    const why =
-      task.status === 'working'
-        ? 'its call may already have made its effect (a claim precedes the effect), and it keeps its idempotency_key until it completes'
-        : 'it is already completed';
-    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Cannot cancel task: ${why}`, {
-      taskId,
-      status: task.status === 'working' ? 'working' : 'completed',
-    });
+    await readTask(byName, taskId, requestContextOf(ctx).caller);
+    return {};
   });
 }
 

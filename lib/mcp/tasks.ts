@@ -8,13 +8,17 @@
  * - The task id names the call: `rs1.<base64url of [tool, client key]>.<call instance>`. Every `tasks/*`
  *   request recomputes the call's record key with the caller the token names (as `get_operation` does),
  *   so another tenant's or user's id finds nothing, and answers exactly as an unknown one. It is no bearer
- *   token: guessing one gives nothing without the caller's token.
+ *   token: guessing one gives nothing without the caller's token. A 2025-11-25 task whose creating request
+ *   itself committed the call ends in `.c`: its `tasks/result` is that request's answer, the one that says
+ *   `idempotent: false` (rule 5); every other read of a call's task is a replay.
  * - `tasks/get` is one consistent GetItem; 2025-11-25's `tasks/result` polls the same read until the task
  *   is terminal; the extension's `tasks/update` and `tasks/cancel` read it once; none writes.
  * - 2025-11-25, not declared: `tasks/list` (the table has no index by caller: one would cost every call two
- *   more write units) and `tasks/cancel` (no state of a call allows it: a claim precedes the effect at once,
- *   so every task still `working` may have made its effect). The SDK answers both `-32601`. The extension
- *   has no `tasks/list`, and its `tasks/cancel` answers `-32602` for the same reason.
+ *   more write units) and `tasks/cancel` (its spec requires a cancelled task to stay `cancelled`, and a call
+ *   is never stopped: a claim precedes the effect at once, so every task still `working` may have made its
+ *   effect). The SDK answers both `-32601`. The extension has no `tasks/list`; its `tasks/cancel` is
+ *   cooperative — a known task's is acknowledged (`{}`) and changes nothing, and the task still ends
+ *   `completed`; `-32602` is only for an id that names no task of the caller's.
  */
 import type { CallTask, StalledReason } from '../idempotency';
 import type { JsonObject } from '../idempotency/types';
@@ -27,29 +31,35 @@ export interface TaskName {
   readonly tool: string;
   readonly clientKey: string;
   readonly instance: string;
+  /** The request that made this task committed its call: its result is that request's answer (rule 5). */
+  readonly committed: boolean;
 }
+
+/** The last segment of a task id whose creating request committed its call. */
+const COMMITTED_MARK = 'c';
 
 /** The call's instance, from its id (`<record key>@<instance>`). */
 export function instanceOf(callId: string): string {
   return callId.slice(callId.lastIndexOf('@') + 1);
 }
 
-/** The task id of a call. */
-export function taskIdOf(tool: string, clientKey: string, callId: string): string {
+/** The task id of a call; `committed` when the request answering with it committed the call. */
+export function taskIdOf(tool: string, clientKey: string, callId: string, committed = false): string {
   const named = Buffer.from(JSON.stringify([tool, clientKey]), 'utf8').toString('base64url');
-  return `${TASK_ID_VERSION}.${named}.${instanceOf(callId)}`;
+  return `${TASK_ID_VERSION}.${named}.${instanceOf(callId)}${committed ? `.${COMMITTED_MARK}` : ''}`;
 }
 
 /** What a task id names, or undefined when it is not one of ours. */
 export function taskNameOf(taskId: string): TaskName | undefined {
-  const [version, named, instance, ...rest] = taskId.split('.');
+  const [version, named, instance, mark, ...rest] = taskId.split('.');
   if (version !== TASK_ID_VERSION || !named || !instance || rest.length > 0) return undefined;
+  if (mark !== undefined && mark !== COMMITTED_MARK) return undefined;
   try {
     const decoded: unknown = JSON.parse(Buffer.from(named, 'base64url').toString('utf8'));
     if (!Array.isArray(decoded) || decoded.length !== 2) return undefined;
     const [tool, clientKey] = decoded as unknown[];
     if (typeof tool !== 'string' || typeof clientKey !== 'string') return undefined;
-    return { tool, clientKey, instance };
+    return { tool, clientKey, instance, committed: mark !== undefined };
   } catch {
     return undefined;
   }
@@ -130,7 +140,7 @@ type TerminalTask = Extract<CallTask, { readonly status: 'completed' | 'failed' 
 /** The tasks extension's `Task` (2026-07-28), as `tasks/get` answers it and a `CreateTaskResult` carries it. */
 export interface ExtensionTask {
   readonly taskId: string;
-  /** Never `input_required` (no call asks for input) nor `cancelled` (no call can be). */
+  /** Never `input_required` (no call asks for input) nor `cancelled` (a cancel is acknowledged, never acted on). */
   readonly status: 'working' | 'completed';
   readonly statusMessage?: string;
   /** ISO 8601. */

@@ -127,10 +127,11 @@ describe('MCP tasks across two server processes on one table', () => {
       expect(whileHeld.status).toBe('working');
       expect(answered.structuredContent).toMatchObject({ ok: true, idempotent: false, key: 'rf-1' });
       expect(task.status).toBe('completed');
-      // The task is the call: its result is the call's one receipt, the one refund the provider made.
+      // The task is the call: its result is the call's one receipt, the one refund the provider made — a
+      // replay (rule 5: the request on process two committed it, and said idempotent: false).
       expect(result.structuredContent).toMatchObject({
         ok: true,
-        idempotent: false,
+        idempotent: true,
         key: 'rf-1',
         receipt: (answered.structuredContent as { receipt: unknown }).receipt,
       });
@@ -236,12 +237,13 @@ describe('MCP 2026-07-28 tasks extension across two server processes on one tabl
       pollIntervalMs: expect.any(Number),
     });
     expect(answered.structuredContent).toMatchObject({ ok: true, idempotent: false, key: 'rf-x' });
-    // The task is the call: its result is the call's one receipt, the one refund the provider made.
+    // The task is the call: its result is the call's one receipt, the one refund the provider made — a
+    // replay (rule 5: the request on process two committed it, and said idempotent: false).
     expect(done).toMatchObject({
       resultType: 'complete',
       taskId: created.taskId,
       status: 'completed',
-      result: { isError: false, structuredContent: { ok: true, idempotent: false, key: 'rf-x' } },
+      result: { isError: false, structuredContent: { ok: true, idempotent: true, key: 'rf-x' } },
     });
     expect(done.result.structuredContent.receipt).toEqual(answered.structuredContent.receipt);
     expect(stripe.refunds.filter((made) => made.payment_intent === invoiceId)).toHaveLength(1);

@@ -496,8 +496,8 @@ class Run {
 
   /**
    * The task view (docs/state-machine.md): every key's task is its record, read — working while the record
-   * is in flight, completed or failed with exactly the stored outcome (the receipt, `idempotent` as
-   * stored), not found when there is none — and no poll ever wrote (8).
+   * is in flight, completed or failed with exactly the stored outcome (the receipt) as a replay
+   * (`idempotent: true`: a read never commits, rule 5), not found when there is none — and no poll ever wrote (8).
    */
   async #checkTasks(when: string): Promise<void> {
     const world = await this.#readWorld();
@@ -517,8 +517,8 @@ class Run {
         const receipt = storedReceipt(record!);
         const expected =
           receipt === undefined
-            ? { status: 'failed', idempotent: storedReplayed(record!) }
-            : { status: 'completed', idempotent: storedReplayed(record!), receipt };
+            ? { status: 'failed', idempotent: true }
+            : { status: 'completed', idempotent: true, receipt };
         const seen =
           task?.status === 'completed' || task?.status === 'failed'
             ? {

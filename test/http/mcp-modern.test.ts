@@ -145,18 +145,38 @@ describe('MCP 2026-07-28 wire rules, raw', () => {
     expect(body).toMatchObject({ id: 3, error: { code: -32602, message: 'Unknown tool: nope' } });
   });
 
-  it('refuses an unknown protocol version with -32022 and the supported list', async () => {
+  // Versioning: "it MUST respond with an UnsupportedProtocolVersionError listing the versions it does
+  // support" — the spec's own example lists ["2026-07-28", "2025-11-25"]; this endpoint serves both.
+  it('refuses an unknown protocol version with 400 and -32022, listing every version it serves, 2025-11-25 included', async () => {
     const token = await api.token(newTenant());
 
-    const { body } = await rawMcp(
+    const { status, body } = await rawMcp(
       token,
       { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: envelope('2099-01-01') } },
       { 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' },
     );
 
+    expect(status).toBe(400);
     expect(body.error.code).toBe(-32022);
-    // The SDK names the revisions the envelope may claim; 2025-11-25 is reached by `initialize` instead.
-    expect(body.error.data.supported).toEqual([MODERN]);
+    expect(body.error.data.supported).toEqual([MODERN, '2025-11-25']);
+    expect(body.error.data.supported).toEqual(expect.arrayContaining([MODERN, '2025-11-25']));
+    expect(body.error.data.requested).toBe('2099-01-01');
+  });
+
+  // Streamable HTTP, "Protocol Version Header": "If the server does not implement the requested protocol
+  // version (whether the version is unknown to the server ...), it MUST respond with 400 Bad Request and an
+  // UnsupportedProtocolVersionError".
+  it('answers an unknown MCP-Protocol-Version with -32022, not -32602 about a missing envelope', async () => {
+    const token = await api.token(newTenant());
+
+    const { status, body } = await rawMcp(
+      token,
+      { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} },
+      { 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' },
+    );
+
+    expect(status).toBe(400);
+    expect(body.error.code).toBe(-32022);
   });
 
   it('refuses a header that disagrees with the body with -32020', async () => {
@@ -195,7 +215,9 @@ describe('MCP 2026-07-28 wire rules, raw', () => {
     expect(operation.status).toBe(404);
   });
 
-  it('refuses subscriptions/listen at once (a stream held open would hold the invocation to its timeout)', async () => {
+  // Streamable HTTP: "If the server does not implement the requested RPC method, it MUST respond with 404
+  // Not Found and a JSON-RPC error with code -32601".
+  it('refuses subscriptions/listen at once with 404 and -32601 (not implemented: a stream held open would hold the invocation to its timeout)', async () => {
     const token = await api.token(newTenant());
 
     const { status, body } = await rawMcp(
@@ -209,7 +231,7 @@ describe('MCP 2026-07-28 wire rules, raw', () => {
       { 'mcp-protocol-version': MODERN, 'mcp-method': 'subscriptions/listen' },
     );
 
-    expect(status).toBe(200);
+    expect(status).toBe(404);
     expect(body).toEqual({ jsonrpc: '2.0', id: 7, error: { code: -32601, message: expect.any(String) } });
   }, 5_000);
 

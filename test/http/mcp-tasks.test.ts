@@ -1,3 +1,4 @@
+// Rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false — a task's answer is a replay.
 /**
  * MCP tasks (2025-11-25) over the call record, through the official SDK client and raw JSON-RPC: a write
  * called as a task is the same call, its task a read of its record — one GetItem per `tasks/get`, no write.
@@ -110,7 +111,7 @@ describe('MCP tasks, negotiated as the 2025-11-25 revision says', () => {
 });
 
 describe('a write called as a task', () => {
-  it('begins working (as a task must), reads completed once done; tasks/result is the call; the same key is the same task', async () => {
+  it('begins working (as a task must), reads completed once done; tasks/result is the call; the same key is the same call’s task, a replay when asked again', async () => {
     const token = await api.token(newTenant());
 
     const created = await rpc(token, 'tools/call', { name: 'create_invoice', arguments: invoice('t1'), task: {} });
@@ -118,6 +119,7 @@ describe('a write called as a task', () => {
     const got = await rpc(token, 'tasks/get', { taskId });
     const result = await rpc(token, 'tasks/result', { taskId });
     const again = await rpc(token, 'tools/call', { name: 'create_invoice', arguments: invoice('t1'), task: {} });
+    const againResult = await rpc(token, 'tasks/result', { taskId: again.result.task.taskId });
 
     // The call began with this request, and finished within it: the task begins working all the same.
     expect(created.result).toEqual({
@@ -141,12 +143,17 @@ describe('a write called as a task', () => {
       ttl: expect.any(Number),
     });
     expect(got.result._meta).toBeUndefined();
-    // The call's own answer: idempotent false, it committed the invoice (as the call would have answered).
+    // The call's own answer: idempotent false, it committed the invoice (as the call would have answered);
+    // its task id says so (rule 5: only the committing request's task answers false).
+    expect(taskId).toMatch(/\.c$/);
     expect(result.result.structuredContent).toMatchObject({ ok: true, idempotent: false, key: 't1' });
     expect(result.result.isError).toBe(false);
     expect(result.result._meta).toEqual({ 'io.modelcontextprotocol/related-task': { taskId } });
-    // Asked again: the same task, as it is now (this request did not begin it).
-    expect(again.result.task).toMatchObject({ taskId, status: 'completed' });
+    // Asked again: the same call's task, as it is now (this request did not begin it); its id names the
+    // same call, without the committed mark, and its answer is the replay this request would have had.
+    expect(again.result.task).toMatchObject({ taskId: taskId.replace(/\.c$/, ''), status: 'completed' });
+    expect(againResult.result.structuredContent).toMatchObject({ ok: true, idempotent: true, key: 't1' });
+    expect(againResult.result.structuredContent.receipt).toEqual(result.result.structuredContent.receipt);
     expect(again.result._meta['io.modelcontextprotocol/model-immediate-response']).toMatch(/^Already done/);
   });
 
@@ -204,7 +211,8 @@ describe('a write called as a task', () => {
       statusMessage: expect.stringContaining('e1'),
     });
     expect(operation.result.structuredContent).toMatchObject({ ok: true, status: 'pending' });
-    expect(result.result.structuredContent).toMatchObject({ ok: true, idempotent: false, key: 'e1' });
+    // Rule 5: another request began and committed the call; this task's answer is a replay.
+    expect(result.result.structuredContent).toMatchObject({ ok: true, idempotent: true, key: 'e1' });
     expect(result.result._meta).toEqual({ 'io.modelcontextprotocol/related-task': { taskId } });
     expect(done.result).toMatchObject({ taskId, status: 'completed' });
   });
@@ -504,8 +512,9 @@ describe('MCP tasks through the handler in process', () => {
       // assess: one call under one key, one task — failed, whichever request asks
       expect(created.result.task.status).toBe('working');
       expect(got.result.status).toBe('failed');
+      // (The resend ran attempt 2 and stored the outcome: its task id marks the answer that committed it.)
       expect([again.result?.task, thirdTime.result?.task]).toEqual([
-        expect.objectContaining({ taskId: created.result.task.taskId, status: 'failed' }),
+        expect.objectContaining({ taskId: `${created.result.task.taskId}.c`, status: 'failed' }),
         expect.objectContaining({ taskId: created.result.task.taskId, status: 'failed' }),
       ]);
     });

@@ -21,4 +21,14 @@ describe('askAgainAfterMs for a live call (rule 8: never past its lock)', () => 
     expect(askAgainAfterMs(live(30_000), 'live', NOW)).toBe(1_000);
     expect(askAgainAfterMs(live(400), 'live', NOW)).toBe(400);
   });
+
+  // A parked call (its provider's wait, `park`): nobody holds it, nothing runs it before its lock ends, so
+  // the hint is all of it; once a takeover claims it (another claim), it is held again: soon.
+  it('hints a parked call’s whole wait, its lock’s end, while the claim that parked it still holds it', () => {
+    const parked = (lockInMs: number, claimId: string) =>
+      ({ lockEndsMs: NOW + lockInMs, attempt: 1, claimId, parkedClaimId: 'c1' }) as unknown as CallRecord;
+
+    expect(askAgainAfterMs(parked(5_000, 'c1'), 'live', NOW)).toBe(5_000);
+    expect(askAgainAfterMs(parked(5_000, 'c2'), 'live', NOW)).toBe(1_000);
+  });
 });

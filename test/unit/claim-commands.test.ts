@@ -123,9 +123,9 @@ describe('the commands a call sends', () => {
     const park = parks[0]!.args[0].input;
     expect(park).toMatchObject({
       TableName: 'keys',
-      UpdateExpression: 'SET #lockEnd = :until',
+      UpdateExpression: 'SET #lockEnd = :until, #parked = :claim',
       ConditionExpression: '#claim = :claim AND #status = :inProgress',
-      ExpressionAttributeNames: { '#lockEnd': 'in_progress_expiration' },
+      ExpressionAttributeNames: { '#lockEnd': 'in_progress_expiration', '#parked': 'parked_claim' },
       ExpressionAttributeValues: { ':claim': { S: claimId }, ':inProgress': { S: 'INPROGRESS' } },
     });
     expect(Number(park.ExpressionAttributeValues?.[':until']?.N)).toBeLessThanOrEqual(Date.now());

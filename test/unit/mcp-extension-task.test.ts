@@ -97,7 +97,7 @@ describe('extensionTaskOf', () => {
       ...TIMES,
       lastUpdatedAt: new Date(NOW - 1_000).toISOString(),
       status: 'completed',
-      result: { answer: { ok: true, idempotent: false, key: 'k1', receipt: { id: 'r1' } } },
+      result: { answer: { ok: true, idempotent: true, key: 'k1', receipt: { id: 'r1' } } },
     });
   });
 
@@ -113,7 +113,7 @@ describe('extensionTaskOf', () => {
       lastUpdatedAt: new Date(NOW - 1_000).toISOString(),
       status: 'completed',
       statusMessage: 'failed: not_found',
-      result: { answer: { ok: false, idempotent: false, error: { code: 'not_found', message: 'no such invoice' } } },
+      result: { answer: { ok: false, idempotent: true, error: { code: 'not_found', message: 'no such invoice' } } },
     });
   });
 

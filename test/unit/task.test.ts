@@ -82,7 +82,7 @@ describe('taskOf', () => {
     });
   });
 
-  it('completed: its answer, completed or failed, last updated when it completed', () => {
+  it('completed: its answer as a replay (rule 5: a task is read, never the committing answer), completed or failed, last updated when it completed', () => {
     const done = record({
       status: STATUS.completed,
       outcome: { receipt: '{"id":"r1"}', replayed: false },
@@ -98,11 +98,11 @@ describe('taskOf', () => {
       ...TIMES,
       lastUpdatedAtMs: NOW - 1_000,
       status: 'completed',
-      result: { ok: true, idempotent: false, key: 'k1', receipt: { id: 'r1' } },
+      result: { ok: true, idempotent: true, key: 'k1', receipt: { id: 'r1' } },
     });
     expect(taskOf(failed, reading)).toMatchObject({
       status: 'failed',
-      result: { ok: false, error: { code: 'not_found', message: 'no such invoice' } },
+      result: { ok: false, idempotent: true, error: { code: 'not_found', message: 'no such invoice' } },
     });
   });
 
@@ -134,7 +134,7 @@ describe('taskOf', () => {
   it('completed without a readable outcome: failed, internal', () => {
     expect(taskOf(record({ status: STATUS.completed, completedAtMs: NOW }), reading)).toMatchObject({
       status: 'failed',
-      result: { ok: false, idempotent: false, error: { code: 'internal', message: 'internal error' } },
+      result: { ok: false, idempotent: true, error: { code: 'internal', message: 'internal error' } },
     });
   });
 

@@ -64,15 +64,11 @@ export interface RecordAttributes {
    * window's end plus the records' TTL — so the intent outlives every call asked inside the window.
    */
   readonly windowEnd: string;
-  /**
-   * On a call record: the claim the completer gave up on after its `maxAttempts` (the call is
-   * `stalled` while that claim is still the record's: a retry with its key takes it over as before).
-   */
+  /** On a call record: the claim the completer gave up on (`stalled` while it is still the record's claim). */
   readonly stalledClaim: string;
-  /**
-   * On a stalled call record: why the completer gave up on it (`attempts`, `unknown_tool`,
-   * `unreadable_call`), written with `stalledClaim`: its poll says which.
-   */
+  /** On a call record: the claim that parked it (`park`): no holder, nothing runs it before its lock ends. */
+  readonly parkedClaim: string;
+  /** On a stalled call record: why the completer gave up on it (`StalledReason`), written with `stalledClaim`. */
   readonly stalledReason: string;
   /**
    * On a call record: when its first claim was written (epoch ms) — the moment its caller asked, kept by
@@ -105,6 +101,7 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   callInstance: 'call_id',
   windowEnd: 'window_end',
   stalledClaim: 'stalled_claim',
+  parkedClaim: 'parked_claim',
   stalledReason: 'stalled_reason',
   createdAt: 'created_at',
   completedAt: 'completed_at',
@@ -165,6 +162,8 @@ export interface CallRecord {
   readonly outcome: StoredOutcome | undefined;
   /** The claim the completer gave up on (`stalled` while it is still `claimId`). */
   readonly stalledClaimId: string | undefined;
+  /** The claim that parked it (`park`): parked, not held, while it is still `claimId`. */
+  readonly parkedClaimId?: string | undefined;
   /** Why the completer gave up on it (written with `stalledClaimId`); undefined on a record an earlier version stalled. */
   readonly stalledReason?: StalledReason | undefined;
   /**
@@ -246,6 +245,7 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
     attempt: attempt ?? 1,
     outcome: powertools ? powertoolsOutcomeOf(status, item[attr.data]) : decodeOutcome(item[attr.data]),
     stalledClaimId: text(item, attr.stalledClaim),
+    parkedClaimId: text(item, attr.parkedClaim),
     // Written only by `markStalled` (one of the three); a reader that meets another falls back to `attempts`.
     stalledReason: powertools ? 'powertools' : (text(item, attr.stalledReason) as StalledReason | undefined),
     createdAtMs: number(item, attr.createdAt),

@@ -52,6 +52,8 @@ export async function store(
  * park: live (own claim, in progress) ──▶ abandoned (`untilMs` now) | live until `untilMs`. The record
  * is kept — its effect may have happened — with its lock set: to now, so that a retry or the completer
  * finishes it; or to when to look again (a provider still runs the key, an intent's holder still runs).
+ * It names the claim that parked it (`parkedClaim`): while that claim holds the record, no attempt runs
+ * it, so a poll's wait is its lock's end, not a holder's "any moment" (`askAgainAfterMs`).
  */
 export async function park(table: IdempotencyTable, claim: Claim, untilMs: number): Promise<'parked' | 'claim_lost'> {
   const attr = table.attributes;
@@ -61,9 +63,9 @@ export async function park(table: IdempotencyTable, claim: Claim, untilMs: numbe
     new UpdateItemCommand({
       TableName: table.tableName,
       Key: marshall({ [attr.key]: claim.recordKey }),
-      UpdateExpression: 'SET #lockEnd = :until',
+      UpdateExpression: 'SET #lockEnd = :until, #parked = :claim',
       ConditionExpression: held.expression,
-      ExpressionAttributeNames: { '#lockEnd': attr.lockEnd, ...held.names },
+      ExpressionAttributeNames: { '#lockEnd': attr.lockEnd, '#parked': attr.parkedClaim, ...held.names },
       ExpressionAttributeValues: { ':until': { N: String(untilMs) }, ...held.values },
     }),
   );

@@ -3,6 +3,7 @@
  * `pending` answer, and every failure in the closed set of error codes (`toToolError`).
  */
 import { completerLooksAtMs } from './backoff';
+import { isParked } from './call-state';
 import {
   ConflictError,
   type ErrorCode,
@@ -100,7 +101,7 @@ export const MIN_ABANDONED_WAIT_MS = 1_000;
  */
 export function askAgainAfterMs(record: CallRecord, state: 'live' | 'abandoned', nowMs: number): number {
   // Parked (the claim that parked it still holds it): nobody runs it before its lock ends, so all of it.
-  if (state === 'live' && record.parkedClaimId !== undefined && record.parkedClaimId === record.claimId) {
+  if (state === 'live' && isParked(record)) {
     return Math.max(MIN_RETRY_AFTER_MS, Math.ceil(record.lockEndsMs - nowMs));
   }
   if (state === 'live') return retryAfterMs(record.lockEndsMs, nowMs);

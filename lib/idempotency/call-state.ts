@@ -72,6 +72,11 @@ export function classify(record: CallRecord | undefined, nowMs: number): CallSta
   return record.stalledClaimId === record.claimId ? 'stalled' : 'abandoned';
 }
 
+/** A live call parked (the claim that parked it still holds it): no holder runs it before its lock ends. */
+export function isParked(record: Pick<CallRecord, 'claimId' | 'parkedClaimId'>): boolean {
+  return record.parkedClaimId !== undefined && record.parkedClaimId === record.claimId;
+}
+
 /**
  * When a stalled call can next change by anything retrysafe runs (epoch ms), or undefined when nothing
  * scheduled moves it. One the completer gave up on: only a resend moves it, at once (undefined). One

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { askAgainAfterMs, type Ending, failed, REFUSED, StoreWriteError } from '../answers';
-import { classify, createdAtOf, isAbandoned, stalledChangesAtMs, ttlNeededFor } from '../call-state';
+import { classify, createdAtOf, isAbandoned, isParked, stalledChangesAtMs, ttlNeededFor } from '../call-state';
 import { type CallRecord, callIdOf, callRecordOf, STATUS } from './record';
 import { conditionally, type IdempotencyTable, lockEndedOn, ownClaim } from './table';
 
@@ -127,10 +127,14 @@ function answerOfRecord(existing: CallRecord, request: ClaimRequest): ClaimPhase
     // No claim to take over once its lock ended (Powertools' handler died holding it: rule 2), no call to
     // re-run, and its effect may have happened (rule 1). Nothing runs it before its TTL — past it a fresh
     // claim runs it under this call's downstream key —, so the wait is all of it (`stalledChangesAtMs`).
-    // Any other: the wait every answer gives for a live call (`askAgainAfterMs`; a parked one: its lock's end).
+    // A parked call: nobody runs it before its lock ends, so all of it (`askAgainAfterMs`); a held one: its lock.
     const changesAtMs = existing.lockEndsMs < nowMs ? stalledChangesAtMs(existing) : undefined;
-    const afterMs = changesAtMs === undefined ? askAgainAfterMs(existing, 'live', nowMs) : changesAtMs - nowMs;
-    const until = { afterMs };
+    const until =
+      changesAtMs !== undefined
+        ? { afterMs: changesAtMs - nowMs }
+        : isParked(existing)
+          ? { afterMs: askAgainAfterMs(existing, 'live', nowMs) }
+          : { atMs: existing.lockEndsMs };
     return { kind: 'pending', until, call: existing };
   }
   if (existing.status === STATUS.completed) {

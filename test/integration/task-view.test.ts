@@ -14,7 +14,7 @@ beforeAll(() => {
 afterAll(() => world.destroy());
 
 describe('callAsTask', () => {
-  it('a call this request began is a working task; a replay shows the completed task, whose result is the call’s own answer', async () => {
+  it('a call this request began is a working task; a replay shows the completed task, whose result is the call’s answer as a replay', async () => {
     const { tool } = noteTool('send_note');
     const caller = identity();
     const input = { idempotency_key: `k-${randomUUID()}`, text: 'hi' };
@@ -27,8 +27,9 @@ describe('callAsTask', () => {
     expect(replay.task).toMatchObject({
       status: 'completed',
       callId: first.task?.callId,
-      // The task is the call: its result is the answer that committed it (docs/agents.md, tasks/result).
-      result: { ok: true, idempotent: false, key: input.idempotency_key },
+      // The task is the call, read: its result is the call's answer as a replay — the answer that committed it
+      // (`first.result`) is the one `idempotent: false` (rule 5, docs/state-machine.md).
+      result: { ok: true, idempotent: true, key: input.idempotency_key },
     });
     expect(replay.result).toMatchObject({ ok: true, idempotent: true, key: input.idempotency_key });
   });

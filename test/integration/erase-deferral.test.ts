@@ -1,6 +1,14 @@
 // Rule 6 (docs/state-machine.md): erase is final and keeps what is in flight.
+
 import { randomUUID } from 'node:crypto';
-import { GetItemCommand, PutItemCommand, QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { Context } from 'aws-lambda';
 import { TABLES, type TableId, tableName } from '../../app/tables';
@@ -8,6 +16,8 @@ import { TOOLS } from '../../app/tools';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { eraseEntry } from '../../lib/lambda/erase';
+import { createTableInput } from '../../lib/store/create-tables';
+import { IDEMPOTENCY_TABLE } from '../../lib/store/tables';
 import { claimInFlight } from '../helpers/call-records';
 import { createWorld, deadline, identity, newTenant, type World } from '../helpers/world';
 
@@ -18,11 +28,19 @@ import { createWorld, deadline, identity, newTenant, type World } from '../helpe
  * again (`complete`, `deferred`, `retryAfter`), on DynamoDB Local with the example's tables and tools;
  * the CLI's exit code and text are in test/cli/erase-command.test.ts.
  */
+// An idempotency table of its own: a tenant's erase waits on every record with no tenant (a Powertools
+// handler's; rule 6), and other suites write such records on the shared one.
+const IDEMPOTENCY = `erase-deferral-records-${randomUUID().slice(0, 8)}`;
 let world: World;
-beforeAll(() => {
+beforeAll(async () => {
+  process.env[IDEMPOTENCY_TABLE.envVar] = IDEMPOTENCY;
   world = createWorld();
+  await world.client.send(new CreateTableCommand(createTableInput(IDEMPOTENCY_TABLE, IDEMPOTENCY)));
 });
-afterAll(() => world.destroy());
+afterAll(async () => {
+  await world.client.send(new DeleteTableCommand({ TableName: IDEMPOTENCY }));
+  world.destroy();
+});
 
 /** A call of `tool` for `tenant` claimed now, its lock ending at `lockEndsMs` (default: in a minute). */
 const inFlight = (tenant: string, tool: string, lockEndsMs?: number) => claimInFlight(world, tenant, tool, lockEndsMs);

@@ -12,6 +12,7 @@ import { eraseTenant, NO_TENANT_ATTRIBUTE } from '../../lib/admin/erase-tenant';
 import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
 import { createTableInput } from '../../lib/store/create-tables';
 import type { TableSchema } from '../../lib/store/tables';
+import { IDEMPOTENCY_TABLE } from '../../lib/store/tables';
 import { beforeNext as beforeNextCommand } from '../helpers/intercept';
 import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 
@@ -32,13 +33,19 @@ const TABLES = { tickets: SCHEMA };
 
 let world: ProtocolWorld;
 let env: NodeJS.ProcessEnv;
+// An idempotency table of its own: a tenant's erase waits on every record with no tenant (a Powertools
+// handler's; rule 6), and other suites write such records on the shared one.
+const IDEMPOTENCY = `erase-tenant-records-${randomUUID().slice(0, 8)}`;
 beforeAll(async () => {
+  process.env[IDEMPOTENCY_TABLE.envVar] = IDEMPOTENCY;
   world = createProtocolWorld();
   env = { ...process.env, TICKETS_TABLE: TABLE };
+  await world.client.send(new CreateTableCommand(createTableInput(IDEMPOTENCY_TABLE, IDEMPOTENCY)));
   await world.client.send(new CreateTableCommand(createTableInput(SCHEMA, TABLE)));
 });
 afterAll(async () => {
   await world.client.send(new DeleteTableCommand({ TableName: TABLE }));
+  await world.client.send(new DeleteTableCommand({ TableName: IDEMPOTENCY }));
   world.destroy();
 });
 

@@ -88,16 +88,47 @@ class BodyTooLarge extends Error {}
  */
 const MAX_PAYLOAD_BYTES = 6 * 1024 * 1024;
 
-/** The body, up to the limit. Past it, the rest is read and dropped, so the 413 reaches the client. */
-async function readBody(request: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request) {
-    size += (chunk as Buffer).length;
-    if (size <= MAX_PAYLOAD_BYTES) chunks.push(chunk as Buffer);
-  }
-  if (size > MAX_PAYLOAD_BYTES) throw new BodyTooLarge();
-  return Buffer.concat(chunks).toString('utf8');
+/**
+ * How long a connection may keep sending a body the server will not read (an answer given before it
+ * arrived, or past the limit) before it closes: nginx's lingering close (its `lingering_timeout`).
+ */
+const LINGER_MS = 5_000;
+
+/**
+ * The rest of a body the server answers without: read and dropped, never parsed, so a client still
+ * sending reads its answer — closing at once resets the connection, and the client loses the answer
+ * with a `write EPIPE` — and after `LINGER_MS` the connection closes, so a refused upload holds it no
+ * longer than that.
+ */
+function dropRest(request: IncomingMessage): void {
+  if (request.complete) return;
+  const linger = setTimeout(() => request.socket.destroy(), LINGER_MS);
+  linger.unref();
+  request.once('end', () => clearTimeout(linger));
+  request.resume();
+}
+
+/** The body, up to the limit. Past it, the rest is dropped (see `dropRest`) and the 413 reaches the client. */
+function readBody(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_PAYLOAD_BYTES) {
+        chunks.push(chunk);
+        return;
+      }
+      request.off('data', onData);
+      request.off('end', onEnd);
+      dropRest(request);
+      reject(new BodyTooLarge());
+    };
+    const onEnd = () => resolve(Buffer.concat(chunks).toString('utf8'));
+    request.on('data', onData);
+    request.once('end', onEnd);
+    request.once('error', reject);
+  });
 }
 
 /** An API Gateway HTTP API payload 2.0 event, as the JWT authorizer hands it to the Lambda. */
@@ -244,18 +275,9 @@ async function answerByDeadline(answer: Promise<HttpResponse>, timeoutMs: number
 /** API Gateway's own answer to a request over its route's bucket. */
 const THROTTLED: HttpResponse = json(429, { message: 'Too Many Requests' });
 
-/**
- * Writes the answer. `closeUnlessComplete`: the server answered without reading the body, so if the
- * body has not all arrived, the answer says `connection: close` and Node ends the connection after it
- * instead of reading the rest.
- */
-function send(request: IncomingMessage, response: ServerResponse, result: HttpResponse, closeUnlessComplete = false) {
-  const close = closeUnlessComplete && !request.complete;
-  response.writeHead(result.statusCode, {
-    ...result.headers,
-    'content-length': Buffer.byteLength(result.body),
-    ...(close ? { connection: 'close' } : {}),
-  });
+/** Writes the answer. */
+function send(response: ServerResponse, result: HttpResponse) {
+  response.writeHead(result.statusCode, { ...result.headers, 'content-length': Buffer.byteLength(result.body) });
   response.end(result.body);
 }
 
@@ -268,8 +290,6 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
   const timeoutMs = options.timeoutMs ?? INVOCATION_TIMEOUT_SECONDS * 1000;
   const buckets = options.throttle === 'none' ? undefined : (options.throttle ?? new RouteBuckets());
   const authorizer = options.authorizer ?? options.verifyToken;
-  /** Requests answered without reading their body (see `send`). */
-  const bodiesLeftUnread = new WeakSet<IncomingMessage>();
   const hostNames: ReadonlySet<string> = new Set([
     ...LOOPBACK_HOST_NAMES,
     ...(options.allowedHosts ?? []).map((name) => name.toLowerCase()),
@@ -279,7 +299,7 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
 
   async function handle(request: IncomingMessage): Promise<HttpResponse> {
     if (!fromAllowedHost(request, hostNames)) {
-      request.resume();
+      dropRest(request);
       return errorResponse(
         'forbidden',
         'host: Host and Origin must name this server (a loopback name, or one ALLOWED_HOSTS lists)',
@@ -288,20 +308,20 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
     const url = requestUrl(request.url);
     if (!url) {
       // A target that is no URL (`//`, `//%zz/x`) names no route: the same JSON 404 as every miss.
-      request.resume();
+      dropRest(request);
       return errorResponse('not_found', 'route: not a request target');
     }
     const { route, pathParameters } = match(routes, request.method ?? 'GET', url.pathname);
     // As API Gateway does: the route's bucket, then the authorizer. Every request takes a token, with a
     // valid bearer token or not (see RouteBuckets).
     if (buckets && !buckets.admit(route)) {
-      request.resume();
+      dropRest(request);
       return THROTTLED;
     }
     // The authorizer: every route but the public ones (GET /health, the RFC 9728 metadata, the OpenAPI
     // document) needs a token, and so does a request no route matches ($default): without one, a caller
-    // learns nothing, not even a 404 or a 413 — and no handler runs. Its body is not read (a large
-    // tokenless POST costs no upload): the connection closes after the answer (see `send`).
+    // learns nothing, not even a 404 or a 413 — and no handler runs. Its body is never parsed, only
+    // dropped as it arrives for a few seconds at most (see `dropRest`).
     let tokenClaims: Record<string, string> | undefined;
     if ((route?.auth ?? 'gateway') === 'gateway') {
       const token = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1];
@@ -313,7 +333,7 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
         refusal = tokenRefusal(error);
       }
       if (!verified) {
-        bodiesLeftUnread.add(request);
+        dropRest(request);
         return errorResponse('unauthorized', `authorization: ${refusal}`);
       }
       tokenClaims = verified;
@@ -349,10 +369,9 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
   }
 
   const server: Server = createServer((request, response) => {
-    const closeUnlessComplete = () => bodiesLeftUnread.has(request);
     handle(request)
-      .then((result) => send(request, response, result, closeUnlessComplete()))
-      .catch(() => send(request, response, errorResponse('internal', 'internal error'), closeUnlessComplete()));
+      .then((result) => send(response, result))
+      .catch(() => send(response, errorResponse('internal', 'internal error')));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

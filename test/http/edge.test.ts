@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { generateKeyPair, SignJWT } from 'jose';
 import { READS } from '../../app/reads';
 import { TOOLS } from '../../app/tools';
@@ -96,6 +98,52 @@ describe('authorization, as the JWT authorizer does it', () => {
     const unknown = await api.request('POST', '/nope', { raw });
 
     expect([write.status, unknown.status]).toEqual([401, 401]);
+  });
+
+  // The client runs in a process of its own: in the server's, the two never race. It sends each body
+  // whole, as Node's http client does, and reports each request's status or error.
+  const SENDER = `
+const http = require('node:http');
+const [url, count, size, authorization, stallAfter] = process.argv.slice(1);
+const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+const target = new URL(url);
+const one = () => new Promise((resolve) => {
+  const started = Date.now();
+  const headers = { 'content-type': 'application/json', 'content-length': size, ...(authorization ? { authorization } : {}) };
+  const out = http.request({ host: target.hostname, port: target.port, method: 'POST', path: '/tools/create_invoice', headers, agent },
+    (answer) => { answer.resume(); answer.on('end', () => stallAfter ? out.socket.once('close', () => resolve(answer.statusCode + ' closed after ' + (Date.now() - started) + ' ms')) : resolve(String(answer.statusCode))); });
+  out.on('error', (error) => resolve(error.message));
+  if (stallAfter) out.write(Buffer.alloc(Number(stallAfter), 'x')); else out.end(Buffer.alloc(Number(size), 'x'));
+});
+Promise.all(Array.from({ length: Number(count) }, one)).then((results) => { agent.destroy(); console.log(JSON.stringify(results)); });
+`;
+  async function sendFromAnotherProcess(count: number, size: number, authorization = '', stallAfter = '') {
+    const args = ['-e', SENDER, api.url, String(count), String(size), authorization, stallAfter];
+    const { stdout } = await promisify(execFile)(process.execPath, args);
+    const counts: Record<string, number> = {};
+    for (const result of JSON.parse(stdout) as string[]) counts[result] = (counts[result] ?? 0) + 1;
+    return counts;
+  }
+
+  it('answers every body over the 6 MB a request may carry, while the client still sends it: 401 without a token, 413 with one', async () => {
+    const overLimit = 6 * 2 ** 20 + 1;
+
+    const tokenless = await sendFromAnotherProcess(40, overLimit);
+    const wrongToken = await sendFromAnotherProcess(20, overLimit, 'Bearer a.b.c');
+    const valid = await sendFromAnotherProcess(20, overLimit, `Bearer ${await api.token(newTenant())}`);
+
+    // Before: the server closed the connection on the client still sending, which lost its answer.
+    expect([tokenless, wrongToken, valid]).toEqual([{ '401': 40 }, { '401': 20 }, { '413': 20 }]);
+  });
+
+  it('closes a refused upload that stops sending a few seconds after its answer, not when the client stops', async () => {
+    const results = await sendFromAnotherProcess(1, 100 * 2 ** 20, '', String(2 ** 20));
+
+    const [result = ''] = Object.keys(results);
+    expect(result).toMatch(/^401 closed after \d+ ms$/);
+    const closedAfterMs = Number(/after (\d+)/.exec(result)?.[1]);
+    expect(closedAfterMs).toBeGreaterThanOrEqual(4_500);
+    expect(closedAfterMs).toBeLessThan(10_000);
   });
 
   it('answers 401, not 404, to a request without a token that no route matches', async () => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Context } from 'aws-lambda';
 import { apiRoutes, DEFAULT_ROUTE_ENTRY, INVOCATION_TIMEOUT_SECONDS, type RouteDefinition } from '../api/routes';
 import { type TokenVerifier, tokenRefusal } from '../auth/token-claims';
@@ -89,27 +89,38 @@ class BodyTooLarge extends Error {}
 const MAX_PAYLOAD_BYTES = 6 * 1024 * 1024;
 
 /**
- * How long a connection may keep sending a body the server will not read (an answer given before it
- * arrived, or past the limit) before it closes: nginx's lingering close (its `lingering_timeout`).
+ * How long a connection may go on sending a body the server answered without (a refusal before it
+ * arrived, or past the limit) before it is closed: nginx's `lingering_time`, shortened.
  */
 const LINGER_MS = 5_000;
 
 /**
- * The rest of a body the server answers without: read and dropped, never parsed, so a client still
- * sending reads its answer — closing at once resets the connection, and the client loses the answer
- * with a `write EPIPE` — and after `LINGER_MS` the connection closes, so a refused upload holds it no
- * longer than that.
+ * The rest of a body the server answers without: read and dropped as it arrives, never parsed. Its
+ * answer says `connection: close` while the body is still arriving (`send`).
  */
-function dropRest(request: IncomingMessage): void {
-  if (request.complete) return;
-  const linger = setTimeout(() => request.socket.destroy(), LINGER_MS);
-  linger.unref();
-  request.once('end', () => clearTimeout(linger));
+function dropRest(request: IncomingMessage, answeredEarly: WeakSet<IncomingMessage>): void {
+  answeredEarly.add(request);
   request.resume();
 }
 
-/** The body, up to the limit. Past it, the rest is dropped (see `dropRest`) and the 413 reaches the client. */
-function readBody(request: IncomingMessage): Promise<string> {
+/**
+ * nginx's lingering close, for a `connection: close` answer given while its request's body still arrives.
+ * Node ends such a connection with `socket.destroySoon()` once the answer is written: a close with unread
+ * data resets the connection, and a client still writing its body loses the answer with it (`write
+ * EPIPE`, never the 401 or 413). Instead the socket is half-closed (the answer is whole), the rest of the
+ * body is read and dropped (`dropRest`), and the socket goes once the client closes, or `LINGER_MS` after.
+ */
+function closeLingering(socket: Socket): void {
+  socket.destroySoon = function lingeringClose() {
+    socket.end();
+    const linger = setTimeout(() => socket.destroy(), LINGER_MS);
+    linger.unref();
+    socket.once('close', () => clearTimeout(linger));
+  };
+}
+
+/** The body, up to the limit. Past it, the rest is dropped (`dropRest`) and the 413 reaches the client. */
+function readBody(request: IncomingMessage, answeredEarly: WeakSet<IncomingMessage>): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -121,7 +132,7 @@ function readBody(request: IncomingMessage): Promise<string> {
       }
       request.off('data', onData);
       request.off('end', onEnd);
-      dropRest(request);
+      dropRest(request, answeredEarly);
       reject(new BodyTooLarge());
     };
     const onEnd = () => resolve(Buffer.concat(chunks).toString('utf8'));
@@ -275,9 +286,18 @@ async function answerByDeadline(answer: Promise<HttpResponse>, timeoutMs: number
 /** API Gateway's own answer to a request over its route's bucket. */
 const THROTTLED: HttpResponse = json(429, { message: 'Too Many Requests' });
 
-/** Writes the answer. */
-function send(response: ServerResponse, result: HttpResponse) {
-  response.writeHead(result.statusCode, { ...result.headers, 'content-length': Buffer.byteLength(result.body) });
+/**
+ * Writes the answer. One given before its request's body arrived (`answeredEarly`) closes the connection
+ * after it, lingering (`closeLingering`).
+ */
+function send(request: IncomingMessage, response: ServerResponse, result: HttpResponse, answeredEarly: boolean) {
+  const close = answeredEarly && !request.complete;
+  if (close) closeLingering(request.socket);
+  response.writeHead(result.statusCode, {
+    ...result.headers,
+    'content-length': Buffer.byteLength(result.body),
+    ...(close ? { connection: 'close' } : {}),
+  });
   response.end(result.body);
 }
 
@@ -294,12 +314,14 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
     ...LOOPBACK_HOST_NAMES,
     ...(options.allowedHosts ?? []).map((name) => name.toLowerCase()),
   ]);
+  /** Requests answered without their body (`dropRest`). */
+  const answeredEarly = new WeakSet<IncomingMessage>();
   const routes: readonly RouteDefinition[] = apiRoutes(options.tools, options.reads ?? []);
   const handlers: Readonly<Record<string, LambdaHandler>> = createHandlers(options);
 
   async function handle(request: IncomingMessage): Promise<HttpResponse> {
     if (!fromAllowedHost(request, hostNames)) {
-      dropRest(request);
+      dropRest(request, answeredEarly);
       return errorResponse(
         'forbidden',
         'host: Host and Origin must name this server (a loopback name, or one ALLOWED_HOSTS lists)',
@@ -308,20 +330,20 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
     const url = requestUrl(request.url);
     if (!url) {
       // A target that is no URL (`//`, `//%zz/x`) names no route: the same JSON 404 as every miss.
-      dropRest(request);
+      dropRest(request, answeredEarly);
       return errorResponse('not_found', 'route: not a request target');
     }
     const { route, pathParameters } = match(routes, request.method ?? 'GET', url.pathname);
     // As API Gateway does: the route's bucket, then the authorizer. Every request takes a token, with a
     // valid bearer token or not (see RouteBuckets).
     if (buckets && !buckets.admit(route)) {
-      dropRest(request);
+      dropRest(request, answeredEarly);
       return THROTTLED;
     }
     // The authorizer: every route but the public ones (GET /health, the RFC 9728 metadata, the OpenAPI
     // document) needs a token, and so does a request no route matches ($default): without one, a caller
     // learns nothing, not even a 404 or a 413 — and no handler runs. Its body is never parsed, only
-    // dropped as it arrives for a few seconds at most (see `dropRest`).
+    // dropped as it arrives, and the connection closes after the answer (`closeLingering`).
     let tokenClaims: Record<string, string> | undefined;
     if ((route?.auth ?? 'gateway') === 'gateway') {
       const token = /^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1];
@@ -333,14 +355,14 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
         refusal = tokenRefusal(error);
       }
       if (!verified) {
-        dropRest(request);
+        dropRest(request, answeredEarly);
         return errorResponse('unauthorized', `authorization: ${refusal}`);
       }
       tokenClaims = verified;
     }
     let body: string;
     try {
-      body = await readBody(request);
+      body = await readBody(request, answeredEarly);
     } catch (error) {
       if (error instanceof BodyTooLarge)
         return errorResponse('payload_too_large', `body: larger than ${MAX_PAYLOAD_BYTES} bytes`);
@@ -370,8 +392,8 @@ export async function startLocalApi<T extends AnyToolModule>(options: LocalApiOp
 
   const server: Server = createServer((request, response) => {
     handle(request)
-      .then((result) => send(response, result))
-      .catch(() => send(response, errorResponse('internal', 'internal error')));
+      .then((result) => send(request, response, result, answeredEarly.has(request)))
+      .catch(() => send(request, response, errorResponse('internal', 'internal error'), answeredEarly.has(request)));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -452,7 +452,7 @@ describe('MCP authorization and transport', () => {
     expect(operations.map((reply) => reply.status)).toEqual([404, 404]);
   });
 
-  it('answers a large POST without a token before its body has arrived, and reads no more of it', async () => {
+  it('answers a large POST without a token before its body has arrived, and closes the connection after the answer', async () => {
     const { port } = new URL(api.url);
     const declared = 7 * 1024 * 1024;
     let sent = 0;

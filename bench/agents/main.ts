@@ -94,6 +94,29 @@ const COLUMNS = [
   'p99 s',
 ];
 
+/** A Markdown table: its first `leftAligned` columns left, the rest right (numbers). */
+function markdownTable(
+  header: readonly string[],
+  leftAligned: number,
+  cells: readonly (readonly string[])[],
+): string[] {
+  return [
+    `| ${header.join(' | ')} |`,
+    `|${header.map((_, n) => (n < leftAligned ? '---' : '---:')).join('|')}|`,
+    ...cells.map((line) => `| ${line.join(' | ')} |`),
+  ];
+}
+
+/** Intents, doubled and half done summed over `rows`. */
+function totalsOf(rows: readonly Row[]) {
+  const sum = (pick: (row: Row) => number) => rows.reduce((total, row) => total + pick(row), 0);
+  return {
+    intents: sum((row) => row.intents),
+    doubled: sum((row) => row.doubled),
+    halfDone: sum((row) => row.half_done),
+  };
+}
+
 function tableLines(rows: readonly Row[]): string[] {
   const cells = rows.map((row) => [
     row.approach,
@@ -108,24 +131,18 @@ function tableLines(rows: readonly Row[]): string[] {
     String(row.p50_s),
     String(row.p99_s),
   ]);
-  return [
-    `| ${COLUMNS.join(' | ')} |`,
-    `|${COLUMNS.map((_, n) => (n < 3 ? '---' : '---:')).join('|')}|`,
-    ...cells.map((line) => `| ${line.join(' | ')} |`),
-  ];
+  return markdownTable(COLUMNS, 3, cells);
 }
 
 /** Doubled and half done per 1,000 intents by approach, over both runtimes and every fault but the TTL's. */
 function chartLines(rows: readonly Row[]): string[] {
   const inside = rows.filter((row) => row.fault !== 'retry_after_ttl');
   const totals = approaches.map((approach) => {
-    const of = inside.filter((row) => row.approach === approach);
-    const n = of.reduce((sum, row) => sum + row.intents, 0);
-    const sum = (pick: (row: Row) => number) => of.reduce((total, row) => total + pick(row), 0);
+    const { intents, doubled, halfDone } = totalsOf(inside.filter((row) => row.approach === approach));
     return {
       approach,
-      doubled: n === 0 ? 0 : (sum((row) => row.doubled) / n) * 1000,
-      halfDone: n === 0 ? 0 : (sum((row) => row.half_done) / n) * 1000,
+      doubled: intents === 0 ? 0 : (doubled / intents) * 1000,
+      halfDone: intents === 0 ? 0 : (halfDone / intents) * 1000,
     };
   });
   const top = Math.max(1, ...totals.map((total) => total.doubled + total.halfDone));
@@ -161,20 +178,17 @@ function traceLines(trace: IntentTrace): string[] {
  */
 function readmeLines(rows: readonly Row[]): string[] {
   const cell = (approach: string, fault: string) => {
-    const of = rows.filter((row) => row.approach === approach && row.fault === fault);
-    const n = of.reduce((sum, row) => sum + row.intents, 0);
-    const doubled = per1000(
-      of.reduce((sum, row) => sum + row.doubled, 0),
-      n,
+    const { intents, doubled, halfDone } = totalsOf(
+      rows.filter((row) => row.approach === approach && row.fault === fault),
     );
-    const halfDone = of.reduce((sum, row) => sum + row.half_done, 0);
-    return halfDone === 0 ? doubled : `${doubled} (+${per1000(halfDone, n)} half done)`;
+    const perThousand = per1000(doubled, intents);
+    return halfDone === 0 ? perThousand : `${perThousand} (+${per1000(halfDone, intents)} half done)`;
   };
-  return [
-    `| doubled per 1,000 intents | ${faults.join(' | ')} |`,
-    `|---|${faults.map(() => '---:').join('|')}|`,
-    ...approaches.map((approach) => `| ${approach} | ${faults.map((fault) => cell(approach, fault)).join(' | ')} |`),
-  ];
+  return markdownTable(
+    ['doubled per 1,000 intents', ...faults],
+    1,
+    approaches.map((approach) => [approach, ...faults.map((fault) => cell(approach, fault))]),
+  );
 }
 
 /** Replaces what lies between `<!-- name:start -->` and `<!-- name:end -->` in `file`. */

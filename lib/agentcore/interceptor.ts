@@ -85,25 +85,24 @@ function bearerToken(headers: Readonly<Record<string, string>> | undefined): str
   return undefined;
 }
 
+/** The Gateway's answer to the client, in place of the target's: `body` is the JSON-RPC message it sends. */
+function gatewayAnswer(body: Record<string, unknown>): InterceptorOutput {
+  return {
+    interceptorOutputVersion: OUTPUT_VERSION,
+    mcp: { transformedGatewayResponse: { statusCode: 200, body: { jsonrpc: '2.0', ...body } } },
+  };
+}
+
 /**
  * The client's answer to a `tools/call` refused here: a tool result with `isError`, its text the tools'
  * own error answer (`{ ok: false, error: { code, message }, next }`, as every transport answers it).
  */
 function refused(request: McpRequest, code: HttpErrorCode, message: string, retryAfterMs?: number): InterceptorOutput {
   const answer = errorResponse(code, message, retryAfterMs).body;
-  return {
-    interceptorOutputVersion: OUTPUT_VERSION,
-    mcp: {
-      transformedGatewayResponse: {
-        statusCode: 200,
-        body: {
-          jsonrpc: '2.0',
-          id: request.id ?? null,
-          result: { isError: true, content: [{ type: 'text', text: answer }], structuredContent: JSON.parse(answer) },
-        },
-      },
-    },
-  };
+  return gatewayAnswer({
+    id: request.id ?? null,
+    result: { isError: true, content: [{ type: 'text', text: answer }], structuredContent: JSON.parse(answer) },
+  });
 }
 
 /** The caller a `tools/call`'s token names, or why there is none (the code and message to refuse with). */
@@ -147,19 +146,10 @@ const INVALID_PARAMS = -32602;
  * error, as the protocol answers a request it cannot read (the target never runs).
  */
 function unreadable(id: unknown, code: number, message: string): InterceptorOutput {
-  return {
-    interceptorOutputVersion: OUTPUT_VERSION,
-    mcp: {
-      transformedGatewayResponse: {
-        statusCode: 200,
-        body: {
-          jsonrpc: '2.0',
-          id: typeof id === 'string' || typeof id === 'number' ? id : null,
-          error: { code, message: `${message}; nothing ran` },
-        },
-      },
-    },
-  };
+  return gatewayAnswer({
+    id: typeof id === 'string' || typeof id === 'number' ? id : null,
+    error: { code, message: `${message}; nothing ran` },
+  });
 }
 
 /** The request a body holds: one JSON-RPC request object (its text parsed), or undefined for anything else. */

@@ -15,6 +15,7 @@ import { DevSigningKey } from '../../lib/local/dev-auth';
 import { freePort } from '../../lib/local/free-port';
 import { ServerProcess } from '../faults/server-process';
 import { FakeStripe } from '../helpers/fake-stripe';
+import { modernRequest } from '../helpers/raw-mcp';
 import { newTenant } from '../helpers/world';
 
 let stripe: FakeStripe;
@@ -142,7 +143,6 @@ describe('MCP tasks across two server processes on one table', () => {
   });
 });
 
-const MODERN = '2026-07-28';
 const TASKS = 'io.modelcontextprotocol/tasks';
 
 /**
@@ -151,41 +151,15 @@ const TASKS = 'io.modelcontextprotocol/tasks';
  * Streamable HTTP binding requires (`Mcp-Name`: the tool, or the task id for `tasks/*`).
  */
 function extensionClient(server: ServerProcess, token: string) {
-  let id = 0;
-  async function request(method: string, params: Record<string, unknown>, mcpName?: string) {
-    const response = await fetch(`${server.url}/mcp`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        authorization: `Bearer ${token}`,
-        'mcp-protocol-version': MODERN,
-        'mcp-method': method,
-        ...(mcpName ? { 'mcp-name': mcpName } : {}),
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: ++id,
-        method,
-        params: {
-          ...params,
-          _meta: {
-            'io.modelcontextprotocol/protocolVersion': MODERN,
-            'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } },
-            'io.modelcontextprotocol/clientInfo': { name: 'spec-tasks-client', version: '1.0.0' },
-          },
-        },
-      }),
-    });
-    // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC replies are asserted structurally
-    const body = (await response.json()) as any;
+  async function request(method: string, params: Record<string, unknown>) {
+    const body = await modernRequest(server.url, token, method, params, { client: 'spec-tasks-client' });
     if (body.error) throw Object.assign(new Error(body.error.message), body.error);
     return body.result;
   }
   return {
     discover: () => request('server/discover', {}),
-    callTool: (name: string, args: Record<string, unknown>) => request('tools/call', { name, arguments: args }, name),
-    getTask: (taskId: string) => request('tasks/get', { taskId }, taskId),
+    callTool: (name: string, args: Record<string, unknown>) => request('tools/call', { name, arguments: args }),
+    getTask: (taskId: string) => request('tasks/get', { taskId }),
     /** "Clients SHOULD respect the pollIntervalMs … continue polling until the task reaches a terminal status." */
     async untilTerminal(taskId: string) {
       const seen = [];

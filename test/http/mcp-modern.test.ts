@@ -5,9 +5,8 @@
  */
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startTestApi, type TestApi } from '../helpers/api';
+import { MODERN, modernEnvelope, postMcp } from '../helpers/raw-mcp';
 import { newTenant } from '../helpers/world';
-
-const MODERN = '2026-07-28';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -27,28 +26,12 @@ async function connectV2(token: string): Promise<Client> {
 
 /** A request's `_meta` envelope, as 2026-07-28 has every request carry it. */
 function envelope(protocolVersion = MODERN) {
-  return {
-    'io.modelcontextprotocol/protocolVersion': protocolVersion,
-    'io.modelcontextprotocol/clientCapabilities': {},
-    'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' },
-  };
+  return modernEnvelope({ protocolVersion });
 }
 
 /** A raw JSON-RPC POST to /mcp with exactly these headers (besides content type, accept and token). */
-async function rawMcp(token: string, message: unknown, headers: Record<string, string>) {
-  const response = await fetch(`${api.url}/mcp`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      authorization: `Bearer ${token}`,
-      ...headers,
-    },
-    body: JSON.stringify(message),
-  });
-  // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC replies are asserted structurally
-  const body: any = await response.json().catch(() => undefined);
-  return { status: response.status, body };
+function rawMcp(token: string, message: unknown, headers: Record<string, string>) {
+  return postMcp(api.url, token, message, headers);
 }
 
 describe('MCP 2026-07-28 with the SDK v2 client', () => {

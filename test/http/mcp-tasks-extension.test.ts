@@ -9,9 +9,8 @@
 import { TASKS_EXTENSION } from '../../lib/mcp/tasks';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { heldSendEmail } from '../helpers/held-send-email';
+import { commandsDuring as commandsSentDuring, modernRequest } from '../helpers/raw-mcp';
 import { deadline, newTenant } from '../helpers/world';
-
-const MODERN = '2026-07-28';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -19,60 +18,19 @@ beforeAll(async () => {
 });
 afterAll(() => api.close());
 
-/** A request's `_meta` envelope; `tasks`: whether the client declares the extension. */
-function envelope(tasks: boolean) {
-  return {
-    'io.modelcontextprotocol/protocolVersion': MODERN,
-    'io.modelcontextprotocol/clientCapabilities': tasks ? { extensions: { [TASKS_EXTENSION]: {} } } : {},
-    'io.modelcontextprotocol/clientInfo': { name: 'raw-tasks', version: '1.0.0' },
-  };
-}
-
-let rpcId = 0;
-/**
- * One 2026-07-28 request, its headers as the transport section requires (`Mcp-Name`: the tool's name for
- * `tools/call`, the task id for `tasks/*`), or `name` given to make them disagree.
- */
-async function rpc(
+/** One 2026-07-28 request (see `modernRequest`); `tasks`: whether the client declares the extension. */
+function rpc(
   token: string,
   method: string,
   params: Record<string, unknown>,
-  { tasks = true, name }: { tasks?: boolean; name?: string } = {},
+  options: { tasks?: boolean; name?: string } = {},
 ) {
-  const mcpName = name ?? (method === 'tools/call' ? params.name : params.taskId);
-  const response = await fetch(`${api.url}/mcp`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      authorization: `Bearer ${token}`,
-      'mcp-protocol-version': MODERN,
-      'mcp-method': method,
-      ...(typeof mcpName === 'string' ? { 'mcp-name': mcpName } : {}),
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method, params: { ...params, _meta: envelope(tasks) } }),
-  });
-  // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC replies are asserted structurally
-  return (await response.json()) as any;
+  return modernRequest(api.url, token, method, params, { client: 'raw-tasks', ...options });
 }
 
 /** The DynamoDB commands the server's client sends while `work` runs. */
-async function commandsDuring(work: () => Promise<unknown>): Promise<string[]> {
-  const sent: string[] = [];
-  const name = `count-${++rpcId}`;
-  api.services.client.middlewareStack.add(
-    (next, context) => async (args) => {
-      sent.push(context.commandName ?? '?');
-      return next(args);
-    },
-    { step: 'initialize', name },
-  );
-  try {
-    await work();
-  } finally {
-    api.services.client.middlewareStack.remove(name);
-  }
-  return sent;
+function commandsDuring(work: () => Promise<unknown>): Promise<string[]> {
+  return commandsSentDuring(api.services.client, work);
 }
 
 const email = (key: string) => ({ idempotency_key: key, to: 'a@example.com', subject: 's', body: 'b' });

@@ -13,6 +13,7 @@ import { withInvocationDeadline } from '../../lib/store/deadline';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { heldSendEmail } from '../helpers/held-send-email';
 import { mcpOf } from '../helpers/mcp-in-process';
+import { commandsDuring as commandsSentDuring, postMcp } from '../helpers/raw-mcp';
 import { noteTool } from '../helpers/tools';
 import { createWorld, deadline, identity, newTenant, type World } from '../helpers/world';
 
@@ -35,17 +36,7 @@ async function connect(token: string): Promise<Client> {
 let rpcId = 0;
 /** One raw JSON-RPC request to /mcp (stateless: no initialize needed), its `result` or `error`. */
 async function rpc(token: string, method: string, params: Record<string, unknown> = {}) {
-  const response = await fetch(`${api.url}/mcp`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      authorization: `Bearer ${token}`,
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method, params }),
-  });
-  // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC replies are asserted structurally
-  return (await response.json()) as any;
+  return (await postMcp(api.url, token, { jsonrpc: '2.0', id: ++rpcId, method, params })).body;
 }
 
 /** What a client stream yields, by kind, until its end. */
@@ -58,22 +49,8 @@ async function drain<T extends { readonly type: string }>(stream: AsyncIterable<
 const invoice = (key: string) => ({ idempotency_key: key, customer: 'cus_ada', amount: 4200 });
 
 /** The DynamoDB commands the server's client sends while `work` runs. */
-async function commandsDuring(work: () => Promise<unknown>): Promise<string[]> {
-  const sent: string[] = [];
-  const name = `count-${++rpcId}`;
-  api.services.client.middlewareStack.add(
-    (next, context) => async (args) => {
-      sent.push(context.commandName ?? '?');
-      return next(args);
-    },
-    { step: 'initialize', name },
-  );
-  try {
-    await work();
-  } finally {
-    api.services.client.middlewareStack.remove(name);
-  }
-  return sent;
+function commandsDuring(work: () => Promise<unknown>): Promise<string[]> {
+  return commandsSentDuring(api.services.client, work);
 }
 
 describe('MCP tasks, negotiated as the 2025-11-25 revision says', () => {

@@ -229,7 +229,10 @@ describe('retrysafe reads a record Powertools’ handler wrote', () => {
   });
 });
 
-/** What Powertools' handler stores, put as it is: its attributes only (no call instance, attempt or claim). */
+/**
+ * What Powertools' handler stores, put as it is: its attributes only (no call instance, attempt or claim),
+ * and `extra`'s (retrysafe's own, for a record one of its calls wrote).
+ */
 async function putPowertoolsItem(
   call: ReturnType<typeof callOf>,
   {
@@ -237,7 +240,14 @@ async function putPowertoolsItem(
     expiresAtS,
     lockEndsMs,
     data,
-  }: { status: string; expiresAtS?: number; lockEndsMs?: number; data?: AttributeValue },
+    extra = {},
+  }: {
+    status: string;
+    expiresAtS?: number;
+    lockEndsMs?: number;
+    data?: AttributeValue;
+    extra?: Record<string, AttributeValue>;
+  },
 ) {
   await world.client.send(
     new PutItemCommand({
@@ -249,6 +259,7 @@ async function putPowertoolsItem(
         ...(lockEndsMs === undefined ? {} : { in_progress_expiration: { N: String(lockEndsMs) } }),
         validation: { S: validationOf(call.event.fingerprint) },
         ...(data === undefined ? {} : { data }),
+        ...extra,
       },
     }),
   );
@@ -557,21 +568,12 @@ describe('Powertools’ handler reads a record retrysafe wrote', () => {
     // prepare: a later attempt's business error is stored as the call's outcome
     const call = callOf();
     const { handler, run } = powertools(async () => ({ note_id: 'ran again' }), { responseHook: true });
-    await world.client.send(
-      new PutItemCommand({
-        TableName: world.idempotencyTable.tableName,
-        Item: {
-          id: { S: call.recordKey },
-          status: { S: 'COMPLETED' },
-          call_id: { S: 'c1' },
-          attempt: { N: '2' },
-          expiration: { N: String(Math.round(Date.now() / 1000) + TTL_SECONDS) },
-          in_progress_expiration: { N: String(Date.now()) },
-          validation: { S: validationOf(call.event.fingerprint) },
-          data: { M: { replayed: { BOOL: false }, failure: { S: 'not_found' }, message: { S: 'no such note' } } },
-        },
-      }),
-    );
+    await putPowertoolsItem(call, {
+      status: 'COMPLETED',
+      lockEndsMs: Date.now(),
+      data: { M: { replayed: { BOOL: false }, failure: { S: 'not_found' }, message: { S: 'no such note' } } },
+      extra: { call_id: { S: 'c1' }, attempt: { N: '2' } },
+    });
 
     // act
     const replay = handler(call.event, context());
@@ -586,21 +588,12 @@ describe('Powertools’ handler reads a record retrysafe wrote', () => {
     // hook sees the result only, not who wrote it: by the one rule, this is a handler's own result.
     const call = callOf();
     const { handler, run } = powertools(async () => ({ note_id: 'ran again' }), { responseHook: true });
-    await world.client.send(
-      new PutItemCommand({
-        TableName: world.idempotencyTable.tableName,
-        Item: {
-          id: { S: call.recordKey },
-          status: { S: 'COMPLETED' },
-          call_id: { S: 'c1' },
-          attempt: { N: '1' },
-          expiration: { N: String(Math.round(Date.now() / 1000) + TTL_SECONDS) },
-          in_progress_expiration: { N: String(Date.now()) },
-          validation: { S: validationOf(call.event.fingerprint) },
-          data: { M: { replayed: { BOOL: false }, receipt: { S: `{${SECRET}` } } },
-        },
-      }),
-    );
+    await putPowertoolsItem(call, {
+      status: 'COMPLETED',
+      lockEndsMs: Date.now(),
+      data: { M: { replayed: { BOOL: false }, receipt: { S: `{${SECRET}` } } },
+      extra: { call_id: { S: 'c1' }, attempt: { N: '1' } },
+    });
 
     // act
     const replay = await handler(call.event, context());

@@ -5,7 +5,15 @@
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type * as z from 'zod/mini';
-import { type Ending, failed, REFUSED, type ReplayKind, retryAfterMs, StoreWriteError } from './answers';
+import {
+  type Ending,
+  failed,
+  MIN_ABANDONED_WAIT_MS,
+  REFUSED,
+  type ReplayKind,
+  retryAfterMs,
+  StoreWriteError,
+} from './answers';
 import { type Attachment, attach } from './attach';
 import { expiresAtSOf } from './derivation';
 import { type ErrorCode, InFlightError, ToolError } from './errors';
@@ -36,6 +44,8 @@ export interface CallPlan<S extends z.ZodMiniObject = z.ZodMiniObject, R extends
   readonly lockEndsMs: number;
   /** Take over exactly this claim (the completer), or undefined (a caller: claim, or take over). */
   readonly resume: string | undefined;
+  /** A fresh claim is parked unrun, for the completer to run (`InvokeOptions.handOff`). */
+  readonly handOff: boolean | undefined;
   /** How a caller refused by a live attempt of the same call waits for its outcome (attach.ts). */
   readonly attach: Attachment;
   readonly logger: Logger | undefined;
@@ -65,9 +75,17 @@ export async function runAttempt<S extends z.ZodMiniObject, R extends JsonObject
   const claimed = await attach(plan.table, request, await claimCall(plan.table, request), plan.attach);
   if (claimed.kind !== 'claimed') return claimed;
   const { claim } = claimed;
+  // Handed off: the call's first claim is parked at once, unrun, and the completer runs it as any abandoned
+  // call (rule 8) — due now, so the wait is the least an abandoned call's answer hints. A takeover runs
+  // here as always: handing it off again would spend an attempt per request.
+  const first = claim.attempt === 1;
+  const ending = plan.handOff && first ? settle(plan, claim, PARK_NOW, HANDED_OFF) : runClaimed(plan, claim);
   // The call began with this request when its attempt made the first claim (a takeover continues one).
-  return { ...(await runClaimed(plan, claim)), ...(claim.attempt === 1 ? { fresh: true } : {}) };
+  return { ...(await ending), ...(first ? { fresh: true } : {}) };
 }
+
+/** A handed-off call's answer: `pending`, due at once with the completer (`handOff`). */
+const HANDED_OFF: Ending = { kind: 'pending', until: { afterMs: MIN_ABANDONED_WAIT_MS } };
 
 /** The attempt once it holds its claim: choose the downstream key, execute, settle. */
 async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(

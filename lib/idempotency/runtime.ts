@@ -109,6 +109,16 @@ export interface InvokeOptions {
    */
   readonly resume?: { readonly claimId: string };
   /**
+   * Hand the call to the completer instead of running it in this request: its first claim is written,
+   * then parked with its lock ended, unrun, and the answer is `pending` until the completer looks at it
+   * (a second or so on AWS: the table's stream, the recheck queue). For a call that may outlast its
+   * request (`ToolDefinition.longRunning`), where the caller takes a task (MCP). The completer's attempt is
+   * the call's second: a business error it meets is the call's stored outcome, not a released key. A call
+   * already under the key is answered as always (a takeover runs here).
+   * @default false
+   */
+  readonly handOff?: boolean;
+  /**
    * Which surface the call came through, for its log line (`rest`, `mcp`, `completer`, …).
    * @default undefined
    */
@@ -264,6 +274,7 @@ export class ToolRuntime {
       ttlSeconds,
       lockEndsMs,
       resume: options.resume?.claimId,
+      handOff: options.handOff, // a resume never makes a first claim
       attach: this.#attach,
       logger: this.#options.logger,
     };

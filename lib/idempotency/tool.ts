@@ -103,6 +103,15 @@ export interface ToolDefinition<S extends z.ZodMiniObject = z.ZodMiniObject, R e
    */
   readonly ttlSeconds?: number;
   /**
+   * The call may outlast the request that makes it (a provider that takes minutes). Where its caller
+   * takes a task — MCP, a client that declared the tasks extension (2026-07-28) or sent a task-augmented
+   * call (2025-11-25) — the request answers the task at once and the completer runs the call
+   * (`InvokeOptions.handOff`): as its second attempt, so a business error is its stored outcome, not a
+   * released key. Everywhere else (REST, a client without tasks) the request runs it, as any call.
+   * @default false
+   */
+  readonly longRunning?: boolean;
+  /**
    * The domain logic. Throws `ToolError`s for business failures: on a call's first attempt they release
    * its claim (nothing happened); on a later one they are its stored outcome (an earlier attempt may have
    * made the effect).

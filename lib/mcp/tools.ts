@@ -53,7 +53,8 @@ export interface McpTool {
   task?(clientKey: string, caller: Identity): Promise<CallTask | undefined>;
   /**
    * A write called as a task: `call`, and the task the call is — what its attempt wrote or read, never
-   * another read (`callAsTask`). Writes only.
+   * another read (`callAsTask`). A tool that may run long (`longRunning`) is handed to the completer
+   * (`InvokeOptions.handOff`): the task comes back at once. Writes only.
    */
   callAsTask?(
     input: Record<string, unknown>,
@@ -130,7 +131,10 @@ export function writeTool(tool: ToolDefinition, runtime: ToolRuntime): McpTool {
     call: (input, caller, deadline) => runtime.invoke(tool, caller, input, deadline, { transport: 'mcp' }),
     task: (clientKey, caller) => readTask(runtime, tool, caller, clientKey),
     async callAsTask(input, caller, deadline) {
-      const { result, task } = await callAsTask(runtime, tool, caller, input, deadline, { transport: 'mcp' });
+      const { result, task } = await callAsTask(runtime, tool, caller, input, deadline, {
+        transport: 'mcp',
+        handOff: tool.longRunning === true,
+      });
       return { answer: result, task };
     },
   };

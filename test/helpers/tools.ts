@@ -13,7 +13,7 @@ export type NoteArgs = z.output<typeof noteArgs>;
 export function noteTool(
   name = 'send_note',
   behaviour?: (args: NoteArgs, context: ToolContext) => Promise<Execution<JsonObject>>,
-  options: { ttlSeconds?: number; dedupeWindowSeconds?: number } = {},
+  options: { ttlSeconds?: number; dedupeWindowSeconds?: number; longRunning?: boolean } = {},
 ) {
   const execute = jest.fn(
     behaviour ??

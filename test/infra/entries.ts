@@ -68,7 +68,7 @@ export const MCP_BUNDLE_BUDGET_BYTES = 606 * 1024; // on SDK v1 until then: 448 
 makeIdempotent went: 139,311 bytes; 138 KB until its Logger stopped writing what an error carries — the
 error-safe replacer — and a call that outlived its invocation was logged `timeout`: 141,410 bytes).
  */
-export const COMPLETER_BUNDLE_BUDGET_BYTES = 140 * 1024; // 139 KB until issue 33's schedule, stall reasons and attach: 143,242 bytes; issue 34 (the record in protocol/): 143,344; issue 35 +451, the Stripe adapter's import −1,278: 142,526
+export const COMPLETER_BUNDLE_BUDGET_BYTES = 141 * 1024; // 139 KB until issue 33's schedule, stall reasons and attach: 143,242 bytes; issue 34 (the record in protocol/): 143,344; issue 35 +451, the Stripe adapter's import −1,278: 142,526; 140 KB until issue 35's hand-off (a long-running call's first claim parked for the completer) and its review's fixes: 143,405
 
 /**
  * A write's or read's budget as an AgentCore Gateway target (`agentCoreGateway`): the write budget and 2 KB.

@@ -1,0 +1,113 @@
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
+// Rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false.
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { Completer, type Recheck } from '../../lib/idempotency/completer';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
+import type { ToolRuntime } from '../../lib/idempotency/runtime';
+import { callAsTask } from '../../lib/idempotency/task';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { noteTool } from '../helpers/tools';
+
+/**
+ * A call handed to the completer (`InvokeOptions.handOff`, a `longRunning` tool's call where the caller
+ * takes a task): its first claim is written, then parked with its lock ended, unrun; the answer is
+ * `pending` until the completer looks at it — at once, from the claim's stream image — and the completer's
+ * attempt runs it, once. A later request under the key is answered as always: never handed off again.
+ */
+let world: ProtocolWorld;
+let runtime: ToolRuntime;
+beforeAll(() => {
+  world = createProtocolWorld();
+  runtime = world.idempotencyRuntime();
+});
+afterAll(() => world.destroy());
+
+function completerOf(tools: ReturnType<typeof noteTool>['tool'][]) {
+  const sent: Recheck[] = [];
+  const completer = new Completer({
+    client: world.client,
+    runtime,
+    tools,
+    queue: { send: async (rechecks) => void sent.push(...rechecks) },
+    tableName: world.idempotencyTable.tableName,
+    attributes: DEFAULT_RECORD_ATTRIBUTES,
+  });
+  return { completer, sent };
+}
+
+async function itemOf(recordKey: string) {
+  const { Item } = await world.client.send(
+    new GetItemCommand({
+      TableName: world.idempotencyTable.tableName,
+      Key: { id: { S: recordKey } },
+      ConsistentRead: true,
+    }),
+  );
+  return Item && unmarshall(Item);
+}
+
+describe('a call handed off to the completer', () => {
+  it('answers pending at once, its claim parked with its lock ended, nothing run; the completer runs it once, from its stream image, and the poll then reads it completed', async () => {
+    const caller = identity();
+    const { tool, execute } = noteTool('send_note', undefined, { longRunning: true });
+    const { completer, sent } = completerOf([tool]);
+
+    const handed = await callAsTask(runtime, tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline(), {
+      handOff: true,
+    });
+
+    expect(handed.result).toEqual({ ok: false, status: 'pending', key: 'k1', retry_after_ms: 1_000 });
+    expect(handed.task).toMatchObject({ status: 'working' });
+    expect(execute).not.toHaveBeenCalled();
+    const recordKey = handed.task?.callId.split('@')[0] ?? '';
+    const parked = await itemOf(recordKey);
+    expect(parked).toMatchObject({ status: 'INPROGRESS', attempt: 1, parked_claim: parked?.claim_id });
+    expect(parked?.in_progress_expiration).toBeLessThanOrEqual(Date.now());
+    // What the table's stream delivers: the completer schedules its recheck now (DelaySeconds 0).
+    await completer.onStream([
+      {
+        eventName: 'MODIFY',
+        dynamodb: { Keys: { id: { S: recordKey } }, NewImage: marshall(parked ?? {}), SequenceNumber: '1' },
+      },
+    ]);
+    expect(sent).toEqual([expect.objectContaining({ key: recordKey, claim: parked?.claim_id, delaySeconds: 0 })]);
+    const outcome = await completer.onRecheck({ key: recordKey, claim: String(parked?.claim_id) }, deadline());
+
+    expect(outcome).toBe('finished');
+    expect(execute).toHaveBeenCalledTimes(1);
+    const [receipt] = await Promise.all(execute.mock.results.map((result) => result.value));
+    expect(await runtime.lookup(tool.name, caller, 'k1')).toEqual({ status: 'completed', receipt: receipt.receipt });
+    // The task's answer is a replay (rule 5): the completer's attempt answered no one.
+    const resent = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    expect(resent).toMatchObject({ ok: true, idempotent: true, receipt: receipt.receipt });
+  });
+
+  it('a resend while it waits for the completer takes it over and runs it here (never handed off again), once', async () => {
+    const caller = identity();
+    const { tool, execute } = noteTool('send_note', undefined, { longRunning: true });
+    const input = { idempotency_key: 'k2', text: 'hi' };
+
+    await callAsTask(runtime, tool, caller, input, deadline(), { handOff: true });
+    const resent = await callAsTask(runtime, tool, caller, input, deadline(), { handOff: true });
+    const again = await runtime.invoke(tool, caller, input, deadline());
+
+    expect(resent.result).toMatchObject({ ok: true, idempotent: false, key: 'k2' });
+    expect(again).toMatchObject({
+      ok: true,
+      idempotent: true,
+      receipt: (resent.result as { receipt: unknown }).receipt,
+    });
+    expect(execute).toHaveBeenCalledTimes(1);
+  });
+
+  it('without handOff (REST, a client that takes no task), the same tool runs in the request', async () => {
+    const caller = identity();
+    const { tool, execute } = noteTool('send_note', undefined, { longRunning: true });
+
+    const answered = await runtime.invoke(tool, caller, { idempotency_key: 'k3', text: 'hi' }, deadline());
+
+    expect(answered).toMatchObject({ ok: true, idempotent: false });
+    expect(execute).toHaveBeenCalledTimes(1);
+  });
+});

@@ -35,6 +35,8 @@ export const STALLED_POLL_MS = 60_000;
 interface TaskTimes {
   /** The call's id (`<record key>@<instance>`): a later call under the same key after the TTL is another. */
   readonly callId: string;
+  /** The claim holding the call, or that stored its outcome: what a commit mark is checked against (never shown). */
+  readonly claimId: string | undefined;
   /** When the call's first claim was written: when its caller asked. */
   readonly createdAtMs: number;
   /** When its state last changed, as far as its record tells. */
@@ -82,7 +84,7 @@ export function taskOf(
   const state = classify(record, nowMs);
   if (record === undefined) return undefined;
   const createdAtMs = createdAtOf(record, ttlSeconds);
-  const times = { callId: record.callId, createdAtMs, expiresAtMs: record.expiresAtS * 1000 };
+  const times = { callId: record.callId, claimId: record.claimId, createdAtMs, expiresAtMs: record.expiresAtS * 1000 };
   switch (state) {
     case 'live':
       return {

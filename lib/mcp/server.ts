@@ -27,6 +27,7 @@ import {
 } from '../idempotency';
 import { ABANDONED_HINT, STALLED_HINTS } from '../reads/operation';
 import {
+  commitProofOf,
   extensionTaskOf,
   instanceOf,
   mcpTaskOf,
@@ -150,32 +151,38 @@ function taskReadError(error: unknown): Error {
   return error as Error;
 }
 
-/** The caller's task `taskId` names, read now; the spec's not-found error for anything else. */
+/**
+ * The caller's task `taskId` names, read now; the spec's not-found error for anything else. A commit mark
+ * (2025-11-25's only: the extension never issues one) names the task only where it proves the claim that
+ * stored the call's outcome (`commitProofOf`); a forged mark is an unknown id.
+ */
 async function readTask(
   byName: ReadonlyMap<string, McpTool>,
   taskId: string,
   caller: Identity,
+  era: McpEra,
 ): Promise<{ readonly tool: string; readonly clientKey: string; readonly task: CallTask }> {
   const name = taskNameOf(taskId);
   const tool = name && byName.get(name.tool);
-  if (!name || !tool?.task) throw new ProtocolError(ProtocolErrorCode.InvalidParams, TASK_NOT_FOUND);
+  const notFound = () => new ProtocolError(ProtocolErrorCode.InvalidParams, TASK_NOT_FOUND);
+  if (!name || !tool?.task || (era === 'modern' && name.commitProof !== undefined)) throw notFound();
   const task = await tool.task(name.clientKey, caller).catch((error: unknown) => {
     throw taskReadError(error);
   });
   // Another caller's key hashes to another record; a later call under the key after its TTL is another task.
-  if (!task || instanceOf(task.callId) !== name.instance) {
-    throw new ProtocolError(ProtocolErrorCode.InvalidParams, TASK_NOT_FOUND);
-  }
+  if (!task || instanceOf(task.callId) !== name.instance) throw notFound();
+  if (name.commitProof === undefined) return { tool: name.tool, clientKey: name.clientKey, task };
   // Rule 5: a task's answer is a replay, but for the task of the request that committed the call (its id
-  // says so): that request's answer, which it handed over as this task, is the one that says false.
-  if (name.committed && task.status !== 'working') {
-    return {
-      tool: name.tool,
-      clientKey: name.clientKey,
-      task: { ...task, result: { ...task.result, idempotent: false } },
-    };
+  // says so, with the proof): that request's answer, which it handed over as this task, says false.
+  // A committed call is settled: a mark on a working task, or of another claim, names no task.
+  if (task.status === 'working' || !task.claimId || commitProofOf(task.claimId) !== name.commitProof) {
+    throw notFound();
   }
-  return { tool: name.tool, clientKey: name.clientKey, task };
+  return {
+    tool: name.tool,
+    clientKey: name.clientKey,
+    task: { ...task, result: { ...task.result, idempotent: false } },
+  };
 }
 
 /** Whether this request's client declared the tasks extension (2026-07-28: in each request's `_meta`). */
@@ -343,7 +350,8 @@ export function createMcpServer({ tools, logger }: McpServerDependencies, era: M
     if (!task || typeof clientKey !== 'string') throw noTask(name, answer);
     // Its answer said `idempotent: false`: this request committed the call, and its task's result is that answer.
     const committed = 'idempotent' in answer && answer.idempotent === false;
-    const created = mcpTaskOf(taskIdOf(name, clientKey, task.callId, committed), task, wordingOf(name, clientKey));
+    const proof = committed && task.claimId ? commitProofOf(task.claimId) : undefined;
+    const created = mcpTaskOf(taskIdOf(name, clientKey, task.callId, proof), task, wordingOf(name, clientKey));
     const note = ttlNote(askedTtl, created.ttl);
     const statusMessage = [created.statusMessage, note].filter(Boolean).join(' ');
     return {
@@ -429,7 +437,7 @@ export function createMcpServer({ tools, logger }: McpServerDependencies, era: M
 function addExtensionTaskHandlers(server: Server, byName: ReadonlyMap<string, McpTool>): void {
   server.setRequestHandler('tasks/get', { params: TaskParams }, async function getTask({ taskId }, ctx) {
     requireTasksExtension(ctx);
-    const { tool, clientKey, task } = await readTask(byName, taskId, requestContextOf(ctx).caller);
+    const { tool, clientKey, task } = await readTask(byName, taskId, requestContextOf(ctx).caller, 'modern');
     const detailed = extensionTaskOf(taskId, task, wordingOf(tool, clientKey, 'modern'), function resultOf(answer) {
       return toCallToolResult(tool, true, answer);
     });
@@ -448,7 +456,7 @@ function addExtensionTaskHandlers(server: Server, byName: ReadonlyMap<string, Mc
     }
     // Known or not found, as tasks/get reads it. No task here is ever input_required: every response
     // names a request not outstanding, which the spec says to ignore.
-    await readTask(byName, taskId, requestContextOf(ctx).caller);
+    await readTask(byName, taskId, requestContextOf(ctx).caller, 'modern');
     return {};
   });
 
@@ -458,7 +466,7 @@ function addExtensionTaskHandlers(server: Server, byName: ReadonlyMap<string, Mc
   // is — no such task — lest a client drop a task whose call still runs and mint a new key for it.
   server.setRequestHandler('tasks/cancel', { params: TaskParams }, async function cancelTask({ taskId }, ctx) {
     requireTasksExtension(ctx);
-    await readTask(byName, taskId, requestContextOf(ctx).caller);
+    await readTask(byName, taskId, requestContextOf(ctx).caller, 'modern');
     return {};
   });
 }
@@ -470,7 +478,7 @@ function addExtensionTaskHandlers(server: Server, byName: ReadonlyMap<string, Mc
 function addLegacyTaskHandlers(server: Server, byName: ReadonlyMap<string, McpTool>): void {
   server.setRequestHandler('tasks/get', { params: TaskParams }, async function getTask({ taskId }, ctx) {
     const { caller } = requestContextOf(ctx);
-    const { tool, clientKey, task } = await readTask(byName, taskId, caller);
+    const { tool, clientKey, task } = await readTask(byName, taskId, caller, 'legacy');
     return mcpTaskOf(taskId, task, wordingOf(tool, clientKey));
   });
 
@@ -481,7 +489,7 @@ function addLegacyTaskHandlers(server: Server, byName: ReadonlyMap<string, McpTo
     // What is left of the hold: of TASK_RESULT_HOLD_MS, and of the invocation's time.
     const holdUntil = deadline.getRemainingTimeInMillis() - TASK_RESULT_HOLD_MS;
     for (;;) {
-      const { tool, task } = await readTask(byName, taskId, caller);
+      const { tool, task } = await readTask(byName, taskId, caller, 'legacy');
       if (task.status !== 'working') {
         return { ...toCallToolResult(tool, true, task.result), _meta: { [RELATED_TASK_META_KEY]: { taskId } } };
       }

@@ -20,6 +20,7 @@
  *   cooperative — a known task's is acknowledged (`{}`) and changes nothing, and the task still ends
  *   `completed`; `-32602` is only for an id that names no task of the caller's.
  */
+import { createHash } from 'node:crypto';
 import type { CallTask, StalledReason } from '../idempotency';
 import type { JsonObject } from '../idempotency/types';
 
@@ -31,35 +32,56 @@ export interface TaskName {
   readonly tool: string;
   readonly clientKey: string;
   readonly instance: string;
-  /** The request that made this task committed its call: its result is that request's answer (rule 5). */
-  readonly committed: boolean;
+  /**
+   * The request that made this task committed its call (2025-11-25): its result is that request's answer
+   * (rule 5). The mark's proof (`commitProofOf` the committing claim) is checked against the record.
+   */
+  readonly commitProof: string | undefined;
 }
 
-/** The last segment of a task id whose creating request committed its call. */
-const COMMITTED_MARK = 'c';
+/** The last segment of a task id whose creating request committed its call: `c` and the proof. */
+const COMMITTED_MARK = /^c([\w-]{22})$/;
+
+/**
+ * What a commit mark proves: the claim that stored the call's outcome, hashed (the claim id is never
+ * shown). A client cannot make one for a call it did not commit: it never sees a claim id.
+ */
+export function commitProofOf(claimId: string): string {
+  return createHash('sha256').update(claimId).digest('base64url').slice(0, 22);
+}
 
 /** The call's instance, from its id (`<record key>@<instance>`). */
 export function instanceOf(callId: string): string {
   return callId.slice(callId.lastIndexOf('@') + 1);
 }
 
-/** The task id of a call; `committed` when the request answering with it committed the call. */
-export function taskIdOf(tool: string, clientKey: string, callId: string, committed = false): string {
-  const named = Buffer.from(JSON.stringify([tool, clientKey]), 'utf8').toString('base64url');
-  return `${TASK_ID_VERSION}.${named}.${instanceOf(callId)}${committed ? `.${COMMITTED_MARK}` : ''}`;
+/** The task id's middle: the tool and the client key, base64url of their JSON. */
+function namedOf(tool: string, clientKey: string): string {
+  return Buffer.from(JSON.stringify([tool, clientKey]), 'utf8').toString('base64url');
 }
 
-/** What a task id names, or undefined when it is not one of ours. */
+/** The task id of a call; `commitProof` when the request answering with it committed the call. */
+export function taskIdOf(tool: string, clientKey: string, callId: string, commitProof?: string): string {
+  const mark = commitProof === undefined ? '' : `.c${commitProof}`;
+  return `${TASK_ID_VERSION}.${namedOf(tool, clientKey)}.${instanceOf(callId)}${mark}`;
+}
+
+/**
+ * What a task id names, or undefined when it is not one `taskIdOf` writes: only the id as issued, byte
+ * for byte, names its task (a respelling base64url decoding forgives is no id of ours).
+ */
 export function taskNameOf(taskId: string): TaskName | undefined {
   const [version, named, instance, mark, ...rest] = taskId.split('.');
   if (version !== TASK_ID_VERSION || !named || !instance || rest.length > 0) return undefined;
-  if (mark !== undefined && mark !== COMMITTED_MARK) return undefined;
+  const commitProof = mark === undefined ? undefined : COMMITTED_MARK.exec(mark)?.[1];
+  if (mark !== undefined && commitProof === undefined) return undefined;
   try {
     const decoded: unknown = JSON.parse(Buffer.from(named, 'base64url').toString('utf8'));
     if (!Array.isArray(decoded) || decoded.length !== 2) return undefined;
     const [tool, clientKey] = decoded as unknown[];
     if (typeof tool !== 'string' || typeof clientKey !== 'string') return undefined;
-    return { tool, clientKey, instance, committed: mark !== undefined };
+    if (namedOf(tool, clientKey) !== named) return undefined;
+    return { tool, clientKey, instance, commitProof };
   } catch {
     return undefined;
   }

@@ -122,13 +122,13 @@ describe('a write called as a task', () => {
     expect(got.result._meta).toBeUndefined();
     // The call's own answer: idempotent false, it committed the invoice (as the call would have answered);
     // its task id says so (rule 5: only the committing request's task answers false).
-    expect(taskId).toMatch(/\.c$/);
+    expect(taskId).toMatch(/\.c[\w-]{22}$/); // the mark, and its proof: the committing claim's hash
     expect(result.result.structuredContent).toMatchObject({ ok: true, idempotent: false, key: 't1' });
     expect(result.result.isError).toBe(false);
     expect(result.result._meta).toEqual({ 'io.modelcontextprotocol/related-task': { taskId } });
     // Asked again: the same call's task, as it is now (this request did not begin it); its id names the
     // same call, without the committed mark, and its answer is the replay this request would have had.
-    expect(again.result.task).toMatchObject({ taskId: taskId.replace(/\.c$/, ''), status: 'completed' });
+    expect(again.result.task).toMatchObject({ taskId: taskId.replace(/\.c[\w-]{22}$/, ''), status: 'completed' });
     expect(againResult.result.structuredContent).toMatchObject({ ok: true, idempotent: true, key: 't1' });
     expect(againResult.result.structuredContent.receipt).toEqual(result.result.structuredContent.receipt);
     expect(again.result._meta['io.modelcontextprotocol/model-immediate-response']).toMatch(/^Already done/);
@@ -491,7 +491,12 @@ describe('MCP tasks through the handler in process', () => {
       expect(got.result.status).toBe('failed');
       // (The resend ran attempt 2 and stored the outcome: its task id marks the answer that committed it.)
       expect([again.result?.task, thirdTime.result?.task]).toEqual([
-        expect.objectContaining({ taskId: `${created.result.task.taskId}.c`, status: 'failed' }),
+        expect.objectContaining({
+          taskId: expect.stringMatching(
+            new RegExp(`^${created.result.task.taskId.replaceAll('.', '\\.')}\\.c[\\w-]{22}$`),
+          ),
+          status: 'failed',
+        }),
         expect.objectContaining({ taskId: created.result.task.taskId, status: 'failed' }),
       ]);
     });

@@ -34,7 +34,12 @@ function record(overrides: Partial<CallRecord> = {}): CallRecord {
   };
 }
 
-const TIMES = { callId: 'refund#h@c1', createdAtMs: NOW - 5_000, expiresAtMs: NOW - 5_000 + TTL_S * 1000 };
+const TIMES = {
+  callId: 'refund#h@c1',
+  claimId: 'c1',
+  createdAtMs: NOW - 5_000,
+  expiresAtMs: NOW - 5_000 + TTL_S * 1000,
+};
 
 describe('taskOf', () => {
   it('no record: no task', () => {

@@ -144,6 +144,8 @@ export function nextAfterWrite(tool: string, result: ToolResult, listedAs?: stri
         };
   }
   if ('status' in result) {
+    // No claim holds it (a call Powertools' handler left): as the poll says, no promise of one effect.
+    if (result.runs_anew) return nextAfterOperation('stalled', result.retry_after_ms);
     const again = `After ${result.retry_after_ms} ms, call ${listedAs ?? tool} again with the same idempotency_key and arguments`;
     return {
       action: 'call_again',

@@ -26,8 +26,14 @@ export const MIN_RETRY_AFTER_MS = 100;
 /** What answered a replay: the key's stored record, the tool's natural key, or a dedupe window's intent. */
 export type ReplayKind = 'client_key' | 'natural_key' | 'dedupe_window';
 
-/** When a pending call is worth asking again: at an instant (a lock's end), or a while after the answer. */
-export type PendingUntil = { readonly atMs: number | undefined } | { readonly afterMs: number };
+/**
+ * When a pending call is worth asking again: at an instant (a lock's end), or a while after the answer.
+ * `runsAnew`: no claim holds it — a call Powertools' handler left (`stalledChangesAtMs`) — so once the wait
+ * is over a resend runs it anew, and nothing promises one effect.
+ */
+export type PendingUntil =
+  | { readonly atMs: number | undefined }
+  | { readonly afterMs: number; readonly runsAnew?: true };
 
 /** How one attempt of a call ends. */
 export type Ending =
@@ -76,8 +82,16 @@ export function failureOf(stored: StoredOutcome): { code: ErrorCode; message: st
  * answer says all of it; a call found running elsewhere may be stored at any moment (`retryAfterMs`).
  */
 export function pendingAnswer(clientKey: string, until: PendingUntil): ToolResult<never> {
-  const wait = 'afterMs' in until ? Math.max(MIN_RETRY_AFTER_MS, Math.ceil(until.afterMs)) : retryAfterMs(until.atMs);
-  return { ok: false, status: 'pending', key: clientKey, retry_after_ms: wait };
+  if ('atMs' in until)
+    return { ok: false, status: 'pending', key: clientKey, retry_after_ms: retryAfterMs(until.atMs) };
+  const wait = Math.max(MIN_RETRY_AFTER_MS, Math.ceil(until.afterMs));
+  return {
+    ok: false,
+    status: 'pending',
+    key: clientKey,
+    retry_after_ms: wait,
+    ...(until.runsAnew ? { runs_anew: true } : {}),
+  };
 }
 
 /** When to poll a call that runs elsewhere again: soon (its holder may store at any moment), never past its lock. */

@@ -22,7 +22,7 @@
  */
 import type * as z from 'zod/mini';
 import { answerOf, askAgainAfterMs, MIN_RETRY_AFTER_MS } from './answers';
-import { classify, createdAtOf } from './call-state';
+import { classify, createdAtOf, stalledChangesAtMs } from './call-state';
 import type { CallRecord, StalledReason } from './protocol/record';
 import type { InvokeOptions, ToolRuntime } from './runtime';
 import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
@@ -73,6 +73,12 @@ export interface TaskReading {
   readonly ttlSeconds: number;
 }
 
+/** A stalled task's poll: when it next changes by anything retrysafe runs, or `STALLED_POLL_MS`. */
+function stalledPollMs(record: CallRecord, nowMs: number): number {
+  const atMs = stalledChangesAtMs(record);
+  return atMs === undefined ? STALLED_POLL_MS : Math.max(MIN_RETRY_AFTER_MS, Math.ceil(atMs - nowMs));
+}
+
 /**
  * The task a call record is at `nowMs`, for the caller who owns `clientKey` (the record was found under
  * their scope), or undefined when there is none.
@@ -103,8 +109,9 @@ export function taskOf(
         lastUpdatedAtMs: Math.max(createdAtMs, record.lockEndsMs),
         status: 'working',
         state,
-        // Abandoned: when the completer re-runs it (a resend may finish it sooner); stalled: nothing is scheduled.
-        pollIntervalMs: state === 'stalled' ? STALLED_POLL_MS : askAgainAfterMs(record, state, nowMs),
+        // Abandoned: when the completer re-runs it (a resend may finish it sooner); stalled: nothing is
+        // scheduled, or nothing moves it before `stalledChangesAtMs` (one Powertools' handler left) — then.
+        pollIntervalMs: state === 'stalled' ? stalledPollMs(record, nowMs) : askAgainAfterMs(record, state, nowMs),
         ...(state === 'stalled' ? { reason: record.stalledReason ?? 'attempts' } : {}),
       };
     case 'completed': {

@@ -27,5 +27,6 @@ export interface InvocationDeadline {
  */
 export type ToolResult<R extends JsonObject = JsonObject> =
   | { ok: true; idempotent: boolean; key: string; receipt: R }
-  | { ok: false; status: 'pending'; key: string; retry_after_ms: number }
+  /** `runs_anew`: no claim holds the call (Powertools' handler left it): after the wait a resend runs it anew. */
+  | { ok: false; status: 'pending'; key: string; retry_after_ms: number; runs_anew?: true }
   | { ok: false; idempotent?: boolean; error: { code: ErrorCode; message: string } };

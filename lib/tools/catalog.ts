@@ -84,6 +84,15 @@ export const pendingAnswer = z.lazy(() =>
     status: z.literal('pending'),
     key: z.string(),
     retry_after_ms: z.int(),
+    runs_anew: z.optional(
+      z
+        .literal(true)
+        .check(
+          z.describe(
+            'No claim holds this call (a Powertools handler on the same table left it unfinished): after retry_after_ms a call with the same key runs it anew, which can act twice. Check the effect first.',
+          ),
+        ),
+    ),
     next: nextStepSchema,
   }),
 );

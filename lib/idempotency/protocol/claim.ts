@@ -131,7 +131,7 @@ function answerOfRecord(existing: CallRecord, request: ClaimRequest): ClaimPhase
     const changesAtMs = existing.lockEndsMs < nowMs ? stalledChangesAtMs(existing) : undefined;
     const until =
       changesAtMs !== undefined
-        ? { afterMs: changesAtMs - nowMs }
+        ? { afterMs: changesAtMs - nowMs, runsAnew: true as const }
         : isParked(existing)
           ? { afterMs: askAgainAfterMs(existing, 'live', nowMs) }
           : { atMs: existing.lockEndsMs };

@@ -9,12 +9,14 @@ import {
   type Ending,
   failed,
   MIN_ABANDONED_WAIT_MS,
+  MIN_RETRY_AFTER_MS,
   REFUSED,
   type ReplayKind,
   retryAfterMs,
   StoreWriteError,
 } from './answers';
 import { type Attachment, attach } from './attach';
+import { latestLockEndMs } from './call-state';
 import { expiresAtSOf } from './derivation';
 import { type ErrorCode, InFlightError, ToolError } from './errors';
 import { downstreamKey } from './fingerprint';
@@ -104,8 +106,18 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
     case 'running': {
       // Pending, and pollable: this call's record stays in flight until it is told to retry; then a retry
       // (or the completer) takes it over and finds the holder's outcome.
-      const untilMs = Date.now() + retryAfterMs(chosen.lockEndsMs);
-      return settle(plan, claim, { kind: 'park', untilMs }, { kind: 'pending', until: { atMs: chosen.lockEndsMs } });
+      // A parked holder: nobody runs it before its lock ends, so all of it (as `askAgainAfterMs`).
+      const nowMs = Date.now();
+      const waitMs =
+        chosen.parked && chosen.lockEndsMs !== undefined
+          ? Math.max(MIN_RETRY_AFTER_MS, chosen.lockEndsMs - nowMs)
+          : retryAfterMs(chosen.lockEndsMs, nowMs);
+      return settle(
+        plan,
+        claim,
+        { kind: 'park', untilMs: nowMs + waitMs },
+        { kind: 'pending', until: { afterMs: waitMs } },
+      );
     }
     case 'claim_lost':
       return settle(plan, claim, PARK_NOW, failed(REFUSED.claimLostBeforeRun()));
@@ -123,7 +135,7 @@ type DownstreamKeyChoice =
   /** A dedupe window's holder finished the intent: its outcome answers. */
   | { readonly kind: 'replay'; readonly outcome: StoredOutcome }
   /** A dedupe window's holder runs it now. */
-  | { readonly kind: 'running'; readonly lockEndsMs: number | undefined }
+  | { readonly kind: 'running'; readonly lockEndsMs: number | undefined; readonly parked?: true }
   | { readonly kind: 'claim_lost' };
 
 /** Phase: the downstream key — the record's fixed one, the call's own, or a dedupe window's. */
@@ -345,7 +357,16 @@ async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
     }
     return settled; // released: no call of these arguments is left under the key
   }
-  const untilMs = settlement.untilMs ?? Date.now();
+  // Rule 2: no lock, a provider's wait included, outlives the record's TTL less the skew tolerated; nor
+  // does the wait a pending answer gives (a pending call is pollable, rule 4).
+  const latestMs = latestLockEndMs(claim.expiresAtS);
+  const untilMs = Math.min(settlement.untilMs ?? Date.now(), latestMs);
+  if (settled.kind === 'pending' && 'afterMs' in settled.until) {
+    settled = {
+      ...settled,
+      until: { ...settled.until, afterMs: Math.min(settled.until.afterMs, latestMs - Date.now()) },
+    };
+  }
   let parked: Awaited<ReturnType<typeof park>>;
   try {
     parked = await park(plan.table, claim, untilMs);

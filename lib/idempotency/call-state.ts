@@ -59,6 +59,11 @@ export function ttlNeededFor(lockEndsMs: number): number {
   return Math.ceil((lockEndsMs + CLOCK_SKEW_TOLERANCE_MS) / 1000);
 }
 
+/** The latest a lock may end on a record expiring at `expiresAtS` (rule 2; `ttlNeededFor`'s inverse). */
+export function latestLockEndMs(expiresAtS: number): number {
+  return expiresAtS * 1000 - CLOCK_SKEW_TOLERANCE_MS;
+}
+
 /** The one rule for "is this record's lock live, abandoned, completed…", at time `nowMs`. */
 export function classify(record: CallRecord | undefined, nowMs: number): CallState {
   if (!record) return 'absent';

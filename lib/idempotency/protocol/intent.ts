@@ -14,9 +14,9 @@
 import { createHash } from 'node:crypto';
 import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { classify, holdsIntent, isAbandoned } from '../call-state';
+import { classify, holdsIntent, isAbandoned, isParked } from '../call-state';
 import type { Identity } from '../types';
-import { type Intent, type IntentHolder, intentOf, type StoredOutcome } from './record';
+import { type CallRecord, type Intent, type IntentHolder, intentOf, type StoredOutcome } from './record';
 import { conditionally, heldBy, type IdempotencyTable, readCallRecord } from './table';
 
 /** What a call asks of an intent. */
@@ -43,12 +43,17 @@ export type IntentClaim =
   | { readonly kind: 'holds'; readonly downstreamKey: string; readonly created: boolean }
   /** Another call finished it: its stored outcome, and the key its effect ran under. */
   | { readonly kind: 'done'; readonly outcome: StoredOutcome; readonly downstreamKey: string }
-  /** Another call is doing it now; its lock ends at `lockEndsMs`. */
-  | { readonly kind: 'running'; readonly lockEndsMs: number | undefined }
+  /** Another call is doing it now; its lock ends at `lockEndsMs`; `parked`: nobody runs it before then. */
+  | { readonly kind: 'running'; readonly lockEndsMs: number | undefined; readonly parked?: true }
   /** This call's own claim was lost while it fixed the intent's key on its record. */
   | { readonly kind: 'claim_lost' };
 
 const RUNNING: IntentClaim = { kind: 'running', lockEndsMs: undefined };
+
+/** The holder's call is live: its lock's end, and whether it is parked (`isParked`). */
+function runningOn(record: CallRecord): IntentClaim {
+  return { kind: 'running', lockEndsMs: record.lockEndsMs, ...(isParked(record) ? { parked: true as const } : {}) };
+}
 
 /**
  * Claims the intent for `request.holder`. One conditional PutItem when the intent is free; when it is
@@ -107,7 +112,7 @@ async function replaceEnded(table: IdempotencyTable, intent: NewIntent, held: In
   const record = await readCallRecord(table, held.holder.recordKey);
   if (holdsIntent(record, held.holder)) {
     const state = classify(record, Date.now());
-    if (state === 'live') return { kind: 'running', lockEndsMs: record.lockEndsMs };
+    if (state === 'live') return runningOn(record);
     if (isAbandoned(state)) return RUNNING;
   }
   return (await replaceIntent(table, intent, held.holder)) === 'replaced'
@@ -130,7 +135,7 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
     if (state === 'completed' && record.outcome) {
       return { kind: 'done', outcome: record.outcome, downstreamKey: held.downstreamKey };
     }
-    if (state === 'live') return { kind: 'running', lockEndsMs: record.lockEndsMs };
+    if (state === 'live') return runningOn(record);
   }
   // Taking over: this call's record names the intent's key first, so that every later attempt of this
   // call (a retry, the completer) runs under it even if this one dies right after.

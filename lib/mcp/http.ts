@@ -86,17 +86,25 @@ function toRequest(event: ApiEvent, body: string): Request {
 /** The revisions this endpoint serves: 2026-07-28 (the SDK's entry) and 2025-11-25 (its stateless transport). */
 const SERVED_VERSIONS = ['2026-07-28', '2025-11-25'];
 
+/** The revisions a request carrying the `_meta` envelope may name: 2025-11-25's requests carry none. */
+const ENVELOPE_VERSIONS = ['2026-07-28'];
+
 /**
- * A 2026-era request's revision that this endpoint does not serve — the `MCP-Protocol-Version` header's,
- * or the `_meta` envelope's — or undefined. Versioning: an unknown revision is `-32022` listing every one
- * served, whatever else the request lacks (the SDK's entry lists its own only, and asks first for an envelope).
+ * A 2026-era request's revision that this endpoint does not serve — the `_meta` envelope's (2026-07-28
+ * alone), or without one the `MCP-Protocol-Version` header's — or undefined. Versioning: an unknown
+ * revision is `-32022` listing every one served, whatever else the request lacks (the SDK's entry lists
+ * its own only, and asks first for an envelope). A header that disagrees with the envelope is no version
+ * question: the SDK's `-32020` HeaderMismatch answers it.
  */
 function unservedVersion(event: ApiEvent, message: unknown): string | undefined {
   const params = (message as { params?: { _meta?: Record<string, unknown> } } | null)?.params;
-  const asked = [header(event, 'mcp-protocol-version'), params?._meta?.['io.modelcontextprotocol/protocolVersion']];
-  return asked.find((version) => version !== undefined && !SERVED_VERSIONS.includes(version as string)) as
-    | string
-    | undefined;
+  const inHeader = header(event, 'mcp-protocol-version');
+  const inEnvelope = params?._meta?.['io.modelcontextprotocol/protocolVersion'];
+  if (typeof inEnvelope === 'string') {
+    if (inHeader !== undefined && inHeader !== inEnvelope) return undefined;
+    return ENVELOPE_VERSIONS.includes(inEnvelope) ? undefined : inEnvelope;
+  }
+  return inHeader !== undefined && !SERVED_VERSIONS.includes(inHeader) ? inHeader : undefined;
 }
 
 /** Whether a parsed message is a JSON-RPC request for `method`. */

@@ -1,0 +1,174 @@
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
+/**
+ * Every answer's wait is when its call can next change, on the paths the review of issue 35's fixes
+ * found (helper-22), each first as a failing test: a call Powertools' handler left in flight (its task's
+ * poll, a resend's promise), a fresh key behind a dedupe window's parked holder, a provider's wait longer
+ * than the record's TTL.
+ */
+import { DeleteItemCommand, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { recordKeyOf, validationOf } from '../../lib/idempotency/derivation';
+import { InFlightError } from '../../lib/idempotency/errors';
+import { fingerprint } from '../../lib/idempotency/fingerprint';
+import { MIN_TTL_SECONDS } from '../../lib/idempotency/tool';
+import { taskIdOf } from '../../lib/mcp/tasks';
+import { idempotencyTableName } from '../../lib/store/tables';
+import { startTestApi, type TestApi } from '../helpers/api';
+import { modernRequest } from '../helpers/raw-mcp';
+import { noteTool } from '../helpers/tools';
+import { deadline, identity, newTenant } from '../helpers/world';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(() => api.close());
+
+/** One 2026-07-28 request, the tasks extension declared. */
+function modern(token: string, method: string, params: Record<string, unknown>) {
+  return modernRequest(api.url, token, method, params, { client: 'review' });
+}
+
+/**
+ * Records with no tenant put on the shared table: every tenant's erase takes them as its own (rule 6), so
+ * each is deleted after its test (other suites' erases on the shared table must not wait on them).
+ */
+const tenantless: string[] = [];
+afterEach(async () => {
+  for (const id of tenantless.splice(0)) {
+    await api.services.client.send(
+      new DeleteItemCommand({ TableName: idempotencyTableName(), Key: { id: { S: id } } }),
+    );
+  }
+});
+
+/** What Powertools' handler leaves when its worker dies: no claim, call instance or attempt; its lock ended. */
+async function putStalledPowertoolsRecord(tenant: string, key: string, args: Record<string, string>, ttlS: number) {
+  tenantless.push(recordKeyOf('send_email', [tenant, 'ada', key]));
+  await api.services.client.send(
+    new PutItemCommand({
+      TableName: idempotencyTableName(),
+      Item: {
+        id: { S: recordKeyOf('send_email', [tenant, 'ada', key]) },
+        status: { S: 'INPROGRESS' },
+        expiration: { N: String(Math.round(Date.now() / 1000) + ttlS) },
+        in_progress_expiration: { N: String(Date.now() - 5_000) },
+        validation: { S: validationOf(fingerprint(args)) },
+      },
+    }),
+  );
+}
+
+describe('a task of a call Powertools’ handler left in flight polls at its TTL, when it can next change (review F2; taskOf, stalledChangesAtMs)', () => {
+  it('tasks/get’s pollIntervalMs is the wait the CreateTaskResult and get_operation’s retry_after_ms give (stalledChangesAtMs: the TTL)', async () => {
+    const tenant = newTenant();
+    const token = await api.token(tenant);
+    const key = `pt-${Date.now()}`;
+    const args = { to: 'a@example.com', subject: 's', body: 'b' };
+    const ttlS = 3_600;
+    await putStalledPowertoolsRecord(tenant, key, args, ttlS);
+    const created = await modern(token, 'tools/call', {
+      name: 'send_email',
+      arguments: { idempotency_key: key, ...args },
+    });
+    const taskId = created.result.taskId as string;
+
+    const poll = await modern(token, 'tools/call', {
+      name: 'get_operation',
+      arguments: { tool: 'send_email', idempotency_key: key },
+    });
+    const task = await modern(token, 'tasks/get', { taskId });
+
+    const pollWait = poll.result.structuredContent.retry_after_ms as number;
+    // The task as created, and the poll, say: nothing changes before the TTL.
+    expect(taskId).toBe(taskIdOf('send_email', key, 'x@powertools'));
+    expect(created.result.pollIntervalMs).toBeGreaterThan((ttlS - 60) * 1000);
+    expect(pollWait).toBeGreaterThan((ttlS - 60) * 1000);
+    expect(task.result).toMatchObject({ status: 'working' });
+    // Rule 8: no answer hints a wait shorter than the time to the next change. The task says 60 s.
+    expect(task.result.pollIntervalMs).toBeGreaterThan((ttlS - 60) * 1000);
+  });
+});
+
+describe('a resend of a call Powertools’ handler left in flight is promised no single effect: after its wait a resend runs it anew (review F3; runs_anew, nextAfterWrite)', () => {
+  it('POST /tools/send_email: the 202 pending answer’s next promises no single effect past the TTL, as the poll’s does', async () => {
+    const tenant = newTenant();
+    const token = await api.token(tenant);
+    const key = `pt3-${Date.now()}`;
+    const args = { to: 'a@example.com', subject: 's', body: 'b' };
+    const ttlS = 3_600;
+    await putStalledPowertoolsRecord(tenant, key, args, ttlS);
+
+    const resend = await api.post('/tools/send_email', token, { idempotency_key: key, ...args });
+    const poll = await modern(token, 'tools/call', {
+      name: 'get_operation',
+      arguments: { tool: 'send_email', idempotency_key: key },
+    });
+
+    expect(resend.status).toBe(202);
+    expect(resend.body).toMatchObject({ ok: false, status: 'pending' });
+    // It says: come back at the TTL (past it, a resend claims anew and runs the tool again)…
+    expect(resend.next?.after_ms).toBeGreaterThan((ttlS - 60) * 1000);
+    // …and the poll of the same call says so: "calling again runs it anew and can act twice".
+    expect(JSON.stringify(poll.result.structuredContent)).toMatch(/can act twice/);
+    // The write's own answer must not promise the opposite.
+    expect(resend.next?.message).not.toMatch(/will not run twice|cannot act twice/);
+  });
+});
+
+describe('a fresh key waiting on a dedupe window’s parked holder waits all of the holder’s lock (review F5; claimIntent running.parked)', () => {
+  it('the waiter’s pending retry_after_ms is the holder’s park, as the holder’s own answer and its poll say', async () => {
+    const PROVIDER_WAIT_MS = 5_000;
+    const { tool } = noteTool(
+      `dedupe_${Date.now()}`,
+      async () => {
+        throw new InFlightError('the provider is still processing this key', PROVIDER_WAIT_MS);
+      },
+      { dedupeWindowSeconds: 600 },
+    );
+    const caller = identity();
+
+    const holder = await api.runtime.invoke(tool, caller, { idempotency_key: 'k-holder', text: 'same' }, deadline());
+    const waiter = await api.runtime.invoke(tool, caller, { idempotency_key: 'k-waiter', text: 'same' }, deadline());
+
+    // The holder is parked: nobody runs it (nor the intent) for 5 s.
+    expect(holder).toMatchObject({ ok: false, status: 'pending' });
+    expect((holder as { retry_after_ms: number }).retry_after_ms).toBeGreaterThan(PROVIDER_WAIT_MS - 1_000);
+    // The waiter can learn nothing before the holder's park ends — rule 8: its hint is not shorter.
+    expect(waiter).toMatchObject({ ok: false, status: 'pending' });
+    expect((waiter as { retry_after_ms: number }).retry_after_ms).toBeGreaterThan(PROVIDER_WAIT_MS - 1_500);
+  });
+});
+
+describe('a provider’s wait parks no lock past the record’s TTL, and no wait points past it (review F8; settle, latestLockEndMs)', () => {
+  it('a provider wait of 2 h on a tool whose TTL is MIN_TTL_SECONDS: the lock ends 10 s before the TTL (rule 2), and no hint points past the TTL', async () => {
+    const name = `long_park_${Date.now()}`;
+    const { tool } = noteTool(
+      name,
+      async () => {
+        throw new InFlightError('the provider is still processing this key', 2 * 3_600_000);
+      },
+      { ttlSeconds: MIN_TTL_SECONDS },
+    );
+    const caller = identity();
+
+    const answer = await api.runtime.invoke(tool, caller, { idempotency_key: 'k-long', text: 'x' }, deadline());
+    const poll = await api.runtime.lookup(name, caller, 'k-long');
+    const { Item } = await api.services.client.send(
+      new GetItemCommand({
+        TableName: idempotencyTableName(),
+        Key: { id: { S: recordKeyOf(name, [caller.tenant, caller.user, 'k-long']) } },
+        ConsistentRead: true,
+      }),
+    );
+    const record = unmarshall(Item ?? {});
+    const untilTtlMs = (record.expiration as number) * 1000 - Date.now();
+
+    expect(answer).toMatchObject({ ok: false, status: 'pending' });
+    // Rule 2: every lock ends 10 s before its record's TTL.
+    expect(record.in_progress_expiration as number).toBeLessThanOrEqual((record.expiration as number) * 1000 - 10_000);
+    // Rule 4: a pending call is pollable — the answer's wait must not outlast the record it points at.
+    expect((answer as { retry_after_ms: number }).retry_after_ms).toBeLessThanOrEqual(untilTtlMs);
+    expect((poll as { retryAfterMs?: number }).retryAfterMs ?? 0).toBeLessThanOrEqual(untilTtlMs);
+  });
+});

@@ -1,0 +1,106 @@
+// Rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false — a task's answer is a replay.
+/**
+ * Task ids name what the server issued, byte for byte, in both eras: a commit mark (2025-11-25's, for the
+ * task of the request that committed its call) carries its proof and is checked against the record; the
+ * tasks extension issues none; any other spelling is the unknown id's -32602. Found by the review of
+ * issue 35's fixes (helper-22), each first as a failing test.
+ */
+import { startTestApi, type TestApi } from '../helpers/api';
+import { heldSendEmail } from '../helpers/held-send-email';
+import { modernRequest, postMcp } from '../helpers/raw-mcp';
+import { deadline, newTenant } from '../helpers/world';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(() => api.close());
+
+/** One 2026-07-28 request, the tasks extension declared. */
+function modern(token: string, method: string, params: Record<string, unknown>) {
+  return modernRequest(api.url, token, method, params, { client: 'review' });
+}
+
+let rpcId = 0;
+/** One raw 2025-11-25 (stateless) request. */
+async function legacy(token: string, method: string, params: Record<string, unknown> = {}) {
+  return (await postMcp(api.url, token, { jsonrpc: '2.0', id: ++rpcId, method, params })).body;
+}
+
+const email = (key: string) => ({ idempotency_key: key, to: 'a@example.com', subject: 's', body: 'b' });
+
+/** A send_email held in flight under `key` for `tenant`'s ada, as another instance would run it. */
+async function heldCall(tenant: string, key: string) {
+  const { tool, started, release } = heldSendEmail();
+  const running = api.runtime.invoke(tool, { tenant, user: 'ada' }, email(key), deadline(8_000));
+  await started.opened;
+  return {
+    async finish() {
+      release.open();
+      return running;
+    },
+  };
+}
+
+describe('a commit mark on a task id is the server’s to write: a forged one names no task (review F1; lib/mcp/tasks.ts taskNameOf, commitProofOf)', () => {
+  it('extension: a task id the server never issued (its id + ".c") is answered as an unknown one, not as the call’s committing answer (idempotent: false)', async () => {
+    const tenant = newTenant();
+    const token = await api.token(tenant);
+    const held = await heldCall(tenant, 'forged-c');
+    const taskId = (await modern(token, 'tools/call', { name: 'send_email', arguments: email('forged-c') })).result
+      .taskId as string;
+    const own = await held.finish();
+
+    const forged = await modern(token, 'tasks/get', { taskId: `${taskId}.c` });
+    const unknown = await modern(token, 'tasks/get', { taskId: `${taskId}.x` });
+
+    // The held request committed the effect and said so; nobody else may.
+    expect(own).toMatchObject({ ok: true, idempotent: false });
+    expect(taskId).not.toMatch(/\.c$/);
+    expect(unknown.error).toMatchObject({ code: -32602 });
+    // Rule 5: a second answer saying idempotent: false for the one email — or else the forged id must be unknown.
+    expect(forged.result?.result?.structuredContent?.idempotent).not.toBe(false);
+    expect(forged.error).toEqual(unknown.error);
+  });
+
+  it('2025-11-25: a replay’s task id + ".c" makes tasks/result answer idempotent: false for an effect another request committed', async () => {
+    const tenant = newTenant();
+    const token = await api.token(tenant);
+    const held = await heldCall(tenant, 'forged-c-legacy');
+    const created = await legacy(token, 'tools/call', {
+      name: 'send_email',
+      arguments: email('forged-c-legacy'),
+      task: {},
+    });
+    const taskId = created.result.task.taskId as string;
+    const own = await held.finish();
+
+    const honest = await legacy(token, 'tasks/result', { taskId });
+    const forged = await legacy(token, 'tasks/result', { taskId: `${taskId}.c` });
+
+    expect(own).toMatchObject({ ok: true, idempotent: false });
+    expect(taskId).not.toMatch(/\.c$/);
+    expect(honest.result.structuredContent).toMatchObject({ ok: true, idempotent: true });
+    // Rule 5: exactly one answer per effect says false — `own` did. The forged id must not be a second.
+    expect(forged.result?.structuredContent?.idempotent).not.toBe(false);
+  });
+});
+
+describe('only the id as issued names its task: a respelling base64url decoding forgives is unknown (review F6; lib/mcp/tasks.ts taskNameOf)', () => {
+  it('tasks/get of an issued id with a character base64url decoding drops is answered as the unknown id, -32602', async () => {
+    const tenant = newTenant();
+    const token = await api.token(tenant);
+    const held = await heldCall(tenant, 'respelled');
+    const taskId = (await modern(token, 'tools/call', { name: 'send_email', arguments: email('respelled') })).result
+      .taskId as string;
+    await held.finish();
+    const [version, named, instance] = taskId.split('.');
+
+    const respelled = await modern(token, 'tasks/get', { taskId: `${version}.${named}=!.${instance}` });
+    const issued = await modern(token, 'tasks/get', { taskId });
+
+    expect(issued.result).toMatchObject({ status: 'completed' });
+    // Not an id the server gave out: the same -32602 as any unknown id.
+    expect(respelled.error).toMatchObject({ code: -32602 });
+  });
+});

@@ -145,7 +145,7 @@ export function nextAfterWrite(tool: string, result: ToolResult, listedAs?: stri
   }
   if ('status' in result) {
     // No claim holds it (a call Powertools' handler left): as the poll says, no promise of one effect.
-    if (result.runs_anew) return nextAfterOperation('stalled', result.retry_after_ms);
+    if (result.runs_anew) return runsAnewStep(result.retry_after_ms);
     const again = `After ${result.retry_after_ms} ms, call ${listedAs ?? tool} again with the same idempotency_key and arguments`;
     return {
       action: 'call_again',
@@ -185,21 +185,26 @@ export function nextAfterOperation(status: OperationStatus, afterMs?: number): N
       };
     }
     case 'stalled':
-      // A wait on a stalled call: nothing moves it before then, and after it a resend runs it anew
-      // (`stalledChangesAtMs`: a Powertools handler's call, past its TTL) — no promise of one effect.
-      if (afterMs !== undefined) {
-        return {
-          action: 'call_again',
-          after_ms: afterMs,
-          message: `It stopped unfinished and may have acted. Nothing changes for ${secondsOf(afterMs)}; after that, calling again runs it anew and can act twice: first check with a read whether it acted.`,
-        };
-      }
+      if (afterMs !== undefined) return runsAnewStep(afterMs);
       return {
         action: 'call_again',
         message:
           'The server stopped retrying this call. Call the write again with the same idempotency_key and arguments to run it again (it cannot act twice), or tell the user it did not finish. Polling will not change this answer.',
       };
   }
+}
+
+/**
+ * A stalled call with a wait (`stalledChangesAtMs`: a Powertools handler's call, before its TTL): nothing
+ * moves it before then, and after it a resend runs it anew — no promise of one effect. A poll's and a
+ * resend's step alike.
+ */
+function runsAnewStep(afterMs: number): NextStep {
+  return {
+    action: 'call_again',
+    after_ms: afterMs,
+    message: `It stopped unfinished and may have acted. Nothing changes for ${secondsOf(afterMs)}; after that, calling again runs it anew and can act twice: first check with a read whether it acted.`,
+  };
 }
 
 /** The wait when an answer carries none (an older server's poll): a second. */

@@ -5,7 +5,7 @@
  * poll, a resend's promise), a fresh key behind a dedupe window's parked holder, a provider's wait longer
  * than the record's TTL.
  */
-import { DeleteItemCommand, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { recordKeyOf, validationOf } from '../../lib/idempotency/derivation';
 import { InFlightError } from '../../lib/idempotency/errors';
@@ -14,10 +14,14 @@ import { MIN_TTL_SECONDS } from '../../lib/idempotency/tool';
 import { taskIdOf } from '../../lib/mcp/tasks';
 import { idempotencyTableName } from '../../lib/store/tables';
 import { startTestApi, type TestApi } from '../helpers/api';
+import { ownIdempotencyTable } from '../helpers/own-table';
 import { modernRequest } from '../helpers/raw-mcp';
 import { noteTool } from '../helpers/tools';
 import { deadline, identity, newTenant } from '../helpers/world';
 
+// An idempotency table of its own: it writes records with no tenant (Powertools' handler's), which every
+// other suite's tenant erase would take as its own (rule 6).
+ownIdempotencyTable('answer-waits');
 let api: TestApi;
 beforeAll(async () => {
   api = await startTestApi();
@@ -29,22 +33,8 @@ function modern(token: string, method: string, params: Record<string, unknown>) 
   return modernRequest(api.url, token, method, params, { client: 'review' });
 }
 
-/**
- * Records with no tenant put on the shared table: every tenant's erase takes them as its own (rule 6), so
- * each is deleted after its test (other suites' erases on the shared table must not wait on them).
- */
-const tenantless: string[] = [];
-afterEach(async () => {
-  for (const id of tenantless.splice(0)) {
-    await api.services.client.send(
-      new DeleteItemCommand({ TableName: idempotencyTableName(), Key: { id: { S: id } } }),
-    );
-  }
-});
-
 /** What Powertools' handler leaves when its worker dies: no claim, call instance or attempt; its lock ended. */
 async function putStalledPowertoolsRecord(tenant: string, key: string, args: Record<string, string>, ttlS: number) {
-  tenantless.push(recordKeyOf('send_email', [tenant, 'ada', key]));
   await api.services.client.send(
     new PutItemCommand({
       TableName: idempotencyTableName(),

@@ -14,9 +14,13 @@ import { ToolRuntime } from '../../lib/idempotency/runtime';
 import type { ToolContext } from '../../lib/idempotency/tool';
 import { createDynamoDBClient } from '../../lib/store/client';
 import { advanceClock, movableClock } from '../helpers/clock';
+import { ownIdempotencyTable } from '../helpers/own-table';
 import { gate, type NoteArgs, noteTool, runGates } from '../helpers/tools';
 import { createWorld, deadline, identity, newTenant, type World } from '../helpers/world';
 
+// An idempotency table of its own: a tenant's erase counts every record with no tenant as its own (rule 6),
+// and other suites write such records on the shared table.
+ownIdempotencyTable('erase-example');
 let world: World;
 beforeAll(() => {
   world = createWorld();

@@ -1,0 +1,26 @@
+import { randomUUID } from 'node:crypto';
+import { CreateTableCommand, DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { createDynamoDBClient } from '../../lib/store/client';
+import { createTableInput } from '../../lib/store/create-tables';
+import { IDEMPOTENCY_TABLE } from '../../lib/store/tables';
+
+/**
+ * An idempotency table of the suite's own, named in the environment before the suite builds its world or
+ * server (call it at the top of the file, before the suite's own `beforeAll`): a tenant's erase takes every
+ * record with no tenant as its own (a Powertools handler's; rule 6), so a suite that writes such records,
+ * or erases and counts what it finds, keeps to a table no other suite writes. Its name.
+ */
+export function ownIdempotencyTable(prefix: string): string {
+  const name = `${prefix}-${randomUUID().slice(0, 8)}`;
+  let client: DynamoDBClient | undefined;
+  beforeAll(async () => {
+    process.env[IDEMPOTENCY_TABLE.envVar] = name;
+    client = createDynamoDBClient(process.env);
+    await client.send(new CreateTableCommand(createTableInput(IDEMPOTENCY_TABLE, name)));
+  });
+  afterAll(async () => {
+    await client?.send(new DeleteTableCommand({ TableName: name }));
+    client?.destroy();
+  });
+  return name;
+}

@@ -1,6 +1,8 @@
 import { sendEmailArgs } from '../../app/tools/send-email';
+import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { defineTool } from '../../lib/idempotency/tool';
 import { gate } from './tools';
+import { deadline } from './world';
 
 /**
  * A `send_email` whose every execution waits for `release` (after opening `started`): run it through
@@ -21,4 +23,20 @@ export function heldSendEmail() {
     },
   });
   return { tool, started, release };
+}
+
+/** An email's arguments under `key`. */
+export const email = (key: string) => ({ idempotency_key: key, to: 'a@example.com', subject: 's', body: 'b' });
+
+/** A send_email held in flight under `key` for `tenant`'s ada, as another instance would run it. */
+export async function heldCall(runtime: ToolRuntime, tenant: string, key: string) {
+  const { tool, started, release } = heldSendEmail();
+  const running = runtime.invoke(tool, { tenant, user: 'ada' }, email(key), deadline(8_000));
+  await started.opened;
+  return {
+    async finish() {
+      release.open();
+      return running;
+    },
+  };
 }

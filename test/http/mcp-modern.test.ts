@@ -241,28 +241,17 @@ describe('MCP 2026-07-28 wire rules, raw', () => {
 let rpcId = 0;
 
 describe('-32022 lists every revision served, whichever one the request named (review F4; lib/mcp/http.ts unservedVersion)', () => {
-  async function raw(token: string, version: string) {
-    const response = await fetch(`${api.url}/mcp`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        authorization: `Bearer ${token}`,
-        'mcp-protocol-version': version,
-        'mcp-method': 'tools/list',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: ++rpcId,
-        method: 'tools/list',
-        params: { _meta: { ...envelope(), 'io.modelcontextprotocol/protocolVersion': version } },
-      }),
-    });
-    // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC replies are asserted structurally
-    return { status: response.status, body: (await response.json()) as any };
+  function raw(token: string, version: string) {
+    const message = {
+      jsonrpc: '2.0',
+      id: ++rpcId,
+      method: 'tools/list',
+      params: { _meta: { ...envelope(), 'io.modelcontextprotocol/protocolVersion': version } },
+    };
+    return rawMcp(token, message, { 'mcp-protocol-version': version, 'mcp-method': 'tools/list' });
   }
 
-  it('a modern request naming 2025-11-25 is told supported: ["2026-07-28"], another unserved one ["2026-07-28", "2025-11-25"]', async () => {
+  it('a modern request naming 2025-11-25 in its envelope is -32022 with the same supported list as any unserved revision', async () => {
     const token = await api.token(newTenant());
 
     const unknown = await raw(token, '1900-01-01');
@@ -281,21 +270,13 @@ describe('a header that disagrees with the envelope is HeaderMismatch, not a ver
   it('MCP-Protocol-Version: 2099-01-01 with an envelope naming 2026-07-28 is 400 -32020 (Streamable HTTP, "Server Validation")', async () => {
     const token = await api.token(newTenant());
 
-    const response = await fetch(`${api.url}/mcp`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        authorization: `Bearer ${token}`,
-        'mcp-protocol-version': '2099-01-01',
-        'mcp-method': 'tools/list',
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method: 'tools/list', params: { _meta: envelope() } }),
-    });
-    // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC replies are asserted structurally
-    const body = (await response.json()) as any;
+    const { status, body } = await rawMcp(
+      token,
+      { jsonrpc: '2.0', id: ++rpcId, method: 'tools/list', params: { _meta: envelope() } },
+      { 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' },
+    );
 
-    expect(response.status).toBe(400);
+    expect(status).toBe(400);
     // The body asks for 2026-07-28, which is served: the client did not request 2099-01-01; its headers are wrong.
     expect(body.error.code).toBe(-32020);
   });

@@ -6,9 +6,9 @@
  * issue 35's fixes (helper-22), each first as a failing test.
  */
 import { startTestApi, type TestApi } from '../helpers/api';
-import { heldSendEmail } from '../helpers/held-send-email';
+import { email, heldCall as heldCallOn } from '../helpers/held-send-email';
 import { modernRequest, postMcp } from '../helpers/raw-mcp';
-import { deadline, newTenant } from '../helpers/world';
+import { newTenant } from '../helpers/world';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -27,20 +27,8 @@ async function legacy(token: string, method: string, params: Record<string, unkn
   return (await postMcp(api.url, token, { jsonrpc: '2.0', id: ++rpcId, method, params })).body;
 }
 
-const email = (key: string) => ({ idempotency_key: key, to: 'a@example.com', subject: 's', body: 'b' });
-
-/** A send_email held in flight under `key` for `tenant`'s ada, as another instance would run it. */
-async function heldCall(tenant: string, key: string) {
-  const { tool, started, release } = heldSendEmail();
-  const running = api.runtime.invoke(tool, { tenant, user: 'ada' }, email(key), deadline(8_000));
-  await started.opened;
-  return {
-    async finish() {
-      release.open();
-      return running;
-    },
-  };
-}
+/** A send_email held in flight under `key` for `tenant`'s ada (`heldCall`). */
+const heldCall = (tenant: string, key: string) => heldCallOn(api.runtime, tenant, key);
 
 describe('a commit mark on a task id is the server’s to write: a forged one names no task (review F1; lib/mcp/tasks.ts taskNameOf, commitProofOf)', () => {
   it('extension: a task id the server never issued (its id + ".c") is answered as an unknown one, not as the call’s committing answer (idempotent: false)', async () => {

@@ -8,9 +8,9 @@
  */
 import { TASKS_EXTENSION } from '../../lib/mcp/tasks';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { heldSendEmail } from '../helpers/held-send-email';
+import { email, heldCall as heldCallOn } from '../helpers/held-send-email';
 import { commandsDuring as commandsSentDuring, modernRequest } from '../helpers/raw-mcp';
-import { deadline, newTenant } from '../helpers/world';
+import { newTenant } from '../helpers/world';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -33,20 +33,8 @@ function commandsDuring(work: () => Promise<unknown>): Promise<string[]> {
   return commandsSentDuring(api.services.client, work);
 }
 
-const email = (key: string) => ({ idempotency_key: key, to: 'a@example.com', subject: 's', body: 'b' });
-
-/** A send_email held in flight under `key` for `tenant`'s ada, as another instance would run it. */
-async function heldCall(tenant: string, key: string) {
-  const { tool, started, release } = heldSendEmail();
-  const running = api.runtime.invoke(tool, { tenant, user: 'ada' }, email(key), deadline(8_000));
-  await started.opened;
-  return {
-    async finish() {
-      release.open();
-      return running;
-    },
-  };
-}
+/** A send_email held in flight under `key` for `tenant`'s ada (`heldCall`). */
+const heldCall = (tenant: string, key: string) => heldCallOn(api.runtime, tenant, key);
 
 describe('the tasks extension, declared as it says', () => {
   it('is in server/discover capabilities.extensions', async () => {

@@ -24,7 +24,9 @@
 // cannot sign (lib/agentcore/interceptor.ts).
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'aws-lambda';
+import type { LambdaHandler } from '../http/boundary';
 import { errorResponse, type HttpResponse } from '../http/status';
+import type { JsonObject } from '../idempotency/types';
 import type { CallerKey } from './caller-key';
 
 /** The argument the request interceptor writes the signed caller into (a `SignedCaller`). */
@@ -135,3 +137,12 @@ export const NO_TOOL_NAME = 'clientContext.custom.bedrockAgentCoreToolName: miss
 /** What a gateway call without a valid signed caller is told: nothing was run. */
 export const NO_CALLER =
   "_retrysafe_caller: missing, or not signed for this tool by the gateway's interceptor; nothing ran";
+
+/** What a tool's function answers the gateway: the answer's JSON (`ok`, the receipt or the error, `next`). */
+export type GatewayAnswer = JsonObject & { readonly ok: boolean; readonly next: JsonObject };
+
+/** A tool's (or read's) handler as the gateway calls it. */
+export type GatewayToolHandler = (event: GatewayToolEvent, context: Context) => Promise<GatewayAnswer>;
+
+/** A handler that API Gateway and an AgentCore Gateway both call: an HTTP response to one, the answer's JSON to the other. */
+export type GatewayLambdaHandler = GatewayToolHandler & LambdaHandler;

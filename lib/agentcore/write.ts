@@ -1,24 +1,13 @@
-import type { Context } from 'aws-lambda';
 import { tenantClaimName } from '../auth/token-claims';
-import type { LambdaHandler } from '../http/boundary';
 import type { ApiEvent } from '../http/event';
 import type { HttpResponse } from '../http/status';
-import { handleToolWrite, type ToolWriteDependencies } from '../http/write';
-import type { InvocationDeadline, JsonObject } from '../idempotency';
-import type { GatewayToolEvent } from './caller';
-import { gatewayCall } from './caller';
+import { type GatewayWrite, handleToolWrite, type ToolWriteDependencies } from '../http/write';
+import type { InvocationDeadline } from '../idempotency';
+import { type GatewayToolEvent, gatewayCall } from './caller';
 import type { CallerKey } from './caller-key';
 
-export type { GatewayToolEvent };
-
-/** What a tool's function answers the gateway: the answer's JSON (`ok`, the receipt or the error, `next`). */
-export type GatewayAnswer = JsonObject & { readonly ok: boolean; readonly next: JsonObject };
-
-/** A tool's (or read's) handler as the gateway calls it. */
-export type GatewayToolHandler = (event: GatewayToolEvent, context: Context) => Promise<GatewayAnswer>;
-
-/** A handler that API Gateway and an AgentCore Gateway both call: an HTTP response to one, the answer's JSON to the other. */
-export type GatewayLambdaHandler = GatewayToolHandler & LambdaHandler;
+export type { GatewayWrite } from '../http/write';
+export type { GatewayAnswer, GatewayLambdaHandler, GatewayToolEvent, GatewayToolHandler } from './caller';
 
 /**
  * A write called through an AgentCore Gateway: the event is the tool's arguments with the caller the
@@ -47,14 +36,6 @@ export async function handleGatewayWrite(
   // A pending answer asks for the same call again by the name the gateway lists (no target serves get_operation).
   return handleToolWrite(dependencies, request as unknown as ApiEvent, deadline, 'agentcore', tool);
 }
-
-/** How a tool's handler answers a gateway invocation of `tool` (`toolHandler`'s `gateway`). */
-export type GatewayWrite = (
-  dependencies: ToolWriteDependencies,
-  event: GatewayToolEvent,
-  tool: string,
-  deadline: InvocationDeadline,
-) => Promise<HttpResponse>;
 
 /** A tool's gateway invocations answered with callers checked against `callerKey` (`handleGatewayWrite`). */
 export function gatewayWrites(callerKey: CallerKey): GatewayWrite {

@@ -1,9 +1,9 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
 import type * as z from 'zod/mini';
+import type { GatewayLambdaHandler } from '../agentcore/caller';
 import { type GatewayToolEvent, gatewayInvocationTool } from '../agentcore/caller';
 import type { GatewayRead } from '../agentcore/read';
-import type { GatewayLambdaHandler } from '../agentcore/write';
 import type { OperationStatus } from '../api/next-step';
 import { type OperationSource, readOperation } from '../reads/operation';
 import { type BoundRead, pathParamsOf, type ReadAnswer, type ReadModule } from '../tools/read-module';

@@ -1,8 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
 import type * as z from 'zod/mini';
-import { type GatewayToolEvent, gatewayInvocationTool } from '../agentcore/caller';
-import type { GatewayToolHandler, GatewayWrite } from '../agentcore/write';
+import { type GatewayToolEvent, type GatewayToolHandler, gatewayInvocationTool } from '../agentcore/caller';
 import { MAX_BODY_BYTES } from '../api/status';
 import {
   IDEMPOTENCY_KEY_FIELD,
@@ -41,6 +40,14 @@ export interface ToolWriteDependencies {
   readonly runtime: ToolRuntime;
   readonly tool: ToolDefinition;
 }
+
+/** How a tool's handler answers a gateway invocation of `tool` (`toolHandler`'s `gateway`). */
+export type GatewayWrite = (
+  dependencies: ToolWriteDependencies,
+  event: GatewayToolEvent,
+  tool: string,
+  deadline: InvocationDeadline,
+) => Promise<HttpResponse>;
 
 /**
  * `POST /tools/{tool}`: the body is the tool's arguments, flat, with `idempotency_key` (or the

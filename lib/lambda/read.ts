@@ -1,7 +1,7 @@
 import type * as z from 'zod/mini';
+import type { GatewayLambdaHandler } from '../agentcore/caller';
 import { callerKeyFromEnv } from '../agentcore/caller-key';
 import { gatewayReads } from '../agentcore/read';
-import type { GatewayLambdaHandler } from '../agentcore/write';
 import { readHandler } from '../http/reads';
 import type { ReadModule } from '../tools/read-module';
 import { type ComposeServices, processServices } from './core-services';

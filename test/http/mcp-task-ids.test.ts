@@ -5,6 +5,7 @@
  * tasks extension issues none; any other spelling is the unknown id's -32602. Found by the review of
  * issue 35's fixes (helper-22), each first as a failing test.
  */
+import { commitProofOf } from '../../lib/mcp/tasks';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { email, heldCall as heldCallOn } from '../helpers/held-send-email';
 import { modernRequest, postMcp } from '../helpers/raw-mcp';
@@ -51,7 +52,7 @@ describe('a commit mark on a task id is the server’s to write: a forged one na
     expect(forged.error).toEqual(unknown.error);
   });
 
-  it('2025-11-25: a replay’s task id + ".c" makes tasks/result answer idempotent: false for an effect another request committed', async () => {
+  it('2025-11-25: a replay’s task id with a mark, bare or with a proof made from what the id shows, is the unknown id: never a second idempotent: false', async () => {
     const tenant = newTenant();
     const token = await api.token(tenant);
     const held = await heldCall(tenant, 'forged-c-legacy');
@@ -65,8 +66,12 @@ describe('a commit mark on a task id is the server’s to write: a forged one na
 
     const honest = await legacy(token, 'tasks/result', { taskId });
     const forged = await legacy(token, 'tasks/result', { taskId: `${taskId}.c` });
+    // The best a client can make: the proof of the one id the task id shows, its call's instance.
+    const instance = taskId.split('.')[2] ?? '';
+    const madeUp = await legacy(token, 'tasks/result', { taskId: `${taskId}.c${commitProofOf(instance)}` });
 
     expect(own).toMatchObject({ ok: true, idempotent: false });
+    expect(madeUp.error).toMatchObject({ code: -32602 });
     expect(taskId).not.toMatch(/\.c$/);
     expect(honest.result.structuredContent).toMatchObject({ ok: true, idempotent: true });
     // Rule 5: exactly one answer per effect says false — `own` did. The forged id must not be a second.

@@ -45,12 +45,16 @@ describe('a call record’s transitions', () => {
 
     expect(won).toMatchObject({ kind: 'claimed', claim: { recordKey: first.recordKey, attempt: 1 } });
     const claimId = won.kind === 'claimed' ? won.claim.claimId : '';
-    expect(won.kind === 'claimed' && won.claim.callId).toBe(`${first.recordKey}@${claimId}`);
+    // The call's id: its record key and an instance of its own — never the claim's id, which is never shown.
+    const callId = won.kind === 'claimed' ? won.claim.callId : '';
+    expect(callId).toMatch(new RegExp(`^${first.recordKey.replace(/[#+/=]/g, '\\$&')}@[0-9a-f-]{36}$`));
+    expect(callId).not.toContain(claimId);
     expect(lost).toEqual({
       kind: 'refused',
       existing: expect.objectContaining({
         recordKey: first.recordKey,
         claimId,
+        callId,
         status: 'INPROGRESS',
         validation: 'v1',
       }),

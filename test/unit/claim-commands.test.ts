@@ -50,7 +50,8 @@ describe('the commands a call sends', () => {
         tool: { S: 'send_note' },
         claim_id: { S: expect.any(String) },
         // The call's instance: kept by every takeover, it makes the call id tools stamp their commits with.
-        call_id: put.Item?.claim_id,
+        // An id of its own, never the claim's: a task id shows it, and no claim id is ever shown.
+        call_id: { S: expect.not.stringMatching(`^${put.Item?.claim_id?.S}$`) },
         attempt: { N: '1' }, // every takeover adds one
         expiration: { N: expect.any(String) },
         in_progress_expiration: { N: expect.any(String) },

@@ -189,11 +189,13 @@ export type Claimed =
 /**
  * claim: absent | expired ──▶ live (attempt 1). A PutItem where no record is, or where its TTL passed
  * (`#expiry < :now`, epoch s): an abandoned attempt is taken over (`takeOver`), never replaced. The call's
- * instance is the first claim's id.
+ * instance is an id of its own, not the claim's: the instance is shown (a task id carries it), a claim id
+ * never is (an MCP commit mark's proof is its hash, `commitProofOf`).
  */
 export async function claim(table: IdempotencyTable, first: FirstClaim, nowMs: number): Promise<Claimed> {
   const attr = table.attributes;
   const claimId = randomUUID();
+  const instance = randomUUID();
   const written = await conditionally(
     table.client,
     new PutItemCommand({
@@ -204,7 +206,7 @@ export async function claim(table: IdempotencyTable, first: FirstClaim, nowMs: n
         [attr.tenant]: first.tenant,
         [attr.tool]: first.tool,
         [attr.claim]: claimId,
-        [attr.callInstance]: claimId,
+        [attr.callInstance]: instance,
         [attr.attempt]: 1,
         [attr.lockEnd]: first.lockEndsMs,
         [attr.call]: first.call,
@@ -219,7 +221,7 @@ export async function claim(table: IdempotencyTable, first: FirstClaim, nowMs: n
     }),
   );
   if (!written.passed) return { kind: 'refused', existing: written.item && callRecordOf(written.item, attr) };
-  const callId = callIdOf(first.recordKey, claimId);
+  const callId = callIdOf(first.recordKey, instance);
   return {
     kind: 'claimed',
     claim: {

@@ -80,6 +80,22 @@ function per1000(count: number, of: number): string {
   return of === 0 ? '0' : String(Math.round((count / of) * 1000));
 }
 
+/** A row's fields in the JSON file (`--json`), in this order. */
+const JSON_FIELDS = [
+  'approach',
+  'runtime',
+  'fault',
+  'intents',
+  'doubled',
+  'half_done',
+  'wrong_amount',
+  'false_failure',
+  'turns_per_intent',
+  'round_trips_per_intent',
+  'p50_s',
+  'p99_s',
+] as const satisfies readonly (keyof Row)[];
+
 const COLUMNS = [
   'approach',
   'runtime',
@@ -254,35 +270,7 @@ async function main(): Promise<void> {
   for (const line of chartLines(rows)) console.log(line);
   console.log(`\n${rows.length} rows in ${seconds} s (DynamoDB Local's start included)`);
   if (flags.json) {
-    const json = rows.map(
-      ({
-        approach,
-        runtime,
-        fault,
-        intents: n,
-        doubled,
-        half_done,
-        wrong_amount,
-        false_failure,
-        turns_per_intent,
-        round_trips_per_intent,
-        p50_s,
-        p99_s,
-      }) => ({
-        approach,
-        runtime,
-        fault,
-        intents: n,
-        doubled,
-        half_done,
-        wrong_amount,
-        false_failure,
-        turns_per_intent,
-        round_trips_per_intent,
-        p50_s,
-        p99_s,
-      }),
-    );
+    const json = rows.map((row) => Object.fromEntries(JSON_FIELDS.map((field) => [field, row[field]])));
     writeFileSync(flags.json, `${JSON.stringify(json, null, 2)}\n`);
   }
   if (flags['write-docs']) {

@@ -590,7 +590,7 @@ describe('condition expressions: the in-memory engine answers as DynamoDB Local 
     expect(JSON.parse(local).length).toBeGreaterThan(1);
   });
 
-  it('a parallel Scan: every segment, its order and filter, and a Query with a projection', async () => {
+  it('a parallel Scan: every segment, its order and filter, a Query with a projection, and Select (the count alone, or all)', async () => {
     const tenant = `tenant-${randomBytes(3).toString('hex')}`;
     const read = async (client: DynamoDBClient) => {
       for (let i = 0; i < 25; i++) {
@@ -628,7 +628,34 @@ describe('condition expressions: the in-memory engine answers as DynamoDB Local 
           ReturnConsumedCapacity: 'TOTAL',
         }),
       );
-      return canonical({ pages, query });
+      // A count alone (erase's tests count a tenant's items so): the same items read and filtered, no Items.
+      const counted = [];
+      for (const select of ['COUNT', 'ALL_ATTRIBUTES'] as const) {
+        const { $metadata: _q, ...count } = await client.send(
+          new QueryCommand({
+            TableName: TABLE,
+            KeyConditionExpression: '#a0 = :id',
+            FilterExpression: '#a1 > :n',
+            ExpressionAttributeNames: { '#a0': 'id', '#a1': 'n' },
+            ExpressionAttributeValues: { ':id': S(`${tenant}-4`), ':n': N('3') },
+            ConsistentRead: true,
+            ReturnConsumedCapacity: 'TOTAL',
+            Select: select,
+          }),
+        );
+        const { $metadata: _s, ...scanned } = await client.send(
+          new ScanCommand({
+            TableName: TABLE,
+            FilterExpression: '#tenant = :tenant',
+            ExpressionAttributeNames: { '#tenant': 'tenant' },
+            ExpressionAttributeValues: { ':tenant': S(tenant) },
+            ConsistentRead: true,
+            Select: select,
+          }),
+        );
+        counted.push({ count, scanned: { ...scanned, Items: scanned.Items?.length } });
+      }
+      return canonical({ pages, query, counted });
     };
 
     const local = await read(clients.local!);
@@ -636,6 +663,10 @@ describe('condition expressions: the in-memory engine answers as DynamoDB Local 
 
     expect(inMemory).toEqual(local);
     expect(local).toContain(`${tenant}-4`);
+    const { counted } = JSON.parse(local);
+    expect(counted[0].count).not.toHaveProperty('Items');
+    expect(counted[0].count.Count).toBe(1);
+    expect(counted[0].scanned.Count).toBe(16);
   });
 });
 

@@ -639,6 +639,7 @@ const READ_PARAMETERS = [
   'ConsistentRead',
   'ExclusiveStartKey',
   'ReturnConsumedCapacity',
+  'Select',
 ];
 
 function streamTable(tables: Tables, arn: string): Table {
@@ -701,6 +702,25 @@ function keyCondition(
   return { partition, range };
 }
 
+/**
+ * A read's `Select`: all attributes (the default without a projection), the projection's (the default
+ * with one), or the count alone — the items are read and filtered as for the others, and left out of
+ * the answer. `ALL_PROJECTED_ATTRIBUTES` (an index's) and a `Select` that disagrees with the projection
+ * are not modelled.
+ */
+function selectOf(
+  input: Record<string, unknown>,
+  parsed: Expressions,
+): 'ALL_ATTRIBUTES' | 'SPECIFIC_ATTRIBUTES' | 'COUNT' {
+  const implied = parsed.projection ? 'SPECIFIC_ATTRIBUTES' : 'ALL_ATTRIBUTES';
+  if (input.Select === undefined) return implied;
+  if (input.Select === 'COUNT' && !parsed.projection) return 'COUNT';
+  if (input.Select === implied) return implied;
+  throw new NotModelledError(
+    `Select ${String(input.Select)}${parsed.projection ? ' with a ProjectionExpression' : ''}`,
+  );
+}
+
 /** DynamoDB Local's limit on the data one Query or Scan page reads. */
 const PAGE_BYTES = 1024 * 1024;
 
@@ -718,6 +738,7 @@ function page(
   placeholders: Placeholders,
 ): Record<string, unknown> {
   const capacity = only(input.ReturnConsumedCapacity, 'ReturnConsumedCapacity', ['NONE', 'TOTAL'], 'NONE');
+  const select = selectOf(input, parsed);
   let start = 0;
   if (input.ExclusiveStartKey !== undefined) {
     // Past the key's place in the order, whether or not its item is still there.
@@ -747,7 +768,7 @@ function page(
   const consistent = input.ConsistentRead === true;
   const units = Math.ceil(bytes / 4096) / (consistent ? 1 : 2);
   return {
-    Items: items,
+    ...(select === 'COUNT' ? {} : { Items: items }),
     Count: items.length,
     ScannedCount: scanned,
     ...(last ? { LastEvaluatedKey: Object.fromEntries(table.keyNames.map((name) => [name, last[name]!])) } : {}),

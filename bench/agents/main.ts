@@ -227,6 +227,8 @@ async function main(): Promise<void> {
   const plans = planIntents(seed, intents);
   const rows: Row[] = [];
   const broken: IntentTrace[] = [];
+  /** Per retrysafe row outside the TTL row: true when none of its intents doubled or was left half done. */
+  const checked: boolean[] = [];
   try {
     // Every row runs side by side (their intents share the lanes; each intent is in a tenant of its own on a
     // clock of its own); then retrysafe's completer runs until nothing is left, as the stack runs it beside
@@ -253,7 +255,9 @@ async function main(): Promise<void> {
         for (const trace of result.traces) for (const line of traceLines(trace)) console.log(line);
       }
       if (approach === 'retrysafe' && fault !== 'retry_after_ttl') {
-        broken.push(...result.traces.filter((trace) => trace.verdict.doubled || trace.verdict.halfDone));
+        const rowBroken = result.traces.filter((trace) => trace.verdict.doubled || trace.verdict.halfDone);
+        broken.push(...rowBroken);
+        checked.push(rowBroken.length === 0);
       }
     }
   } finally {
@@ -297,6 +301,10 @@ async function main(): Promise<void> {
     for (const trace of broken) for (const line of traceLines(trace)) console.error(line);
     process.exitCode = 1;
   }
+  // The check's closing line, in the plain form CI reads: one check per retrysafe row outside the TTL
+  // row (it passes when no intent of the row doubled or was left half done).
+  const passed = checked.filter(Boolean).length;
+  console.log(`bench:agents: ${passed} passed, ${checked.length - passed} failed`);
 }
 
 main().catch((error: unknown) => {

@@ -206,13 +206,37 @@ describe('decodeCall and decodeOutcome', () => {
   it.each([
     ['null', null],
     ['text', 'x'],
+    ['a number', 42],
     ['no replayed', { receipt: '{}' }],
     ['replayed as text', { replayed: 'false' }],
+    ['replayed as text beside a receipt', { receipt: '{}', replayed: 'false' }],
+    ['a key more beside a receipt', { receipt: '{}', replayed: false, at: 1 }],
+    ['a key more beside a failure', { replayed: true, failure: 'conflict', at: 1 }],
+    ['neither a receipt nor a failure', { replayed: false }],
+    ['a failure no error code names', { replayed: true, failure: 'teapot' }],
+    ['a failure named after an Object method', { replayed: true, failure: 'toString' }],
+    ['a failure whose message is not text', { replayed: true, failure: 'conflict', message: 5 }],
+    ['a receipt beside a failure', { receipt: '{}', replayed: false, failure: 'internal' }],
+    ['a receipt beside a message', { receipt: '{}', replayed: false, message: 'm' }],
+    ['a receipt that is not text', { receipt: { a: 1 }, replayed: false }],
+    ['a receipt that is not JSON', { receipt: '{"a":', replayed: false }],
+    ['a receipt of null', { receipt: 'null', replayed: false }],
+    ['a receipt of a list', { receipt: '[{}]', replayed: false }],
+    ['a receipt of a string', { receipt: '"{}"', replayed: false }],
+    ['a receipt of a number', { receipt: '1', replayed: false }],
   ])('holds no outcome in %s', (_what, data) => {
     expect(decodeOutcome(data)).toBeUndefined();
   });
 
-  it('reads a stored outcome', () => {
-    expect(decodeOutcome({ receipt: '{}', replayed: false })).toEqual({ receipt: '{}', replayed: false });
+  it.each([
+    ['a receipt', { receipt: '{}', replayed: false }],
+    ['a replayed receipt', { receipt: '{"a":[1]}', replayed: true }],
+    ['a failure', { replayed: true, failure: 'conflict' }],
+    [
+      'a failure with its message',
+      { replayed: false, failure: 'internal', message: 'the receipt could not be stored' },
+    ],
+  ])('reads a stored outcome: %s', (_what, data) => {
+    expect(decodeOutcome(data)).toBe(data);
   });
 });

@@ -135,6 +135,73 @@ describe('callRecordOf', () => {
     },
   );
 
+  // Powertools' handler on this table: key, status, TTL, validation, its result, and a lock only when it had
+  // a Lambda context — no instance, attempt, claim or call.
+  const powertoolsItem = {
+    [ATTR.key]: 'refund#abc',
+    [ATTR.status]: STATUS.inProgress,
+    [ATTR.expiry]: 1_900_000_000,
+    [ATTR.validation]: 'v',
+  };
+
+  it('reads an item Powertools wrote as attempt 1 of the call <key>@powertools, stalled for powertools once its lock ends', () => {
+    expect(callRecordOf({ ...powertoolsItem, [ATTR.lockEnd]: NOW }, ATTR)).toEqual(
+      expect.objectContaining({
+        callId: 'refund#abc@powertools',
+        attempt: 1,
+        lockEndsMs: NOW,
+        stalledReason: 'powertools',
+        writtenBy: 'powertools',
+        outcome: undefined,
+        validation: 'v',
+      }),
+    );
+  });
+
+  it('holds a Powertools claim made without a Lambda context (no lock) until its TTL', () => {
+    expect(callRecordOf(powertoolsItem, ATTR)?.lockEndsMs).toBe(1_900_000_000 * 1000);
+  });
+
+  it('reads no outcome from a Powertools record in flight, whatever its data', () => {
+    const read = callRecordOf({ ...powertoolsItem, [ATTR.data]: { receipt: '{}', replayed: false } }, ATTR);
+
+    expect(read?.outcome).toBeUndefined();
+  });
+
+  it.each([
+    [
+      'a result that is a JSON object: its receipt, the effect its own',
+      { b: 2, a: 1 },
+      { receipt: '{"a":1,"b":2}', replayed: false },
+    ],
+    [
+      'a result of exactly an outcome’s shape: that outcome',
+      { receipt: '{"a":1}', replayed: true },
+      { receipt: '{"a":1}', replayed: true },
+    ],
+    [
+      'a result that is not a JSON object: internal, never a second run',
+      'done',
+      { replayed: false, failure: 'internal' },
+    ],
+    ['no result: internal', undefined, { replayed: false, failure: 'internal' }],
+  ])('reads a completed Powertools record holding %s', (_what, data, outcome) => {
+    const read = callRecordOf({ ...powertoolsItem, [ATTR.status]: STATUS.completed, [ATTR.data]: data }, ATTR);
+
+    expect(read?.outcome).toEqual(outcome);
+  });
+
+  it('refuses a Powertools item whose status Powertools never writes', () => {
+    expect(callRecordOf({ ...powertoolsItem, [ATTR.status]: 'PARKED' }, ATTR)).toBeUndefined();
+  });
+
+  it('reads a claim’s own stall reason, and says a claim was not Powertools’', () => {
+    const read = callRecordOf({ ...item, [ATTR.stalledReason]: 'attempts' }, ATTR);
+
+    expect(read).toMatchObject({ stalledReason: 'attempts' });
+    expect(read?.writtenBy).toBeUndefined();
+  });
+
   it('leaves an optional attribute of the wrong type out', () => {
     const read = callRecordOf({ ...item, [ATTR.claim]: 3, [ATTR.createdAt]: 'yesterday' }, ATTR);
 

@@ -21,7 +21,7 @@ import { APPROACHES } from './approaches';
 import { installSimulatedTime, wallNow } from './clock';
 import { FAULTS } from './faults';
 import { driveRow, type IntentTrace, Lanes, type Row, START_MS, tallyRow } from './run';
-import { RUNTIMES } from './runtimes';
+import { RUNTIMES, SURFACES } from './runtimes';
 import { createBenchWorld } from './world';
 
 const USAGE = `usage: npm run bench:agents -- [--quick] [--json FILE] [--seed N] [--intents N] [--approaches a,b] [--write-docs]
@@ -267,7 +267,7 @@ async function main(): Promise<void> {
     approaches.indexOf(row.approach) * 1000 + RUNTIMES.indexOf(row.runtime) * 100 + FAULTS.indexOf(row.fault);
   rows.sort((a, b) => order(a) - order(b));
   const seconds = ((wallNow() - started) / 1000).toFixed(1);
-  const header = `${intents} intents per row (seed ${seed}; every 12 hold each tool × behaviour — ${BEHAVIOURS.join(', ')} — once; a model turn ${MODEL_TURN_MS / 1000} s, at most ${MAX_MODEL_TURNS}); counts per 1,000 intents, read from the tables`;
+  const header = `${intents} intents per row (seed ${seed}; every 12 hold each tool × behaviour — ${BEHAVIOURS.join(', ')} — once; a model turn ${MODEL_TURN_MS / 1000} s, at most ${MAX_MODEL_TURNS}; ${RUNTIMES.map((runtime) => `${runtime} over ${SURFACES[runtime].toUpperCase()}`).join(', ')}); counts per 1,000 intents, read from the tables`;
   console.log(header);
   for (const line of tableLines(rows)) console.log(line);
   console.log('');

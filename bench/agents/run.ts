@@ -1,8 +1,9 @@
 import { INVOICE, type IntentPlan, ScriptedModel } from './agent';
-import { type Approach, serverOf, type ToolName } from './approaches';
+import type { Approach, ToolName } from './approaches';
 import { onClock, SimulatedClock } from './clock';
+import { servedOver } from './entries';
 import type { Fault } from './faults';
-import { type Runtime, runIntent } from './runtimes';
+import { type Runtime, runIntent, SURFACES } from './runtimes';
 import { IntentTransport } from './transport';
 import type { BenchWorld, TenantWorld } from './world';
 
@@ -106,7 +107,7 @@ export async function driveRow(
   plans: readonly IntentPlan[],
   lanes: Lanes,
 ): Promise<DrivenRow> {
-  const server = serverOf(key.approach, world);
+  const server = servedOver(SURFACES[key.runtime], key.approach, world);
   const intents = await Promise.all(
     plans.map((plan) =>
       lanes.run(async () => {

@@ -3,6 +3,7 @@ import { tool as aiTool, generateText, jsonSchema, stepCountIs } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { MAX_MODEL_TURNS, type ModelTurn, type ScriptedModel } from './agent';
 import type { ToolName } from './approaches';
+import type { Surface } from './entries';
 import type { IntentTransport } from './transport';
 
 setTracingDisabled(true); // no traces leave the machine
@@ -10,6 +11,12 @@ setTracingDisabled(true); // no traces leave the machine
 /** The agent frameworks that run the loop: the model is scripted, the loop, tool runs and hand-over are theirs. */
 export const RUNTIMES = ['openai-agents', 'ai-sdk'] as const;
 export type Runtime = (typeof RUNTIMES)[number];
+
+/**
+ * How each runtime's tools reach the functions: OpenAI Agents JS over MCP (a JSON-RPC `tools/call` to the
+ * approach's MCP function), the AI SDK over REST (`POST /tools/{tool}` to the tool's function).
+ */
+export const SURFACES: Readonly<Record<Runtime, Surface>> = { 'openai-agents': 'mcp', 'ai-sdk': 'rest' };
 
 type JsonSchema = { type: 'object'; properties: Record<string, unknown>; required: string[] };
 const KEY = { type: 'string', description: 'A new UUID for each new action; the same one to retry it.' };

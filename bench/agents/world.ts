@@ -132,6 +132,7 @@ export async function createBenchWorld() {
 
   return {
     env,
+    logger,
     client,
     documents,
     domain,

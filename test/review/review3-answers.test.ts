@@ -162,3 +162,25 @@ describe('review3 T1: a record written before 173c9b7 (its call instance is its 
     expect(forged.error).toEqual(unknown.error);
   });
 });
+
+describe('review3 V1: -32022 lists “every revision served” (lib/mcp/http.ts SERVED_VERSIONS) — but the endpoint serves more', () => {
+  it('initialize with 2025-06-18 is served as 2025-06-18, yet -32022’s data.supported omits it', async () => {
+    const token = await api.token(newTenant('v1'));
+    const initialized = await postMcp(api.url, token, {
+      jsonrpc: '2.0',
+      id: ++rpcId,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'old', version: '1' } },
+    });
+    const refused = await postMcp(
+      api.url,
+      token,
+      { jsonrpc: '2.0', id: ++rpcId, method: 'tools/list', params: {} },
+      { 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' },
+    );
+
+    expect(initialized.body.result.protocolVersion).toBe('2025-06-18');
+    expect(refused.body.error.code).toBe(-32022);
+    expect(refused.body.error.data.supported).toContain('2025-06-18');
+  });
+});

@@ -267,9 +267,12 @@ function executionFailed(error: unknown, claim: Claim, createdIntent: boolean): 
     return { kind: 'settle', settlement: { kind: 'release', createdIntent }, ending: failed(error) };
   }
   if (error instanceof InFlightError) {
-    // The provider still runs the key: pending, the record parked until it is worth asking again.
-    const settlement: Settlement = { kind: 'park', untilMs: Date.now() + error.retryAfterMs };
-    return { kind: 'settle', settlement, ending: { kind: 'pending', until: { afterMs: error.retryAfterMs } } };
+    // The provider still runs the key: pending, the record parked until it is worth asking again. A wait
+    // that is no number of ms (NaN, negative: a tool's bug) is none — ask again at once; one past the TTL
+    // is cut to it in `settle` (rule 2).
+    const waitMs = error.retryAfterMs > 0 ? error.retryAfterMs : 0;
+    const settlement: Settlement = { kind: 'park', untilMs: Date.now() + waitMs };
+    return { kind: 'settle', settlement, ending: { kind: 'pending', until: { afterMs: waitMs } } };
   }
   return { kind: 'settle', settlement: PARK_NOW, ending: failed(error) };
 }

@@ -149,6 +149,9 @@ export function defineTool<S extends z.ZodMiniObject, R extends JsonObject>(
       problems.push(`dedupeWindowSeconds (${window}) must be a whole number of seconds in (0, ttlSeconds)`);
     }
   }
+  if (tool.longRunning !== undefined && typeof tool.longRunning !== 'boolean') {
+    problems.push(`longRunning (${JSON.stringify(tool.longRunning)}) must be true or false`);
+  }
   if (problems.length > 0) throw new TypeError(`invalid tool definition: ${problems.join('; ')}`);
   return tool;
 }

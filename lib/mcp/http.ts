@@ -3,6 +3,7 @@ import {
   isLegacyRequest,
   type McpHttpHandler,
   type Server,
+  SUPPORTED_PROTOCOL_VERSIONS,
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server';
 import { MAX_BODY_BYTES } from '../api/status';
@@ -83,8 +84,12 @@ function toRequest(event: ApiEvent, body: string): Request {
   return new Request(`${originOf(event)}${event.rawPath}`, { method: 'POST', headers, body });
 }
 
-/** The revisions this endpoint serves: 2026-07-28 (the SDK's entry) and 2025-11-25 (its stateless transport). */
-const SERVED_VERSIONS = ['2026-07-28', '2025-11-25'];
+/**
+ * The revisions this endpoint serves: 2026-07-28 (the SDK's entry), and every revision the SDK's stateless
+ * transport negotiates in `initialize` (2025-11-25 and the earlier ones it still serves) — the list -32022
+ * names, so that a client told it is unsupported is told every revision it could speak instead.
+ */
+const SERVED_VERSIONS: readonly string[] = ['2026-07-28', ...SUPPORTED_PROTOCOL_VERSIONS];
 
 /** The revisions a request carrying the `_meta` envelope may name: 2025-11-25's requests carry none. */
 const ENVELOPE_VERSIONS = ['2026-07-28'];
@@ -225,7 +230,7 @@ export async function handleMcp(
         error: {
           code: -32022,
           message: 'Unsupported protocol version',
-          data: { supported: SERVED_VERSIONS, requested: unserved },
+          data: { supported: [...SERVED_VERSIONS], requested: unserved },
         },
       });
     }

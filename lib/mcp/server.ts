@@ -27,7 +27,7 @@ import {
 } from '../idempotency';
 import { ABANDONED_HINT, STALLED_HINTS } from '../reads/operation';
 import {
-  commitProofOf,
+  commitProofFor,
   extensionTaskOf,
   instanceOf,
   mcpTaskOf,
@@ -175,7 +175,7 @@ async function readTask(
   // Rule 5: a task's answer is a replay, but for the task of the request that committed the call (its id
   // says so, with the proof): that request's answer, which it handed over as this task, says false.
   // A committed call is settled: a mark on a working task, or of another claim, names no task.
-  if (task.status === 'working' || !task.claimId || commitProofOf(task.claimId) !== name.commitProof) {
+  if (task.status === 'working' || commitProofFor(task.claimId, task.callId) !== name.commitProof) {
     throw notFound();
   }
   return {
@@ -350,7 +350,7 @@ export function createMcpServer({ tools, logger }: McpServerDependencies, era: M
     if (!task || typeof clientKey !== 'string') throw noTask(name, answer);
     // Its answer said `idempotent: false`: this request committed the call, and its task's result is that answer.
     const committed = 'idempotent' in answer && answer.idempotent === false;
-    const proof = committed && task.claimId ? commitProofOf(task.claimId) : undefined;
+    const proof = committed ? commitProofFor(task.claimId, task.callId) : undefined;
     const created = mcpTaskOf(taskIdOf(name, clientKey, task.callId, proof), task, wordingOf(name, clientKey));
     const note = ttlNote(askedTtl, created.ttl);
     const statusMessage = [created.statusMessage, note].filter(Boolean).join(' ');

@@ -50,6 +50,15 @@ export function commitProofOf(claimId: string): string {
   return createHash('sha256').update(claimId).digest('base64url').slice(0, 22);
 }
 
+/**
+ * The commit mark's proof for a call `claimId` committed, or undefined where a mark would prove nothing:
+ * the claim's id is the call's instance, which every task id of the call shows — records claimed before a
+ * call's instance was an id of its own, kept until their TTL. Such a call's tasks read as replays.
+ */
+export function commitProofFor(claimId: string | undefined, callId: string): string | undefined {
+  return claimId === undefined || claimId === instanceOf(callId) ? undefined : commitProofOf(claimId);
+}
+
 /** The call's instance, from its id (`<record key>@<instance>`). */
 export function instanceOf(callId: string): string {
   return callId.slice(callId.lastIndexOf('@') + 1);

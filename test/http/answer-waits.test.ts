@@ -161,4 +161,26 @@ describe('a provider’s wait parks no lock past the record’s TTL, and no wait
     expect((answer as { retry_after_ms: number }).retry_after_ms).toBeLessThanOrEqual(untilTtlMs);
     expect((poll as { retryAfterMs?: number }).retryAfterMs ?? 0).toBeLessThanOrEqual(untilTtlMs);
   });
+
+  // Review 3, H4: NaN reached the park's condition, and the caller was told "internal: internal error".
+  it.each([
+    ['NaN', Number.NaN],
+    ['a negative wait', -5_000],
+  ])(
+    'a provider wait of %s is no wait: pending, ask again at once, the call parked with its lock ended (a resend takes it over)',
+    async (_what, waitMs) => {
+      const name = `odd_wait_${Date.now()}`;
+      const { tool } = noteTool(name, async () => {
+        throw new InFlightError('the provider still runs this key', waitMs);
+      });
+      const caller = identity();
+
+      const answer = await api.runtime.invoke(tool, caller, { idempotency_key: 'k-odd', text: 'x' }, deadline());
+      const poll = await api.runtime.lookup(name, caller, 'k-odd');
+
+      expect(answer).toMatchObject({ ok: false, status: 'pending' });
+      expect(Number.isFinite((answer as { retry_after_ms: number }).retry_after_ms)).toBe(true);
+      expect(poll).toMatchObject({ status: 'abandoned' });
+    },
+  );
 });

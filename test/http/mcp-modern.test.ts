@@ -129,8 +129,10 @@ describe('MCP 2026-07-28 wire rules, raw', () => {
   });
 
   // Versioning: "it MUST respond with an UnsupportedProtocolVersionError listing the versions it does
-  // support" — the spec's own example lists ["2026-07-28", "2025-11-25"]; this endpoint serves both.
-  it('refuses an unknown protocol version with 400 and -32022, listing every version it serves, 2025-11-25 included', async () => {
+  // support" — the spec's own example lists ["2026-07-28", "2025-11-25"]; this endpoint serves both, and
+  // in `initialize` every earlier revision the SDK's stateless transport negotiates (review 3, V1: those
+  // were served and not listed). Listed ⇔ served: each listed 2025-era revision is answered as itself.
+  it('refuses an unknown protocol version with 400 and -32022, listing every version it serves, each of them served', async () => {
     const token = await api.token(newTenant());
 
     const { status, body } = await rawMcp(
@@ -141,9 +143,22 @@ describe('MCP 2026-07-28 wire rules, raw', () => {
 
     expect(status).toBe(400);
     expect(body.error.code).toBe(-32022);
-    expect(body.error.data.supported).toEqual([MODERN, '2025-11-25']);
-    expect(body.error.data.supported).toEqual(expect.arrayContaining([MODERN, '2025-11-25']));
+    expect(body.error.data.supported.slice(0, 2)).toEqual([MODERN, '2025-11-25']);
+    expect(body.error.data.supported).toEqual(expect.arrayContaining(['2025-06-18', '2025-03-26', '2024-11-05']));
     expect(body.error.data.requested).toBe('2099-01-01');
+    for (const version of body.error.data.supported.slice(1) as string[]) {
+      const initialized = await rawMcp(
+        token,
+        {
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'initialize',
+          params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'old', version: '1' } },
+        },
+        {},
+      );
+      expect([version, initialized.body.result?.protocolVersion]).toEqual([version, version]);
+    }
   });
 
   // Streamable HTTP, "Protocol Version Header": "If the server does not implement the requested protocol

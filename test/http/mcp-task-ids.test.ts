@@ -5,7 +5,10 @@
  * tasks extension issues none; any other spelling is the unknown id's -32602. Found by the review of
  * issue 35's fixes (helper-22), each first as a failing test.
  */
+import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { recordKeyOf } from '../../lib/idempotency/derivation';
 import { commitProofOf } from '../../lib/mcp/tasks';
+import { idempotencyTableName } from '../../lib/store/tables';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { email, heldCall as heldCallOn } from '../helpers/held-send-email';
 import { modernRequest, postMcp } from '../helpers/raw-mcp';
@@ -76,6 +79,41 @@ describe('a commit mark on a task id is the server’s to write: a forged one na
     expect(honest.result.structuredContent).toMatchObject({ ok: true, idempotent: true });
     // Rule 5: exactly one answer per effect says false — `own` did. The forged id must not be a second.
     expect(forged.result?.structuredContent?.idempotent).not.toBe(false);
+  });
+
+  // Review 3, T1: before 173c9b7 a call's instance was its first claim's id, and such records stay until
+  // their TTL; for one committed on its first attempt the instance the task id shows hashes to the proof.
+  it('2025-11-25: a record whose instance is its committing claim’s id (written before instances were ids of their own) proves no mark', async () => {
+    const tenant = newTenant();
+    const token = await api.token(tenant);
+    const key = `old-instance-${Date.now()}`;
+    const first = await api.post('/tools/create_ticket', token, { idempotency_key: key, title: 't', body: key });
+    const id = recordKeyOf('create_ticket', [tenant, 'ada', key]);
+    const { Item } = await api.services.client.send(
+      new GetItemCommand({ TableName: idempotencyTableName(), Key: { id: { S: id } }, ConsistentRead: true }),
+    );
+    // As the version before 173c9b7 wrote it.
+    await api.services.client.send(
+      new UpdateItemCommand({
+        TableName: idempotencyTableName(),
+        Key: { id: { S: id } },
+        UpdateExpression: 'SET call_id = :claim',
+        ExpressionAttributeValues: { ':claim': { S: Item?.claim_id?.S ?? '' } },
+      }),
+    );
+
+    const created = await legacy(token, 'tools/call', {
+      name: 'create_ticket',
+      arguments: { idempotency_key: key, title: 't', body: key },
+      task: {},
+    });
+    const taskId = created.result.task.taskId as string;
+    const instance = taskId.split('.')[2] ?? '';
+    const forged = await legacy(token, 'tasks/result', { taskId: `${taskId}.c${commitProofOf(instance)}` });
+
+    expect(first.body).toMatchObject({ ok: true, idempotent: false });
+    expect(instance).toBe(Item?.claim_id?.S);
+    expect(forged.error).toMatchObject({ code: -32602 });
   });
 });
 

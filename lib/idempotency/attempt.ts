@@ -16,7 +16,7 @@ import {
   StoreWriteError,
 } from './answers';
 import { type Attachment, attach } from './attach';
-import { latestLockEndMs } from './call-state';
+import { latestLockEndMs, ttlNeededFor } from './call-state';
 import { expiresAtSOf } from './derivation';
 import { type ErrorCode, InFlightError, ToolError } from './errors';
 import { downstreamKey } from './fingerprint';
@@ -66,7 +66,9 @@ export async function runAttempt<S extends z.ZodMiniObject, R extends JsonObject
     tenant: plan.identity.tenant,
     tool: plan.tool.name,
     validation: plan.validation,
-    expiresAtS: expiresAtSOf(plan.ttlSeconds, Date.now()),
+    // Rule 2 on the first claim too: its lock ends the skew tolerated before its TTL, however the TTL's
+    // seconds round (a deadline the runtime accepts, `firstLockEndsMs`, may end within 0.5 s of the bound).
+    expiresAtS: Math.max(expiresAtSOf(plan.ttlSeconds, Date.now()), ttlNeededFor(plan.lockEndsMs)),
     lockEndsMs: plan.lockEndsMs,
     ttlSeconds: plan.ttlSeconds,
     // The claim carries what it takes to finish the call if this worker dies (the completer).

@@ -211,3 +211,49 @@ describe('a takeover whose lock would outlive the record’s TTL', () => {
     expect(moved).toHaveLength(0);
   }, 90_000);
 });
+
+// Review 3, L1: the runtime accepts a deadline ending the tolerance before the TTL, and the TTL's seconds
+// were rounded to the nearest — down by up to 0.5 s — so the first claim's lock ended 9.7 s before it.
+describe('a first claim whose deadline ends exactly the tolerance before the TTL', () => {
+  it('keeps the tolerance whatever the moment’s milliseconds: a MIN_TTL_SECONDS tool under a 15-min deadline', async () => {
+    const { MIN_TTL_SECONDS, MAX_LOCK_SECONDS } = await import('../../lib/idempotency/tool');
+    const { noteTool } = await import('../helpers/tools');
+    const runtime = world.idempotencyRuntime();
+    for (const intoSecondMs of [300, 499, 501, 999]) {
+      const started = gate();
+      const release = gate();
+      const { tool } = noteTool(
+        `min_ttl_${intoSecondMs}_${Date.now()}`,
+        async (args) => {
+          started.open();
+          await release.opened;
+          return { receipt: { note_id: 'n', text: args.text }, replayed: false };
+        },
+        { ttlSeconds: MIN_TTL_SECONDS },
+      );
+      const at = Math.floor(Date.now() / 1000) * 1000 + intoSecondMs;
+      jest.spyOn(Date, 'now').mockReturnValue(at);
+      const caller = identity();
+
+      const running = runtime.invoke(
+        tool,
+        caller,
+        { idempotency_key: 'k', text: 'x' },
+        {
+          getRemainingTimeInMillis: () => MAX_LOCK_SECONDS * 1000,
+        },
+      );
+      await started.opened;
+      const [{ id }] = (await world.idempotencyRecordKeys(caller.tenant)) as [{ id: string }];
+      const record = await readCallRecord(table, id);
+      release.open();
+      await running;
+      jest.restoreAllMocks();
+
+      const marginMs = record!.expiresAtS * 1000 - record!.lockEndsMs;
+      expect(
+        `${intoSecondMs} ms into the second: ${marginMs >= CLOCK_SKEW_TOLERANCE_MS ? 'kept' : `${marginMs} ms`}`,
+      ).toBe(`${intoSecondMs} ms into the second: kept`);
+    }
+  });
+});

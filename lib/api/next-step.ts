@@ -164,12 +164,18 @@ export type OperationStatus = 'completed' | 'pending' | 'abandoned' | 'stalled';
  * The next step after `get_operation`'s answer. `afterMs` is the answer's `retry_after_ms`: when the call
  * can next change (`askAgainAfterMs`) — soon for a running call, the completer's re-run for an abandoned one.
  */
-export function nextAfterOperation(status: OperationStatus, afterMs?: number): NextStep {
+export function nextAfterOperation(
+  status: OperationStatus,
+  afterMs?: number,
+  /** `runsAnew`: Powertools' handler holds it; `handedOff`: abandoned unrun, queued for the completer. */
+  { runsAnew = false, handedOff = false }: { readonly runsAnew?: boolean; readonly handedOff?: boolean } = {},
+): NextStep {
   switch (status) {
     case 'completed':
       return { action: 'none', message: 'This call completed; its receipt is here. Do not repeat it.' };
     case 'pending': {
       const wait = afterMs ?? MIN_POLL_AFTER_MS;
+      if (runsAnew) return runsAnewStep(wait);
       return {
         action: 'call_again',
         after_ms: wait,
@@ -181,7 +187,7 @@ export function nextAfterOperation(status: OperationStatus, afterMs?: number): N
       return {
         action: 'call_again',
         after_ms: wait,
-        message: `The call stopped before it finished; the server re-runs it in ${secondsOf(wait)}: ask again then. Or call the write again now with the same idempotency_key and arguments to run it at once: neither can act twice.`,
+        message: `${handedOff ? `The call is queued: the server runs it in ${secondsOf(wait)}` : `The call stopped before it finished; the server re-runs it in ${secondsOf(wait)}`}: ask again then. Or call the write again now with the same idempotency_key and arguments to run it at once: neither can act twice.`,
       };
     }
     case 'stalled':
@@ -195,15 +201,15 @@ export function nextAfterOperation(status: OperationStatus, afterMs?: number): N
 }
 
 /**
- * A stalled call with a wait (`stalledChangesAtMs`: a Powertools handler's call, before its TTL): nothing
- * moves it before then, and after it a resend runs it anew — no promise of one effect. A poll's and a
- * resend's step alike.
+ * A call Powertools' handler holds (`runs_anew`): running under its lock, or left behind (stalled, until its
+ * TTL: `stalledChangesAtMs`) — past its TTL a resend runs it anew, and no promise of one effect holds. A
+ * poll's and a resend's step alike.
  */
 function runsAnewStep(afterMs: number): NextStep {
   return {
     action: 'call_again',
     after_ms: afterMs,
-    message: `It stopped unfinished and may have acted. Nothing changes for ${secondsOf(afterMs)}; after that, calling again runs it anew and can act twice: first check with a read whether it acted.`,
+    message: `No retrysafe attempt holds this call: a Powertools handler started it, which may still be running or have stopped, and it may have acted. Ask again in ${secondsOf(afterMs)}; once its record expires, calling again runs it anew and can act twice: first check with a read whether it acted.`,
   };
 }
 
@@ -223,11 +229,22 @@ export const AFTER_READ: NextStep = { action: 'none', message: 'This is the curr
 
 /** A read's answer, whichever read: found, an operation's status (and when to ask again), or an error. */
 export type ReadResult =
-  | { readonly ok: true; readonly status?: OperationStatus; readonly retry_after_ms?: number }
+  | {
+      readonly ok: true;
+      readonly status?: OperationStatus;
+      readonly retry_after_ms?: number;
+      readonly runs_anew?: boolean;
+      readonly handed_off?: boolean;
+    }
   | ErrorResult;
 
 /** The next step after a read's answer (`get_operation`, `get_invoice`, `get_ticket`). */
 export function nextAfterRead(answer: ReadResult): NextStep {
   if (!answer.ok) return nextAfterFailure(answer);
-  return answer.status === undefined ? AFTER_READ : nextAfterOperation(answer.status, answer.retry_after_ms);
+  return answer.status === undefined
+    ? AFTER_READ
+    : nextAfterOperation(answer.status, answer.retry_after_ms, {
+        runsAnew: answer.runs_anew === true,
+        handedOff: answer.handed_off === true,
+      });
 }

@@ -28,11 +28,12 @@ export type ReplayKind = 'client_key' | 'natural_key' | 'dedupe_window';
 
 /**
  * When a pending call is worth asking again: at an instant (a lock's end), or a while after the answer.
- * `runsAnew`: no claim holds it — a call Powertools' handler left (`stalledChangesAtMs`) — so once the wait
- * is over a resend runs it anew, and nothing promises one effect.
+ * `runsAnew`: no claim of retrysafe's holds it — Powertools' handler wrote it, running or left behind
+ * (`CallRecord.writtenBy`) — so once its record expires a resend runs it anew, under retrysafe's
+ * downstream key, not the one Powertools' function used: nothing promises one effect.
  */
 export type PendingUntil =
-  | { readonly atMs: number | undefined }
+  | { readonly atMs: number | undefined; readonly runsAnew?: true }
   | { readonly afterMs: number; readonly runsAnew?: true };
 
 /** How one attempt of a call ends. */
@@ -82,9 +83,7 @@ export function failureOf(stored: StoredOutcome): { code: ErrorCode; message: st
  * answer says all of it; a call found running elsewhere may be stored at any moment (`retryAfterMs`).
  */
 export function pendingAnswer(clientKey: string, until: PendingUntil): ToolResult<never> {
-  if ('atMs' in until)
-    return { ok: false, status: 'pending', key: clientKey, retry_after_ms: retryAfterMs(until.atMs) };
-  const wait = Math.max(MIN_RETRY_AFTER_MS, Math.ceil(until.afterMs));
+  const wait = 'atMs' in until ? retryAfterMs(until.atMs) : Math.max(MIN_RETRY_AFTER_MS, Math.ceil(until.afterMs));
   return {
     ok: false,
     status: 'pending',

@@ -83,7 +83,7 @@ export async function runAttempt<S extends z.ZodMiniObject, R extends JsonObject
   // call (rule 8) — due now, so the wait is the least an abandoned call's answer hints. A takeover runs
   // here as always: handing it off again would spend an attempt per request.
   const first = claim.attempt === 1;
-  const ending = plan.handOff && first ? settle(plan, claim, PARK_NOW, HANDED_OFF) : runClaimed(plan, claim);
+  const ending = plan.handOff && first ? settle(plan, claim, HAND_OFF, HANDED_OFF) : runClaimed(plan, claim);
   // The call began with this request when its attempt made the first claim (a takeover continues one).
   return { ...(await ending), ...(first ? { fresh: true } : {}) };
 }
@@ -126,7 +126,14 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
     case 'run': {
       const executed = await execute(plan, claim, chosen.downstreamKey, chosen.createdIntent);
       if (executed.kind === 'settle') return settle(plan, claim, executed.settlement, executed.ending);
-      return storeOutcome(plan, claim, executed.outcome, executed.replay);
+      const ended = await storeOutcome(plan, claim, executed.outcome, executed.replay);
+      if (executed.releaseIntent && ended.kind === 'outcome') {
+        // Stored: the call is settled whatever this says; an intent left held only replays the failure.
+        await releaseIntent(plan.table, intentKeyOf(intentScopeOf(plan)), holderOf(claim)).catch((error: unknown) =>
+          plan.logger?.warn('dedupe window intent not released', { tool: plan.tool.name, error: error as Error }),
+        );
+      }
+      return ended;
     }
   }
 }
@@ -222,13 +229,21 @@ type Settlement =
    * Anything else: the record is kept, its lock set to `untilMs` — later: pending until then; unset:
    * now (abandoned at once, so a retry or the completer takes it over).
    */
-  | { readonly kind: 'park'; readonly untilMs?: number };
+  | { readonly kind: 'park'; readonly untilMs?: number; readonly handedOff?: true };
 
 const PARK_NOW: Settlement = { kind: 'park' };
+/** A fresh claim handed off: parked now, unrun, and marked so (`CallRecord.handedOff`). */
+const HAND_OFF: Settlement = { kind: 'park', handedOff: true };
 
 /** What executing the tool led to: an outcome to store, or a claim to settle and how the attempt ends. */
 type Executed =
-  | { readonly kind: 'outcome'; readonly outcome: StoredOutcome; readonly replay?: ReplayKind }
+  | {
+      readonly kind: 'outcome';
+      readonly outcome: StoredOutcome;
+      readonly replay?: ReplayKind;
+      /** Once stored, release the intent this attempt created: the failure stored made no effect. */
+      readonly releaseIntent?: boolean;
+    }
   | { readonly kind: 'settle'; readonly settlement: Settlement; readonly ending: Ending };
 
 /** The business errors after which nothing happened (on a first attempt): the claim is released. */
@@ -262,10 +277,13 @@ async function execute<S extends z.ZodMiniObject, R extends JsonObject>(
 /** What a tool's failure does to the claim, and how the attempt ends. */
 function executionFailed(error: unknown, claim: Claim, createdIntent: boolean): Executed {
   if (error instanceof ToolError && RELEASING_CODES.has(error.code)) {
-    if (claim.attempt > 1) {
-      // An earlier attempt may have made the effect: the failure becomes the call's outcome.
-      return { kind: 'outcome', outcome: { replayed: false, failure: error.code, message: error.message } };
-    }
+    const outcome: StoredOutcome = { replayed: false, failure: error.code, message: error.message };
+    // An earlier attempt may have made the effect: the failure becomes the call's outcome.
+    if (claim.ranBefore) return { kind: 'outcome', outcome };
+    // The first run of a handed-off call (its first claim parked unrun): its task must end, so the failure
+    // is its stored outcome, as documented; but nothing happened, so the dedupe window's intent it created
+    // is freed for other keys, as a first attempt's failure frees it (review 3, H3).
+    if (claim.attempt > 1) return { kind: 'outcome', outcome, releaseIntent: createdIntent };
     return { kind: 'settle', settlement: { kind: 'release', createdIntent }, ending: failed(error) };
   }
   if (error instanceof InFlightError) {
@@ -313,8 +331,11 @@ function leftAs<S extends z.ZodMiniObject, R extends JsonObject>(
   plan: CallPlan<S, R>,
   claim: Claim,
   lockEndsMs: number,
+  /** Parked by a hand-off (`CallRecord.handedOff`), as the park wrote it. */
+  handedOff = false,
 ): CallRecord {
   return {
+    ...(handedOff ? { handedOff } : {}),
     recordKey: claim.recordKey,
     status: STATUS.inProgress,
     claimId: claim.claimId,
@@ -374,10 +395,12 @@ async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
   }
   let parked: Awaited<ReturnType<typeof park>>;
   try {
-    parked = await park(plan.table, claim, untilMs);
+    parked = await park(plan.table, claim, untilMs, { handedOff: settlement.handedOff === true });
   } catch (error) {
     return { ...failed(new StoreWriteError('settle', { cause: error })), call: leftAs(plan, claim, plan.lockEndsMs) };
   }
   // Taken over or erased meanwhile: nothing of this attempt's to settle, and its state not this attempt's.
-  return parked === 'parked' ? { ...settled, call: leftAs(plan, claim, untilMs) } : settled;
+  return parked === 'parked'
+    ? { ...settled, call: leftAs(plan, claim, untilMs, settlement.handedOff === true) }
+    : settled;
 }

@@ -77,6 +77,11 @@ export function classify(record: CallRecord | undefined, nowMs: number): CallSta
   return record.stalledClaimId === record.claimId ? 'stalled' : 'abandoned';
 }
 
+/** A call whose only attempt was handed off unrun (`CallRecord.handedOff`): queued for the completer, never run. */
+export function neverRan(record: Pick<CallRecord, 'handedOff' | 'attempt'>): boolean {
+  return record.handedOff === true && record.attempt === 1;
+}
+
 /** A live call parked (the claim that parked it still holds it): no holder runs it before its lock ends. */
 export function isParked(record: Pick<CallRecord, 'claimId' | 'parkedClaimId'>): boolean {
   return record.parkedClaimId !== undefined && record.parkedClaimId === record.claimId;

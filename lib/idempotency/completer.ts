@@ -121,6 +121,11 @@ export class Completer {
   readonly #table: IdempotencyTable;
 
   constructor(options: CompleterOptions) {
+    const { maxAttempts } = options;
+    if (maxAttempts !== undefined && !(Number.isInteger(maxAttempts) && maxAttempts >= 1)) {
+      // 0 would give up every handed-off call unrun, NaN never give up (review 3, H1).
+      throw new TypeError(`maxAttempts (${maxAttempts}) must be a whole number, at least 1`);
+    }
     this.#options = options;
     this.#tools = new Map(options.tools.map((tool) => [tool.name, tool]));
     this.#table = idempotencyTable(options);
@@ -196,7 +201,9 @@ export class Completer {
     // given up on after `maxAttempts`, and at once when this completer cannot re-run it (its tool is not one
     // it serves: a deploy dropped or renamed it; its stored call cannot be read): nothing else would move it
     // before its TTL, and its poll says why.
-    if (record.attempt > (this.#options.maxAttempts ?? 8)) return this.#giveUp(record, recheck.claim, 'attempts');
+    // Attempts that ran: a handed-off first claim never did (`CallRecord.handedOff`).
+    const ran = record.attempt - (record.handedOff ? 1 : 0);
+    if (ran > (this.#options.maxAttempts ?? 8)) return this.#giveUp(record, recheck.claim, 'attempts');
     const tool = record.tool === undefined ? undefined : this.#tools.get(record.tool);
     if (!tool) return this.#giveUp(record, recheck.claim, 'unknown_tool');
     if (!record.call || record.tenant === undefined) return this.#giveUp(record, recheck.claim, 'unreadable_call');

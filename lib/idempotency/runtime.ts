@@ -14,7 +14,7 @@ import {
 import { parseCall } from './arguments';
 import { type Attachment, type AttachOptions, attachmentOf } from './attach';
 import { type CallPlan, runAttempt } from './attempt';
-import { CLOCK_SKEW_TOLERANCE_MS, classify, stalledChangesAtMs } from './call-state';
+import { CLOCK_SKEW_TOLERANCE_MS, classify, neverRan, stalledChangesAtMs } from './call-state';
 import { idempotencyDisabled, recordKeyOf, validationOf } from './derivation';
 import { type ErrorCode, INTERNAL_MESSAGE, InternalError, StoredFailureError, UnavailableError } from './errors';
 import { fingerprint } from './fingerprint';
@@ -89,10 +89,16 @@ export function outcomeOf(result: ToolResult): CallOutcome['outcome'] {
  */
 export type Operation<R extends JsonObject> =
   | { status: 'completed'; receipt: R }
-  /** `retryAfterMs`: when asking again is worth it (`askAgainAfterMs`: soon, never past its lock). */
-  | { status: 'pending'; retryAfterMs: number }
-  /** `retryAfterMs`: when the completer re-runs it (a resend with its key runs it at once). */
-  | { status: 'abandoned'; retryAfterMs: number }
+  /**
+   * `retryAfterMs`: when asking again is worth it (`askAgainAfterMs`: soon, never past its lock). `runsAnew`:
+   * Powertools' handler holds it, not a claim of retrysafe's — past its TTL a resend runs it anew.
+   */
+  | { status: 'pending'; retryAfterMs: number; runsAnew?: true }
+  /**
+   * `retryAfterMs`: when the completer re-runs it (a resend with its key runs it at once). `handedOff`: it
+   * never ran — its first claim was handed off to the completer (`CallRecord.handedOff`).
+   */
+  | { status: 'abandoned'; retryAfterMs: number; handedOff?: true }
   /**
    * Abandoned, and the completer gave up on it (`reason`: after its attempts, or it cannot re-run it):
    * only a resend with its key finishes it. `retryAfterMs` when nothing retrysafe runs moves it before
@@ -307,9 +313,17 @@ export class ToolRuntime {
     const state = classify(record, nowMs);
     switch (state) {
       case 'live':
-        return { status: 'pending', retryAfterMs: askAgainAfterMs(record, state, nowMs) };
+        return {
+          status: 'pending',
+          retryAfterMs: askAgainAfterMs(record, state, nowMs),
+          ...(record.writtenBy === 'powertools' ? { runsAnew: true as const } : {}),
+        };
       case 'abandoned':
-        return { status: 'abandoned', retryAfterMs: askAgainAfterMs(record, state, nowMs) };
+        return {
+          status: 'abandoned',
+          retryAfterMs: askAgainAfterMs(record, state, nowMs),
+          ...(neverRan(record) ? { handedOff: true as const } : {}),
+        };
       case 'stalled': {
         const atMs = stalledChangesAtMs(record);
         const retryAfterMs = atMs && Math.max(MIN_RETRY_AFTER_MS, Math.ceil(atMs - nowMs));

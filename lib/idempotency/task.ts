@@ -22,7 +22,7 @@
  */
 import type * as z from 'zod/mini';
 import { answerOf, askAgainAfterMs, MIN_RETRY_AFTER_MS } from './answers';
-import { classify, createdAtOf, stalledChangesAtMs } from './call-state';
+import { classify, createdAtOf, neverRan, stalledChangesAtMs } from './call-state';
 import type { CallRecord, StalledReason } from './protocol/record';
 import type { InvokeOptions, ToolRuntime } from './runtime';
 import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
@@ -54,6 +54,11 @@ export type CallTask = TaskTimes &
         readonly state: 'live' | 'abandoned' | 'stalled';
         /** Stalled: why the completer gave up on it. */
         readonly reason?: StalledReason;
+        /**
+         * What holds it, where its state alone would mislead: `powertools`, live under Powertools' handler
+         * (a resend past its TTL runs it anew); `handed_off`, abandoned but never run — queued for the completer.
+         */
+        readonly note?: 'powertools' | 'handed_off';
         /** When polling it again is worth it. */
         readonly pollIntervalMs: number;
       }
@@ -100,6 +105,7 @@ export function taskOf(
         state,
         // Its holder may store it at any moment: the same hint as every answer about it (`askAgainAfterMs`).
         pollIntervalMs: askAgainAfterMs(record, state, nowMs),
+        ...(record.writtenBy === 'powertools' ? { note: 'powertools' as const } : {}),
       };
     case 'abandoned':
     case 'stalled':
@@ -113,6 +119,7 @@ export function taskOf(
         // scheduled, or nothing moves it before `stalledChangesAtMs` (one Powertools' handler left) — then.
         pollIntervalMs: state === 'stalled' ? stalledPollMs(record, nowMs) : askAgainAfterMs(record, state, nowMs),
         ...(state === 'stalled' ? { reason: record.stalledReason ?? 'attempts' } : {}),
+        ...(state === 'abandoned' && neverRan(record) ? { note: 'handed_off' as const } : {}),
       };
     case 'completed': {
       // Rule 5: read, never the committing answer — a replay.

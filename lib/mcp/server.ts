@@ -25,7 +25,7 @@ import {
   ToolError,
   type ToolResult,
 } from '../idempotency';
-import { ABANDONED_HINT, STALLED_HINTS } from '../reads/operation';
+import { ABANDONED_HINT, HANDED_OFF_HINT, POWERTOOLS_LIVE_HINT, STALLED_HINTS } from '../reads/operation';
 import {
   commitProofFor,
   extensionTaskOf,
@@ -113,6 +113,8 @@ function wordingOf(tool: string, clientKey: string, era: McpEra = 'legacy'): Tas
     working: {
       live: `Running under idempotency_key "${clientKey}"; it will not run twice. ${then}`,
       abandoned: ABANDONED_HINT,
+      powertools: POWERTOOLS_LIVE_HINT,
+      handed_off: HANDED_OFF_HINT,
     },
     stalled: STALLED_HINTS,
     failed(result) {

@@ -119,8 +119,8 @@ export interface McpTask {
 
 /** What each kind of task says of itself. */
 export interface TaskWording {
-  /** A `working` task's message, by its call's state. */
-  readonly working: Readonly<Record<'live' | 'abandoned', string>>;
+  /** A `working` task's message, by its call's state — or by what holds it, where it says more (`CallTask.note`). */
+  readonly working: Readonly<Record<'live' | 'abandoned' | 'powertools' | 'handed_off', string>>;
   /** A stalled task's message (`working`: only a resend finishes it), by why the completer gave up on it. */
   readonly stalled: Readonly<Record<StalledReason, string>>;
   /** A `failed` task's message, from its error answer. */
@@ -142,7 +142,7 @@ export function mcpTaskOf(taskId: string, task: CallTask, wording: TaskWording):
       statusMessage:
         task.state === 'stalled'
           ? (wording.stalled[task.reason ?? 'attempts'] ?? wording.stalled.attempts)
-          : wording.working[task.state],
+          : wording.working[task.note ?? task.state],
       pollInterval: task.pollIntervalMs,
     };
   }

@@ -21,6 +21,16 @@ export const operationAnswer = z.lazy(() =>
       status: z.literal('pending'),
       key: z.string(),
       retry_after_ms: z.int().check(z.describe('Ask again after this long (ms): it may finish at any moment.')),
+      runs_anew: z.optional(
+        z
+          .literal(true)
+          .check(
+            z.describe(
+              'A Powertools handler on the same table holds this call, not retrysafe: once its record expires a call with the same key runs it anew, which can act twice. Check the effect first.',
+            ),
+          ),
+      ),
+      hint: z.optional(z.string().check(z.describe('What holds it, and what a resend would do.'))),
       next: nextStepSchema,
     }),
     z.strictObject({
@@ -31,6 +41,15 @@ export const operationAnswer = z.lazy(() =>
         .int()
         .check(z.describe('When the server re-runs it (ms from now); a resend with the same key runs it at once.')),
       hint: z.string().check(z.describe('What happens next: the completer finishes it, or resend with the same key.')),
+      handed_off: z.optional(
+        z
+          .literal(true)
+          .check(
+            z.describe(
+              'It never ran: it was handed to the server to run in the background (a long-running tool) and is queued.',
+            ),
+          ),
+      ),
       next: nextStepSchema,
     }),
     z.strictObject({

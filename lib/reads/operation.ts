@@ -16,6 +16,14 @@ export interface OperationSource {
 export const ABANDONED_HINT =
   'the call stopped before it finished (its worker died, or its attempt failed): the server re-runs it once the wait this answer gives is over, or resend the same arguments with the same key now to run it at once — neither can act twice';
 
+/** What an abandoned call handed off unrun is (`CallRecord.handedOff`, attempt 1): queued, not failed. */
+export const HANDED_OFF_HINT =
+  'the call is queued: it was handed to the server to run in the background and has not started yet; the server runs it once the wait this answer gives is over, or resend the same arguments with the same key now to run it at once — neither can act twice';
+
+/** What a call Powertools' handler holds with its lock live (or none, to its TTL) is: no promise of one effect. */
+export const POWERTOOLS_LIVE_HINT =
+  'a Powertools handler on the same table holds this call (it may still be running, or have stopped): ask again after the wait this answer gives; once its record expires, a resend with the same key runs it anew, which can act twice: check the effect first';
+
 /** What a resend does for a stalled call, and what happens without one. */
 const RESEND =
   'resend the same arguments with the same key to run it again — it cannot act twice — otherwise it stays unfinished until its record expires';
@@ -46,7 +54,15 @@ export async function readOperation(
   tool: string,
   key: string,
 ): Promise<
-  ReadAnswer<{ status: OperationStatus; key: string; receipt?: JsonObject; retry_after_ms?: number; hint?: string }>
+  ReadAnswer<{
+    status: OperationStatus;
+    key: string;
+    receipt?: JsonObject;
+    retry_after_ms?: number;
+    runs_anew?: true;
+    handed_off?: true;
+    hint?: string;
+  }>
 > {
   if (!toolNames.includes(tool)) return failure('not_found', `tool: no tool ${clip(tool)}`);
   // A key no write could have used (over 255 characters) names no operation: no read is sent.
@@ -65,13 +81,16 @@ export async function readOperation(
   }
   if (!operation) return failure('not_found', `key: no operation ${key} for ${tool}`);
   if (operation.status === 'completed') return { ok: true, status: 'completed', key, receipt: operation.receipt };
-  if (operation.status === 'pending')
-    return { ok: true, status: 'pending', key, retry_after_ms: operation.retryAfterMs };
+  if (operation.status === 'pending') {
+    const anew = operation.runsAnew ? { runs_anew: true as const, hint: POWERTOOLS_LIVE_HINT } : {};
+    return { ok: true, status: 'pending', key, retry_after_ms: operation.retryAfterMs, ...anew };
+  }
   if (operation.status === 'stalled') {
     const hint = STALLED_HINTS[operation.reason] ?? STALLED_HINT;
     // Nothing moves it before then (a Powertools handler's call, until its TTL): `next` says so.
     const wait = operation.retryAfterMs === undefined ? {} : { retry_after_ms: operation.retryAfterMs };
     return { ok: true, status: 'stalled', key, ...wait, hint };
   }
-  return { ok: true, status: 'abandoned', key, retry_after_ms: operation.retryAfterMs, hint: ABANDONED_HINT };
+  const queued = operation.handedOff ? { hint: HANDED_OFF_HINT, handed_off: true as const } : { hint: ABANDONED_HINT };
+  return { ok: true, status: 'abandoned', key, retry_after_ms: operation.retryAfterMs, ...queued };
 }

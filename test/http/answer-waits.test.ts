@@ -3,17 +3,21 @@
  * Every answer's wait is when its call can next change, on the paths the review of issue 35's fixes
  * found (helper-22), each first as a failing test: a call Powertools' handler left in flight (its task's
  * poll, a resend's promise), a fresh key behind a dedupe window's parked holder, a provider's wait longer
- * than the record's TTL.
+ * than the record's TTL; and by the review of the hand-off (helper-23): a call Powertools' handler holds with
+ * no lock (promised one effect), a call handed off unrun (described as crashed).
  */
 import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { TOOLS } from '../../app/tools';
 import { recordKeyOf, validationOf } from '../../lib/idempotency/derivation';
 import { InFlightError } from '../../lib/idempotency/errors';
 import { fingerprint } from '../../lib/idempotency/fingerprint';
 import { MIN_TTL_SECONDS } from '../../lib/idempotency/tool';
 import { taskIdOf } from '../../lib/mcp/tasks';
 import { idempotencyTableName } from '../../lib/store/tables';
+import type { AnyToolModule } from '../../lib/tools/tool-module';
 import { startTestApi, type TestApi } from '../helpers/api';
+import { advanceClock } from '../helpers/clock';
 import { ownIdempotencyTable } from '../helpers/own-table';
 import { modernRequest } from '../helpers/raw-mcp';
 import { noteTool } from '../helpers/tools';
@@ -22,9 +26,19 @@ import { deadline, identity, newTenant } from '../helpers/world';
 // An idempotency table of its own: it writes records with no tenant (Powertools' handler's), which every
 // other suite's tenant erase would take as its own (rule 6).
 ownIdempotencyTable('answer-waits');
+/** The example's send_email under another name, declared long-running: a task-taking client's call is handed off. */
+const laterEmail = ((module: AnyToolModule): AnyToolModule => ({
+  ...module,
+  name: 'send_email_later',
+  longRunning: true,
+  bind(services: unknown) {
+    return { ...module.bind(services), name: 'send_email_later', longRunning: true };
+  },
+}))(TOOLS.find((tool) => tool.name === 'send_email') as AnyToolModule);
+
 let api: TestApi;
 beforeAll(async () => {
-  api = await startTestApi();
+  api = await startTestApi({ tools: [...TOOLS, laterEmail] });
 });
 afterAll(() => api.close());
 
@@ -33,8 +47,17 @@ function modern(token: string, method: string, params: Record<string, unknown>) 
   return modernRequest(api.url, token, method, params, { client: 'review' });
 }
 
-/** What Powertools' handler leaves when its worker dies: no claim, call instance or attempt; its lock ended. */
-async function putStalledPowertoolsRecord(tenant: string, key: string, args: Record<string, string>, ttlS: number) {
+/**
+ * What Powertools' handler leaves in flight: no claim, call instance or attempt — its lock ended 5 s ago
+ * (its worker died), or none at all (it ran without a Lambda context: it holds the key to its TTL).
+ */
+async function putPowertoolsRecord(
+  tenant: string,
+  key: string,
+  args: Record<string, string>,
+  ttlS: number,
+  lock: 'ended' | 'none' = 'ended',
+) {
   await api.services.client.send(
     new PutItemCommand({
       TableName: idempotencyTableName(),
@@ -42,12 +65,14 @@ async function putStalledPowertoolsRecord(tenant: string, key: string, args: Rec
         id: { S: recordKeyOf('send_email', [tenant, 'ada', key]) },
         status: { S: 'INPROGRESS' },
         expiration: { N: String(Math.round(Date.now() / 1000) + ttlS) },
-        in_progress_expiration: { N: String(Date.now() - 5_000) },
+        ...(lock === 'ended' ? { in_progress_expiration: { N: String(Date.now() - 5_000) } } : {}),
         validation: { S: validationOf(fingerprint(args)) },
       },
     }),
   );
 }
+const putStalledPowertoolsRecord = (tenant: string, key: string, args: Record<string, string>, ttlS: number) =>
+  putPowertoolsRecord(tenant, key, args, ttlS, 'ended');
 
 describe('a task of a call Powertools’ handler left in flight polls at its TTL, when it can next change (review F2; taskOf, stalledChangesAtMs)', () => {
   it('tasks/get’s pollIntervalMs is the wait the CreateTaskResult and get_operation’s retry_after_ms give (stalledChangesAtMs: the TTL)', async () => {
@@ -183,4 +208,67 @@ describe('a provider’s wait parks no lock past the record’s TTL, and no wait
       expect(poll).toMatchObject({ status: 'abandoned' });
     },
   );
+});
+
+describe('a call Powertools’ handler holds with no lock is promised no single effect either (review 3, P1; answerOfRecord, lookup, taskOf)', () => {
+  it('a resend, get_operation and the task say runs anew past its TTL — and past it a resend does run it', async () => {
+    const tenant = newTenant();
+    const token = await api.token(tenant);
+    const key = `ptl-${Date.now()}`;
+    const args = { to: 'a@example.com', subject: 's', body: 'b' };
+    await putPowertoolsRecord(tenant, key, args, 120, 'none');
+
+    const resend = await api.post('/tools/send_email', token, { idempotency_key: key, ...args });
+    const poll = await modern(token, 'tools/call', {
+      name: 'get_operation',
+      arguments: { tool: 'send_email', idempotency_key: key },
+    });
+    const task = await modern(token, 'tasks/get', {
+      taskId: taskIdOf('send_email', key, `${recordKeyOf('send_email', [tenant, 'ada', key])}@powertools`),
+    });
+    // The record's TTL passes (its only change): the same resend now claims the key anew and runs the tool.
+    advanceClock(125_000);
+    const afterTtl = await api.post('/tools/send_email', token, { idempotency_key: key, ...args });
+    jest.restoreAllMocks();
+
+    expect(resend.status).toBe(202);
+    expect(afterTtl.body).toMatchObject({ ok: true, idempotent: false });
+    expect({
+      runs_anew: (resend.body as { runs_anew?: boolean }).runs_anew,
+      next: resend.next?.message,
+      poll: poll.result.structuredContent,
+      task: task.result?.statusMessage,
+    }).toEqual({
+      runs_anew: true,
+      next: expect.stringMatching(/can act twice/),
+      poll: expect.objectContaining({
+        status: 'pending',
+        runs_anew: true,
+        hint: expect.stringMatching(/can act twice/),
+      }),
+      task: expect.stringMatching(/can act twice/),
+    });
+    expect(JSON.stringify([resend.body, poll.result, task.result])).not.toMatch(/will not run twice/);
+  });
+});
+
+describe('a call handed off unrun is told queued, not crashed (review 3, W1; HANDED_OFF_HINT, CallTask.note)', () => {
+  it('2026-07-28: its task and get_operation say it is queued and has not started — no “its worker died, or its attempt failed”', async () => {
+    const token = await api.token(newTenant('w1'));
+    const key = `w1-${Date.now()}`;
+    const email = { idempotency_key: key, to: 'a@example.com', subject: 'long', body: `b ${key}` };
+
+    const created = await modern(token, 'tools/call', { name: 'send_email_later', arguments: email });
+    const poll = await modern(token, 'tools/call', {
+      name: 'get_operation',
+      arguments: { tool: 'send_email_later', idempotency_key: key },
+    });
+
+    expect(created.result).toMatchObject({ resultType: 'task', status: 'working' });
+    expect(poll.result.structuredContent).toMatchObject({ status: 'abandoned', handed_off: true });
+    expect({ task: created.result.statusMessage, poll: JSON.stringify(poll.result.structuredContent) }).toEqual({
+      task: expect.stringMatching(/queued/),
+      poll: expect.not.stringMatching(/worker died|attempt failed|stopped before it finished/),
+    });
+  });
 });

@@ -244,8 +244,8 @@ describe('a first claim whose deadline ends exactly the tolerance before the TTL
         },
       );
       await started.opened;
-      const [{ id }] = (await world.idempotencyRecordKeys(caller.tenant)) as [{ id: string }];
-      const record = await readCallRecord(table, id);
+      const [claimed] = await world.idempotencyRecordKeys(caller.tenant);
+      const record = await readCallRecord(table, claimed!.id);
       release.open();
       await running;
       jest.restoreAllMocks();

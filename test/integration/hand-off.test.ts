@@ -1,5 +1,6 @@
 // Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
 // Rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false.
+import { randomUUID } from 'node:crypto';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
@@ -109,5 +110,101 @@ describe('a call handed off to the completer', () => {
 
     expect(answered).toMatchObject({ ok: true, idempotent: false });
     expect(execute).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe('a handed-off call under the completer’s attempt limit (review 3, H1): its unrun first claim is no attempt', () => {
+  it('maxAttempts 0 is refused naming the field (it would give up every handed-off call unrun), and under maxAttempts 1 a handed-off call still runs once', async () => {
+    const caller = identity();
+    const { tool, execute } = noteTool('send_note', undefined, { longRunning: true });
+    const options = (maxAttempts: number) => ({
+      client: world.client,
+      runtime,
+      tools: [tool],
+      queue: { send: async () => undefined },
+      tableName: world.idempotencyTable.tableName,
+      attributes: DEFAULT_RECORD_ATTRIBUTES,
+      maxAttempts,
+    });
+
+    expect(() => new Completer(options(0))).toThrow('maxAttempts (0) must be a whole number, at least 1');
+    expect(() => new Completer(options(Number.NaN))).toThrow(/maxAttempts \(NaN\)/);
+    const handed = await callAsTask(
+      runtime,
+      tool,
+      caller,
+      { idempotency_key: `k-${randomUUID()}`, text: 'hi' },
+      deadline(),
+      {
+        handOff: true,
+      },
+    );
+    const recordKey = handed.task?.callId.split('@')[0] ?? '';
+    const parked = await itemOf(recordKey);
+    const outcome = await new Completer(options(1)).onRecheck(
+      { key: recordKey, claim: String(parked?.claim_id) },
+      deadline(60_000),
+    );
+
+    expect(parked).toMatchObject({ attempt: 1, handed_off: true });
+    expect({ outcome, runs: execute.mock.calls.length }).toEqual({ outcome: 'finished', runs: 1 });
+  });
+});
+
+describe('a handed-off call’s first run meets a business error (review 3, H3): its task ends failed, and nothing spills over', () => {
+  it('a dedupe-window tool whose first run (the completer’s) meets not_found: the key keeps the failure, and a fresh key with the same arguments runs, as after a failure in the request', async () => {
+    const { NotFoundError } = await import('../../lib/idempotency/errors');
+    let customerExists = false;
+    const behaviour = async (args: { text: string }) => {
+      if (!customerExists) throw new NotFoundError('customer: no such customer');
+      return { receipt: { note_id: `note_${randomUUID()}`, text: args.text }, replayed: false };
+    };
+    const name = `window_note_${Date.now()}`;
+    const { tool, execute } = noteTool(name, behaviour, { longRunning: true, dedupeWindowSeconds: 600 });
+    const sent: Recheck[] = [];
+    const completer = new Completer({
+      client: world.client,
+      runtime,
+      tools: [tool],
+      queue: { send: async (rechecks) => void sent.push(...rechecks) },
+      tableName: world.idempotencyTable.tableName,
+      attributes: DEFAULT_RECORD_ATTRIBUTES,
+    });
+    const caller = identity();
+
+    // Control: the same tool run in the request (REST) — a first attempt's not_found frees the key and the intent.
+    const control = noteTool(`${name}_rest`, behaviour, { dedupeWindowSeconds: 600 });
+    const inRequest = await runtime.invoke(control.tool, caller, { idempotency_key: 'r1', text: 'same' }, deadline());
+    customerExists = true;
+    const freshInRequest = await runtime.invoke(
+      control.tool,
+      caller,
+      { idempotency_key: 'r2', text: 'same' },
+      deadline(),
+    );
+    customerExists = false;
+    expect(inRequest).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(freshInRequest).toMatchObject({ ok: true, idempotent: false });
+
+    // Handed off: the completer's run is the tool's first, and meets not_found.
+    const handed = await callAsTask(runtime, tool, caller, { idempotency_key: 'h1', text: 'same' }, deadline(), {
+      handOff: true,
+    });
+    const recordKey = handed.task?.callId.split('@')[0] ?? '';
+    const parked = await itemOf(recordKey);
+    await completer.onRecheck({ key: recordKey, claim: String(parked?.claim_id) }, deadline(60_000));
+    expect(execute).toHaveBeenCalledTimes(1);
+    // The caller creates the customer, then asks again with a fresh key (the old one is burned, as documented).
+    customerExists = true;
+    const fresh = await runtime.invoke(tool, caller, { idempotency_key: 'h2', text: 'same' }, deadline());
+
+    const kept = await runtime.invoke(tool, caller, { idempotency_key: 'h1', text: 'same' }, deadline());
+
+    // The handed-off key ends failed (its task must end); nothing ran under the window, so a fresh key runs.
+    expect(kept).toMatchObject({ ok: false, idempotent: true, error: { code: 'not_found' } });
+    expect({ fresh, runs: execute.mock.calls.length }).toMatchObject({
+      fresh: { ok: true, idempotent: false },
+      runs: 2,
+    });
   });
 });

@@ -12,7 +12,11 @@ describe('defineTool', () => {
     ['args that declare idempotency_key', { args: z.strictObject({ idempotency_key: z.string() }) }, /idempotency_key/],
     ['args that are not strict', { args: z.object({ text: z.string() }) }, /z\.strictObject/],
     // A JS config has no types to stop it: "yes" would run every call in the request without a word (review 3, H2).
-    ['longRunning that is not a boolean', { longRunning: 'yes' as unknown as boolean }, /longRunning \("yes"\) must be true or false/],
+    [
+      'longRunning that is not a boolean',
+      { longRunning: 'yes' as unknown as boolean },
+      /longRunning \("yes"\) must be true or false/,
+    ],
   ])('refuses %s', (_label, override, message) => {
     const annotations = { destructiveHint: false, openWorldHint: false };
     const definition = {

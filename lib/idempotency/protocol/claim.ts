@@ -129,12 +129,16 @@ function answerOfRecord(existing: CallRecord, request: ClaimRequest): ClaimPhase
     // claim runs it under this call's downstream key —, so the wait is all of it (`stalledChangesAtMs`).
     // A parked call: nobody runs it before its lock ends, so all of it (`askAgainAfterMs`); a held one: its lock.
     const changesAtMs = existing.lockEndsMs < nowMs ? stalledChangesAtMs(existing) : undefined;
+    // Powertools' handler holds it, its lock live (or none: to its TTL): it may store it at any moment,
+    // and if it does not, a resend past its TTL runs it anew — no promise of one effect either (review 3, P1).
     const until =
       changesAtMs !== undefined
         ? { afterMs: changesAtMs - nowMs, runsAnew: true as const }
         : isParked(existing)
           ? { afterMs: askAgainAfterMs(existing, 'live', nowMs) }
-          : { atMs: existing.lockEndsMs };
+          : existing.writtenBy === 'powertools'
+            ? { atMs: existing.lockEndsMs, runsAnew: true as const }
+            : { atMs: existing.lockEndsMs };
     return { kind: 'pending', until, call: existing };
   }
   if (existing.status === STATUS.completed) {
@@ -153,6 +157,12 @@ export interface Claim {
   readonly claimId: string;
   /** 1 for a first claim, +1 for each takeover of an abandoned attempt. */
   readonly attempt: number;
+  /**
+   * Whether an earlier attempt may have run the effect: any before this one but a handed-off first claim,
+   * which was parked unrun (`CallRecord.handedOff`). False on a first claim, and on the takeover of a
+   * handed-off one: its failure frees the key as a first attempt's does.
+   */
+  readonly ranBefore: boolean;
   /** The downstream key an earlier attempt fixed on the record (it took an intent over), if any. */
   readonly downstreamKey: string | undefined;
   /** The call's id, the same on every attempt of it: what its tool stamps its commit with. */
@@ -228,6 +238,7 @@ export async function claim(table: IdempotencyTable, first: FirstClaim, nowMs: n
       recordKey: first.recordKey,
       claimId,
       attempt: 1,
+      ranBefore: false,
       downstreamKey: undefined,
       callId,
       askedAtMs: nowMs,
@@ -282,6 +293,7 @@ export async function takeOver(table: IdempotencyTable, from: TakeOver, nowMs: n
     recordKey: from.recordKey,
     claimId,
     attempt: record.attempt,
+    ranBefore: record.attempt - 1 - (record.handedOff ? 1 : 0) > 0,
     downstreamKey: record.downstreamKey,
     callId: record.callId,
     askedAtMs: createdAtOf(record, from.ttlSeconds),

@@ -81,6 +81,12 @@ export interface RecordAttributes {
    * task's `lastUpdatedAt` once it is terminal.
    */
   readonly completedAt: string;
+  /**
+   * On a call record: true when its first claim was handed off (`InvokeOptions.handOff`): parked unrun for
+   * the completer, so attempt 1 never ran its effect — the next attempt is the call's first run. Written by
+   * that park, never removed.
+   */
+  readonly handedOff: string;
 }
 
 /** The attribute names retrysafe uses unless told otherwise. */
@@ -105,6 +111,7 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   stalledReason: 'stalled_reason',
   createdAt: 'created_at',
   completedAt: 'completed_at',
+  handedOff: 'handed_off',
 };
 
 /**
@@ -179,6 +186,13 @@ export interface CallRecord {
    * @default undefined (a retrysafe claim wrote it)
    */
   readonly writtenBy?: 'powertools';
+  /**
+   * True when its first claim was handed off, parked unrun for the completer (`handedOff` attribute): attempt
+   * 1 never ran its effect. Read by a takeover (`Claim.ranBefore`), the completer's count of attempts, and
+   * what answers say of it.
+   * @default false
+   */
+  readonly handedOff?: boolean;
 }
 
 /** A call's id: the record key and the instance its first claim started. */
@@ -251,6 +265,7 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
     createdAtMs: number(item, attr.createdAt),
     completedAtMs: number(item, attr.completedAt),
     writtenBy: powertools ? 'powertools' : undefined,
+    handedOff: item[attr.handedOff] === true,
   };
 }
 

@@ -55,7 +55,13 @@ export async function store(
  * It names the claim that parked it (`parkedClaim`): while that claim holds the record, no attempt runs
  * it, so a poll's wait is its lock's end, not a holder's "any moment" (`askAgainAfterMs`).
  */
-export async function park(table: IdempotencyTable, claim: Claim, untilMs: number): Promise<'parked' | 'claim_lost'> {
+export async function park(
+  table: IdempotencyTable,
+  claim: Claim,
+  untilMs: number,
+  /** `handedOff`: a fresh claim parked unrun for the completer — marked so on the record (`CallRecord.handedOff`). */
+  { handedOff = false }: { readonly handedOff?: boolean } = {},
+): Promise<'parked' | 'claim_lost'> {
   const attr = table.attributes;
   const held = ownClaim(attr, claim.claimId, true);
   const written = await conditionally(
@@ -63,10 +69,19 @@ export async function park(table: IdempotencyTable, claim: Claim, untilMs: numbe
     new UpdateItemCommand({
       TableName: table.tableName,
       Key: marshall({ [attr.key]: claim.recordKey }),
-      UpdateExpression: 'SET #lockEnd = :until, #parked = :claim',
+      UpdateExpression: `SET #lockEnd = :until, #parked = :claim${handedOff ? ', #handedOff = :handedOff' : ''}`,
       ConditionExpression: held.expression,
-      ExpressionAttributeNames: { '#lockEnd': attr.lockEnd, '#parked': attr.parkedClaim, ...held.names },
-      ExpressionAttributeValues: { ':until': { N: String(untilMs) }, ...held.values },
+      ExpressionAttributeNames: {
+        '#lockEnd': attr.lockEnd,
+        '#parked': attr.parkedClaim,
+        ...(handedOff ? { '#handedOff': attr.handedOff } : {}),
+        ...held.names,
+      },
+      ExpressionAttributeValues: {
+        ':until': { N: String(untilMs) },
+        ...(handedOff ? { ':handedOff': { BOOL: true } } : {}),
+        ...held.values,
+      },
     }),
   );
   return written.passed ? 'parked' : 'claim_lost';

@@ -66,8 +66,7 @@ export async function runAttempt<S extends z.ZodMiniObject, R extends JsonObject
     tenant: plan.identity.tenant,
     tool: plan.tool.name,
     validation: plan.validation,
-    // Rule 2 on the first claim too: its lock ends the skew tolerated before its TTL, however the TTL's
-    // seconds round (a deadline the runtime accepts, `firstLockEndsMs`, may end within 0.5 s of the bound).
+    // Rule 2 on the first claim too, however the TTL's seconds round (review 3, L1).
     expiresAtS: Math.max(expiresAtSOf(plan.ttlSeconds, Date.now()), ttlNeededFor(plan.lockEndsMs)),
     lockEndsMs: plan.lockEndsMs,
     ttlSeconds: plan.ttlSeconds,
@@ -127,8 +126,8 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
       const executed = await execute(plan, claim, chosen.downstreamKey, chosen.createdIntent);
       if (executed.kind === 'settle') return settle(plan, claim, executed.settlement, executed.ending);
       const ended = await storeOutcome(plan, claim, executed.outcome, executed.replay);
+      // Stored, so settled whatever the release says: an intent left held only replays the failure.
       if (executed.releaseIntent && ended.kind === 'outcome') {
-        // Stored: the call is settled whatever this says; an intent left held only replays the failure.
         await releaseIntent(plan.table, intentKeyOf(intentScopeOf(plan)), holderOf(claim)).catch((error: unknown) =>
           plan.logger?.warn('dedupe window intent not released', { tool: plan.tool.name, error: error as Error }),
         );
@@ -232,8 +231,7 @@ type Settlement =
   | { readonly kind: 'park'; readonly untilMs?: number; readonly handedOff?: true };
 
 const PARK_NOW: Settlement = { kind: 'park' };
-/** A fresh claim handed off: parked now, unrun, and marked so (`CallRecord.handedOff`). */
-const HAND_OFF: Settlement = { kind: 'park', handedOff: true };
+const HAND_OFF: Settlement = { kind: 'park', handedOff: true }; // parked now, unrun, marked so (`CallRecord.handedOff`)
 
 /** What executing the tool led to: an outcome to store, or a claim to settle and how the attempt ends. */
 type Executed =
@@ -241,7 +239,7 @@ type Executed =
       readonly kind: 'outcome';
       readonly outcome: StoredOutcome;
       readonly replay?: ReplayKind;
-      /** Once stored, release the intent this attempt created: the failure stored made no effect. */
+      /** Once stored, release the intent this attempt created (a failure that made no effect). */
       readonly releaseIntent?: boolean;
     }
   | { readonly kind: 'settle'; readonly settlement: Settlement; readonly ending: Ending };
@@ -280,16 +278,13 @@ function executionFailed(error: unknown, claim: Claim, createdIntent: boolean): 
     const outcome: StoredOutcome = { replayed: false, failure: error.code, message: error.message };
     // An earlier attempt may have made the effect: the failure becomes the call's outcome.
     if (claim.ranBefore) return { kind: 'outcome', outcome };
-    // The first run of a handed-off call (its first claim parked unrun): its task must end, so the failure
-    // is its stored outcome, as documented; but nothing happened, so the dedupe window's intent it created
-    // is freed for other keys, as a first attempt's failure frees it (review 3, H3).
+    // A handed-off call's first run: stored (its task must end), its intent freed — nothing ran (review 3, H3).
     if (claim.attempt > 1) return { kind: 'outcome', outcome, releaseIntent: createdIntent };
     return { kind: 'settle', settlement: { kind: 'release', createdIntent }, ending: failed(error) };
   }
   if (error instanceof InFlightError) {
-    // The provider still runs the key: pending, the record parked until it is worth asking again. A wait
-    // that is no number of ms (NaN, negative: a tool's bug) is none — ask again at once; one past the TTL
-    // is cut to it in `settle` (rule 2).
+    // The provider still runs the key: pending, parked until then. No number of ms (NaN, < 0) is no wait;
+    // one past the TTL is cut to it in `settle` (rule 2).
     const waitMs = error.retryAfterMs > 0 ? error.retryAfterMs : 0;
     const settlement: Settlement = { kind: 'park', untilMs: Date.now() + waitMs };
     return { kind: 'settle', settlement, ending: { kind: 'pending', until: { afterMs: waitMs } } };
@@ -331,8 +326,7 @@ function leftAs<S extends z.ZodMiniObject, R extends JsonObject>(
   plan: CallPlan<S, R>,
   claim: Claim,
   lockEndsMs: number,
-  /** Parked by a hand-off (`CallRecord.handedOff`), as the park wrote it. */
-  handedOff = false,
+  handedOff = false, // parked by a hand-off (`CallRecord.handedOff`), as the park wrote it
 ): CallRecord {
   return {
     ...(handedOff ? { handedOff } : {}),

@@ -78,7 +78,7 @@ export function classify(record: CallRecord | undefined, nowMs: number): CallSta
 }
 
 /** A call whose only attempt was handed off unrun (`CallRecord.handedOff`): queued for the completer, never run. */
-export function neverRan(record: Pick<CallRecord, 'handedOff' | 'attempt'>): boolean {
+export function neverRan(record: CallRecord): boolean {
   return record.handedOff === true && record.attempt === 1;
 }
 

@@ -114,7 +114,7 @@ function wordingOf(tool: string, clientKey: string, era: McpEra = 'legacy'): Tas
       live: `Running under idempotency_key "${clientKey}"; it will not run twice. ${then}`,
       abandoned: ABANDONED_HINT,
       powertools: POWERTOOLS_LIVE_HINT,
-      handed_off: HANDED_OFF_HINT,
+      queued: HANDED_OFF_HINT,
     },
     stalled: STALLED_HINTS,
     failed(result) {

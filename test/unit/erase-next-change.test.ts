@@ -1,6 +1,6 @@
 // Rule 6 (docs/state-machine.md): erase is final and keeps what is in flight.
 
-import { nextChangeAtMs } from '../../lib/idempotency/protocol/erase';
+import { nextChangeAtMs, unattributedItem } from '../../lib/idempotency/protocol/erase';
 import type { CallRecord } from '../../lib/idempotency/protocol/record';
 
 /**
@@ -46,5 +46,69 @@ describe('nextChangeAtMs', () => {
 
   it('stalled: never by itself (a resend with its key, or erase with the app tables, settles it)', () => {
     expect(nextChangeAtMs(record(4), 'stalled')).toBeUndefined();
+  });
+});
+
+/**
+ * What a tenant's erase makes of an item with no tenant (`unattributedItem`): one Powertools' handler
+ * wrote, or one no claim wrote. It writes nothing to it and assumes it is the tenant's: in flight, kept
+ * with its tool unknown (every app table waits); completed, it may hold the tenant's result until its TTL;
+ * anything else, nothing. Found by the mutation run (docs/mutation.md: erase.ts's survivors).
+ */
+describe('unattributedItem', () => {
+  const NOW = 1_800_000_000_000;
+  const table = { client: undefined as never };
+  const powertools = (overrides: Record<string, unknown>) => ({
+    id: 'refund#abc',
+    status: 'INPROGRESS',
+    expiration: NOW / 1000 + 600,
+    validation: 'v',
+    ...overrides,
+  });
+  beforeEach(() => jest.spyOn(Date, 'now').mockReturnValue(NOW));
+  afterEach(() => jest.restoreAllMocks());
+
+  it('keeps a Powertools call in flight, its lock live: until its lock ends, its tool unknown', () => {
+    expect(unattributedItem(table, powertools({ in_progress_expiration: NOW + 5_000 }))).toEqual({
+      kept: { recordKey: 'refund#abc', tool: undefined, state: 'live', changesAtMs: NOW + 5_000 },
+    });
+  });
+
+  it('keeps a Powertools call whose worker died: stalled, until its TTL (nothing retrysafe runs moves it)', () => {
+    expect(unattributedItem(table, powertools({ in_progress_expiration: NOW - 5_000 }))).toEqual({
+      kept: { recordKey: 'refund#abc', tool: undefined, state: 'stalled', changesAtMs: NOW + 600_000 },
+    });
+  });
+
+  it('a completed Powertools record may hold the tenant’s result until its TTL', () => {
+    expect(unattributedItem(table, powertools({ status: 'COMPLETED', data: { a: 1 } }))).toEqual({
+      untilMs: NOW + 600_000,
+    });
+  });
+
+  it.each([
+    ['expired', powertools({ status: 'COMPLETED', expiration: NOW / 1000 - 1 })],
+    ['a tombstone', powertools({ status: 'ERASED' })],
+  ])('leaves nothing of a Powertools record %s', (_what, item) => {
+    expect(unattributedItem(table, item)).toBeUndefined();
+  });
+
+  it.each([
+    ['no TTL', { id: 'x#1', status: 'INPROGRESS' }, 'x#1'],
+    ['a TTL this very second', { id: 'x#1', status: 'INPROGRESS', expiration: NOW / 1000 }, 'x#1'],
+    ['a TTL that is not a number', { id: 'x#1', status: 'INPROGRESS', expiration: '1' }, 'x#1'],
+    ['a key that is not text', { id: 7, status: 'INPROGRESS' }, '?'],
+  ])('keeps an unreadable item in progress with %s, every app table waiting', (_what, item, recordKey) => {
+    // A call instance and no attempt: half a claim, neither retrysafe's nor Powertools' record.
+    expect(unattributedItem(table, { ...item, call_id: 'i1' })).toEqual({
+      kept: { recordKey, tool: undefined, state: 'unreadable', changesAtMs: undefined },
+    });
+  });
+
+  it.each([
+    ['whose TTL passed', { id: 'x#1', status: 'INPROGRESS', expiration: NOW / 1000 - 1, call_id: 'i1' }],
+    ['not in progress', { id: 'x#1', status: 'DONE', call_id: 'i1' }],
+  ])('leaves nothing of an unreadable item %s', (_what, item) => {
+    expect(unattributedItem(table, item)).toBeUndefined();
   });
 });

@@ -37,7 +37,7 @@ function record(overrides: Partial<CallRecord> = {}): CallRecord {
 }
 
 const wording: TaskWording = {
-  working: { live: 'live', abandoned: 'abandoned', powertools: 'powertools', handed_off: 'handed off' },
+  working: { live: 'live', abandoned: 'abandoned', powertools: 'powertools', queued: 'queued' },
   stalled: {
     attempts: 'stalled: attempts',
     unknown_tool: 'stalled: unknown tool',

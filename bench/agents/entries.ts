@@ -1,3 +1,4 @@
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { McpServer, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import * as z from 'zod';
@@ -33,8 +34,8 @@ type ApiFunction = (
 
 /** The claim that names the tenant (retrysafe's default, `TENANT_CLAIM`); the user is `sub`. */
 const TENANT_CLAIM = 'tenant_id';
-/** The MCP revision the agent's client speaks: the one both retrysafe's server and the SDK's serve statelessly. */
-const MCP_PROTOCOL_VERSION = '2025-11-25';
+/** The API's host, as the functions see it. */
+const DOMAIN = 'bench.execute-api.us-east-1.amazonaws.com';
 
 /** A bearer token naming the caller (the bench's verifier reads it back; API Gateway's authorizer passed it). */
 function tokenOf(request: ToolRequest): string {
@@ -51,26 +52,28 @@ function apiEvent(
   request: ToolRequest,
   path: string,
   headers: Record<string, string>,
-  body: unknown,
+  body: string | undefined,
+  method = 'POST',
 ): APIGatewayProxyEventV2WithJWTAuthorizer {
   const token = tokenOf(request);
+  const routeKey = path === '/mcp' ? `${method} /mcp` : `${method} /tools/{tool}`;
   return {
     version: '2.0',
-    routeKey: path === '/mcp' ? 'POST /mcp' : 'POST /tools/{tool}',
+    routeKey,
     rawPath: path,
     rawQueryString: '',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, ...headers },
     ...(path === '/mcp' ? {} : { pathParameters: { tool: request.tool } }),
-    body: JSON.stringify(body),
+    ...(body === undefined ? {} : { body }),
     isBase64Encoded: false,
     requestContext: {
       accountId: '000000000000',
       apiId: 'bench',
-      domainName: 'bench.execute-api.us-east-1.amazonaws.com',
+      domainName: DOMAIN,
       domainPrefix: 'bench',
-      http: { method: 'POST', path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'bench' },
+      http: { method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'bench' },
       requestId: 'bench',
-      routeKey: path === '/mcp' ? 'POST /mcp' : 'POST /tools/{tool}',
+      routeKey,
       stage: '$default',
       time: new Date().toISOString(),
       timeEpoch: Date.now(),
@@ -94,50 +97,54 @@ function answerOfText(text: string | undefined, status: number | undefined): Too
   return { ok: false, error: { code: `http_${status ?? 0}`, message: (text ?? '').slice(0, 200) } };
 }
 
-/** The JSON-RPC message of an MCP response body: JSON, or the one `data:` event of an SSE stream. */
-function jsonRpcOf(body: string | undefined): { result?: unknown; error?: { message?: string } } | undefined {
-  const text = body ?? '';
-  const data = text.startsWith('{') ? text : /^data: (.*)$/m.exec(text)?.[1];
-  try {
-    return data === undefined ? undefined : JSON.parse(data);
-  } catch {
-    return undefined;
-  }
-}
-
 /** An approach's REST and MCP functions, and the client side of each: a tool call in, the framework's answer out. */
 export function servedOver(surface: Surface, approach: Approach, world: BenchWorld): ToolServer {
   const functions = functionsOf(approach, world);
-  let id = 0;
   if (surface === 'rest') {
     return async function overRest(request, context) {
-      const event = apiEvent(request, `/tools/${request.tool}`, {}, { idempotency_key: request.key, ...request.args });
-      const response = await functions.rest(event, context);
+      const body = JSON.stringify({ idempotency_key: request.key, ...request.args });
+      const response = await functions.rest(apiEvent(request, `/tools/${request.tool}`, {}, body), context);
       return answerOfText(response.body, response.statusCode);
     };
   }
+  /**
+   * The official MCP SDK client (`@modelcontextprotocol/client`, version negotiation on: 2026-07-28 where
+   * the server serves it, else `initialize` and 2025-11-25), one per call as a stateless agent runtime
+   * opens it, its `fetch` handing each request to the approach's MCP function as API Gateway would.
+   */
   return async function overMcp(request, context) {
-    const event = apiEvent(
-      request,
-      '/mcp',
-      { accept: 'application/json, text/event-stream', 'mcp-protocol-version': MCP_PROTOCOL_VERSION },
-      {
-        jsonrpc: '2.0',
-        id: ++id,
-        method: 'tools/call',
-        params: { name: request.tool, arguments: { idempotency_key: request.key, ...request.args } },
+    const transport = new StreamableHTTPClientTransport(new URL(`https://${DOMAIN}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${tokenOf(request)}` } },
+      async fetch(url, init) {
+        const sent = new Request(url, init);
+        const headers = Object.fromEntries(sent.headers);
+        const body = sent.method === 'POST' ? await sent.text() : undefined;
+        const event = apiEvent(request, new URL(sent.url).pathname, headers, body, sent.method);
+        const response = await functions.mcp(event, context);
+        const noBody = response.statusCode === 202 || response.statusCode === 204;
+        return new Response(noBody ? null : (response.body ?? ''), {
+          status: response.statusCode ?? 200,
+          headers: response.headers as Record<string, string>,
+        });
       },
-    );
-    const response = await functions.mcp(event, context);
-    const message = jsonRpcOf(response.body);
-    if (message?.error) {
-      return { ok: false, error: { code: 'jsonrpc', message: message.error.message ?? 'JSON-RPC error' } };
+    });
+    const client = new Client({ name: 'bench-agent', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    try {
+      await client.connect(transport);
+      const result = await client.callTool({
+        name: request.tool,
+        arguments: { idempotency_key: request.key, ...request.args },
+      });
+      // What an MCP client hands the model: the result's text content — retrysafe's says what happened in a
+      // sentence, then the answer's JSON on its last line; the alternatives': the JSON alone.
+      const content = (result as { content?: Array<{ type: string; text?: string }> }).content;
+      const text = content?.find((part) => part.type === 'text')?.text ?? '';
+      return answerOfText(text.slice(text.lastIndexOf('\n') + 1), 200);
+    } catch (error) {
+      return { ok: false, error: { code: 'mcp_error', message: (error as Error).message.slice(0, 200) } };
+    } finally {
+      await client.close().catch(() => undefined);
     }
-    // What an MCP client hands the model: the result's text content — retrysafe's says what happened in a
-    // sentence, then the answer's JSON on its last line; the alternatives' is the JSON alone.
-    const content = (message?.result as { content?: Array<{ type: string; text?: string }> } | undefined)?.content;
-    const text = content?.find((part) => part.type === 'text')?.text ?? response.body ?? '';
-    return answerOfText(text.slice(text.lastIndexOf('\n') + 1), response.statusCode);
   };
 }
 
@@ -219,9 +226,9 @@ function plainFunctions(serve: ToolServer): { rest: ApiFunction; mcp: ApiFunctio
       await server.connect(transport);
       try {
         const request = new Request(`https://${event.requestContext.domainName}${event.rawPath}`, {
-          method: 'POST',
+          method: event.requestContext.http.method,
           headers: event.headers as Record<string, string>,
-          body: event.body,
+          ...(event.body === undefined ? {} : { body: event.body }),
         });
         const response = await transport.handleRequest(request);
         return {

@@ -1,0 +1,150 @@
+// Review 4 (h-review4): failing tests for the fixes of review 3 (36aea02, 852c4d1) — not fixed.
+import { randomUUID } from 'node:crypto';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { Completer } from '../../lib/idempotency/completer';
+import { NotFoundError } from '../../lib/idempotency/errors';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
+import type { ToolRuntime } from '../../lib/idempotency/runtime';
+import { callAsTask } from '../../lib/idempotency/task';
+import { readOperation } from '../../lib/reads/operation';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { gate, noteTool } from '../helpers/tools';
+
+let world: ProtocolWorld;
+let runtime: ToolRuntime;
+beforeAll(() => {
+  world = createProtocolWorld();
+  runtime = world.idempotencyRuntime();
+});
+afterAll(() => world.destroy());
+
+async function itemOf(recordKey: string) {
+  const { Item } = await world.client.send(
+    new GetItemCommand({
+      TableName: world.idempotencyTable.tableName,
+      Key: { id: { S: recordKey } },
+      ConsistentRead: true,
+    }),
+  );
+  return Item && unmarshall(Item);
+}
+
+function completerOf(tools: ReturnType<typeof noteTool>['tool'][]) {
+  return new Completer({
+    client: world.client,
+    runtime,
+    tools,
+    queue: { send: async () => undefined },
+    tableName: world.idempotencyTable.tableName,
+    attributes: DEFAULT_RECORD_ATTRIBUTES,
+  });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A handed-off call H of a dedupe-window tool whose completer attempt (attempt 2) finds the window's intent
+ * held by another live call B (a fresh key, the same arguments): attempt 2 parks `running`, unrun. B then
+ * meets not_found on its first attempt and frees the intent. Nothing of H has run when its lock ends.
+ */
+async function handedOffBehindALiveHolder() {
+  let customerExists = false;
+  const bGate = gate();
+  let runs = 0;
+  const behaviour = async (args: { text: string }) => {
+    runs += 1;
+    if (runs === 1) await bGate.opened; // B, held in flight
+    if (!customerExists) throw new NotFoundError('customer: no such customer');
+    return { receipt: { note_id: `note_${randomUUID()}`, text: args.text }, replayed: false };
+  };
+  const name = `r4_window_${Date.now()}`;
+  const { tool, execute } = noteTool(name, behaviour, { longRunning: true, dedupeWindowSeconds: 600 });
+  const caller = identity();
+
+  // B: a request in flight holding the window's intent.
+  const b = runtime.invoke(tool, caller, { idempotency_key: 'b1', text: 'same' }, deadline(20_000));
+  while (runs < 1) await sleep(20);
+  // H: handed off; the completer's attempt 2 finds B live and parks `running`.
+  const handed = await callAsTask(runtime, tool, caller, { idempotency_key: 'h1', text: 'same' }, deadline(), {
+    handOff: true,
+  });
+  const recordKey = handed.task?.callId.split('@')[0] ?? '';
+  const parked = await itemOf(recordKey);
+  const second = await completerOf([tool]).onRecheck(
+    { key: recordKey, claim: String(parked?.claim_id) },
+    deadline(60_000),
+  );
+  const afterSecond = await itemOf(recordKey);
+  // B meets not_found on its first attempt: its claim and the intent it created are released.
+  bGate.open();
+  const bAnswer = await b;
+  // H's park (at most MAX_RETRY_AFTER_MS) ends.
+  await sleep(1_200);
+  return {
+    tool,
+    execute,
+    caller,
+    recordKey,
+    second,
+    afterSecond,
+    bAnswer,
+    setCustomerExists: (v: boolean) => {
+      customerExists = v;
+    },
+  };
+}
+
+describe('review 4: a handed-off call whose attempt 2 did not run (it waited on a window holder)', () => {
+  it('H3 incomplete: its first run (attempt 3) meets not_found — nothing ran under the window, yet the intent stays held and a fresh key with the same arguments is answered the stale failure instead of running', async () => {
+    const s = await handedOffBehindALiveHolder();
+    expect(s.second).toBe('unsettled');
+    expect(s.afterSecond).toMatchObject({ attempt: 2, handed_off: true, status: 'INPROGRESS' });
+    expect(s.bAnswer).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(s.execute).toHaveBeenCalledTimes(1); // only B ran; H never did
+
+    // H's first run: a resend takes it over (attempt 3) and meets not_found — stored, as documented.
+    const first = await runtime.invoke(s.tool, s.caller, { idempotency_key: 'h1', text: 'same' }, deadline());
+    expect(first).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(s.execute).toHaveBeenCalledTimes(2);
+    // The caller creates the customer and asks again with a fresh key: nothing ran, so it must run
+    // (docs/guarantees.md "Long-running": "the dedupe window's intent it created is freed, and a fresh key
+    // with the same arguments runs").
+    s.setCustomerExists(true);
+    const fresh = await runtime.invoke(s.tool, s.caller, { idempotency_key: 'f1', text: 'same' }, deadline());
+
+    expect(fresh).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+  });
+
+  it('its poll, once the park ends, says it stopped ("its worker died, or its attempt failed") though it never started', async () => {
+    const s = await handedOffBehindALiveHolder();
+    const poll = await readOperation({ runtime, toolNames: [s.tool.name] }, s.caller, s.tool.name, 'h1');
+
+    expect(s.execute).toHaveBeenCalledTimes(1); // only B ran
+    expect(poll).toMatchObject({ ok: true, status: 'abandoned' });
+    expect(JSON.stringify(poll)).not.toMatch(/worker died|attempt failed|stopped before it finished/);
+  });
+});
+
+describe('review 4: a handed-off call the completer gives up on before it ever ran', () => {
+  it('unknown_tool: get_operation says its effect "may or may not have happened", for a call that never started', async () => {
+    const caller = identity();
+    const { tool, execute } = noteTool(`r4_gone_${Date.now()}`, undefined, { longRunning: true });
+    const handed = await callAsTask(runtime, tool, caller, { idempotency_key: 'g1', text: 'hi' }, deadline(), {
+      handOff: true,
+    });
+    const recordKey = handed.task?.callId.split('@')[0] ?? '';
+    const parked = await itemOf(recordKey);
+    // The deployed completer no longer serves the tool (renamed by a deploy): it gives up at once.
+    const outcome = await completerOf([]).onRecheck(
+      { key: recordKey, claim: String(parked?.claim_id) },
+      deadline(60_000),
+    );
+    const poll = await readOperation({ runtime, toolNames: [tool.name] }, caller, tool.name, 'g1');
+
+    expect(outcome).toBe('gave_up');
+    expect(execute).not.toHaveBeenCalled();
+    expect(poll).toMatchObject({ ok: true, status: 'stalled' });
+    expect(JSON.stringify(poll)).not.toMatch(/may or may not have happened/);
+  });
+});

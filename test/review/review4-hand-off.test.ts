@@ -148,3 +148,21 @@ describe('review 4: a handed-off call the completer gives up on before it ever r
     expect(JSON.stringify(poll)).not.toMatch(/may or may not have happened/);
   });
 });
+
+describe('review 4: when a handed-off call runs, as its answers say it, on the stack', () => {
+  it('its answer and poll say "the server runs it in 1 s" — the stack’s stream mapping batches for streamBatchingWindowSeconds (10 s) before the completer sees the park (docs/guarantees.md: "within a second or two")', async () => {
+    const { COMPLETER_DEFAULTS } = await import('../../lib/infra/defaults');
+    const { nextAfterRead } = await import('../../lib/api/next-step');
+    const caller = identity();
+    const { tool } = noteTool(`r4_when_${Date.now()}`, undefined, { longRunning: true });
+    const handed = await callAsTask(runtime, tool, caller, { idempotency_key: 'w1', text: 'hi' }, deadline(), {
+      handOff: true,
+    });
+    const poll = await readOperation({ runtime, toolNames: [tool.name] }, caller, tool.name, 'w1');
+    const next = nextAfterRead(poll as never);
+    const firstLookMs = COMPLETER_DEFAULTS.streamBatchingWindowSeconds * 1000;
+
+    expect(next.message).toMatch(/queued: the server runs it in 1 s/);
+    expect((handed.result as { retry_after_ms: number }).retry_after_ms).toBeGreaterThanOrEqual(firstLookMs);
+  });
+});

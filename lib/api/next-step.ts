@@ -146,6 +146,13 @@ export function nextAfterWrite(tool: string, result: ToolResult, listedAs?: stri
   if ('status' in result) {
     // No claim holds it (a call Powertools' handler left): as the poll says, no promise of one effect.
     if (result.runs_anew) return runsAnewStep(result.retry_after_ms);
+    if (result.queued) {
+      return {
+        action: 'call_again',
+        after_ms: result.retry_after_ms,
+        message: `Queued under idempotency_key "${result.key}" (nothing ran yet): the server starts it within ${secondsOf(result.retry_after_ms)}. Then call ${listedAs ?? tool} again with the same idempotency_key and arguments to read its result — or now, to run it at once: neither can act twice.`,
+      };
+    }
     const again = `After ${result.retry_after_ms} ms, call ${listedAs ?? tool} again with the same idempotency_key and arguments`;
     return {
       action: 'call_again',
@@ -167,8 +174,8 @@ export type OperationStatus = 'completed' | 'pending' | 'abandoned' | 'stalled';
 export function nextAfterOperation(
   status: OperationStatus,
   afterMs?: number,
-  /** `runsAnew`: Powertools' handler holds it; `handedOff`: abandoned unrun, queued for the completer. */
-  { runsAnew = false, handedOff = false }: { readonly runsAnew?: boolean; readonly handedOff?: boolean } = {},
+  /** `runsAnew`: Powertools' handler holds it; `queued`: abandoned, none of its attempts ran yet. */
+  { runsAnew = false, queued = false }: { readonly runsAnew?: boolean; readonly queued?: boolean } = {},
 ): NextStep {
   switch (status) {
     case 'completed':
@@ -187,7 +194,7 @@ export function nextAfterOperation(
       return {
         action: 'call_again',
         after_ms: wait,
-        message: `${handedOff ? `The call is queued: the server runs it in ${secondsOf(wait)}` : `The call stopped before it finished; the server re-runs it in ${secondsOf(wait)}`}: ask again then. Or call the write again now with the same idempotency_key and arguments to run it at once: neither can act twice.`,
+        message: `${queued ? `The call is queued (nothing ran yet): the server starts it within ${secondsOf(wait)}` : `The call stopped before it finished; the server re-runs it in ${secondsOf(wait)}`}: ask again then. Or call the write again now with the same idempotency_key and arguments to run it at once: neither can act twice.`,
       };
     }
     case 'stalled':
@@ -234,7 +241,7 @@ export type ReadResult =
       readonly status?: OperationStatus;
       readonly retry_after_ms?: number;
       readonly runs_anew?: boolean;
-      readonly handed_off?: boolean;
+      readonly queued?: boolean;
     }
   | ErrorResult;
 
@@ -245,6 +252,6 @@ export function nextAfterRead(answer: ReadResult): NextStep {
     ? AFTER_READ
     : nextAfterOperation(answer.status, answer.retry_after_ms, {
         runsAnew: answer.runs_anew === true,
-        handedOff: answer.handed_off === true,
+        queued: answer.queued === true,
       });
 }

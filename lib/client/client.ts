@@ -1,6 +1,6 @@
 import type { ToolDescription } from '../api/description';
 import { CLIENT_DEFAULTS } from './defaults';
-import { GaveUpError, type LastOutcome, ToolCallError, UnexpectedAnswerError } from './errors';
+import { GaveUpError, type LastOutcome, MayRunAnewError, ToolCallError, UnexpectedAnswerError } from './errors';
 import { isValidKey, keyForToolCall, mintKey } from './keys';
 import { type Backoff, backoffDelay, isNetworkError, retryAfterHeaderMs, sleep } from './retry';
 import type {
@@ -102,6 +102,8 @@ function verdictOf<T>(reply: Reply, target: Target, settle: Settle<T>): Verdict<
   if (status >= 200 && status < 300) {
     if (status === 202 && isObject(body) && body.status === 'pending') {
       const bodyHint = typeof body.retry_after_ms === 'number' ? body.retry_after_ms : undefined;
+      // Held outside retrysafe: a resend past its record's TTL runs it anew — never sent unasked.
+      if (body.runs_anew === true) throw new MayRunAnewError(target.tool, target.key, bodyHint ?? hintMs);
       return { retry: 'pending', hintMs: bodyHint ?? hintMs };
     }
     const settled = settle(body);

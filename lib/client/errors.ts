@@ -39,6 +39,28 @@ export class ToolCallError extends RetrysafeClientError {
   }
 }
 
+/**
+ * The call is held outside retrysafe's claims (a 202 `pending` with `runs_anew: true`: a Powertools handler
+ * on the same table started it, and may still run or have stopped): the client does not resend it, because
+ * once its record expires a resend runs it anew, which can act twice. Check with a read whether it acted,
+ * then call again with `key` only if it did not.
+ */
+export class MayRunAnewError extends RetrysafeClientError {
+  constructor(
+    tool: string,
+    key: string,
+    /** When its record can next change (ms): until then a resend is answered the same. */
+    readonly retryAfterMs: number | undefined,
+  ) {
+    super(
+      `${tool}: held outside retrysafe (a Powertools handler started it); a resend${retryAfterMs === undefined ? '' : ` after ${retryAfterMs} ms`} runs it anew and can act twice: check whether it acted first`,
+      tool,
+      key,
+    );
+    this.name = 'MayRunAnewError';
+  }
+}
+
 /** Why the last attempt before giving up did not settle the call. */
 export type LastOutcome =
   /** The first call with this key was still running (202). */

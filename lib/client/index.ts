@@ -6,7 +6,14 @@ export type { ToolDescription } from '../api/description';
 export { type AgentAnswer, answerToolCall, type ModelToolCall, modelInputSchema, type ToolCaller } from './agent';
 export { RetrysafeClient } from './client';
 export { CLIENT_DEFAULTS } from './defaults';
-export { GaveUpError, type LastOutcome, RetrysafeClientError, ToolCallError, UnexpectedAnswerError } from './errors';
+export {
+  GaveUpError,
+  type LastOutcome,
+  MayRunAnewError,
+  RetrysafeClientError,
+  ToolCallError,
+  UnexpectedAnswerError,
+} from './errors';
 export { isValidKey, keyForToolCall, mintKey } from './keys';
 export type {
   AnswerErrorCode,

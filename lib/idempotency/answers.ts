@@ -2,8 +2,8 @@
  * How an attempt ends (`Ending`) and what the caller is told: the stored outcome's answer, the one
  * `pending` answer, and every failure in the closed set of error codes (`toToolError`).
  */
-import { completerLooksAtMs } from './backoff';
-import { isParked } from './call-state';
+import { completerLooksAtMs, STREAM_BATCHING_WINDOW_SECONDS } from './backoff';
+import { isParked, neverRan } from './call-state';
 import {
   ConflictError,
   type ErrorCode,
@@ -34,7 +34,8 @@ export type ReplayKind = 'client_key' | 'natural_key' | 'dedupe_window';
  */
 export type PendingUntil =
   | { readonly atMs: number | undefined; readonly runsAnew?: true }
-  | { readonly afterMs: number; readonly runsAnew?: true };
+  /** `queued`: a hand-off's — nothing ran yet; the completer starts it. */
+  | { readonly afterMs: number; readonly runsAnew?: true; readonly queued?: true };
 
 /** How one attempt of a call ends. */
 export type Ending =
@@ -90,6 +91,7 @@ export function pendingAnswer(clientKey: string, until: PendingUntil): ToolResul
     key: clientKey,
     retry_after_ms: wait,
     ...(until.runsAnew ? { runs_anew: true } : {}),
+    ...('queued' in until && until.queued ? { queued: true } : {}),
   };
 }
 
@@ -118,7 +120,10 @@ export function askAgainAfterMs(record: CallRecord, state: 'live' | 'abandoned',
     return Math.max(MIN_RETRY_AFTER_MS, Math.ceil(record.lockEndsMs - nowMs));
   }
   if (state === 'live') return retryAfterMs(record.lockEndsMs, nowMs);
-  return Math.max(MIN_ABANDONED_WAIT_MS, Math.ceil(completerLooksAtMs(record) - nowMs));
+  // Queued (none of its attempts ran: parked before its run, its lock ended at the park): the completer
+  // learns of it from the park's stream image, after the stream's batching window.
+  const seenMs = neverRan(record) ? record.lockEndsMs + STREAM_BATCHING_WINDOW_SECONDS * 1000 : 0;
+  return Math.max(MIN_ABANDONED_WAIT_MS, Math.ceil(Math.max(completerLooksAtMs(record), seenMs) - nowMs));
 }
 
 /** The message of a call whose effect may have run but whose outcome is not stored (or not its own). */

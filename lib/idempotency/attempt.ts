@@ -8,7 +8,6 @@ import type * as z from 'zod/mini';
 import {
   type Ending,
   failed,
-  MIN_ABANDONED_WAIT_MS,
   MIN_RETRY_AFTER_MS,
   REFUSED,
   type ReplayKind,
@@ -16,6 +15,7 @@ import {
   StoreWriteError,
 } from './answers';
 import { type Attachment, attach } from './attach';
+import { STREAM_BATCHING_WINDOW_SECONDS } from './backoff';
 import { latestLockEndMs, ttlNeededFor } from './call-state';
 import { expiresAtSOf } from './derivation';
 import { type ErrorCode, InFlightError, ToolError } from './errors';
@@ -82,13 +82,13 @@ export async function runAttempt<S extends z.ZodMiniObject, R extends JsonObject
   // call (rule 8) — due now, so the wait is the least an abandoned call's answer hints. A takeover runs
   // here as always: handing it off again would spend an attempt per request.
   const first = claim.attempt === 1;
-  const ending = plan.handOff && first ? settle(plan, claim, HAND_OFF, HANDED_OFF) : runClaimed(plan, claim);
+  const ending = plan.handOff && first ? settle(plan, claim, PARK_UNRUN, HANDED_OFF) : runClaimed(plan, claim);
   // The call began with this request when its attempt made the first claim (a takeover continues one).
   return { ...(await ending), ...(first ? { fresh: true } : {}) };
 }
 
-/** A handed-off call's answer: `pending`, due at once with the completer (`handOff`). */
-const HANDED_OFF: Ending = { kind: 'pending', until: { afterMs: MIN_ABANDONED_WAIT_MS } };
+/** A handed-off call's answer: `pending`, queued — the completer starts it once the stream delivers its park. */
+const HANDED_OFF: Ending = { kind: 'pending', until: { afterMs: STREAM_BATCHING_WINDOW_SECONDS * 1000, queued: true } };
 
 /** The attempt once it holds its claim: choose the downstream key, execute, settle. */
 async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
@@ -99,7 +99,7 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
   try {
     chosen = await chooseDownstreamKey(plan, claim);
   } catch (error) {
-    return settle(plan, claim, PARK_NOW, failed(error));
+    return settle(plan, claim, PARK_UNRUN, failed(error));
   }
   switch (chosen.kind) {
     case 'replay':
@@ -116,7 +116,7 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
       return settle(
         plan,
         claim,
-        { kind: 'park', untilMs: nowMs + waitMs },
+        { kind: 'park', untilMs: nowMs + waitMs, unrun: true },
         { kind: 'pending', until: { afterMs: waitMs } },
       );
     }
@@ -228,10 +228,10 @@ type Settlement =
    * Anything else: the record is kept, its lock set to `untilMs` — later: pending until then; unset:
    * now (abandoned at once, so a retry or the completer takes it over).
    */
-  | { readonly kind: 'park'; readonly untilMs?: number; readonly handedOff?: true };
+  | { readonly kind: 'park'; readonly untilMs?: number; readonly unrun?: true };
 
 const PARK_NOW: Settlement = { kind: 'park' };
-const HAND_OFF: Settlement = { kind: 'park', handedOff: true }; // parked now, unrun, marked so (`CallRecord.handedOff`)
+const PARK_UNRUN: Settlement = { kind: 'park', unrun: true }; // before the tool ran (`CallRecord.unrunAttempts`)
 
 /** What executing the tool led to: an outcome to store, or a claim to settle and how the attempt ends. */
 type Executed =
@@ -326,10 +326,10 @@ function leftAs<S extends z.ZodMiniObject, R extends JsonObject>(
   plan: CallPlan<S, R>,
   claim: Claim,
   lockEndsMs: number,
-  handedOff = false, // parked by a hand-off (`CallRecord.handedOff`), as the park wrote it
+  unrunAttempts?: number, // as the park wrote it (`CallRecord.unrunAttempts`)
 ): CallRecord {
   return {
-    ...(handedOff ? { handedOff } : {}),
+    ...(unrunAttempts === undefined ? {} : { unrunAttempts }),
     recordKey: claim.recordKey,
     status: STATUS.inProgress,
     claimId: claim.claimId,
@@ -381,6 +381,8 @@ async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
   // does the wait a pending answer gives (a pending call is pollable, rule 4).
   const latestMs = latestLockEndMs(claim.expiresAtS);
   const untilMs = Math.min(settlement.untilMs ?? Date.now(), latestMs);
+  // Parked before its tool ran, none before it having run: the next attempt is the call's first run.
+  const unrunAttempts = settlement.unrun && !claim.ranBefore ? claim.attempt : undefined;
   if (settled.kind === 'pending' && 'afterMs' in settled.until) {
     settled = {
       ...settled,
@@ -389,12 +391,10 @@ async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
   }
   let parked: Awaited<ReturnType<typeof park>>;
   try {
-    parked = await park(plan.table, claim, untilMs, { handedOff: settlement.handedOff === true });
+    parked = await park(plan.table, claim, untilMs, { unrunAttempts });
   } catch (error) {
     return { ...failed(new StoreWriteError('settle', { cause: error })), call: leftAs(plan, claim, plan.lockEndsMs) };
   }
   // Taken over or erased meanwhile: nothing of this attempt's to settle, and its state not this attempt's.
-  return parked === 'parked'
-    ? { ...settled, call: leftAs(plan, claim, untilMs, settlement.handedOff === true) }
-    : settled;
+  return parked === 'parked' ? { ...settled, call: leftAs(plan, claim, untilMs, unrunAttempts) } : settled;
 }

@@ -60,6 +60,13 @@ export function completerDueAtMs(record: ScheduledRecord): number {
   return record.lockEndsMs + (record.attempt > 1 ? backoffSeconds(record.attempt - 1) * 1000 : 0);
 }
 
+/**
+ * How long the stack's stream mapping gathers changes before the completer sees them
+ * (`COMPLETER_DEFAULTS.streamBatchingWindowSeconds`): a call queued now (parked before it ran, its lock
+ * ended) is started no sooner — `retrysafe dev`'s passes start it sooner, within a second or so.
+ */
+export const STREAM_BATCHING_WINDOW_SECONDS = 10;
+
 /** SQS's longest `DelaySeconds`: a recheck due later is delivered then, and schedules itself again. */
 export const MAX_RECHECK_DELAY_SECONDS = 900;
 

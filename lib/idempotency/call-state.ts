@@ -77,9 +77,9 @@ export function classify(record: CallRecord | undefined, nowMs: number): CallSta
   return record.stalledClaimId === record.claimId ? 'stalled' : 'abandoned';
 }
 
-/** A call whose only attempt was handed off unrun (`CallRecord.handedOff`): queued for the completer, never run. */
+/** A call none of whose attempts has run its tool yet (`CallRecord.unrunAttempts`): queued, nothing happened. */
 export function neverRan(record: CallRecord): boolean {
-  return record.handedOff === true && record.attempt === 1;
+  return (record.unrunAttempts ?? 0) >= record.attempt;
 }
 
 /** A live call parked (the claim that parked it still holds it): no holder runs it before its lock ends. */

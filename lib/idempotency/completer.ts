@@ -201,8 +201,8 @@ export class Completer {
     // given up on after `maxAttempts`, and at once when this completer cannot re-run it (its tool is not one
     // it serves: a deploy dropped or renamed it; its stored call cannot be read): nothing else would move it
     // before its TTL, and its poll says why.
-    // Attempts that ran: a handed-off first claim never did (`CallRecord.handedOff`).
-    const ran = record.attempt - (record.handedOff ? 1 : 0);
+    // Attempts that ran: not those parked before their tool ran (`CallRecord.unrunAttempts`).
+    const ran = record.attempt - (record.unrunAttempts ?? 0);
     if (ran > (this.#options.maxAttempts ?? 8)) return this.#giveUp(record, recheck.claim, 'attempts');
     const tool = record.tool === undefined ? undefined : this.#tools.get(record.tool);
     if (!tool) return this.#giveUp(record, recheck.claim, 'unknown_tool');

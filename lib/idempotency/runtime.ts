@@ -95,16 +95,16 @@ export type Operation<R extends JsonObject> =
    */
   | { status: 'pending'; retryAfterMs: number; runsAnew?: true }
   /**
-   * `retryAfterMs`: when the completer re-runs it (a resend with its key runs it at once). `handedOff`: it
-   * never ran — its first claim was handed off to the completer (`CallRecord.handedOff`).
+   * `retryAfterMs`: when the completer re-runs it (a resend with its key runs it at once). `queued`: none of
+   * its attempts ran yet (`neverRan`: a hand-off, a dedupe window's holder in the way).
    */
-  | { status: 'abandoned'; retryAfterMs: number; handedOff?: true }
+  | { status: 'abandoned'; retryAfterMs: number; queued?: true }
   /**
    * Abandoned, and the completer gave up on it (`reason`: after its attempts, or it cannot re-run it):
    * only a resend with its key finishes it. `retryAfterMs` when nothing retrysafe runs moves it before
    * then (`stalledChangesAtMs`: one Powertools' handler left, until its TTL — past it a resend runs it anew).
    */
-  | { status: 'stalled'; reason: StalledReason; retryAfterMs?: number | undefined };
+  | { status: 'stalled'; reason: StalledReason; retryAfterMs?: number | undefined; neverRan?: true };
 
 /** How an invocation is run. */
 export interface InvokeOptions {
@@ -322,12 +322,13 @@ export class ToolRuntime {
         return {
           status: 'abandoned',
           retryAfterMs: askAgainAfterMs(record, state, nowMs),
-          ...(neverRan(record) ? { handedOff: true as const } : {}),
+          ...(neverRan(record) ? { queued: true as const } : {}),
         };
       case 'stalled': {
         const atMs = stalledChangesAtMs(record);
         const retryAfterMs = atMs && Math.max(MIN_RETRY_AFTER_MS, Math.ceil(atMs - nowMs));
-        return { status: 'stalled', reason: record.stalledReason ?? 'attempts', retryAfterMs };
+        const never = neverRan(record) ? { neverRan: true as const } : {};
+        return { status: 'stalled', reason: record.stalledReason ?? 'attempts', retryAfterMs, ...never };
       }
       case 'completed': {
         const outcome = record.outcome;

@@ -28,5 +28,6 @@ export interface InvocationDeadline {
 export type ToolResult<R extends JsonObject = JsonObject> =
   | { ok: true; idempotent: boolean; key: string; receipt: R }
   /** `runs_anew`: no claim holds the call (Powertools' handler left it): after the wait a resend runs it anew. */
-  | { ok: false; status: 'pending'; key: string; retry_after_ms: number; runs_anew?: true }
+  /** `queued`: handed to the server to run in the background (a long-running tool's call), nothing ran yet. */
+  | { ok: false; status: 'pending'; key: string; retry_after_ms: number; runs_anew?: true; queued?: true }
   | { ok: false; idempotent?: boolean; error: { code: ErrorCode; message: string } };

@@ -25,7 +25,7 @@ import {
   ToolError,
   type ToolResult,
 } from '../idempotency';
-import { ABANDONED_HINT, HANDED_OFF_HINT, POWERTOOLS_LIVE_HINT, STALLED_HINTS } from '../reads/operation';
+import { ABANDONED_HINT, POWERTOOLS_LIVE_HINT, QUEUED_HINT, STALLED_HINTS } from '../reads/operation';
 import {
   commitProofFor,
   extensionTaskOf,
@@ -114,7 +114,7 @@ function wordingOf(tool: string, clientKey: string, era: McpEra = 'legacy'): Tas
       live: `Running under idempotency_key "${clientKey}"; it will not run twice. ${then}`,
       abandoned: ABANDONED_HINT,
       powertools: POWERTOOLS_LIVE_HINT,
-      queued: HANDED_OFF_HINT,
+      queued: QUEUED_HINT,
     },
     stalled: STALLED_HINTS,
     failed(result) {

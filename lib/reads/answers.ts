@@ -41,12 +41,12 @@ export const operationAnswer = z.lazy(() =>
         .int()
         .check(z.describe('When the server re-runs it (ms from now); a resend with the same key runs it at once.')),
       hint: z.string().check(z.describe('What happens next: the completer finishes it, or resend with the same key.')),
-      handed_off: z.optional(
+      queued: z.optional(
         z
           .literal(true)
           .check(
             z.describe(
-              'It never ran: it was handed to the server to run in the background (a long-running tool) and is queued.',
+              'None of its attempts has run yet (handed to the server to run in the background, or waiting for an identical call): nothing happened.',
             ),
           ),
       ),

@@ -16,9 +16,9 @@ export interface OperationSource {
 export const ABANDONED_HINT =
   'the call stopped before it finished (its worker died, or its attempt failed): the server re-runs it once the wait this answer gives is over, or resend the same arguments with the same key now to run it at once — neither can act twice';
 
-/** What an abandoned call handed off unrun is (`CallRecord.handedOff`, attempt 1): queued, not failed. */
-export const HANDED_OFF_HINT =
-  'the call is queued: it was handed to the server to run in the background and has not started yet; the server runs it once the wait this answer gives is over, or resend the same arguments with the same key now to run it at once — neither can act twice';
+/** What an abandoned call none of whose attempts ran is (`neverRan`: a hand-off, a window's holder in the way): queued. */
+export const QUEUED_HINT =
+  'the call is queued: none of its attempts has run yet (nothing happened); the server starts it once the wait this answer gives is over, or resend the same arguments with the same key now to run it at once — neither can act twice';
 
 /** What a call Powertools' handler holds with its lock live (or none, to its TTL) is: no promise of one effect. */
 export const POWERTOOLS_LIVE_HINT =
@@ -32,13 +32,22 @@ const RESEND =
  * What a stalled call's poll says, by why the server gave up on it: only a resend finishes it — or, for a
  * call Powertools' handler left, nothing here before its record's TTL, and a resend after it runs it anew.
  */
-export const STALLED_HINTS: Readonly<Record<StalledReason, string>> = {
-  attempts: `the server stopped retrying this call after its attempts failed (its effect may or may not have happened): ${RESEND}`,
-  unknown_tool: `the server no longer serves this tool (a deployment removed or renamed it) and will not finish this call (its effect may or may not have happened): once it is served again, ${RESEND}`,
-  unreadable_call: `the server cannot read what this call asked, or the tool no longer accepts it, and will not finish it (its effect may or may not have happened): ${RESEND}`,
-  expiring: `the server will not re-run this call again: its record expires before another attempt could end (its effect may or may not have happened): ${RESEND}`,
-  powertools: `a Powertools handler on the same table started this call and stopped before it finished (its effect may or may not have happened): nothing here re-runs it — a resend with the same key waits until its record expires (retry_after_ms), then runs it anew, which can act twice: check the effect first`,
-};
+export const STALLED_HINTS: Readonly<Record<StalledReason, string>> = stalledHints(
+  '(its effect may or may not have happened)',
+);
+
+/** The same, for a call none of whose attempts ran (`neverRan`): the server gave up on it before it started. */
+export const NEVER_RAN_STALLED_HINTS = stalledHints('(none of its attempts ran: nothing happened)');
+
+function stalledHints(effect: string): Readonly<Record<StalledReason, string>> {
+  return {
+    attempts: `the server stopped retrying this call after its attempts failed ${effect}: ${RESEND}`,
+    unknown_tool: `the server no longer serves this tool (a deployment removed or renamed it) and will not finish this call ${effect}: once it is served again, ${RESEND}`,
+    unreadable_call: `the server cannot read what this call asked, or the tool no longer accepts it, and will not finish it ${effect}: ${RESEND}`,
+    expiring: `the server will not re-run this call again: its record expires before another attempt could end ${effect}: ${RESEND}`,
+    powertools: `a Powertools handler on the same table started this call and stopped before it finished (its effect may or may not have happened): nothing here re-runs it — a resend with the same key waits until its record expires (retry_after_ms), then runs it anew, which can act twice: check the effect first`,
+  };
+}
 
 /** The stalled hint of a call the completer gave up on after its attempts (the most common reason). */
 export const STALLED_HINT = STALLED_HINTS.attempts;
@@ -60,7 +69,7 @@ export async function readOperation(
     receipt?: JsonObject;
     retry_after_ms?: number;
     runs_anew?: true;
-    handed_off?: true;
+    queued?: true;
     hint?: string;
   }>
 > {
@@ -86,11 +95,11 @@ export async function readOperation(
     return { ok: true, status: 'pending', key, retry_after_ms: operation.retryAfterMs, ...anew };
   }
   if (operation.status === 'stalled') {
-    const hint = STALLED_HINTS[operation.reason] ?? STALLED_HINT;
+    const hint = (operation.neverRan ? NEVER_RAN_STALLED_HINTS : STALLED_HINTS)[operation.reason] ?? STALLED_HINT;
     // Nothing moves it before then (a Powertools handler's call, until its TTL): `next` says so.
     const wait = operation.retryAfterMs === undefined ? {} : { retry_after_ms: operation.retryAfterMs };
     return { ok: true, status: 'stalled', key, ...wait, hint };
   }
-  const queued = operation.handedOff ? { hint: HANDED_OFF_HINT, handed_off: true as const } : { hint: ABANDONED_HINT };
+  const queued = operation.queued ? { hint: QUEUED_HINT, queued: true as const } : { hint: ABANDONED_HINT };
   return { ok: true, status: 'abandoned', key, retry_after_ms: operation.retryAfterMs, ...queued };
 }

@@ -93,6 +93,15 @@ export const pendingAnswer = z.lazy(() =>
           ),
         ),
     ),
+    queued: z.optional(
+      z
+        .literal(true)
+        .check(
+          z.describe(
+            'Handed to the server to run in the background (a long-running tool): nothing ran yet; it starts within retry_after_ms.',
+          ),
+        ),
+    ),
     next: nextStepSchema,
   }),
 );

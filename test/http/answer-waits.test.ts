@@ -19,7 +19,7 @@ import type { AnyToolModule } from '../../lib/tools/tool-module';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { advanceClock } from '../helpers/clock';
 import { ownIdempotencyTable } from '../helpers/own-table';
-import { modernRequest } from '../helpers/raw-mcp';
+import { modernRequest, postMcp } from '../helpers/raw-mcp';
 import { noteTool } from '../helpers/tools';
 import { deadline, identity, newTenant } from '../helpers/world';
 
@@ -265,10 +265,32 @@ describe('a call handed off unrun is told queued, not crashed (review 3, W1; HAN
     });
 
     expect(created.result).toMatchObject({ resultType: 'task', status: 'working' });
-    expect(poll.result.structuredContent).toMatchObject({ status: 'abandoned', handed_off: true });
+    expect(poll.result.structuredContent).toMatchObject({ status: 'abandoned', queued: true });
     expect({ task: created.result.statusMessage, poll: JSON.stringify(poll.result.structuredContent) }).toEqual({
       task: expect.stringMatching(/queued/),
       poll: expect.not.stringMatching(/worker died|attempt failed|stopped before it finished/),
     });
+  });
+});
+
+describe('a call handed off unrun, 2025-11-25 (review 4, F5: the model’s immediate response)', () => {
+  it('the CreateTaskResult tells the model it is queued, not "Still running"', async () => {
+    const token = await api.token(newTenant('r4w'));
+    const key = `r4w-${Date.now()}`;
+    const email = { idempotency_key: key, to: 'a@example.com', subject: 'long', body: `b ${key}` };
+
+    const created = (
+      await postMcp(api.url, token, {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'send_email_later', arguments: email, task: {} },
+      })
+    ).body;
+
+    expect(created.result.task).toMatchObject({ status: 'working', statusMessage: expect.stringMatching(/queued/) });
+    expect(created.result._meta['io.modelcontextprotocol/model-immediate-response']).toMatch(
+      /^Queued under idempotency_key/,
+    );
   });
 });

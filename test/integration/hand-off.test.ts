@@ -58,7 +58,7 @@ describe('a call handed off to the completer', () => {
       handOff: true,
     });
 
-    expect(handed.result).toEqual({ ok: false, status: 'pending', key: 'k1', retry_after_ms: 1_000 });
+    expect(handed.result).toEqual({ ok: false, status: 'pending', key: 'k1', retry_after_ms: 10_000, queued: true });
     expect(handed.task).toMatchObject({ status: 'working' });
     expect(execute).not.toHaveBeenCalled();
     const recordKey = handed.task?.callId.split('@')[0] ?? '';
@@ -146,7 +146,7 @@ describe('a handed-off call under the completer’s attempt limit (review 3, H1)
       deadline(60_000),
     );
 
-    expect(parked).toMatchObject({ attempt: 1, handed_off: true });
+    expect(parked).toMatchObject({ attempt: 1, unrun_attempts: 1 });
     expect({ outcome, runs: execute.mock.calls.length }).toEqual({ outcome: 'finished', runs: 1 });
   });
 });

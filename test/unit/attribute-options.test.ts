@@ -6,6 +6,7 @@ import {
   inFlightFilter,
   type RecordAttributes,
 } from '../../lib/idempotency';
+import { recordAttributes } from '../../lib/idempotency/protocol/record';
 
 /**
  * The record's attribute names as the public API takes them (review of issue 34, a restructuring that must
@@ -68,5 +69,26 @@ describe("erase, given a layout's lock attribute under the option name it had (i
     await expect(eraseItem({ client: {} as DynamoDBClient, attributes }, item, { dryRun: true })).rejects.toThrow(
       /^attributes\.inProgressExpiry: unknown$/,
     );
+  });
+});
+
+describe('attribute names that collide (review 4, F7)', () => {
+  it.each([
+    [
+      'the unrun attempts’ count named as the status',
+      { unrunAttempts: 'status' },
+      /attributes\.unrunAttempts: "status" is attributes\.status's name too/,
+    ],
+    [
+      'two renamed options naming one attribute',
+      { tenant: 'who', tool: 'who' },
+      /attributes\.tool: "who" is attributes\.tenant's name too/,
+    ],
+  ])('refuses %s, naming the option: one write would land on the other', (_what, given, message) => {
+    expect(() => recordAttributes(given)).toThrow(message);
+  });
+
+  it('takes a rename to a name no other attribute has', () => {
+    expect(recordAttributes({ status: 'state' })).toMatchObject({ status: 'state', unrunAttempts: 'unrun_attempts' });
   });
 });

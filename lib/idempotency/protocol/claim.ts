@@ -158,9 +158,9 @@ export interface Claim {
   /** 1 for a first claim, +1 for each takeover of an abandoned attempt. */
   readonly attempt: number;
   /**
-   * Whether an earlier attempt may have run the effect: any before this one but a handed-off first claim,
-   * which was parked unrun (`CallRecord.handedOff`). False on a first claim, and on the takeover of a
-   * handed-off one: its failure frees the key as a first attempt's does.
+   * Whether an earlier attempt may have run the effect: any before this one but those that parked before
+   * their tool ran while none before them had (`CallRecord.unrunAttempts`: a hand-off, a dedupe window's
+   * holder in the way). False on a first claim, and on the first run after such parks.
    */
   readonly ranBefore: boolean;
   /** The downstream key an earlier attempt fixed on the record (it took an intent over), if any. */
@@ -293,7 +293,7 @@ export async function takeOver(table: IdempotencyTable, from: TakeOver, nowMs: n
     recordKey: from.recordKey,
     claimId,
     attempt: record.attempt,
-    ranBefore: record.attempt - 1 - (record.handedOff ? 1 : 0) > 0,
+    ranBefore: record.attempt - 1 > (record.unrunAttempts ?? 0),
     downstreamKey: record.downstreamKey,
     callId: record.callId,
     askedAtMs: createdAtOf(record, from.ttlSeconds),

@@ -82,11 +82,12 @@ export interface RecordAttributes {
    */
   readonly completedAt: string;
   /**
-   * On a call record: true when its first claim was handed off (`InvokeOptions.handOff`): parked unrun for
-   * the completer, so attempt 1 never ran its effect — the next attempt is the call's first run. Written by
-   * that park, never removed.
+   * On a call record: how many of its first attempts never ran its effect — each parked before its tool ran
+   * (a hand-off, `InvokeOptions.handOff`; a dedupe window's holder in the way; a store error before the run)
+   * while none before it had run. The first attempt after them is the call's first run. Written by such a
+   * park (`SET` to its attempt), never removed; absent is 0.
    */
-  readonly handedOff: string;
+  readonly unrunAttempts: string;
 }
 
 /** The attribute names retrysafe uses unless told otherwise. */
@@ -111,7 +112,7 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   stalledReason: 'stalled_reason',
   createdAt: 'created_at',
   completedAt: 'completed_at',
-  handedOff: 'handed_off',
+  unrunAttempts: 'unrun_attempts',
 };
 
 /**
@@ -122,7 +123,18 @@ export function recordAttributes(given?: Partial<RecordAttributes>): RecordAttri
   for (const option in given) {
     if (!(option in DEFAULT_RECORD_ATTRIBUTES)) throw new TypeError(`attributes.${option}: unknown`);
   }
-  return { ...DEFAULT_RECORD_ATTRIBUTES, ...given };
+  const attributes = { ...DEFAULT_RECORD_ATTRIBUTES, ...given };
+  // Two options naming one attribute would write one over the other (a park's marker over `status`: the
+  // record no longer reads as a call, and the call is lost — review 4, F7).
+  const named = new Map<string, string>();
+  for (const [option, name] of Object.entries(attributes)) {
+    const other = named.get(name);
+    if (other !== undefined) {
+      throw new TypeError(`attributes.${option}: ${JSON.stringify(name)} is attributes.${other}'s name too`);
+    }
+    named.set(name, option);
+  }
+  return attributes;
 }
 
 /** The idempotency table's name unless told otherwise. */
@@ -187,12 +199,11 @@ export interface CallRecord {
    */
   readonly writtenBy?: 'powertools';
   /**
-   * True when its first claim was handed off, parked unrun for the completer (`handedOff` attribute): attempt
-   * 1 never ran its effect. Read by a takeover (`Claim.ranBefore`), the completer's count of attempts, and
-   * what answers say of it.
-   * @default false
+   * How many of its first attempts never ran its effect (`unrunAttempts` attribute): read by a takeover
+   * (`Claim.ranBefore`), the completer's count of attempts, and what answers say of it (`neverRan`).
+   * @default 0
    */
-  readonly handedOff?: boolean;
+  readonly unrunAttempts?: number;
 }
 
 /** A call's id: the record key and the instance its first claim started. */
@@ -265,7 +276,7 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
     createdAtMs: number(item, attr.createdAt),
     completedAtMs: number(item, attr.completedAt),
     writtenBy: powertools ? 'powertools' : undefined,
-    handedOff: item[attr.handedOff] === true,
+    unrunAttempts: number(item, attr.unrunAttempts) ?? 0,
   };
 }
 

@@ -59,8 +59,8 @@ export async function park(
   table: IdempotencyTable,
   claim: Claim,
   untilMs: number,
-  /** `handedOff`: a fresh claim parked unrun for the completer — marked so on the record (`CallRecord.handedOff`). */
-  { handedOff = false }: { readonly handedOff?: boolean } = {},
+  /** `unrunAttempts`: this attempt parks before its tool ran, and none before it ran (`CallRecord.unrunAttempts`). */
+  { unrunAttempts }: { readonly unrunAttempts?: number } = {},
 ): Promise<'parked' | 'claim_lost'> {
   const attr = table.attributes;
   const held = ownClaim(attr, claim.claimId, true);
@@ -69,17 +69,17 @@ export async function park(
     new UpdateItemCommand({
       TableName: table.tableName,
       Key: marshall({ [attr.key]: claim.recordKey }),
-      UpdateExpression: `SET #lockEnd = :until, #parked = :claim${handedOff ? ', #handedOff = :handedOff' : ''}`,
+      UpdateExpression: `SET #lockEnd = :until, #parked = :claim${unrunAttempts === undefined ? '' : ', #unrun = :unrun'}`,
       ConditionExpression: held.expression,
       ExpressionAttributeNames: {
         '#lockEnd': attr.lockEnd,
         '#parked': attr.parkedClaim,
-        ...(handedOff ? { '#handedOff': attr.handedOff } : {}),
+        ...(unrunAttempts === undefined ? {} : { '#unrun': attr.unrunAttempts }),
         ...held.names,
       },
       ExpressionAttributeValues: {
         ':until': { N: String(untilMs) },
-        ...(handedOff ? { ':handedOff': { BOOL: true } } : {}),
+        ...(unrunAttempts === undefined ? {} : { ':unrun': { N: String(unrunAttempts) } }),
         ...held.values,
       },
     }),

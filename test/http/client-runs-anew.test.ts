@@ -1,6 +1,11 @@
-// Review 4 (h-review4): a failing test for the typed client and `runs_anew` — not fixed.
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
+// Rule 1 (docs/state-machine.md): a record whose effect may have happened is never deleted.
+/**
+ * The typed client and a call Powertools' handler holds (`runs_anew`): the server says a resend past the
+ * record's TTL runs it anew and can act twice, so the client never resends it on its own (review 4, F1).
+ */
 import { PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { RetrysafeClient } from '../../lib/client';
+import { MayRunAnewError, RetrysafeClient } from '../../lib/client';
 import { recordKeyOf, validationOf } from '../../lib/idempotency/derivation';
 import { fingerprint } from '../../lib/idempotency/fingerprint';
 import { idempotencyTableName } from '../../lib/store/tables';
@@ -9,15 +14,15 @@ import { ownIdempotencyTable } from '../helpers/own-table';
 import { newTenant } from '../helpers/world';
 
 // Tenantless records (Powertools' handler's): a table of the suite's own (rule 6), as answer-waits.test.ts does.
-ownIdempotencyTable('review4-client');
+ownIdempotencyTable('client-runs-anew');
 let api: TestApi;
 beforeAll(async () => {
   api = await startTestApi();
 });
 afterAll(() => api.close());
 
-describe('review 4: the typed client and a call Powertools’ handler holds (runs_anew)', () => {
-  it('RetrysafeClient.call reads the 202 pending runs_anew answer as "still runs", waits its hint, resends past the TTL and runs the call anew — the server said "check the effect first"', async () => {
+describe('the typed client and a call Powertools’ handler holds (runs_anew)', () => {
+  it('RetrysafeClient.call stops at the 202 pending runs_anew answer with MayRunAnewError: it never resends past the TTL on its own', async () => {
     const tenant = newTenant('r4c');
     const key = `r4c-${Date.now()}`;
     const args = { to: 'a@example.com', subject: 's', body: 'b' };
@@ -50,6 +55,10 @@ describe('review 4: the typed client and a call Powertools’ handler holds (run
     );
 
     // It must not run the call anew on its own: the caller has to check the effect first.
+    expect(answered).toEqual({ rejected: expect.stringContaining('MayRunAnewError') });
     expect(answered).not.toMatchObject({ resolved: { ok: true, idempotent: false } });
+    const thrown = await client.call('send_email', args, { key, deadlineMs: 1_000 }).catch((error: unknown) => error);
+    expect(thrown).toBeInstanceOf(MayRunAnewError);
+    expect(thrown).toMatchObject({ tool: 'send_email', key });
   });
 });

@@ -1,4 +1,12 @@
-// Review 4 (h-review4): failing tests for the fixes of review 3 (36aea02, 852c4d1) — not fixed.
+// Rule 1 (docs/state-machine.md): a record whose effect may have happened is never deleted.
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
+/**
+ * Attempts that parked before their tool ran (`CallRecord.unrunAttempts`): a hand-off, a dedupe window's
+ * holder in the way. The first attempt after them is the call's first run — its business error frees the
+ * intent it created — the completer counts only the attempts that ran, and until one runs every answer
+ * says the call is queued, nothing happened, and when the server starts it. Found by the second review of
+ * issue 35's fixes (helper-24), each first as a failing test.
+ */
 import { randomUUID } from 'node:crypto';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -95,11 +103,11 @@ async function handedOffBehindALiveHolder() {
   };
 }
 
-describe('review 4: a handed-off call whose attempt 2 did not run (it waited on a window holder)', () => {
-  it('H3 incomplete: its first run (attempt 3) meets not_found — nothing ran under the window, yet the intent stays held and a fresh key with the same arguments is answered the stale failure instead of running', async () => {
+describe('a handed-off call whose attempt 2 did not run (it waited on a window holder)', () => {
+  it('its first run (attempt 3) meets not_found: stored, and the intent it created freed — a fresh key with the same arguments runs', async () => {
     const s = await handedOffBehindALiveHolder();
     expect(s.second).toBe('unsettled');
-    expect(s.afterSecond).toMatchObject({ attempt: 2, handed_off: true, status: 'INPROGRESS' });
+    expect(s.afterSecond).toMatchObject({ attempt: 2, unrun_attempts: 2, status: 'INPROGRESS' });
     expect(s.bAnswer).toMatchObject({ ok: false, error: { code: 'not_found' } });
     expect(s.execute).toHaveBeenCalledTimes(1); // only B ran; H never did
 
@@ -116,18 +124,18 @@ describe('review 4: a handed-off call whose attempt 2 did not run (it waited on 
     expect(fresh).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
   });
 
-  it('its poll, once the park ends, says it stopped ("its worker died, or its attempt failed") though it never started', async () => {
+  it('its poll, once the park ends, says it is queued — not that it stopped', async () => {
     const s = await handedOffBehindALiveHolder();
     const poll = await readOperation({ runtime, toolNames: [s.tool.name] }, s.caller, s.tool.name, 'h1');
 
     expect(s.execute).toHaveBeenCalledTimes(1); // only B ran
-    expect(poll).toMatchObject({ ok: true, status: 'abandoned' });
+    expect(poll).toMatchObject({ ok: true, status: 'abandoned', queued: true });
     expect(JSON.stringify(poll)).not.toMatch(/worker died|attempt failed|stopped before it finished/);
   });
 });
 
-describe('review 4: a handed-off call the completer gives up on before it ever ran', () => {
-  it('unknown_tool: get_operation says its effect "may or may not have happened", for a call that never started', async () => {
+describe('a handed-off call the completer gives up on before it ever ran', () => {
+  it('unknown_tool: get_operation says none of its attempts ran, not that its effect may have happened', async () => {
     const caller = identity();
     const { tool, execute } = noteTool(`r4_gone_${Date.now()}`, undefined, { longRunning: true });
     const handed = await callAsTask(runtime, tool, caller, { idempotency_key: 'g1', text: 'hi' }, deadline(), {
@@ -146,11 +154,12 @@ describe('review 4: a handed-off call the completer gives up on before it ever r
     expect(execute).not.toHaveBeenCalled();
     expect(poll).toMatchObject({ ok: true, status: 'stalled' });
     expect(JSON.stringify(poll)).not.toMatch(/may or may not have happened/);
+    expect(poll).toMatchObject({ hint: expect.stringContaining('none of its attempts ran: nothing happened') });
   });
 });
 
-describe('review 4: when a handed-off call runs, as its answers say it, on the stack', () => {
-  it('its answer and poll say "the server runs it in 1 s" — the stack’s stream mapping batches for streamBatchingWindowSeconds (10 s) before the completer sees the park (docs/guarantees.md: "within a second or two")', async () => {
+describe('when a handed-off call starts, as its answers say it, on the stack', () => {
+  it('its answer and poll wait the stack’s stream batching window (streamBatchingWindowSeconds): the completer sees the park no sooner', async () => {
     const { COMPLETER_DEFAULTS } = await import('../../lib/infra/defaults');
     const { nextAfterRead } = await import('../../lib/api/next-step');
     const caller = identity();
@@ -162,7 +171,8 @@ describe('review 4: when a handed-off call runs, as its answers say it, on the s
     const next = nextAfterRead(poll as never);
     const firstLookMs = COMPLETER_DEFAULTS.streamBatchingWindowSeconds * 1000;
 
-    expect(next.message).toMatch(/queued: the server runs it in 1 s/);
+    expect(next.message).toMatch(/queued \(nothing ran yet\): the server starts it within (9|10) s/);
     expect((handed.result as { retry_after_ms: number }).retry_after_ms).toBeGreaterThanOrEqual(firstLookMs);
+    expect((poll as { retry_after_ms: number }).retry_after_ms).toBeGreaterThan(firstLookMs - 1_000);
   });
 });

@@ -6,12 +6,11 @@
  * than the record's TTL; and by the review of the hand-off (helper-23): a call Powertools' handler holds with
  * no lock (promised one effect), a call handed off unrun (described as crashed).
  */
-import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { TOOLS } from '../../app/tools';
-import { recordKeyOf, validationOf } from '../../lib/idempotency/derivation';
+import { recordKeyOf } from '../../lib/idempotency/derivation';
 import { InFlightError } from '../../lib/idempotency/errors';
-import { fingerprint } from '../../lib/idempotency/fingerprint';
 import { MIN_TTL_SECONDS } from '../../lib/idempotency/tool';
 import { taskIdOf } from '../../lib/mcp/tasks';
 import { idempotencyTableName } from '../../lib/store/tables';
@@ -19,6 +18,7 @@ import type { AnyToolModule } from '../../lib/tools/tool-module';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { advanceClock } from '../helpers/clock';
 import { ownIdempotencyTable } from '../helpers/own-table';
+import { putPowertoolsInFlight } from '../helpers/powertools-records';
 import { modernRequest, postMcp } from '../helpers/raw-mcp';
 import { noteTool } from '../helpers/tools';
 import { deadline, identity, newTenant } from '../helpers/world';
@@ -47,30 +47,13 @@ function modern(token: string, method: string, params: Record<string, unknown>) 
   return modernRequest(api.url, token, method, params, { client: 'review' });
 }
 
-/**
- * What Powertools' handler leaves in flight: no claim, call instance or attempt — its lock ended 5 s ago
- * (its worker died), or none at all (it ran without a Lambda context: it holds the key to its TTL).
- */
-async function putPowertoolsRecord(
+const putPowertoolsRecord = (
   tenant: string,
   key: string,
   args: Record<string, string>,
   ttlS: number,
   lock: 'ended' | 'none' = 'ended',
-) {
-  await api.services.client.send(
-    new PutItemCommand({
-      TableName: idempotencyTableName(),
-      Item: {
-        id: { S: recordKeyOf('send_email', [tenant, 'ada', key]) },
-        status: { S: 'INPROGRESS' },
-        expiration: { N: String(Math.round(Date.now() / 1000) + ttlS) },
-        ...(lock === 'ended' ? { in_progress_expiration: { N: String(Date.now() - 5_000) } } : {}),
-        validation: { S: validationOf(fingerprint(args)) },
-      },
-    }),
-  );
-}
+) => putPowertoolsInFlight(api.services.client, { tenant, key, args, ttlS, lock });
 const putStalledPowertoolsRecord = (tenant: string, key: string, args: Record<string, string>, ttlS: number) =>
   putPowertoolsRecord(tenant, key, args, ttlS, 'ended');
 

@@ -4,13 +4,10 @@
  * The typed client and a call Powertools' handler holds (`runs_anew`): the server says a resend past the
  * record's TTL runs it anew and can act twice, so the client never resends it on its own (review 4, F1).
  */
-import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { MayRunAnewError, RetrysafeClient } from '../../lib/client';
-import { recordKeyOf, validationOf } from '../../lib/idempotency/derivation';
-import { fingerprint } from '../../lib/idempotency/fingerprint';
-import { idempotencyTableName } from '../../lib/store/tables';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { ownIdempotencyTable } from '../helpers/own-table';
+import { putPowertoolsInFlight } from '../helpers/powertools-records';
 import { newTenant } from '../helpers/world';
 
 // Tenantless records (Powertools' handler's): a table of the suite's own (rule 6), as answer-waits.test.ts does.
@@ -28,18 +25,7 @@ describe('the typed client and a call Powertools’ handler holds (runs_anew)', 
     const args = { to: 'a@example.com', subject: 's', body: 'b' };
     // What Powertools' handler leaves when its worker died mid-call (its effect may have happened): its lock
     // ended, its TTL 3 s away.
-    await api.services.client.send(
-      new PutItemCommand({
-        TableName: idempotencyTableName(),
-        Item: {
-          id: { S: recordKeyOf('send_email', [tenant, 'ada', key]) },
-          status: { S: 'INPROGRESS' },
-          expiration: { N: String(Math.round(Date.now() / 1000) + 3) },
-          in_progress_expiration: { N: String(Date.now() - 5_000) },
-          validation: { S: validationOf(fingerprint(args)) },
-        },
-      }),
-    );
+    await putPowertoolsInFlight(api.services.client, { tenant, key, args, ttlS: 3 });
     const first = await api.post('/tools/send_email', await api.token(tenant), { idempotency_key: key, ...args });
     expect(first.status).toBe(202);
     expect(first.body).toMatchObject({ status: 'pending', runs_anew: true });

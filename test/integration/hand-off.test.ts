@@ -1,12 +1,12 @@
 // Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
 // Rule 5 (docs/state-machine.md): exactly one answer per effect says idempotent: false.
 import { randomUUID } from 'node:crypto';
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask } from '../../lib/idempotency/task';
+import { callRecords } from '../helpers/call-records';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
 
@@ -37,16 +37,8 @@ function completerOf(tools: ReturnType<typeof noteTool>['tool'][]) {
   return { completer, sent };
 }
 
-async function itemOf(recordKey: string) {
-  const { Item } = await world.client.send(
-    new GetItemCommand({
-      TableName: world.idempotencyTable.tableName,
-      Key: { id: { S: recordKey } },
-      ConsistentRead: true,
-    }),
-  );
-  return Item && unmarshall(Item);
-}
+/** An item of the world's idempotency table, read consistently (`callRecords`). */
+const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
 
 describe('a call handed off to the completer', () => {
   it('answers pending at once, its claim parked with its lock ended, nothing run; the completer runs it once, from its stream image, and the poll then reads it completed', async () => {

@@ -8,14 +8,13 @@
  * issue 35's fixes (helper-24), each first as a failing test.
  */
 import { randomUUID } from 'node:crypto';
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { Completer } from '../../lib/idempotency/completer';
 import { NotFoundError } from '../../lib/idempotency/errors';
 import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask } from '../../lib/idempotency/task';
 import { readOperation } from '../../lib/reads/operation';
+import { callRecords } from '../helpers/call-records';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { gate, noteTool } from '../helpers/tools';
 
@@ -27,16 +26,8 @@ beforeAll(() => {
 });
 afterAll(() => world.destroy());
 
-async function itemOf(recordKey: string) {
-  const { Item } = await world.client.send(
-    new GetItemCommand({
-      TableName: world.idempotencyTable.tableName,
-      Key: { id: { S: recordKey } },
-      ConsistentRead: true,
-    }),
-  );
-  return Item && unmarshall(Item);
-}
+/** An item of the world's idempotency table, read consistently (`callRecords`). */
+const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
 
 function completerOf(tools: ReturnType<typeof noteTool>['tool'][]) {
   return new Completer({

@@ -283,8 +283,8 @@ function executionFailed(error: unknown, claim: Claim, createdIntent: boolean): 
     return { kind: 'settle', settlement: { kind: 'release', createdIntent }, ending: failed(error) };
   }
   if (error instanceof InFlightError) {
-    // The provider still runs the key: pending, parked until then. No number of ms (NaN, < 0) is no wait;
-    // one past the TTL is cut to it in `settle` (rule 2).
+    // The provider still runs the key: pending, parked until then (past the TTL: cut in `settle`, rule 2).
+    // biome-ignore lint/complexity/useMathMinMax: no number of ms (NaN, < 0) is no wait; Math.max(NaN, 0) is NaN
     const waitMs = error.retryAfterMs > 0 ? error.retryAfterMs : 0;
     const settlement: Settlement = { kind: 'park', untilMs: Date.now() + waitMs };
     return { kind: 'settle', settlement, ending: { kind: 'pending', until: { afterMs: waitMs } } };

@@ -12,6 +12,7 @@ import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { tableName } from '../../app/tables';
 import { release } from '../../lib/idempotency/protocol/settle';
 import { claimInFlight } from '../helpers/call-records';
+import { ownIdempotencyTable } from '../helpers/own-table';
 import { createWorld, deadline, identity, newTenant, type World } from '../helpers/world';
 
 const run = promisify(execFile);
@@ -41,6 +42,9 @@ async function erase(args: string[]): Promise<{ code: number; stdout: string; st
   }
 }
 
+// A table of its own: it erases a tenant and counts what it finds, and a tenant's erase takes every
+// record with no tenant as its own (rule 6) — other suites write such records on the shared table.
+ownIdempotencyTable('erase-command');
 let world: World;
 beforeAll(() => {
   world = createWorld();

@@ -11,6 +11,7 @@ import { claim, takeOver } from '../../lib/idempotency/protocol/claim';
 import { type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
 import type { ToolResult } from '../../lib/idempotency/types';
 import { movableClock } from '../helpers/clock';
+import { ownIdempotencyTable } from '../helpers/own-table';
 import { gate } from '../helpers/tools';
 import { createWorld, deadline, identity, type World } from '../helpers/world';
 
@@ -23,6 +24,9 @@ import { createWorld, deadline, identity, type World } from '../helpers/world';
  * the refund stamped by another call (`idempotent: true`) while the first lost its claim (`unavailable`):
  * nobody was told they executed. A takeover's lock now ends the tolerated skew before the TTL.
  */
+// A table of its own: it erases a tenant and counts what it finds, and a tenant's erase takes every
+// record with no tenant as its own (rule 6) — other suites write such records on the shared table.
+ownIdempotencyTable('clock-skew');
 let world: World;
 let table: IdempotencyTable;
 beforeAll(() => {

@@ -79,8 +79,8 @@ export async function runAttempt<S extends z.ZodMiniObject, R extends JsonObject
   if (claimed.kind !== 'claimed') return claimed;
   const { claim } = claimed;
   // Handed off: the call's first claim is parked at once, unrun, and the completer runs it as any abandoned
-  // call (rule 8) — due now, so the wait is the least an abandoned call's answer hints. A takeover runs
-  // here as always: handing it off again would spend an attempt per request.
+  // call (rule 8). Its answer's wait is the stream's batching window: the completer sees the park no sooner
+  // (review 4, F6). A takeover runs here as always: handing it off again would spend an attempt per request.
   const first = claim.attempt === 1;
   const ending = plan.handOff && first ? settle(plan, claim, PARK_UNRUN, HANDED_OFF) : runClaimed(plan, claim);
   // The call began with this request when its attempt made the first claim (a takeover continues one).

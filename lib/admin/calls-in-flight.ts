@@ -21,6 +21,8 @@ export interface CallInFlight {
   readonly clientKey: string | undefined;
   /** Attempts that claimed it: 1, then +1 per takeover. */
   readonly attempts: number;
+  /** None of its attempts has run its tool yet (a hand-off, a dedupe window's holder in the way): nothing happened. */
+  readonly queued: boolean;
   /** Since its first claim, in seconds (from its TTL and its tool's `ttlSeconds`), when the tool is known. */
   readonly ageSeconds: number | undefined;
   /** When its lock ends (epoch ms): a `pending` call is answered `pending` until then. */
@@ -78,6 +80,7 @@ export async function callsInFlight(
         user: call.user,
         clientKey: call.clientKey,
         attempts: call.attempt,
+        queued: call.queued,
         ageSeconds: Math.max(0, Math.round(nowMs / 1000 - (call.expiresAtS - ttl))),
         lockEndsMs: call.lockEndsMs,
       });

@@ -66,7 +66,8 @@ const CALLS_USAGE = `usage: retrysafe calls --tenant T [--state ${CALL_IN_FLIGHT
 Lists a tenant's calls in flight, oldest first: tool, state, age, attempts, when the lock ends, user and
 client key. pending: an attempt holds the lock (running, or parked until a provider answers); abandoned:
 the lock ended with no outcome, and the completer or a retry with the same key finishes it; stalled: the
-completer gave up on it after its attempts, and only a retry with the same key finishes it.
+completer gave up on it after its attempts, and only a retry with the same key finishes it. "(queued)":
+none of its attempts has run the tool yet (a hand-off, a dedupe window's holder in the way): nothing happened.
 Cost: one Scan of the idempotency table filtered on the tenant (record keys are hashes; an index by tenant
 would cost every call a write unit): its read units are printed.
 
@@ -118,7 +119,7 @@ export async function callsCommand(argv: readonly string[], cwd: string, env: No
     if (report.calls.length > 0) {
       const rows = report.calls.map((call) => [
         call.tool,
-        call.state,
+        call.queued ? `${call.state} (queued)` : call.state,
         seconds(call.ageSeconds),
         String(call.attempts),
         call.lockEndsMs === undefined

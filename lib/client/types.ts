@@ -29,14 +29,29 @@ export interface Completed<R = JsonObject> {
  */
 export type Operation<R = JsonObject> =
   | { readonly ok: true; readonly status: 'completed'; readonly key: string; readonly receipt: R }
-  /** `retry_after_ms`: when asking again is worth it (it may finish at any moment: soon). */
-  | { readonly ok: true; readonly status: 'pending'; readonly key: string; readonly retry_after_ms: number }
-  /** `retry_after_ms`: when the server re-runs it (the same call with the same key runs it now). */
+  /**
+   * `retry_after_ms`: when asking again is worth it (it may finish at any moment: soon). `runs_anew`: a
+   * Powertools handler holds it, outside retrysafe's claims — past its lock a resend may run it anew
+   * (`hint` says so; the client's writes throw `MayRunAnewError` on it).
+   */
+  | {
+      readonly ok: true;
+      readonly status: 'pending';
+      readonly key: string;
+      readonly retry_after_ms: number;
+      readonly runs_anew?: true;
+      readonly hint?: string;
+    }
+  /**
+   * `retry_after_ms`: when the server re-runs it (the same call with the same key runs it now). `queued`:
+   * none of its attempts has run yet (a hand-off, or a dedupe window's holder in the way): nothing happened.
+   */
   | {
       readonly ok: true;
       readonly status: 'abandoned';
       readonly key: string;
       readonly retry_after_ms: number;
+      readonly queued?: true;
       readonly hint: string;
     }
   /** `retry_after_ms`: only when nothing moves it before then (a Powertools handler's call: its TTL); past it a resend can act twice. */

@@ -2,7 +2,7 @@
  * A call in flight as an operator reads it (`retrysafe calls`), from an item of the idempotency table a
  * scan found — the scan itself is the caller's; the state is `classify`'s.
  */
-import { classify, isInFlight } from './call-state';
+import { classify, isInFlight, neverRan } from './call-state';
 import { callRecordOf, type RecordAttributes, recordAttributes } from './protocol/record';
 
 /** A call whose record may still commit its effect. */
@@ -16,6 +16,8 @@ export interface InFlightCall {
   readonly clientKey: string | undefined;
   /** Attempts that claimed it: 1, then +1 per takeover. */
   readonly attempt: number;
+  /** None of its attempts has run its tool (`neverRan`: a hand-off, a dedupe window's holder in the way): nothing happened. */
+  readonly queued: boolean;
   /** The record's TTL (epoch s): its first claim's time plus the tool's `ttlSeconds`. */
   readonly expiresAtS: number;
   /** When its lock ends (epoch ms). */
@@ -38,6 +40,7 @@ export function inFlightCallOf(
     user: record.call?.user,
     clientKey: record.call?.clientKey,
     attempt: record.attempt,
+    queued: neverRan(record),
     expiresAtS: record.expiresAtS,
     lockEndsMs: record.lockEndsMs,
   };

@@ -1,6 +1,6 @@
 import { callsInFlight } from '../../lib/admin/calls-in-flight';
 import { createIntent } from '../../lib/idempotency/protocol/intent';
-import { store } from '../../lib/idempotency/protocol/settle';
+import { park, store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
 import { createProtocolWorld, newTenant, type ProtocolWorld } from '../helpers/protocol-world';
 import { recordTransitions } from '../helpers/record-transitions';
@@ -49,5 +49,20 @@ describe('callsInFlight', () => {
       expect.objectContaining({ recordKey: pending.recordKey, state: 'pending', tool: 'proto', attempts: 1 }),
     ]);
     expect(report.calls[0]!.lockEndsMs).toBe(pending.lockEndsMs);
+  });
+});
+
+describe("callsInFlight's queued", () => {
+  it('says queued of a call parked before its tool ever ran (a hand-off), and not of one that ran', async () => {
+    const tenant = newTenant('in-flight-queued');
+    const unrun = { ...firstClaim(60_000), tenant };
+    await park(table, await claimed(unrun), Date.now() + 10_000, { unrunAttempts: 1 });
+    const ran = { ...firstClaim(60_000), tenant };
+    await park(table, await claimed(ran), Date.now() + 10_000, {});
+
+    const report = await callsInFlight(table.client, table.tableName, tenant, { segments: 2 });
+
+    const queuedOf = Object.fromEntries(report.calls.map((call) => [call.recordKey, call.queued]));
+    expect(queuedOf).toEqual({ [unrun.recordKey]: true, [ran.recordKey]: false });
   });
 });

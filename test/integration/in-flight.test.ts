@@ -31,6 +31,7 @@ describe('inFlightCallOf', () => {
       user: 'ada',
       clientKey: 'k1',
       attempt: 1,
+      queued: false, // its attempt holds the claim: it may be running its tool
       expiresAtS: first.expiresAtS,
       lockEndsMs: first.lockEndsMs,
     });

@@ -285,6 +285,10 @@ describe('RetrysafeClient, against a scripted fetch', () => {
     // Fails to compile if the server's poll answers a status the client's Operation does not know.
     type ServerStatus = Extract<Awaited<ReturnType<typeof readOperation>>, { ok: true }>['status'];
     const covered: ServerStatus extends Operation['status'] ? true : false = true;
+    // And if it answers a field the client's Operation does not name (`runs_anew`, `queued`, `hint`, …).
+    type ServerFields = keyof Extract<Awaited<ReturnType<typeof readOperation>>, { ok: true }>;
+    type ClientFields = Operation extends infer O ? (O extends unknown ? keyof O : never) : never;
+    const named: ServerFields extends ClientFields ? true : false = true;
     const abandoned = { ok: true, status: 'abandoned', key: 'k1', hint: 'the completer finishes it' };
     const { fetch, sent } = scriptedFetch({ status: 200, body: abandoned });
     const client = new RetrysafeClient({ baseUrl: 'http://api.test', fetch, token: 't' });
@@ -292,6 +296,7 @@ describe('RetrysafeClient, against a scripted fetch', () => {
     const operation = await client.operation('refund', 'k 1/2');
 
     expect(covered).toBe(true);
+    expect(named).toBe(true);
     expect(operation).toEqual(abandoned);
     expect(sent.map(({ url, init }) => [init.method, url])).toEqual([
       ['GET', 'http://api.test/tools/refund/operations/k%201%2F2'],

@@ -61,8 +61,8 @@ export function completerDueAtMs(record: ScheduledRecord): number {
 }
 
 /**
- * How long the stack's stream mapping gathers changes before the completer sees them
- * (`COMPLETER_DEFAULTS.streamBatchingWindowSeconds`): a call queued now (parked before it ran, its lock
+ * How long the stack's stream mapping gathers changes before the completer sees them (the stack's
+ * default, `COMPLETER_DEFAULTS.streamBatchingWindowSeconds`, is this number): a call queued now (parked before it ran, its lock
  * ended) is started no sooner — `retrysafe dev`'s passes start it sooner, within a second or so.
  */
 export const STREAM_BATCHING_WINDOW_SECONDS = 10;

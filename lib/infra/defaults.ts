@@ -4,6 +4,7 @@
  * never a function's bundle). Each value is what a deployment gets unless a prop or context says otherwise.
  */
 import { Runtime } from 'aws-cdk-lib/aws-lambda';
+import { STREAM_BATCHING_WINDOW_SECONDS } from '../idempotency/backoff';
 
 /**
  * The Lambda runtime every function runs on. Whatever stands for a deployed function outside AWS runs
@@ -97,8 +98,8 @@ export const COMPLETER_DEFAULTS = {
    * completes within the window is folded away in the batch: it costs the completer nothing — no
    * recheck, no read. Longer saves invocations; it also delays finishing an abandoned call by as much.
    */
-  // A queued call's answers wait this long (STREAM_BATCHING_WINDOW_SECONDS in the core: unrun-attempts.test.ts holds them equal).
-  streamBatchingWindowSeconds: 10,
+  // A queued call's answers wait this long: one number for both.
+  streamBatchingWindowSeconds: STREAM_BATCHING_WINDOW_SECONDS,
   /** Stream records per invocation, at most. */
   streamBatchSize: 100,
   /**

@@ -116,8 +116,8 @@ export interface InvokeOptions {
   readonly resume?: { readonly claimId: string };
   /**
    * Hand the call to the completer instead of running it in this request: its first claim is written,
-   * then parked with its lock ended, unrun, and the answer is `pending` until the completer looks at it
-   * (a second or so on AWS: the table's stream, the recheck queue). For a call that may outlast its
+   * then parked with its lock ended, unrun, and the answer is `pending` (queued) until the completer looks
+   * at it (on AWS once the table's stream delivers the park: its batching window, 10 s by default). For a call that may outlast its
    * request (`ToolDefinition.longRunning`), where the caller takes a task (MCP). The completer's attempt is
    * the call's second: a business error it meets is the call's stored outcome, not a released key. A call
    * already under the key is answered as always (a takeover runs here).

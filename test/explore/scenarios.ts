@@ -36,6 +36,12 @@ export interface CallSpec {
   readonly reusesKeyOf?: string;
   /** Between tries, the agent waits the `retry_after_ms` a `pending` answer names. @default false */
   readonly waitsRetryAfter?: boolean;
+  /**
+   * The call is handed to the completer (`InvokeOptions.handOff`: an MCP task of a long-running tool): its
+   * first claim parks at once, unrun (`unrun_attempts`), and the completer's attempt is its first run.
+   * @default false
+   */
+  readonly handOff?: boolean;
 }
 
 export interface AgentSpec {
@@ -271,6 +277,40 @@ export const SCENARIOS: Record<string, (pick: (n: number) => number) => Scenario
       { name: 'agentB', user: 'ada', calls: [{ intent: 't1', key: pick(2) === 0 ? 'k1' : 'k2' }] },
     ],
     completerRuns: 1 + pick(2),
+  }),
+
+  /**
+   * The hand-off (an MCP task of a long-running tool): calls parked unrun for the completer, beside
+   * resends (same key, fresh key) that may run them first, a dedupe window whose holder may be a queued
+   * call or in the way of one (an unrun park, `unrun_attempts`), a refund handed off and retried, crashes
+   * and the completer: one effect per intent, and every queued call run or answered.
+   */
+  hand_off: (pick) => ({
+    name: 'hand_off',
+    invoices: [{ invoice_id: 'inv_1', amount: 4200 }],
+    intents: [
+      { id: 'e1', tool: 'send_email', args: email(1) },
+      { id: 'refund', tool: 'refund', args: { invoice_id: 'inv_1', amount: 4200 } },
+    ],
+    agents: [
+      { name: 'agentA', user: 'ada', calls: [{ intent: 'e1', key: 'k1', handOff: true, tries: 1 + pick(2) }] },
+      {
+        name: 'agentB',
+        user: 'ada',
+        // The model minted a new key for the same email, or resent the first; handed off or not.
+        calls: [{ intent: 'e1', key: pick(2) === 0 ? 'k1' : 'k2', handOff: pick(2) === 0, tries: 1 + pick(2) }],
+      },
+      {
+        name: 'agentC',
+        user: 'ada',
+        calls: [
+          { intent: 'refund', key: 'k3', handOff: true, tries: 1 },
+          { intent: 'refund', key: pick(2) === 0 ? 'k3' : 'k4', waitsRetryAfter: true },
+        ],
+      },
+    ],
+    completerRuns: 1 + pick(3),
+    completerAfterMs: pick(2) === 0 ? 0 : LOCK_JUMP_MS,
   }),
 
   /**

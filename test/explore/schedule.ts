@@ -326,6 +326,9 @@ class Run {
           { tenant: this.tenant, user },
           { ...intent.args, idempotency_key: call.key },
           deadline,
+          // Handed off in the schedule only: in quiescence the completer has run dry, and an agent's resend
+          // is to finish its call (a queued one would wait for a completer that no longer runs).
+          phase === 'schedule' && call.handOff ? { handOff: true } : {},
         ),
       ),
     );

@@ -212,7 +212,7 @@ export function nextAfterOperation(
  * TTL: `stalledChangesAtMs`) — past its TTL a resend runs it anew, and no promise of one effect holds. A
  * poll's and a resend's step alike.
  */
-function runsAnewStep(afterMs: number): NextStep {
+export function runsAnewStep(afterMs: number): NextStep {
   return {
     action: 'call_again',
     after_ms: afterMs,

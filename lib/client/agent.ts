@@ -1,6 +1,6 @@
 import type { ToolDescription } from '../api/description';
-import { type NextStep, nextAfterError, nextAfterWrite } from '../api/next-step';
-import { GaveUpError, ToolCallError } from './errors';
+import { type NextStep, nextAfterError, nextAfterWrite, runsAnewStep } from '../api/next-step';
+import { GaveUpError, MayRunAnewError, ToolCallError } from './errors';
 import { isValidKey, keyForToolCall } from './keys';
 import type { AnswerErrorCode, CallOptions, Completed, JsonObject } from './types';
 
@@ -12,7 +12,8 @@ const GAVE_UP_RETRY_AFTER_MS = 5000;
 /**
  * What a tool call answers the model: the receipt, or an error it can act on — fix the arguments
  * (`invalid_args`), pick another object (`not_found`), or, after `gave_up`, call again later with the
- * `key` the answer names. Never an exception for what the server decided. Every answer says what to do
+ * `key` the answer names; after `runs_anew` (a Powertools handler holds the call), first check whether it
+ * acted. Never an exception for what the server decided. Every answer says what to do
  * next as data (`next`), as the server does: a model shown only the object still knows.
  */
 export type AgentAnswer<R = JsonObject> =
@@ -21,7 +22,7 @@ export type AgentAnswer<R = JsonObject> =
       readonly ok: false;
       /** The intent's key: pass it as `idempotency_key` to retry this intent rather than start another. */
       readonly key: string;
-      readonly error: { readonly code: AnswerErrorCode | 'gave_up'; readonly message: string };
+      readonly error: { readonly code: AnswerErrorCode | 'gave_up' | 'runs_anew'; readonly message: string };
       readonly next: NextStep;
     };
 
@@ -97,6 +98,12 @@ export async function answerToolCall(client: ToolCaller, call: ModelToolCall): P
         error: { code: 'gave_up', message },
         next: { action: 'call_again', after_ms: afterMs, message },
       };
+    }
+    if (error instanceof MayRunAnewError) {
+      // What the server decided (a Powertools handler holds the call): its step, as its own answers give it —
+      // the model checks whether it acted before it calls again (review 5, F3).
+      const next = runsAnewStep(error.retryAfterMs ?? GAVE_UP_RETRY_AFTER_MS);
+      return { ok: false, key, error: { code: 'runs_anew', message: next.message }, next };
     }
     throw error;
   }

@@ -99,7 +99,9 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
   try {
     chosen = await chooseDownstreamKey(plan, claim);
   } catch (error) {
-    return settle(plan, claim, PARK_UNRUN, failed(error));
+    // A failed attempt (a store error, an item in the intent's place): not queued — the completer's budget
+    // counts it, so a call whose attempts keep failing here is given up on (review 5, F2).
+    return settle(plan, claim, PARK_NOW, failed(error));
   }
   switch (chosen.kind) {
     case 'replay':
@@ -125,14 +127,17 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
     case 'run': {
       const executed = await execute(plan, claim, chosen.downstreamKey, chosen.createdIntent);
       if (executed.kind === 'settle') return settle(plan, claim, executed.settlement, executed.ending);
-      const ended = await storeOutcome(plan, claim, executed.outcome, executed.replay);
-      // Stored, so settled whatever the release says: an intent left held only replays the failure.
-      if (executed.releaseIntent && ended.kind === 'outcome') {
-        await releaseIntent(plan.table, intentKeyOf(intentScopeOf(plan)), holderOf(claim)).catch((error: unknown) =>
-          plan.logger?.warn('dedupe window intent not released', { tool: plan.tool.name, error: error as Error }),
-        );
+      if (executed.releaseIntent) {
+        // The intent first, then the failure, as a first attempt's release frees it before its record: an
+        // intent never names a stored failure of a call that made no effect, which a fresh key with the
+        // same arguments would be answered as its own (review 5, F1). Not freed: the call stays in flight.
+        try {
+          await releaseIntent(plan.table, intentKeyOf(intentScopeOf(plan)), holderOf(claim));
+        } catch (error) {
+          return settle(plan, claim, PARK_NOW, failed(error));
+        }
       }
-      return ended;
+      return storeOutcome(plan, claim, executed.outcome, executed.replay);
     }
   }
 }
@@ -231,7 +236,8 @@ type Settlement =
   | { readonly kind: 'park'; readonly untilMs?: number; readonly unrun?: true };
 
 const PARK_NOW: Settlement = { kind: 'park' };
-const PARK_UNRUN: Settlement = { kind: 'park', unrun: true }; // before the tool ran (`CallRecord.unrunAttempts`)
+/** Queued: parked before its tool ran, by no failure (a hand-off; a window's holder in the way): `CallRecord.unrunAttempts`. */
+const PARK_UNRUN: Settlement = { kind: 'park', unrun: true };
 
 /** What executing the tool led to: an outcome to store, or a claim to settle and how the attempt ends. */
 type Executed =
@@ -239,7 +245,7 @@ type Executed =
       readonly kind: 'outcome';
       readonly outcome: StoredOutcome;
       readonly replay?: ReplayKind;
-      /** Once stored, release the intent this attempt created (a failure that made no effect). */
+      /** Before it is stored, release the intent this attempt created (a failure that made no effect). */
       readonly releaseIntent?: boolean;
     }
   | { readonly kind: 'settle'; readonly settlement: Settlement; readonly ending: Ending };

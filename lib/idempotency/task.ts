@@ -56,7 +56,8 @@ export type CallTask = TaskTimes &
         readonly reason?: StalledReason;
         /**
          * What holds it, where its state alone would mislead: `powertools`, live under Powertools' handler
-         * (a resend past its TTL runs it anew); `queued`, abandoned but never run — handed off to the completer.
+         * (a resend past its TTL runs it anew); `queued`, abandoned or stalled but never run (`neverRan`: handed
+         * off to the completer, behind a window's holder) — nothing happened.
          */
         readonly note?: 'powertools' | 'queued';
         /** When polling it again is worth it. */
@@ -119,7 +120,7 @@ export function taskOf(
         // scheduled, or nothing moves it before `stalledChangesAtMs` (one Powertools' handler left) — then.
         pollIntervalMs: state === 'stalled' ? stalledPollMs(record, nowMs) : askAgainAfterMs(record, state, nowMs),
         ...(state === 'stalled' ? { reason: record.stalledReason ?? 'attempts' } : {}),
-        ...(state === 'abandoned' && neverRan(record) ? { note: 'queued' as const } : {}),
+        ...(neverRan(record) ? { note: 'queued' as const } : {}),
       };
     case 'completed': {
       // Rule 5: read, never the committing answer — a replay.

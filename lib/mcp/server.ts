@@ -25,7 +25,13 @@ import {
   ToolError,
   type ToolResult,
 } from '../idempotency';
-import { ABANDONED_HINT, POWERTOOLS_LIVE_HINT, QUEUED_HINT, STALLED_HINTS } from '../reads/operation';
+import {
+  ABANDONED_HINT,
+  NEVER_RAN_STALLED_HINTS,
+  POWERTOOLS_LIVE_HINT,
+  QUEUED_HINT,
+  STALLED_HINTS,
+} from '../reads/operation';
 import {
   commitProofFor,
   extensionTaskOf,
@@ -117,6 +123,7 @@ function wordingOf(tool: string, clientKey: string, era: McpEra = 'legacy'): Tas
       queued: QUEUED_HINT,
     },
     stalled: STALLED_HINTS,
+    stalledNeverRan: NEVER_RAN_STALLED_HINTS,
     failed(result) {
       const next = nextAfterWrite(tool, result as unknown as ToolResult);
       return result.error ? `${result.error.code}: ${result.error.message}. ${next.message}` : next.message;

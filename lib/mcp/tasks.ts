@@ -123,8 +123,14 @@ export interface TaskWording {
   readonly working: Readonly<Record<'live' | 'abandoned' | 'powertools' | 'queued', string>>;
   /** A stalled task's message (`working`: only a resend finishes it), by why the completer gave up on it. */
   readonly stalled: Readonly<Record<StalledReason, string>>;
+  /** The same, for a call none of whose attempts ran (`CallTask.note` `queued`): nothing happened. */
+  readonly stalledNeverRan: Readonly<Record<StalledReason, string>>;
   /** A `failed` task's message, from its error answer. */
   failed(result: JsonObject & { readonly error?: { readonly code: string; readonly message: string } }): string;
+}
+
+function stalledMessage(messages: TaskWording['stalled'], reason: StalledReason | undefined): string {
+  return messages[reason ?? 'attempts'] ?? messages.attempts;
 }
 
 /** A call's task on the wire. */
@@ -141,7 +147,7 @@ export function mcpTaskOf(taskId: string, task: CallTask, wording: TaskWording):
       status: 'working',
       statusMessage:
         task.state === 'stalled'
-          ? (wording.stalled[task.reason ?? 'attempts'] ?? wording.stalled.attempts)
+          ? stalledMessage(task.note === 'queued' ? wording.stalledNeverRan : wording.stalled, task.reason)
           : wording.working[task.note ?? task.state],
       pollInterval: task.pollIntervalMs,
     };

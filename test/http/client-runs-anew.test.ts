@@ -4,7 +4,7 @@
  * The typed client and a call Powertools' handler holds (`runs_anew`): the server says a resend past the
  * record's TTL runs it anew and can act twice, so the client never resends it on its own (review 4, F1).
  */
-import { MayRunAnewError, RetrysafeClient } from '../../lib/client';
+import { answerToolCall, MayRunAnewError, RetrysafeClient, type ToolCaller } from '../../lib/client';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { ownIdempotencyTable } from '../helpers/own-table';
 import { putPowertoolsInFlight } from '../helpers/powertools-records';
@@ -46,5 +46,39 @@ describe('the typed client and a call Powertools’ handler holds (runs_anew)', 
     const thrown = await client.call('send_email', args, { key, deadlineMs: 1_000 }).catch((error: unknown) => error);
     expect(thrown).toBeInstanceOf(MayRunAnewError);
     expect(thrown).toMatchObject({ tool: 'send_email', key });
+  });
+});
+
+describe('the agent adapters and a call Powertools’ handler holds (MayRunAnewError; review 5, F3)', () => {
+  it('answerToolCall answers the model (ok: false, the key, a next step) instead of throwing what the server decided', async () => {
+    const client: ToolCaller = {
+      call: async (tool, _args, options) => {
+        // What RetrysafeClient.call throws on a 202 pending with runs_anew (client-runs-anew.test.ts).
+        throw new MayRunAnewError(tool, options.key ?? '', 60_000);
+      },
+    };
+    const answered = await answerToolCall(client, {
+      tool: 'send_email',
+      input: { to: 'a@example.com', subject: 's', body: 'b' },
+      toolCallId: 'call_r5',
+    }).then(
+      (answer) => ({ answer }),
+      (error: unknown) => ({ thrown: String(error) }),
+    );
+
+    // agent.ts: "Never an exception for what the server decided"; docs/agents.md: the adapters "answer
+    // refusals to the model instead of throwing".
+    expect(answered).toMatchObject({
+      answer: {
+        ok: false,
+        key: 'call_r5',
+        error: { code: 'runs_anew' },
+        next: {
+          action: 'call_again',
+          after_ms: 60_000,
+          message: expect.stringContaining('check with a read whether it acted'),
+        },
+      },
+    });
   });
 });

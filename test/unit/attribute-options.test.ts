@@ -92,3 +92,17 @@ describe('attribute names that collide (review 4, F7)', () => {
     expect(recordAttributes({ status: 'state' })).toMatchObject({ status: 'state', unrunAttempts: 'unrun_attempts' });
   });
 });
+
+describe('recordAttributes and an option left unset (review 5, F4)', () => {
+  it('keeps the default for an option given as undefined (an environment variable that is not there), as Powertools does', () => {
+    expect(recordAttributes({ expiry: undefined })).toEqual(DEFAULT_RECORD_ATTRIBUTES);
+    expect(recordAttributes({ expiry: undefined, status: undefined })).toEqual(DEFAULT_RECORD_ATTRIBUTES);
+  });
+
+  it('refuses a name that is not a non-empty string, naming the option', () => {
+    expect(() => recordAttributes({ expiry: '' })).toThrow(
+      "attributes.expiry: an attribute's name is a non-empty string",
+    );
+    expect(() => recordAttributes({ status: 42 as unknown as string })).toThrow(/^attributes\.status: /);
+  });
+});

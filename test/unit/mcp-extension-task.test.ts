@@ -45,6 +45,13 @@ const wording: TaskWording = {
     expiring: 'stalled: expiring',
     powertools: 'stalled: powertools',
   },
+  stalledNeverRan: {
+    attempts: 'stalled, never ran: attempts',
+    unknown_tool: 'stalled, never ran: unknown tool',
+    unreadable_call: 'stalled, never ran: unreadable call',
+    expiring: 'stalled, never ran: expiring',
+    powertools: 'stalled, never ran: powertools',
+  },
   failed: (result) => `failed: ${result.error?.code}`,
 };
 /** The result a completed task carries: here, the answer itself, tagged. */
@@ -84,6 +91,13 @@ describe('extensionTaskOf', () => {
       statusMessage: 'stalled: attempts',
       pollIntervalMs: STALLED_POLL_MS,
     });
+  });
+
+  it('stalled before any attempt ran (unrun_attempts: a hand-off the completer gave up on): says nothing happened, as get_operation does', () => {
+    const stalled = { lockEndsMs: NOW - 300, stalledClaimId: 'c1', stalledReason: 'unknown_tool' as const };
+    expect(viewOf({ ...stalled, unrunAttempts: 1 })?.statusMessage).toBe('stalled, never ran: unknown tool');
+    // One attempt ran (attempt 2 after one unrun): its effect may have happened.
+    expect(viewOf({ ...stalled, attempt: 2, unrunAttempts: 1 })?.statusMessage).toBe('stalled: unknown tool');
   });
 
   it('completed with a receipt: completed, its result the call’s answer, no poll interval', () => {

@@ -82,9 +82,9 @@ export interface RecordAttributes {
    */
   readonly completedAt: string;
   /**
-   * On a call record: how many of its first attempts never ran its effect — each parked before its tool ran
-   * (a hand-off, `InvokeOptions.handOff`; a dedupe window's holder in the way; a store error before the run)
-   * while none before it had run. The first attempt after them is the call's first run. Written by such a
+   * On a call record: how many of its first attempts never ran its effect — each parked queued, before its
+   * tool ran and by no failure (a hand-off, `InvokeOptions.handOff`; a dedupe window's holder in the way; a
+   * store error before the run is a failed attempt, not one of these) while none before it had run. The first attempt after them is the call's first run. Written by such a
    * park (`SET` to its attempt), never removed; absent is 0.
    */
   readonly unrunAttempts: string;
@@ -120,10 +120,16 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
  * no attribute is refused (one renamed since included: the lock's end is `lockEnd`), never dropped.
  */
 export function recordAttributes(given?: Partial<RecordAttributes>): RecordAttributes {
-  for (const option in given) {
+  const attributes: { -readonly [K in keyof RecordAttributes]: string } = { ...DEFAULT_RECORD_ATTRIBUTES };
+  for (const [option, name] of Object.entries(given ?? {})) {
     if (!(option in DEFAULT_RECORD_ATTRIBUTES)) throw new TypeError(`attributes.${option}: unknown`);
+    // Left unset (an environment variable that is not there): the default, as Powertools' options do.
+    if (name === undefined) continue;
+    if (typeof name !== 'string' || name === '') {
+      throw new TypeError(`attributes.${option}: an attribute's name is a non-empty string`);
+    }
+    attributes[option as keyof RecordAttributes] = name;
   }
-  const attributes = { ...DEFAULT_RECORD_ATTRIBUTES, ...given };
   // Two options naming one attribute would write one over the other (a park's marker over `status`: the
   // record no longer reads as a call, and the call is lost — review 4, F7).
   const named = new Map<string, string>();

@@ -102,8 +102,11 @@ export async function answerToolCall(client: ToolCaller, call: ModelToolCall): P
     if (error instanceof MayRunAnewError) {
       // What the server decided (a Powertools handler holds the call): its step, as its own answers give it —
       // the model checks whether it acted before it calls again (review 5, F3).
-      const next = runsAnewStep(error.retryAfterMs ?? GAVE_UP_RETRY_AFTER_MS);
-      return { ok: false, key, error: { code: 'runs_anew', message: next.message }, next };
+      // Named with its key, as gave_up's is: the model's next tool call would otherwise carry a new key, a new
+      // call that runs at once while the handler may have acted (review 6).
+      const step = runsAnewStep(error.retryAfterMs ?? GAVE_UP_RETRY_AFTER_MS);
+      const message = `${step.message} To ask again, call ${call.tool} with idempotency_key "${key}" and the same arguments: a new key is a new call.`;
+      return { ok: false, key, error: { code: 'runs_anew', message }, next: { ...step, message } };
     }
     throw error;
   }

@@ -82,7 +82,7 @@ export async function runAttempt<S extends z.ZodMiniObject, R extends JsonObject
   // call (rule 8). Its answer's wait is the stream's batching window: the completer sees the park no sooner
   // (review 4, F6). A takeover runs here as always: handing it off again would spend an attempt per request.
   const first = claim.attempt === 1;
-  const ending = plan.handOff && first ? settle(plan, claim, PARK_UNRUN, HANDED_OFF) : runClaimed(plan, claim);
+  const ending = plan.handOff && first ? settle(plan, claim, PARK_QUEUED, HANDED_OFF) : runClaimed(plan, claim);
   // The call began with this request when its attempt made the first claim (a takeover continues one).
   return { ...(await ending), ...(first ? { fresh: true } : {}) };
 }
@@ -99,9 +99,10 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
   try {
     chosen = await chooseDownstreamKey(plan, claim);
   } catch (error) {
-    // A failed attempt (a store error, an item in the intent's place): not queued — the completer's budget
-    // counts it, so a call whose attempts keep failing here is given up on (review 5, F2).
-    return settle(plan, claim, PARK_NOW, failed(error));
+    // A failed attempt that made no effect (a store error, an item in the intent's place): the completer's
+    // budget counts it, so a call whose attempts keep failing here is given up on (review 5, F2); the next
+    // attempt may still be the call's first run (review 6).
+    return settle(plan, claim, PARK_UNRUN, failed(error));
   }
   switch (chosen.kind) {
     case 'replay':
@@ -118,7 +119,7 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
       return settle(
         plan,
         claim,
-        { kind: 'park', untilMs: nowMs + waitMs, unrun: true },
+        { kind: 'park', untilMs: nowMs + waitMs, unrun: true, queued: true },
         { kind: 'pending', until: { afterMs: waitMs } },
       );
     }
@@ -130,11 +131,12 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
       if (executed.releaseIntent) {
         // The intent first, then the failure, as a first attempt's release frees it before its record: an
         // intent never names a stored failure of a call that made no effect, which a fresh key with the
-        // same arguments would be answered as its own (review 5, F1). Not freed: the call stays in flight.
+        // same arguments would be answered as its own (review 5, F1). Not freed: the call stays in flight, and
+        // its next attempt may still be its first run — this one made no effect (review 6).
         try {
           await releaseIntent(plan.table, intentKeyOf(intentScopeOf(plan)), holderOf(claim));
         } catch (error) {
-          return settle(plan, claim, PARK_NOW, failed(error));
+          return settle(plan, claim, PARK_UNRUN, failed(error));
         }
       }
       return storeOutcome(plan, claim, executed.outcome, executed.replay);
@@ -233,11 +235,20 @@ type Settlement =
    * Anything else: the record is kept, its lock set to `untilMs` — later: pending until then; unset:
    * now (abandoned at once, so a retry or the completer takes it over).
    */
-  | { readonly kind: 'park'; readonly untilMs?: number; readonly unrun?: true };
+  | {
+      readonly kind: 'park';
+      readonly untilMs?: number;
+      /** This attempt made no effect (`CallRecord.unrunAttempts`, when none before it ran). */
+      readonly unrun?: true;
+      /** Queued, by no failure (a hand-off; a window's holder in the way): not in the completer's budget. */
+      readonly queued?: true;
+    };
 
 const PARK_NOW: Settlement = { kind: 'park' };
-/** Queued: parked before its tool ran, by no failure (a hand-off; a window's holder in the way): `CallRecord.unrunAttempts`. */
+/** A failed attempt that made no effect: its tool never ran (a store error), or it met a business error. */
 const PARK_UNRUN: Settlement = { kind: 'park', unrun: true };
+/** The hand-off: queued for the completer before anything ran. */
+const PARK_QUEUED: Settlement = { kind: 'park', unrun: true, queued: true };
 
 /** What executing the tool led to: an outcome to store, or a claim to settle and how the attempt ends. */
 type Executed =
@@ -397,7 +408,7 @@ async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
   }
   let parked: Awaited<ReturnType<typeof park>>;
   try {
-    parked = await park(plan.table, claim, untilMs, { unrunAttempts });
+    parked = await park(plan.table, claim, untilMs, { unrunAttempts, queued: settlement.queued === true });
   } catch (error) {
     return { ...failed(new StoreWriteError('settle', { cause: error })), call: leftAs(plan, claim, plan.lockEndsMs) };
   }

@@ -68,7 +68,8 @@ export interface CompleterOptions extends IdempotencyTableOptions {
   /** Delivers rechecks back to {@link Completer.onRecheck} after their delay. */
   readonly queue: RecheckQueue;
   /**
-   * Attempts of one call after which the completer stops re-running it: the call becomes `stalled`
+   * Attempts of one call after which the completer stops re-running it — those that ran or failed, not the
+   * queued ones (a hand-off, a dedupe window's holder in the way): the call becomes `stalled`
    * (docs/state-machine.md) — `get_operation` and `retrysafe calls` say so, a retry with its key still
    * finishes it, erase with the app's tables closes it — logged as an error.
    * @default 8
@@ -201,9 +202,10 @@ export class Completer {
     // given up on after `maxAttempts`, and at once when this completer cannot re-run it (its tool is not one
     // it serves: a deploy dropped or renamed it; its stored call cannot be read): nothing else would move it
     // before its TTL, and its poll says why.
-    // Attempts that ran: not those parked before their tool ran (`CallRecord.unrunAttempts`).
-    const ran = record.attempt - (record.unrunAttempts ?? 0);
-    if (ran > (this.#options.maxAttempts ?? 8)) return this.#giveUp(record, recheck.claim, 'attempts');
+    // Attempts that ran or failed: not those queued (`CallRecord.queuedAttempts`: a hand-off, a window's holder
+    // in the way). A record an earlier version queued counts its hand-off: one run less, never one more.
+    const spent = record.attempt - (record.queuedAttempts ?? 0);
+    if (spent > (this.#options.maxAttempts ?? 8)) return this.#giveUp(record, recheck.claim, 'attempts');
     const tool = record.tool === undefined ? undefined : this.#tools.get(record.tool);
     if (!tool) return this.#giveUp(record, recheck.claim, 'unknown_tool');
     if (!record.call || record.tenant === undefined) return this.#giveUp(record, recheck.claim, 'unreadable_call');

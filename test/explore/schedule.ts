@@ -4,7 +4,7 @@ import type { Movement } from '../../app/payments/provider';
 import { TABLES, tableName } from '../../app/tables';
 import { TOOLS } from '../../app/tools';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
-import { completerDueAtMs } from '../../lib/idempotency/backoff';
+import { completerDueAtMs, completerLooksAtMs } from '../../lib/idempotency/backoff';
 import { classify } from '../../lib/idempotency/call-state';
 import { recordKeyOf } from '../../lib/idempotency/derivation';
 import {
@@ -386,9 +386,12 @@ class Run {
     const { status, retryAfterMs } = operation as { status?: string; retryAfterMs?: number };
     if (retryAfterMs === undefined) return;
     const now = this.scheduler.clock.simulated;
-    if (status === 'abandoned' && retryAfterMs + 1_000 < completerDueAtMs(record) - now) {
+    // Its next scheduled change is the completer's look (`completerLooksAtMs`): its re-run's due time, or
+    // sooner near its TTL — the last look, which gives it up (`expiring`) rather than let it expire
+    // unreported (docs/state-machine.md, Liveness).
+    if (status === 'abandoned' && retryAfterMs + 1_000 < completerLooksAtMs(record) - now) {
       this.violations.push(
-        `liveness: ${label} polled abandoned, told to ask again after ${retryAfterMs} ms; its re-run is due in ${completerDueAtMs(record) - now} ms`,
+        `liveness: ${label} polled abandoned, told to ask again after ${retryAfterMs} ms; the completer looks at it in ${completerLooksAtMs(record) - now} ms (its re-run due in ${completerDueAtMs(record) - now} ms)`,
       );
     }
     if (status === 'pending' && retryAfterMs > Math.max(1_000, record.lockEndsMs - now) + 1_000) {

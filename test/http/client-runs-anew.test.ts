@@ -82,3 +82,23 @@ describe('the agent adapters and a call Powertools’ handler holds (MayRunAnewE
     });
   });
 });
+
+describe('the agent adapters’ runs_anew answer names the key (review 6)', () => {
+  it('R6-5 its next step names the key to ask again with, as gave_up’s does: a model that asks again under a new tool-call id starts a new call, which runs now', async () => {
+    const { answerToolCall, MayRunAnewError } = await import('../../lib/client');
+    const client = {
+      call: async (tool: string, _args: unknown, options: { key?: string }) => {
+        throw new MayRunAnewError(tool, options.key ?? '', 60_000);
+      },
+    };
+    const answer = await answerToolCall(client as never, {
+      tool: 'send_email',
+      input: { to: 'a@example.com', subject: 's', body: 'b' },
+      toolCallId: 'call_r6',
+    });
+
+    expect(answer).toMatchObject({ ok: false, key: 'call_r6', error: { code: 'runs_anew' } });
+    // The adapter's key is the tool call's id: only idempotency_key "call_r6" asks about this call again.
+    expect((answer as { next: { message: string } }).next.message).toContain('call_r6');
+  });
+});

@@ -106,3 +106,10 @@ describe('recordAttributes and an option left unset (review 5, F4)', () => {
     expect(() => recordAttributes({ status: 42 as unknown as string })).toThrow(/^attributes\.status: /);
   });
 });
+
+describe('recordAttributes refuses an option that names no attribute, inherited names included (review 6)', () => {
+  it('R6-6 an option named like an Object.prototype member (toString) is refused as unknown, not merged', async () => {
+    const { recordAttributes } = await import('../../lib/idempotency/protocol/record');
+    expect(() => recordAttributes(JSON.parse('{"toString":"x"}'))).toThrow('attributes.toString: unknown');
+  });
+});

@@ -82,12 +82,19 @@ export interface RecordAttributes {
    */
   readonly completedAt: string;
   /**
-   * On a call record: how many of its first attempts never ran its effect — each parked queued, before its
-   * tool ran and by no failure (a hand-off, `InvokeOptions.handOff`; a dedupe window's holder in the way; a
-   * store error before the run is a failed attempt, not one of these) while none before it had run. The first attempt after them is the call's first run. Written by such a
-   * park (`SET` to its attempt), never removed; absent is 0.
+   * On a call record: how many of its first attempts made no effect — each parked before its tool ran (a
+   * hand-off, `InvokeOptions.handOff`; a dedupe window's holder in the way; a store error before the run),
+   * or after a business error of its tool whose intent release failed, while none before it had run. The
+   * first attempt after them is the call's first run. Written by such a park (`SET` to its attempt), never
+   * removed; absent is 0.
    */
   readonly unrunAttempts: string;
+  /**
+   * On a call record: how many of its attempts were queued — parked before their tool ran by no failure
+   * (a hand-off, a dedupe window's holder in the way) — which the completer's budget does not count. Added
+   * to by such a park (`ADD`), never removed; absent is 0.
+   */
+  readonly queuedAttempts: string;
 }
 
 /** The attribute names retrysafe uses unless told otherwise. */
@@ -113,6 +120,7 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   createdAt: 'created_at',
   completedAt: 'completed_at',
   unrunAttempts: 'unrun_attempts',
+  queuedAttempts: 'queued_attempts',
 };
 
 /**
@@ -122,7 +130,7 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
 export function recordAttributes(given?: Partial<RecordAttributes>): RecordAttributes {
   const attributes: { -readonly [K in keyof RecordAttributes]: string } = { ...DEFAULT_RECORD_ATTRIBUTES };
   for (const [option, name] of Object.entries(given ?? {})) {
-    if (!(option in DEFAULT_RECORD_ATTRIBUTES)) throw new TypeError(`attributes.${option}: unknown`);
+    if (!Object.hasOwn(DEFAULT_RECORD_ATTRIBUTES, option)) throw new TypeError(`attributes.${option}: unknown`);
     // Left unset (an environment variable that is not there): the default, as Powertools' options do.
     if (name === undefined) continue;
     if (typeof name !== 'string' || name === '') {
@@ -205,11 +213,17 @@ export interface CallRecord {
    */
   readonly writtenBy?: 'powertools';
   /**
-   * How many of its first attempts never ran its effect (`unrunAttempts` attribute): read by a takeover
-   * (`Claim.ranBefore`), the completer's count of attempts, and what answers say of it (`neverRan`).
+   * How many of its first attempts made no effect (`unrunAttempts` attribute): read by a takeover
+   * (`Claim.ranBefore`) and by what answers say of it (`neverRan`: nothing happened).
    * @default 0
    */
   readonly unrunAttempts?: number;
+  /**
+   * How many of its attempts were queued, not failed (`queuedAttempts` attribute): the completer's budget
+   * counts the others.
+   * @default 0
+   */
+  readonly queuedAttempts?: number;
 }
 
 /** A call's id: the record key and the instance its first claim started. */
@@ -283,6 +297,7 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
     completedAtMs: number(item, attr.completedAt),
     writtenBy: powertools ? 'powertools' : undefined,
     unrunAttempts: number(item, attr.unrunAttempts) ?? 0,
+    queuedAttempts: number(item, attr.queuedAttempts) ?? 0,
   };
 }
 

@@ -59,8 +59,11 @@ export async function park(
   table: IdempotencyTable,
   claim: Claim,
   untilMs: number,
-  /** `unrunAttempts`: this attempt parks before its tool ran, and none before it ran (`CallRecord.unrunAttempts`). */
-  { unrunAttempts }: { readonly unrunAttempts?: number } = {},
+  /**
+   * `unrunAttempts`: this attempt made no effect, and none before it ran (`CallRecord.unrunAttempts`);
+   * `queued`: it parks queued, by no failure (`CallRecord.queuedAttempts`, added to).
+   */
+  { unrunAttempts, queued = false }: { readonly unrunAttempts?: number; readonly queued?: boolean } = {},
 ): Promise<'parked' | 'claim_lost'> {
   const attr = table.attributes;
   const held = ownClaim(attr, claim.claimId, true);
@@ -69,17 +72,19 @@ export async function park(
     new UpdateItemCommand({
       TableName: table.tableName,
       Key: marshall({ [attr.key]: claim.recordKey }),
-      UpdateExpression: `SET #lockEnd = :until, #parked = :claim${unrunAttempts === undefined ? '' : ', #unrun = :unrun'}`,
+      UpdateExpression: `SET #lockEnd = :until, #parked = :claim${unrunAttempts === undefined ? '' : ', #unrun = :unrun'}${queued ? ' ADD #queued :one' : ''}`,
       ConditionExpression: held.expression,
       ExpressionAttributeNames: {
         '#lockEnd': attr.lockEnd,
         '#parked': attr.parkedClaim,
         ...(unrunAttempts === undefined ? {} : { '#unrun': attr.unrunAttempts }),
+        ...(queued ? { '#queued': attr.queuedAttempts } : {}),
         ...held.names,
       },
       ExpressionAttributeValues: {
         ':until': { N: String(untilMs) },
         ...(unrunAttempts === undefined ? {} : { ':unrun': { N: String(unrunAttempts) } }),
+        ...(queued ? { ':one': { N: '1' } } : {}),
         ...held.values,
       },
     }),

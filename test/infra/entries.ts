@@ -53,7 +53,7 @@ every write): +0.8 KB, create_invoice 136,938 bytes. 134 KB until the second rev
 handed-off call marked unrun and told queued, a Powertools-held call's runs_anew on every answer, waits that
 are no number): +1 KB, create_invoice 137,972 bytes; 135 KB until the third (unrun attempts counted, a
 queued call's words and wait, the typed client's MayRunAnewError is not in a function): create_invoice
-138,747 bytes.
+138,747 bytes; reviews 5 and 6 (queued_attempts, the intent freed first): 135.8 KB, within it.
  */
 export const BUNDLE_BUDGET_BYTES = 136 * 1024;
 
@@ -78,7 +78,7 @@ export const MCP_BUNDLE_BUDGET_BYTES = 611 * 1024; // on SDK v1 until then: 448 
 makeIdempotent went: 139,311 bytes; 138 KB until its Logger stopped writing what an error carries — the
 error-safe replacer — and a call that outlived its invocation was logged `timeout`: 141,410 bytes).
  */
-export const COMPLETER_BUNDLE_BUDGET_BYTES = 142 * 1024; // 141 KB until the second review (attempts that ran, handed_off): 144,852 // 139 KB until issue 33's schedule, stall reasons and attach: 143,242 bytes; issue 34 (the record in protocol/): 143,344; issue 35 +451, the Stripe adapter's import −1,278: 142,526; 140 KB until issue 35's hand-off (a long-running call's first claim parked for the completer) and its review's fixes: 143,405
+export const COMPLETER_BUNDLE_BUDGET_BYTES = 143 * 1024; // 142 KB until reviews 5 and 6 of issue 35 (queued_attempts apart from unrun_attempts, the intent freed before a first run's failure is stored, the never-ran stalled words): 145,585 bytes // 141 KB until the second review (attempts that ran, handed_off): 144,852 // 139 KB until issue 33's schedule, stall reasons and attach: 143,242 bytes; issue 34 (the record in protocol/): 143,344; issue 35 +451, the Stripe adapter's import −1,278: 142,526; 140 KB until issue 35's hand-off (a long-running call's first claim parked for the completer) and its review's fixes: 143,405
 
 /**
  * A write's or read's budget as an AgentCore Gateway target (`agentCoreGateway`): the write budget and 2 KB.

@@ -14,9 +14,9 @@ import { InFlightError } from '../../lib/idempotency/errors';
 import { MIN_TTL_SECONDS } from '../../lib/idempotency/tool';
 import { taskIdOf } from '../../lib/mcp/tasks';
 import { idempotencyTableName } from '../../lib/store/tables';
-import type { AnyToolModule } from '../../lib/tools/tool-module';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { advanceClock } from '../helpers/clock';
+import { longRunningEmail } from '../helpers/long-running-email';
 import { ownIdempotencyTable } from '../helpers/own-table';
 import { putPowertoolsInFlight } from '../helpers/powertools-records';
 import { modernRequest, postMcp } from '../helpers/raw-mcp';
@@ -27,14 +27,7 @@ import { deadline, identity, newTenant } from '../helpers/world';
 // other suite's tenant erase would take as its own (rule 6).
 ownIdempotencyTable('answer-waits');
 /** The example's send_email under another name, declared long-running: a task-taking client's call is handed off. */
-const laterEmail = ((module: AnyToolModule): AnyToolModule => ({
-  ...module,
-  name: 'send_email_later',
-  longRunning: true,
-  bind(services: unknown) {
-    return { ...module.bind(services), name: 'send_email_later', longRunning: true };
-  },
-}))(TOOLS.find((tool) => tool.name === 'send_email') as AnyToolModule);
+const laterEmail = longRunningEmail('send_email_later');
 
 let api: TestApi;
 beforeAll(async () => {

@@ -10,20 +10,13 @@ import { TOOLS } from '../../app/tools';
 import { Completer } from '../../lib/idempotency/completer';
 import { recordKeyOf } from '../../lib/idempotency/derivation';
 import { idempotencyTableName } from '../../lib/store/tables';
-import type { AnyToolModule } from '../../lib/tools/tool-module';
 import { startTestApi, type TestApi } from '../helpers/api';
+import { longRunningEmail } from '../helpers/long-running-email';
 import { modernRequest } from '../helpers/raw-mcp';
 import { deadline, newTenant } from '../helpers/world';
 
 /** The example's send_email under another name, declared long-running (as answer-waits.test.ts does). */
-const laterEmail = ((module: AnyToolModule): AnyToolModule => ({
-  ...module,
-  name: 'send_email_queued',
-  longRunning: true,
-  bind(services: unknown) {
-    return { ...module.bind(services), name: 'send_email_queued', longRunning: true };
-  },
-}))(TOOLS.find((tool) => tool.name === 'send_email') as AnyToolModule);
+const laterEmail = longRunningEmail('send_email_queued');
 
 let api: TestApi;
 beforeAll(async () => {

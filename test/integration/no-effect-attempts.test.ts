@@ -1,27 +1,11 @@
-// Rule 1 (docs/state-machine.md): a record whose effect may have happened is never deleted.
-// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
-/**
- * Attempts that made no effect but were not queued: an attempt that failed before its tool ran (a store
- * error writing the dedupe window's intent), and a first run's business error whose intent release failed.
- * `Claim.ranBefore` (attempt − 1 > unrun_attempts) is a later attempt's only memory of "nothing ran": such an
- * attempt is counted in `unrun_attempts`, so the next attempt may still be the call's first run (its
- * business error frees the intent it created, and a fresh key with the same arguments runs), while the
- * completer's budget counts it (`queued_attempts` counts only the queued parks), so a call whose attempts
- * keep failing is given up on, its answers saying nothing happened. Found by review 6 (helper-26), each first
- * as a failing test.
- */
-import { randomUUID } from 'node:crypto';
-import { Completer } from '../../lib/idempotency/completer';
-import { NotFoundError } from '../../lib/idempotency/errors';
-import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask } from '../../lib/idempotency/task';
 import { readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
-import { beforeNext, throttled } from '../helpers/intercept';
-import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
-import { noteTool } from '../helpers/tools';
+import { completerOn, missingCustomerTool, throttleIntentPuts, throttleNextIntentWrite } from '../helpers/no-effect';
+import { createProtocolWorld, deadline, type ProtocolWorld } from '../helpers/protocol-world';
+import type { noteTool } from '../helpers/tools';
 
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
@@ -34,57 +18,13 @@ afterEach(() => jest.restoreAllMocks()); // movableClock's Date.now
 
 const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
 
-function completerOf(tools: ReturnType<typeof noteTool>['tool'][], maxAttempts?: number) {
-  return new Completer({
-    client: world.client,
-    runtime,
-    tools,
-    queue: { send: async () => undefined },
-    tableName: world.idempotencyTable.tableName,
-    attributes: DEFAULT_RECORD_ATTRIBUTES,
-    ...(maxAttempts === undefined ? {} : { maxAttempts }),
-  });
-}
-
-const isIntentWrite = (input: Record<string, unknown>) => JSON.stringify(input.Key ?? input.Item).includes('#intent#');
-
-/** The next PutItem of a window's intent through the world's client fails as a throttle. */
-function throttleNextIntentPut(): void {
-  beforeNext(
-    world.client,
-    'PutItemCommand',
-    async () => {
-      throw throttled();
-    },
-    isIntentWrite,
-  );
-}
-
-/** A dedupe-window tool whose customer does not exist until `createCustomer()` (not_found until then). */
-function missingCustomerTool(options: { longRunning?: boolean } = {}) {
-  let customerExists = false;
-  const { tool, execute } = noteTool(
-    `r6_${randomUUID().slice(0, 8)}`,
-    async (args) => {
-      if (!customerExists) throw new NotFoundError('customer: no such customer');
-      return { receipt: { note_id: `note_${randomUUID()}`, text: args.text }, replayed: false };
-    },
-    { dedupeWindowSeconds: 600, ...options },
-  );
-  return {
-    tool,
-    execute,
-    caller: identity(),
-    createCustomer: () => {
-      customerExists = true;
-    },
-  };
-}
+const completerOf = (tools: ReturnType<typeof noteTool>['tool'][], maxAttempts?: number) =>
+  completerOn(world, runtime, tools, maxAttempts);
 
 describe('attempts that failed before their tool ran: no effect, yet counted by the completer’s budget', () => {
   it('R6-1 a plain call: attempt 1 fails writing the intent (throttled), the retry meets not_found — a fresh key with the same arguments, once the customer exists, runs (nothing of the first call ran)', async () => {
     const t = missingCustomerTool();
-    throttleNextIntentPut();
+    throttleNextIntentWrite(world, 'PutItemCommand');
     const first = await runtime.invoke(t.tool, t.caller, { idempotency_key: 'k1', text: 'same' }, deadline());
     expect(first).toMatchObject({ ok: false, error: { code: 'unavailable' } });
     expect(t.execute).not.toHaveBeenCalled(); // attempt 1 never reached its tool
@@ -109,7 +49,7 @@ describe('attempts that failed before their tool ran: no effect, yet counted by 
     });
     const recordKey = handed.task?.callId.split('@')[0] ?? '';
     const parked = await itemOf(recordKey);
-    throttleNextIntentPut();
+    throttleNextIntentWrite(world, 'PutItemCommand');
     const second = await completerOf([t.tool]).onRecheck(
       { key: recordKey, claim: String(parked.claim_id) },
       deadline(),
@@ -133,22 +73,13 @@ describe('attempts that failed before their tool ran: no effect, yet counted by 
   it('R6-3 a call given up after attempts that all failed before their tool ran: its poll says nothing happened, not that its effect may have', async () => {
     const clock = movableClock();
     const t = missingCustomerTool();
-    const name = `r6-throttle-${randomUUID()}`;
-    world.client.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (context.commandName === 'PutItemCommand' && isIntentWrite(args.input as Record<string, unknown>)) {
-          throw throttled();
-        }
-        return next(args);
-      },
-      { step: 'initialize', name },
-    );
+    const throttling = throttleIntentPuts(world);
     try {
       for (let attempt = 1; attempt <= 9; attempt++) {
         await runtime.invoke(t.tool, t.caller, { idempotency_key: 'p1', text: 'x' }, deadline());
       }
     } finally {
-      world.client.middlewareStack.remove(name);
+      throttling.stop();
     }
     const [record] = (await world.idempotencyRecordKeys(t.caller.tenant)).filter((r) => !r.id.includes('#intent#'));
     const item = await itemOf(record!.id);
@@ -176,14 +107,7 @@ describe('a first run’s failure whose intent release fails: parked as having m
     const recordKey = handed.task?.callId.split('@')[0] ?? '';
     const parked = await itemOf(recordKey);
     // Attempt 2 (the completer): the call's first run, not_found; the release of the intent it created fails.
-    beforeNext(
-      world.client,
-      'DeleteItemCommand',
-      async () => {
-        throw throttled();
-      },
-      isIntentWrite,
-    );
+    throttleNextIntentWrite(world, 'DeleteItemCommand');
     await completerOf([t.tool]).onRecheck({ key: recordKey, claim: String(parked.claim_id) }, deadline());
     expect(t.execute).toHaveBeenCalledTimes(1);
     expect(await itemOf(recordKey)).toMatchObject({ attempt: 2, status: 'INPROGRESS' });

@@ -10,15 +10,14 @@
  * attempt (not queued), and a handed-off call that always fails stalls when the Liveness table says.
  */
 import { randomUUID } from 'node:crypto';
-import { Completer } from '../../lib/idempotency/completer';
 import { NotFoundError } from '../../lib/idempotency/errors';
-import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask } from '../../lib/idempotency/task';
 import { readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
 import { beforeNext, throttled } from '../helpers/intercept';
+import { completerOn, isIntentWrite, missingCustomerTool, throttleIntentPuts } from '../helpers/no-effect';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { gate, noteTool } from '../helpers/tools';
 
@@ -34,17 +33,8 @@ afterEach(() => jest.restoreAllMocks()); // movableClock's Date.now
 /** An item of the world's idempotency table, read consistently (`callRecords`). */
 const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
 
-function completerOf(tools: ReturnType<typeof noteTool>['tool'][], maxAttempts?: number) {
-  return new Completer({
-    client: world.client,
-    runtime,
-    tools,
-    queue: { send: async () => undefined },
-    tableName: world.idempotencyTable.tableName,
-    attributes: DEFAULT_RECORD_ATTRIBUTES,
-    ...(maxAttempts === undefined ? {} : { maxAttempts }),
-  });
-}
+const completerOf = (tools: ReturnType<typeof noteTool>['tool'][], maxAttempts?: number) =>
+  completerOn(world, runtime, tools, maxAttempts);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -173,8 +163,6 @@ describe('when a handed-off call starts, as its answers say it, on the stack', (
   });
 });
 
-const isIntentWrite = (input: Record<string, unknown>) => JSON.stringify(input.Key ?? input.Item).includes('#intent#');
-
 /**
  * A handed-off call H of a dedupe-window tool whose customer does not exist yet, parked unrun (attempt 1).
  * `firstRun` runs the completer's attempt 2 — H's first run: it creates the window's intent and meets
@@ -182,16 +170,7 @@ const isIntentWrite = (input: Record<string, unknown>) => JSON.stringify(input.K
  * `beforeRelease` run just before that intent's DeleteItem.
  */
 async function handedOffCallOfAMissingCustomer() {
-  let customerExists = false;
-  const { tool, execute } = noteTool(
-    `r5_release_${randomUUID().slice(0, 8)}`,
-    async (args) => {
-      if (!customerExists) throw new NotFoundError('customer: no such customer');
-      return { receipt: { note_id: `note_${randomUUID()}`, text: args.text }, replayed: false };
-    },
-    { longRunning: true, dedupeWindowSeconds: 600 },
-  );
-  const caller = identity();
+  const { tool, execute, caller, createCustomer } = missingCustomerTool({ longRunning: true });
   const handed = await callAsTask(runtime, tool, caller, { idempotency_key: 'h1', text: 'same' }, deadline(), {
     handOff: true,
   });
@@ -202,9 +181,7 @@ async function handedOffCallOfAMissingCustomer() {
     execute,
     caller,
     recordKey,
-    createCustomer: () => {
-      customerExists = true;
-    },
+    createCustomer,
     async firstRun(beforeRelease: () => Promise<unknown>) {
       beforeNext(world.client, 'DeleteItemCommand', beforeRelease, isIntentWrite);
       return completerOf([tool]).onRecheck({ key: recordKey, claim: String(parked.claim_id) }, deadline());
@@ -245,21 +222,6 @@ describe('a first run’s failure (attempt > 1, nothing ran before) and the inte
   });
 });
 
-/** Every PutItem of a dedupe window's intent through the world's client is throttled, until `stop()`. */
-function throttleIntentWrites(): { stop(): void } {
-  const name = `r5-throttle-intents-${randomUUID()}`;
-  world.client.middlewareStack.add(
-    (next, context) => async (args) => {
-      if (context.commandName === 'PutItemCommand' && isIntentWrite(args.input as Record<string, unknown>)) {
-        throw throttled();
-      }
-      return next(args);
-    },
-    { step: 'initialize', name },
-  );
-  return { stop: () => world.client.middlewareStack.remove(name) };
-}
-
 describe('attempts that fail before their tool runs are failed attempts, not queued ones (review 5, F2)', () => {
   it('a call whose every attempt fails before its tool runs is given up after maxAttempts (8), as the Liveness table bounds it — not re-run until its TTL', async () => {
     const clock = movableClock();
@@ -269,7 +231,7 @@ describe('attempts that fail before their tool runs are failed attempts, not que
     const caller = identity();
     // The window's intent cannot be written (a hot intent item throttled; or, for good, an item under its key
     // that is not an intent: claimIntent throws): every attempt fails in the choose phase, before its tool.
-    const throttling = throttleIntentWrites();
+    const throttling = throttleIntentPuts(world);
     try {
       const answers = [];
       for (let attempt = 1; attempt <= 9; attempt++) {

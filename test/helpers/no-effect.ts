@@ -1,0 +1,80 @@
+/**
+ * What the suites of attempts that made no effect share (test/integration/unrun-attempts.test.ts,
+ * no-effect-attempts.test.ts): a completer over the protocol world's table, a dedupe-window tool whose
+ * customer is missing until created, and faults on the writes of a window's intent.
+ */
+import { randomUUID } from 'node:crypto';
+import { Completer } from '../../lib/idempotency/completer';
+import { NotFoundError } from '../../lib/idempotency/errors';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
+import type { ToolRuntime } from '../../lib/idempotency/runtime';
+import { beforeNext, throttled } from './intercept';
+import { identity, type ProtocolWorld } from './protocol-world';
+import { noteTool } from './tools';
+
+type NoteTool = ReturnType<typeof noteTool>['tool'];
+
+/** A completer of `tools` on the world's idempotency table (its rechecks sent nowhere: a test delivers them). */
+export function completerOn(world: ProtocolWorld, runtime: ToolRuntime, tools: NoteTool[], maxAttempts?: number) {
+  return new Completer({
+    client: world.client,
+    runtime,
+    tools,
+    queue: { send: async () => undefined },
+    tableName: world.idempotencyTable.tableName,
+    attributes: DEFAULT_RECORD_ATTRIBUTES,
+    ...(maxAttempts === undefined ? {} : { maxAttempts }),
+  });
+}
+
+/** Whether a request's key or item is a dedupe window's intent. */
+export const isIntentWrite = (input: Record<string, unknown>) =>
+  JSON.stringify(input.Key ?? input.Item).includes('#intent#');
+
+/** A dedupe-window tool whose customer does not exist until `createCustomer()` (not_found until then). */
+export function missingCustomerTool(options: { longRunning?: boolean } = {}) {
+  let customerExists = false;
+  const { tool, execute } = noteTool(
+    `nocustomer_${randomUUID().slice(0, 8)}`,
+    async (args) => {
+      if (!customerExists) throw new NotFoundError('customer: no such customer');
+      return { receipt: { note_id: `note_${randomUUID()}`, text: args.text }, replayed: false };
+    },
+    { dedupeWindowSeconds: 600, ...options },
+  );
+  return {
+    tool,
+    execute,
+    caller: identity(),
+    createCustomer: () => {
+      customerExists = true;
+    },
+  };
+}
+
+/** Every PutItem of a dedupe window's intent through the world's client is throttled, until `stop()`. */
+export function throttleIntentPuts(world: ProtocolWorld): { stop(): void } {
+  const name = `throttle-intents-${randomUUID()}`;
+  world.client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === 'PutItemCommand' && isIntentWrite(args.input as Record<string, unknown>)) {
+        throw throttled();
+      }
+      return next(args);
+    },
+    { step: 'initialize', name },
+  );
+  return { stop: () => world.client.middlewareStack.remove(name) };
+}
+
+/** The next `command` (PutItem, DeleteItem) of a window's intent through the world's client fails as a throttle. */
+export function throttleNextIntentWrite(world: ProtocolWorld, command: 'PutItemCommand' | 'DeleteItemCommand'): void {
+  beforeNext(
+    world.client,
+    command,
+    async () => {
+      throw throttled();
+    },
+    isIntentWrite,
+  );
+}

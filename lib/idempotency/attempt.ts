@@ -3,7 +3,6 @@
  * execute → settle (store the outcome; or, on a failure, park or release the claim) — reading one
  * `Claim`, set once by the claim phase. Every write is a transition of `protocol/`.
  */
-import type { Logger } from '@aws-lambda-powertools/logger';
 import type * as z from 'zod/mini';
 import {
   type Ending,
@@ -14,8 +13,9 @@ import {
   retryAfterMs,
   StoreWriteError,
 } from './answers';
-import { type Attachment, attach } from './attach';
+import { attach } from './attach';
 import { STREAM_BATCHING_WINDOW_SECONDS } from './backoff';
+import type { CallPlan } from './call-plan';
 import { latestLockEndMs, ttlNeededFor } from './call-state';
 import { expiresAtSOf } from './derivation';
 import { type ErrorCode, InFlightError, ToolError } from './errors';
@@ -24,34 +24,8 @@ import { type Claim, type ClaimRequest, claimCall, fixDownstreamKey } from './pr
 import { claimIntent, type IntentScope, intentKeyOf, releaseIntent } from './protocol/intent';
 import { type CallRecord, encodeCall, type IntentHolder, STATUS, type StoredOutcome } from './protocol/record';
 import { park, release, store } from './protocol/settle';
-import type { IdempotencyTable } from './protocol/table';
 import { encodeReceipt } from './receipt';
-import type { ToolDefinition } from './tool';
-import type { Identity, JsonObject } from './types';
-
-/** Everything one attempt works from, fixed before it claims. */
-export interface CallPlan<S extends z.ZodMiniObject = z.ZodMiniObject, R extends JsonObject = JsonObject> {
-  readonly table: IdempotencyTable;
-  readonly tool: ToolDefinition<S, R>;
-  readonly identity: Identity;
-  readonly clientKey: string;
-  readonly args: z.output<S>;
-  /** The record key: `<tool>#<hash of tenant, user, client key>`. */
-  readonly recordKey: string;
-  /** The arguments' fingerprint, and its validation hash stored on the record. */
-  readonly fingerprint: string;
-  readonly validation: string;
-  readonly ttlSeconds: number;
-  /** The attempt's lock: its invocation's deadline, read once. */
-  readonly lockEndsMs: number;
-  /** Take over exactly this claim (the completer), or undefined (a caller: claim, or take over). */
-  readonly resume: string | undefined;
-  /** A fresh claim is parked unrun, for the completer to run (`InvokeOptions.handOff`). */
-  readonly handOff: boolean | undefined;
-  /** How a caller refused by a live attempt of the same call waits for its outcome (attach.ts). */
-  readonly attach: Attachment;
-  readonly logger: Logger | undefined;
-}
+import type { JsonObject } from './types';
 
 /**
  * Runs one attempt: claim (or attach to a live attempt of the same call), choose the downstream key,
@@ -343,10 +317,12 @@ function leftAs<S extends z.ZodMiniObject, R extends JsonObject>(
   plan: CallPlan<S, R>,
   claim: Claim,
   lockEndsMs: number,
-  unrunAttempts?: number, // as the park wrote it (`CallRecord.unrunAttempts`)
+  /** As the park wrote them (`CallRecord.unrunAttempts`, `queuedAttempts`). */
+  counts: { readonly unrunAttempts?: number; readonly queuedAttempts?: number } = {},
 ): CallRecord {
   return {
-    ...(unrunAttempts === undefined ? {} : { unrunAttempts }),
+    ...(counts.unrunAttempts === undefined ? {} : { unrunAttempts: counts.unrunAttempts }),
+    ...(counts.queuedAttempts === undefined ? {} : { queuedAttempts: counts.queuedAttempts }),
     recordKey: claim.recordKey,
     status: STATUS.inProgress,
     claimId: claim.claimId,
@@ -369,8 +345,8 @@ function leftAs<S extends z.ZodMiniObject, R extends JsonObject>(
 /**
  * Phase: settle a failed attempt's claim — release it (and the intent it created, first), or park it —
  * then end as `ending` says. A claim lost meanwhile (taken over, erased) has nothing of this attempt's
- * to settle. A failed write answers instead of `ending`; so does a failed intent release, though the
- * record is released all the same.
+ * to settle. A failed write answers instead of `ending`; so does a failed intent release, after which the
+ * record is parked, not released (an intent never names a released record).
  */
 async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
   plan: CallPlan<S, R>,
@@ -383,7 +359,10 @@ async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
     try {
       await releaseIntent(plan.table, intentKeyOf(intentScopeOf(plan)), holderOf(claim));
     } catch (error) {
-      settled = failed(error);
+      // The intent still names this record: it is kept, parked as having made no effect (its next attempt
+      // is the call's first run and frees the intent), never released under an intent that names it — a
+      // later taker of such an intent could not tell it made no effect (review 7, R7-1).
+      return settle(plan, claim, PARK_UNRUN, failed(error));
     }
   }
   if (settlement.kind === 'release') {
@@ -398,8 +377,9 @@ async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
   // does the wait a pending answer gives (a pending call is pollable, rule 4).
   const latestMs = latestLockEndMs(claim.expiresAtS);
   const untilMs = Math.min(settlement.untilMs ?? Date.now(), latestMs);
-  // Parked before its tool ran, none before it having run: the next attempt is the call's first run.
+  // No effect made, none before it having run: the next attempt is the call's first run.
   const unrunAttempts = settlement.unrun && !claim.ranBefore ? claim.attempt : undefined;
+  const queued = settlement.queued === true;
   if (settled.kind === 'pending' && 'afterMs' in settled.until) {
     settled = {
       ...settled,
@@ -408,10 +388,13 @@ async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
   }
   let parked: Awaited<ReturnType<typeof park>>;
   try {
-    parked = await park(plan.table, claim, untilMs, { unrunAttempts, queued: settlement.queued === true });
+    parked = await park(plan.table, claim, untilMs, { unrunAttempts, queued });
   } catch (error) {
     return { ...failed(new StoreWriteError('settle', { cause: error })), call: leftAs(plan, claim, plan.lockEndsMs) };
   }
   // Taken over or erased meanwhile: nothing of this attempt's to settle, and its state not this attempt's.
-  return parked === 'parked' ? { ...settled, call: leftAs(plan, claim, untilMs, unrunAttempts) } : settled;
+  const queuedAttempts = claim.queuedBefore + (queued ? 1 : 0);
+  return parked === 'parked'
+    ? { ...settled, call: leftAs(plan, claim, untilMs, { unrunAttempts, queuedAttempts }) }
+    : settled;
 }

@@ -77,9 +77,20 @@ export function classify(record: CallRecord | undefined, nowMs: number): CallSta
   return record.stalledClaimId === record.claimId ? 'stalled' : 'abandoned';
 }
 
-/** A call none of whose attempts has run its tool yet (`CallRecord.unrunAttempts`): queued, nothing happened. */
+/**
+ * A call none of whose attempts made an effect (`CallRecord.unrunAttempts`): queued, failed before its tool
+ * ran, or met a business error — nothing happened.
+ */
 export function neverRan(record: CallRecord): boolean {
   return (record.unrunAttempts ?? 0) >= record.attempt;
+}
+
+/**
+ * A call every attempt of which was queued (`CallRecord.queuedAttempts`: a hand-off, a dedupe window's
+ * holder in the way): none has run or failed — it waits for the server to start it.
+ */
+export function allQueued(record: CallRecord): boolean {
+  return (record.queuedAttempts ?? 0) >= record.attempt;
 }
 
 /** A live call parked (the claim that parked it still holds it): no holder runs it before its lock ends. */

@@ -2,7 +2,7 @@
  * A call in flight as an operator reads it (`retrysafe calls`), from an item of the idempotency table a
  * scan found — the scan itself is the caller's; the state is `classify`'s.
  */
-import { classify, isInFlight, neverRan } from './call-state';
+import { allQueued, classify, isInFlight } from './call-state';
 import { callRecordOf, type RecordAttributes, recordAttributes } from './protocol/record';
 
 /** A call whose record may still commit its effect. */
@@ -16,7 +16,7 @@ export interface InFlightCall {
   readonly clientKey: string | undefined;
   /** Attempts that claimed it: 1, then +1 per takeover. */
   readonly attempt: number;
-  /** None of its attempts has run its tool (`neverRan`: a hand-off, a dedupe window's holder in the way): nothing happened. */
+  /** Every attempt of it was queued (`allQueued`: a hand-off, a dedupe window's holder in the way): none ran, nothing happened. */
   readonly queued: boolean;
   /** The record's TTL (epoch s): its first claim's time plus the tool's `ttlSeconds`. */
   readonly expiresAtS: number;
@@ -40,7 +40,7 @@ export function inFlightCallOf(
     user: record.call?.user,
     clientKey: record.call?.clientKey,
     attempt: record.attempt,
-    queued: neverRan(record),
+    queued: allQueued(record),
     expiresAtS: record.expiresAtS,
     lockEndsMs: record.lockEndsMs,
   };

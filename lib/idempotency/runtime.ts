@@ -13,8 +13,9 @@ import {
 } from './answers';
 import { parseCall } from './arguments';
 import { type Attachment, type AttachOptions, attachmentOf } from './attach';
-import { type CallPlan, runAttempt } from './attempt';
-import { CLOCK_SKEW_TOLERANCE_MS, classify, neverRan, stalledChangesAtMs } from './call-state';
+import { runAttempt } from './attempt';
+import type { CallPlan } from './call-plan';
+import { allQueued, CLOCK_SKEW_TOLERANCE_MS, classify, neverRan, stalledChangesAtMs } from './call-state';
 import { idempotencyDisabled, recordKeyOf, validationOf } from './derivation';
 import { type ErrorCode, INTERNAL_MESSAGE, InternalError, StoredFailureError, UnavailableError } from './errors';
 import { fingerprint } from './fingerprint';
@@ -95,8 +96,8 @@ export type Operation<R extends JsonObject> =
    */
   | { status: 'pending'; retryAfterMs: number; runsAnew?: true }
   /**
-   * `retryAfterMs`: when the completer re-runs it (a resend with its key runs it at once). `queued`: none of
-   * its attempts ran yet (`neverRan`: a hand-off, a dedupe window's holder in the way).
+   * `retryAfterMs`: when the completer re-runs it (a resend with its key runs it at once). `queued`: every
+   * attempt of it was queued, none ran or failed (`allQueued`: a hand-off, a dedupe window's holder in the way).
    */
   | { status: 'abandoned'; retryAfterMs: number; queued?: true }
   /**
@@ -322,7 +323,7 @@ export class ToolRuntime {
         return {
           status: 'abandoned',
           retryAfterMs: askAgainAfterMs(record, state, nowMs),
-          ...(neverRan(record) ? { queued: true as const } : {}),
+          ...(allQueued(record) ? { queued: true as const } : {}),
         };
       case 'stalled': {
         const atMs = stalledChangesAtMs(record);

@@ -22,7 +22,7 @@
  */
 import type * as z from 'zod/mini';
 import { answerOf, askAgainAfterMs, MIN_RETRY_AFTER_MS } from './answers';
-import { classify, createdAtOf, neverRan, stalledChangesAtMs } from './call-state';
+import { allQueued, classify, createdAtOf, neverRan, stalledChangesAtMs } from './call-state';
 import type { CallRecord, StalledReason } from './protocol/record';
 import type { InvokeOptions, ToolRuntime } from './runtime';
 import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
@@ -56,10 +56,12 @@ export type CallTask = TaskTimes &
         readonly reason?: StalledReason;
         /**
          * What holds it, where its state alone would mislead: `powertools`, live under Powertools' handler
-         * (a resend past its TTL runs it anew); `queued`, abandoned or stalled but never run (`neverRan`: handed
-         * off to the completer, behind a window's holder) — nothing happened.
+         * (a resend past its TTL runs it anew); `queued`, abandoned with every attempt queued (`allQueued`:
+         * handed off to the completer, behind a window's holder) — nothing happened yet.
          */
         readonly note?: 'powertools' | 'queued';
+        /** Stalled, and none of its attempts made an effect (`neverRan`): nothing happened. */
+        readonly neverRan?: true;
         /** When polling it again is worth it. */
         readonly pollIntervalMs: number;
       }
@@ -120,7 +122,8 @@ export function taskOf(
         // scheduled, or nothing moves it before `stalledChangesAtMs` (one Powertools' handler left) — then.
         pollIntervalMs: state === 'stalled' ? stalledPollMs(record, nowMs) : askAgainAfterMs(record, state, nowMs),
         ...(state === 'stalled' ? { reason: record.stalledReason ?? 'attempts' } : {}),
-        ...(neverRan(record) ? { note: 'queued' as const } : {}),
+        ...(state === 'abandoned' && allQueued(record) ? { note: 'queued' as const } : {}),
+        ...(state === 'stalled' && neverRan(record) ? { neverRan: true as const } : {}),
       };
     case 'completed': {
       // Rule 5: read, never the committing answer — a replay.

@@ -123,7 +123,7 @@ export interface TaskWording {
   readonly working: Readonly<Record<'live' | 'abandoned' | 'powertools' | 'queued', string>>;
   /** A stalled task's message (`working`: only a resend finishes it), by why the completer gave up on it. */
   readonly stalled: Readonly<Record<StalledReason, string>>;
-  /** The same, for a call none of whose attempts ran (`CallTask.note` `queued`): nothing happened. */
+  /** The same, for a call none of whose attempts made an effect (`CallTask.neverRan`): nothing happened. */
   readonly stalledNeverRan: Readonly<Record<StalledReason, string>>;
   /** A `failed` task's message, from its error answer. */
   failed(result: JsonObject & { readonly error?: { readonly code: string; readonly message: string } }): string;
@@ -147,7 +147,7 @@ export function mcpTaskOf(taskId: string, task: CallTask, wording: TaskWording):
       status: 'working',
       statusMessage:
         task.state === 'stalled'
-          ? stalledMessage(task.note === 'queued' ? wording.stalledNeverRan : wording.stalled, task.reason)
+          ? stalledMessage(task.neverRan ? wording.stalledNeverRan : wording.stalled, task.reason)
           : wording.working[task.note ?? task.state],
       pollInterval: task.pollIntervalMs,
     };

@@ -16,7 +16,7 @@ export interface OperationSource {
 export const ABANDONED_HINT =
   'the call stopped before it finished (its worker died, or its attempt failed): the server re-runs it once the wait this answer gives is over, or resend the same arguments with the same key now to run it at once — neither can act twice';
 
-/** What an abandoned call none of whose attempts ran is (`neverRan`: a hand-off, a window's holder in the way): queued. */
+/** What an abandoned call every attempt of which was queued is (`allQueued`: a hand-off, a window's holder in the way). */
 export const QUEUED_HINT =
   'the call is queued: none of its attempts has run yet (nothing happened); the server starts it once the wait this answer gives is over, or resend the same arguments with the same key now to run it at once — neither can act twice';
 
@@ -36,7 +36,7 @@ export const STALLED_HINTS: Readonly<Record<StalledReason, string>> = stalledHin
   '(its effect may or may not have happened)',
 );
 
-/** The same, for a call none of whose attempts ran (`neverRan`): the server gave up on it before it started. */
+/** The same, for a call none of whose attempts made an effect (`neverRan`): nothing happened. */
 export const NEVER_RAN_STALLED_HINTS = stalledHints('(none of its attempts ran: nothing happened)');
 
 function stalledHints(effect: string): Readonly<Record<StalledReason, string>> {

@@ -164,7 +164,7 @@ describe('a first attempt’s business error', () => {
     expect(execute).toHaveBeenCalledTimes(2);
   });
 
-  it('whose intent release fails: unavailable, and the record is released all the same', async () => {
+  it('whose intent release fails: unavailable, and the record is kept, parked as having made no effect — never released under an intent that names it (review 7, R7-1)', async () => {
     const caller = identity();
     const { tool } = noteTool(
       'send_note',
@@ -178,7 +178,11 @@ describe('a first attempt’s business error', () => {
     const answer = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
 
     expect(answer).toMatchObject({ ok: false, error: { code: 'unavailable' } });
-    expect(await recordOf(caller.tenant)).toBeUndefined();
+    expect(await recordOf(caller.tenant)).toMatchObject({
+      status: { S: 'INPROGRESS' },
+      unrun_attempts: { N: '1' },
+      queued_attempts: { N: '0' },
+    });
   });
 
   it('whose record release fails: unavailable (the store), the record left to its lock', async () => {

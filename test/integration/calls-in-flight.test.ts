@@ -53,10 +53,10 @@ describe('callsInFlight', () => {
 });
 
 describe("callsInFlight's queued", () => {
-  it('says queued of a call parked before its tool ever ran (a hand-off), and not of one that ran', async () => {
+  it('says queued of a call every attempt of which was queued (a hand-off), and not of one that ran', async () => {
     const tenant = newTenant('in-flight-queued');
     const unrun = { ...firstClaim(60_000), tenant };
-    await park(table, await claimed(unrun), Date.now() + 10_000, { unrunAttempts: 1 });
+    await park(table, await claimed(unrun), Date.now() + 10_000, { unrunAttempts: 1, queued: true });
     const ran = { ...firstClaim(60_000), tenant };
     await park(table, await claimed(ran), Date.now() + 10_000, {});
 

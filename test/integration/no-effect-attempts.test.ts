@@ -1,11 +1,26 @@
+// Rule 1 (docs/state-machine.md): a record whose effect may have happened is never deleted.
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
+/**
+ * Attempts that made no effect but were not queued: an attempt that failed before its tool ran (a store
+ * error writing the dedupe window's intent), and a business error whose intent release failed.
+ * `Claim.ranBefore` (attempt − 1 > unrun_attempts) is a later attempt's only memory of "nothing ran": such an
+ * attempt is counted in `unrun_attempts`, so the next attempt may still be the call's first run (its
+ * business error frees the intent it created, and a fresh key with the same arguments runs), while the
+ * completer's budget counts it (`queued_attempts` counts only the queued parks), so a call whose attempts
+ * keep failing is given up on, its answers saying nothing happened — not that it is queued. An intent is
+ * never left naming a released record, and one taken over from a holder that made no effect is the taker's
+ * own. Found by reviews 6 and 7 (helper-26, helper-27), each first as a failing test.
+ */
+import { randomUUID } from 'node:crypto';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask } from '../../lib/idempotency/task';
 import { readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
 import { completerOn, missingCustomerTool, throttleIntentPuts, throttleNextIntentWrite } from '../helpers/no-effect';
-import { createProtocolWorld, deadline, type ProtocolWorld } from '../helpers/protocol-world';
-import type { noteTool } from '../helpers/tools';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { noteTool } from '../helpers/tools';
 
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
@@ -122,5 +137,117 @@ describe('a first run’s failure whose intent release fails: parked as having m
     const fresh = await runtime.invoke(t.tool, t.caller, { idempotency_key: 'f1', text: 'same' }, deadline());
 
     expect(fresh).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+  });
+});
+
+describe('a first attempt’s business error whose intent release fails: the record is parked, not released under an intent that names it (review 7, R7-1)', () => {
+  it('a later call’s first run meets not_found too: a fresh key with the same arguments, once the customer exists, runs — it is not answered that failure as a replay', async () => {
+    const t = missingCustomerTool({ longRunning: true });
+    // D: a plain call, attempt 1, not_found; the release of the intent it created is throttled. Its record is
+    // released all the same (settle: "though the record is released all the same"); the intent stays, naming D.
+    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    const d = await runtime.invoke(t.tool, t.caller, { idempotency_key: 'd1', text: 'same' }, deadline());
+    expect(d).toMatchObject({ ok: false });
+    expect(t.execute).toHaveBeenCalledTimes(1);
+
+    // H: a handed-off call of the same arguments; the completer's attempt 2 is its first run (ranBefore false).
+    const handed = await callAsTask(runtime, t.tool, t.caller, { idempotency_key: 'h1', text: 'same' }, deadline(), {
+      handOff: true,
+    });
+    const recordKey = handed.task?.callId.split('@')[0] ?? '';
+    const parked = await itemOf(recordKey);
+    await completerOf([t.tool]).onRecheck({ key: recordKey, claim: String(parked.claim_id) }, deadline());
+    expect(t.execute).toHaveBeenCalledTimes(2); // D's and H's runs: both not_found, neither made an effect
+    expect(await itemOf(recordKey)).toMatchObject({ status: 'COMPLETED' });
+
+    // The customer is created; the same request with a fresh key. Nothing of D or H made an effect: it must run
+    // (rule 1 / guarantees "Long-running": "a fresh key with the same arguments runs"), not be told not_found.
+    t.createCustomer();
+    const fresh = await runtime.invoke(t.tool, t.caller, { idempotency_key: 'f1', text: 'same' }, deadline());
+
+    expect(fresh).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+  });
+});
+
+describe('an intent taken over from a holder that made no effect is held as the taker’s own (review 7, R7-1b)', () => {
+  it('a fresh key that took the intent over from a parked call that made no effect frees it on its not_found: after the resend’s not_found, a later fresh key runs', async () => {
+    const t = missingCustomerTool({ longRunning: true });
+    const handed = await callAsTask(runtime, t.tool, t.caller, { idempotency_key: 'h3', text: 'same' }, deadline(), {
+      handOff: true,
+    });
+    const recordKey = handed.task?.callId.split('@')[0] ?? '';
+    const parked = await itemOf(recordKey);
+    // H's first run (the completer's attempt 2): not_found; the release of its intent is throttled — parked as
+    // having made no effect (R6-4's path).
+    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    await completerOf([t.tool]).onRecheck({ key: recordKey, claim: String(parked.claim_id) }, deadline());
+    expect(await itemOf(recordKey)).toMatchObject({ attempt: 2, unrun_attempts: 2, status: 'INPROGRESS' });
+    await new Promise((resolve) => setTimeout(resolve, 20)); // its lock (now) has ended: abandoned
+
+    // C: a fresh key, same arguments, before the customer exists: takes the intent over from H (abandoned),
+    // meets not_found on its attempt 1 — its record released, the intent it took over kept (it names C now).
+    const c = await runtime.invoke(t.tool, t.caller, { idempotency_key: 'c3', text: 'same' }, deadline());
+    expect(c).toMatchObject({ ok: false, error: { code: 'not_found' } });
+
+    // H's resend: attempt 3, its first run (ranBefore false), takes the intent over from C (gone): not_found.
+    const third = await runtime.invoke(t.tool, t.caller, { idempotency_key: 'h3', text: 'same' }, deadline());
+    expect(third).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(t.execute).toHaveBeenCalledTimes(3); // three runs, all not_found: no effect
+
+    t.createCustomer();
+    const fresh = await runtime.invoke(t.tool, t.caller, { idempotency_key: 'f3', text: 'same' }, deadline());
+
+    expect(fresh).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+  });
+});
+
+describe('answers of a call whose only run met a business error (its intent release failed): not queued (review 7, R7-2)', () => {
+  it('get_operation does not say it is queued or that none of its attempts ran: its tool ran (and met not_found)', async () => {
+    const t = missingCustomerTool({ longRunning: true });
+    const handed = await callAsTask(runtime, t.tool, t.caller, { idempotency_key: 'h2', text: 'same' }, deadline(), {
+      handOff: true,
+    });
+    const recordKey = handed.task?.callId.split('@')[0] ?? '';
+    const parked = await itemOf(recordKey);
+    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    await completerOf([t.tool]).onRecheck({ key: recordKey, claim: String(parked.claim_id) }, deadline());
+    expect(t.execute).toHaveBeenCalledTimes(1); // its tool ran
+    expect(await itemOf(recordKey)).toMatchObject({ attempt: 2, unrun_attempts: 2, status: 'INPROGRESS' });
+
+    const poll = await readOperation({ runtime, toolNames: [t.tool.name] }, t.caller, t.tool.name, 'h2');
+
+    expect(poll).toMatchObject({ ok: true, status: 'abandoned' });
+    // "nothing happened" is true; "none of its attempts has run yet" / "queued" is not: its run failed.
+    expect(JSON.stringify(poll)).not.toMatch(/none of its attempts has run yet/);
+  });
+});
+
+describe('a record an earlier version queued (unrun_attempts counted its queued parks, no queued_attempts) (review 7, R7-3)', () => {
+  it('a handed-off call then queued behind a stalled window holder 8 times is not given up for its attempts: its queued parks are not in the budget', async () => {
+    const clock = movableClock();
+    const { tool, execute } = noteTool(`r7_old_${randomUUID().slice(0, 8)}`, undefined, { longRunning: true });
+    const caller = identity();
+    const handed = await callAsTask(runtime, tool, caller, { idempotency_key: 'o1', text: 'x' }, deadline(), {
+      handOff: true,
+    });
+    const recordKey = handed.task?.callId.split('@')[0] ?? '';
+    // As 826ee99 left it: attempt 9, each parked queued (unrun_attempts 9: its count of queued parks), no
+    // queued_attempts attribute (it had none). Under 826ee99 the completer counted 9 − 9 = 0 attempts.
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: world.idempotencyTable.tableName,
+        Key: { id: { S: recordKey } },
+        UpdateExpression: 'SET #a = :n, #u = :n REMOVE #q',
+        ExpressionAttributeNames: { '#a': 'attempt', '#u': 'unrun_attempts', '#q': 'queued_attempts' },
+        ExpressionAttributeValues: { ':n': { N: '9' } },
+      }),
+    );
+    const item = await itemOf(recordKey);
+    clock.advance(16 * 60_000); // its due time: lock + backoff(8) = 15 min
+    const outcome = await completerOf([tool]).onRecheck({ key: recordKey, claim: String(item.claim_id) }, deadline());
+
+    // None of its attempts ran or failed: the budget is not spent, and it runs.
+    expect(outcome).not.toBe('gave_up');
+    expect(execute).toHaveBeenCalled();
   });
 });

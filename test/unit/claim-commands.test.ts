@@ -124,10 +124,19 @@ describe('the commands a call sends', () => {
     const park = parks[0]!.args[0].input;
     expect(park).toMatchObject({
       TableName: 'keys',
-      UpdateExpression: 'SET #lockEnd = :until, #parked = :claim',
+      // A failure after the tool ran: not queued (0 added), and no `unrun_attempts` (it may have made the effect).
+      UpdateExpression: 'SET #lockEnd = :until, #parked = :claim ADD #queued :queued',
       ConditionExpression: '#claim = :claim AND #status = :inProgress',
-      ExpressionAttributeNames: { '#lockEnd': 'in_progress_expiration', '#parked': 'parked_claim' },
-      ExpressionAttributeValues: { ':claim': { S: claimId }, ':inProgress': { S: 'INPROGRESS' } },
+      ExpressionAttributeNames: {
+        '#lockEnd': 'in_progress_expiration',
+        '#parked': 'parked_claim',
+        '#queued': 'queued_attempts',
+      },
+      ExpressionAttributeValues: {
+        ':claim': { S: claimId },
+        ':inProgress': { S: 'INPROGRESS' },
+        ':queued': { N: '0' },
+      },
     });
     expect(Number(park.ExpressionAttributeValues?.[':until']?.N)).toBeLessThanOrEqual(Date.now());
     expect(Number(park.ExpressionAttributeValues?.[':until']?.N)).toBeGreaterThanOrEqual(before - 1);

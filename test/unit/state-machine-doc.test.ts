@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 
 /**
  * docs/state-machine.md's promise (STYLE.md, "A rule leads to its tests"): each rule names the tests that
@@ -65,5 +66,22 @@ describe('docs/state-machine.md and the tests of its rules', () => {
     const listed = testsNamedBy(RULES.get(rule)!, FILES);
 
     expect(listed.filter((file) => !named(file).has(rule))).toEqual([]);
+  });
+});
+
+describe('docs/state-machine.md and the call record', () => {
+  it('"Call record" names every attribute a call record holds (review 7, R7-4: unrun_attempts, queued_attempts were missing)', () => {
+    const start = DOC.indexOf('## Call record');
+    const section = DOC.slice(start, DOC.indexOf('```mermaid', start));
+    // The key is the heading's `Key …`; an intent's own attributes are the intent's section's.
+    const ofIntentsOnly: readonly string[] = [
+      DEFAULT_RECORD_ATTRIBUTES.intentHolder,
+      DEFAULT_RECORD_ATTRIBUTES.windowEnd,
+    ];
+    const held = Object.values(DEFAULT_RECORD_ATTRIBUTES).filter(
+      (name) => name !== DEFAULT_RECORD_ATTRIBUTES.key && !ofIntentsOnly.includes(name),
+    );
+
+    expect(held.filter((name) => !section.includes(`\`${name}\``))).toEqual([]);
   });
 });

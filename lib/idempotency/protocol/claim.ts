@@ -158,11 +158,13 @@ export interface Claim {
   /** 1 for a first claim, +1 for each takeover of an abandoned attempt. */
   readonly attempt: number;
   /**
-   * Whether an earlier attempt may have run the effect: any before this one but those that parked before
-   * their tool ran while none before them had (`CallRecord.unrunAttempts`: a hand-off, a dedupe window's
-   * holder in the way). False on a first claim, and on the first run after such parks.
+   * Whether an earlier attempt may have run the effect: any before this one but the leading ones that made
+   * no effect (`CallRecord.unrunAttempts`: queued, failed before their tool ran, or met a business error).
+   * False on a first claim, and on the first run after such attempts.
    */
   readonly ranBefore: boolean;
+  /** How many attempts before this one were queued (`CallRecord.queuedAttempts`): 0 on a first claim. */
+  readonly queuedBefore: number;
   /** The downstream key an earlier attempt fixed on the record (it took an intent over), if any. */
   readonly downstreamKey: string | undefined;
   /** The call's id, the same on every attempt of it: what its tool stamps its commit with. */
@@ -239,6 +241,7 @@ export async function claim(table: IdempotencyTable, first: FirstClaim, nowMs: n
       claimId,
       attempt: 1,
       ranBefore: false,
+      queuedBefore: 0,
       downstreamKey: undefined,
       callId,
       askedAtMs: nowMs,
@@ -294,6 +297,7 @@ export async function takeOver(table: IdempotencyTable, from: TakeOver, nowMs: n
     claimId,
     attempt: record.attempt,
     ranBefore: record.attempt - 1 > (record.unrunAttempts ?? 0),
+    queuedBefore: record.queuedAttempts ?? 0,
     downstreamKey: record.downstreamKey,
     callId: record.callId,
     askedAtMs: createdAtOf(record, from.ttlSeconds),

@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { classify, holdsIntent, isAbandoned, isParked } from '../call-state';
+import { classify, holdsIntent, isAbandoned, isParked, neverRan } from '../call-state';
 import type { Identity } from '../types';
 import { type CallRecord, type Intent, type IntentHolder, intentOf, type StoredOutcome } from './record';
 import { conditionally, heldBy, type IdempotencyTable, readCallRecord } from './table';
@@ -140,8 +140,12 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
   // Taking over: this call's record names the intent's key first, so that every later attempt of this
   // call (a retry, the completer) runs under it even if this one dies right after.
   if ((await request.fix(held.downstreamKey)) === 'claim_lost') return { kind: 'claim_lost' };
+  // From a holder whose record says it made no effect (`neverRan`: none of its attempts ran, no attempt of
+  // it runs now), the intent holds none: this call holds it as if it had created it, so a business error of
+  // its first run frees it (review 7, R7-1b). A holder gone, or one that may have run, may have made one.
+  const noEffect = holdsIntent(record, held.holder) && neverRan(record);
   return (await swapIntent(table, held.intentKey, held.holder, request.holder)) === 'swapped'
-    ? { kind: 'holds', downstreamKey: held.downstreamKey, created: false }
+    ? { kind: 'holds', downstreamKey: held.downstreamKey, created: noEffect }
     : RUNNING;
 }
 

@@ -91,8 +91,9 @@ export interface RecordAttributes {
   readonly unrunAttempts: string;
   /**
    * On a call record: how many of its attempts were queued — parked before their tool ran by no failure
-   * (a hand-off, a dedupe window's holder in the way) — which the completer's budget does not count. Added
-   * to by such a park (`ADD`), never removed; absent is 0.
+   * (a hand-off, a dedupe window's holder in the way) — which the completer's budget does not count. Every
+   * park adds to it (1 when queued, else 0), never removed; absent, an earlier version parked the record
+   * and its `unrunAttempts` is read instead.
    */
   readonly queuedAttempts: string;
 }
@@ -297,7 +298,9 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
     completedAtMs: number(item, attr.completedAt),
     writtenBy: powertools ? 'powertools' : undefined,
     unrunAttempts: number(item, attr.unrunAttempts) ?? 0,
-    queuedAttempts: number(item, attr.queuedAttempts) ?? 0,
+    // Every park writes it (0 added when not queued): absent, an earlier version parked it, whose
+    // `unrun_attempts` counted its queued parks (review 7, R7-3).
+    queuedAttempts: number(item, attr.queuedAttempts) ?? number(item, attr.unrunAttempts) ?? 0,
   };
 }
 

@@ -72,19 +72,20 @@ export async function park(
     new UpdateItemCommand({
       TableName: table.tableName,
       Key: marshall({ [attr.key]: claim.recordKey }),
-      UpdateExpression: `SET #lockEnd = :until, #parked = :claim${unrunAttempts === undefined ? '' : ', #unrun = :unrun'}${queued ? ' ADD #queued :one' : ''}`,
+      // `queued_attempts` on every park, 0 added when not queued: its absence marks an earlier version's park.
+      UpdateExpression: `SET #lockEnd = :until, #parked = :claim${unrunAttempts === undefined ? '' : ', #unrun = :unrun'} ADD #queued :queued`,
       ConditionExpression: held.expression,
       ExpressionAttributeNames: {
         '#lockEnd': attr.lockEnd,
         '#parked': attr.parkedClaim,
         ...(unrunAttempts === undefined ? {} : { '#unrun': attr.unrunAttempts }),
-        ...(queued ? { '#queued': attr.queuedAttempts } : {}),
+        '#queued': attr.queuedAttempts,
         ...held.names,
       },
       ExpressionAttributeValues: {
         ':until': { N: String(untilMs) },
         ...(unrunAttempts === undefined ? {} : { ':unrun': { N: String(unrunAttempts) } }),
-        ...(queued ? { ':one': { N: '1' } } : {}),
+        ':queued': { N: queued ? '1' : '0' },
         ...held.values,
       },
     }),

@@ -73,18 +73,16 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
   try {
     chosen = await chooseDownstreamKey(plan, claim);
   } catch (error) {
-    // A failed attempt that made no effect (a store error, an item in the intent's place): the completer's
-    // budget counts it, so a call whose attempts keep failing here is given up on (review 5, F2); the next
-    // attempt may still be the call's first run (review 6).
+    // Failed with no effect (a store error): in the completer's budget (review 5, F2), and the next attempt
+    // may still be the call's first run (review 6).
     return settle(plan, claim, PARK_UNRUN, failed(error));
   }
   switch (chosen.kind) {
     case 'replay':
       return storeOutcome(plan, claim, { ...chosen.outcome, replayed: true }, 'dedupe_window');
     case 'running': {
-      // Pending, and pollable: this call's record stays in flight until it is told to retry; then a retry
-      // (or the completer) takes it over and finds the holder's outcome.
-      // A parked holder: nobody runs it before its lock ends, so all of it (as `askAgainAfterMs`).
+      // Pending, and pollable: in flight until a retry (or the completer) takes it over and finds the holder's
+      // outcome. A parked holder: nobody runs it before its lock ends, so all of it (as `askAgainAfterMs`).
       const nowMs = Date.now();
       const waitMs =
         chosen.parked && chosen.lockEndsMs !== undefined
@@ -134,13 +132,16 @@ async function chooseDownstreamKey<S extends z.ZodMiniObject, R extends JsonObje
 ): Promise<DownstreamKeyChoice> {
   const own = ownDownstreamKey(plan);
   const window = plan.tool.dedupeWindowSeconds;
-  if (claim.downstreamKey !== undefined || window === undefined) {
+  // A fixed key an attempt of this call ran under may hold its effect: run under it. One none ran under yet
+  // is run only holding the intent (never beside a fresh call's new one: review 8).
+  if (window === undefined || (claim.downstreamKey !== undefined && claim.ranBefore)) {
     return { kind: 'run', downstreamKey: claim.downstreamKey ?? own, createdIntent: false };
   }
   const intent = await claimIntent(plan.table, {
     scope: intentScopeOf(plan),
     holder: holderOf(claim),
-    downstreamKey: own,
+    downstreamKey: claim.downstreamKey ?? own,
+    ownKey: own,
     windowSeconds: window,
     ttlSeconds: plan.ttlSeconds,
     askedAtMs: claim.askedAtMs,
@@ -346,7 +347,7 @@ function leftAs<S extends z.ZodMiniObject, R extends JsonObject>(
  * Phase: settle a failed attempt's claim — release it (and the intent it created, first), or park it —
  * then end as `ending` says. A claim lost meanwhile (taken over, erased) has nothing of this attempt's
  * to settle. A failed write answers instead of `ending`; so does a failed intent release, after which the
- * record is parked, not released (an intent never names a released record).
+ * record is parked, not released (the intent it created never names a released record).
  */
 async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
   plan: CallPlan<S, R>,
@@ -359,9 +360,8 @@ async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
     try {
       await releaseIntent(plan.table, intentKeyOf(intentScopeOf(plan)), holderOf(claim));
     } catch (error) {
-      // The intent still names this record: it is kept, parked as having made no effect (its next attempt
-      // is the call's first run and frees the intent), never released under an intent that names it — a
-      // later taker of such an intent could not tell it made no effect (review 7, R7-1).
+      // The intent still names this record: parked as having made no effect, never released under an intent
+      // that names it (review 7, R7-1).
       return settle(plan, claim, PARK_UNRUN, failed(error));
     }
   }

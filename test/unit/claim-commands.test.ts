@@ -125,7 +125,8 @@ describe('the commands a call sends', () => {
     expect(park).toMatchObject({
       TableName: 'keys',
       // A failure after the tool ran: not queued (0 added), and no `unrun_attempts` (it may have made the effect).
-      UpdateExpression: 'SET #lockEnd = :until, #parked = :claim ADD #queued :queued',
+      UpdateExpression:
+        'SET #lockEnd = :until, #parked = :claim, #queued = if_not_exists(#queued, :queuedBefore) + :queued',
       ConditionExpression: '#claim = :claim AND #status = :inProgress',
       ExpressionAttributeNames: {
         '#lockEnd': 'in_progress_expiration',
@@ -136,6 +137,7 @@ describe('the commands a call sends', () => {
         ':claim': { S: claimId },
         ':inProgress': { S: 'INPROGRESS' },
         ':queued': { N: '0' },
+        ':queuedBefore': { N: '0' },
       },
     });
     expect(Number(park.ExpressionAttributeValues?.[':until']?.N)).toBeLessThanOrEqual(Date.now());

@@ -24,8 +24,17 @@ export interface IntentRequest {
   readonly scope: IntentScope;
   /** This call, as it would hold the intent. */
   readonly holder: IntentHolder;
-  /** This call's own downstream key, which a new intent is created under. */
+  /**
+   * The key a new intent is created under: the one fixed on this call's record (an intent it took over
+   * before), else this call's own.
+   */
   readonly downstreamKey: string;
+  /**
+   * This call's own downstream key: an intent this call holds under it is one it created (a taker holds
+   * the intent's key, which is another call's).
+   * @default downstreamKey
+   */
+  readonly ownKey?: string;
   readonly windowSeconds: number;
   readonly ttlSeconds: number;
   /** When this call was first claimed: the window it falls in is the one it was asked in. */
@@ -98,7 +107,11 @@ export async function claimIntent(table: IdempotencyTable, request: IntentReques
   // This call's own earlier attempt created it when it holds it already (the same call).
   const own = held.holder.callId === request.holder.callId;
   return (await swapIntent(table, held.intentKey, held.holder, request.holder)) === 'swapped'
-    ? { kind: 'holds', downstreamKey: held.downstreamKey, created: own && held.downstreamKey === request.downstreamKey }
+    ? {
+        kind: 'holds',
+        downstreamKey: held.downstreamKey,
+        created: own && held.downstreamKey === (request.ownKey ?? request.downstreamKey),
+      }
     : RUNNING;
 }
 

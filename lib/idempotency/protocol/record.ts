@@ -92,8 +92,9 @@ export interface RecordAttributes {
   /**
    * On a call record: how many of its attempts were queued — parked before their tool ran by no failure
    * (a hand-off, a dedupe window's holder in the way) — which the completer's budget does not count. Every
-   * park adds to it (1 when queued, else 0), never removed; absent, an earlier version parked the record
-   * and its `unrunAttempts` is read instead.
+   * park sets it (+1 when queued, else +0), never removed; absent, the record was parked by an earlier
+   * version (whose `unrunAttempts` counted its queued parks, and its failed-before-the-run ones) and that
+   * count is read instead — a park by this version starts from it.
    */
   readonly queuedAttempts: string;
 }

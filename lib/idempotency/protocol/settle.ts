@@ -61,7 +61,8 @@ export async function park(
   untilMs: number,
   /**
    * `unrunAttempts`: this attempt made no effect, and none before it ran (`CallRecord.unrunAttempts`);
-   * `queued`: it parks queued, by no failure (`CallRecord.queuedAttempts`, added to).
+   * `queued`: it parks queued, by no failure (`CallRecord.queuedAttempts`, added to — from the claim's
+   * `queuedBefore` where an earlier version's park left it absent).
    */
   { unrunAttempts, queued = false }: { readonly unrunAttempts?: number; readonly queued?: boolean } = {},
 ): Promise<'parked' | 'claim_lost'> {
@@ -72,8 +73,9 @@ export async function park(
     new UpdateItemCommand({
       TableName: table.tableName,
       Key: marshall({ [attr.key]: claim.recordKey }),
-      // `queued_attempts` on every park, 0 added when not queued: its absence marks an earlier version's park.
-      UpdateExpression: `SET #lockEnd = :until, #parked = :claim${unrunAttempts === undefined ? '' : ', #unrun = :unrun'} ADD #queued :queued`,
+      // `queued_attempts` on every park, + 0 when not queued; absent (an earlier version parked it), from the
+      // count the claim read of it (`Claim.queuedBefore`), so that count is kept (review 8, R8-3).
+      UpdateExpression: `SET #lockEnd = :until, #parked = :claim${unrunAttempts === undefined ? '' : ', #unrun = :unrun'}, #queued = if_not_exists(#queued, :queuedBefore) + :queued`,
       ConditionExpression: held.expression,
       ExpressionAttributeNames: {
         '#lockEnd': attr.lockEnd,
@@ -86,6 +88,7 @@ export async function park(
         ':until': { N: String(untilMs) },
         ...(unrunAttempts === undefined ? {} : { ':unrun': { N: String(unrunAttempts) } }),
         ':queued': { N: queued ? '1' : '0' },
+        ':queuedBefore': { N: String(claim.queuedBefore) },
         ...held.values,
       },
     }),

@@ -1,0 +1,210 @@
+// Rule 3 (docs/state-machine.md): an intent's downstream key is fixed once.
+// Rule 1 (docs/state-machine.md): a record whose effect may have happened is never deleted.
+/**
+ * A call runs under a dedupe window's key only holding the window's intent, unless an attempt of it already
+ * ran under that key (review 8: a taker whose swap lost, or whose intent was freed since, ran beside a fresh
+ * call's new intent — two effects). And the count of queued attempts survives a park of a record an
+ * earlier version queued. Each test first failed on e9d5e25.
+ */
+import { randomUUID } from 'node:crypto';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { NotFoundError } from '../../lib/idempotency/errors';
+import type { ToolRuntime } from '../../lib/idempotency/runtime';
+import { callAsTask } from '../../lib/idempotency/task';
+import { callRecords } from '../helpers/call-records';
+import { movableClock } from '../helpers/clock';
+import { beforeNext } from '../helpers/intercept';
+import { completerOn, isIntentWrite, missingCustomerTool, throttleNextIntentWrite } from '../helpers/no-effect';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { noteTool } from '../helpers/tools';
+
+let world: ProtocolWorld;
+let runtime: ToolRuntime;
+beforeAll(() => {
+  world = createProtocolWorld();
+  runtime = world.idempotencyRuntime();
+});
+afterAll(() => world.destroy());
+afterEach(() => jest.restoreAllMocks());
+
+const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A dedupe-window tool idempotent by its downstream key (as a provider is): one effect per downstream key,
+ * replayed under it; `not_found` until the customer exists.
+ */
+function keyedMissingCustomerTool() {
+  let customerExists = false;
+  const effects = new Map<string, string>(); // downstream key → note id
+  const { tool, execute } = noteTool(
+    `r8_${randomUUID().slice(0, 8)}`,
+    async (args, context) => {
+      const found = effects.get(context.downstreamKey);
+      if (found) return { receipt: { note_id: found, text: args.text }, replayed: true };
+      if (!customerExists) throw new NotFoundError('customer: no such customer');
+      const noteId = `note_${randomUUID()}`;
+      effects.set(context.downstreamKey, noteId);
+      return { receipt: { note_id: noteId, text: args.text }, replayed: false };
+    },
+    { dedupeWindowSeconds: 600 },
+  );
+  return {
+    tool,
+    execute,
+    effects,
+    caller: identity(),
+    createCustomer: () => {
+      customerExists = true;
+    },
+  };
+}
+
+describe('R8-1 a created:true takeover from a neverRan holder whose record fixed the intent’s key', () => {
+  it('R8-1 the holder whose key is fixed re-claims the freed intent before it runs: a later fresh key with the same arguments is answered its effect, not a second one', async () => {
+    const t = keyedMissingCustomerTool();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    // A: attempt 1 creates the intent (its own key dA), not_found, its intent release throttled: parked unrun.
+    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    expect(await runtime.invoke(t.tool, t.caller, args('a1'), deadline())).toMatchObject({ ok: false });
+    await sleep(20); // parked "now": abandoned
+
+    // B: a fresh key takes the intent over from A (neverRan: created true), fixing dA on B's record; its
+    // not_found's intent release is throttled too: B parked unrun, its record naming dA, the intent naming B.
+    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    expect(await runtime.invoke(t.tool, t.caller, args('b1'), deadline())).toMatchObject({ ok: false });
+    const items = await Promise.all(
+      (await world.idempotencyRecordKeys(t.caller.tenant))
+        .filter((r) => !r.id.includes('#intent#'))
+        .map((r) => itemOf(r.id)),
+    );
+    // B's record: the intent's key fixed on it, its only attempt counted as having made no effect (neverRan).
+    expect(items.filter((i) => i.downstream_key !== undefined)).toEqual([
+      expect.objectContaining({ attempt: 1, unrun_attempts: 1, status: 'INPROGRESS' }),
+    ]);
+    await sleep(20);
+
+    // C: a fresh key takes the intent over from B (abandoned, neverRan: created true); not_found frees it.
+    expect(await runtime.invoke(t.tool, t.caller, args('c1'), deadline())).toMatchObject({
+      ok: false,
+      error: { code: 'not_found' },
+    });
+    expect(t.effects.size).toBe(0);
+
+    // The customer is created. B's resend (as its answer told): attempt 2 runs under the key fixed on its
+    // record (dA) — it never asks the intent — and commits the effect.
+    t.createCustomer();
+    const b = await runtime.invoke(t.tool, t.caller, args('b1'), deadline());
+    expect(b).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+    expect(t.effects.size).toBe(1);
+
+    // D: a fresh key with the same arguments, inside the window: B's effect must answer it (a replay).
+    const d = await runtime.invoke(t.tool, t.caller, args('d1'), deadline());
+
+    expect(d).toEqual(expect.objectContaining({ ok: true, idempotent: true }));
+    expect(t.effects.size).toBe(1); // one effect for these arguments in the window
+  });
+});
+
+describe('R8-3 a record 826ee99 queued (unrun_attempts its queued parks, no queued_attempts), then parked once by this version', () => {
+  it('R8-3 queued 9 times by an earlier version, then one attempt fails writing the intent: the park keeps the 9 queued (if_not_exists), and the call is not given up', async () => {
+    const clock = movableClock();
+    const t = missingCustomerTool({ longRunning: true });
+    const handed = await callAsTask(runtime, t.tool, t.caller, { idempotency_key: 'o3', text: 'x' }, deadline(), {
+      handOff: true,
+    });
+    const recordKey = handed.task?.callId.split('@')[0] ?? '';
+    // As 826ee99 left it (the R7-3 test's record): attempt 9, each parked queued, no queued_attempts.
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: world.idempotencyTable.tableName,
+        Key: { id: { S: recordKey } },
+        UpdateExpression: 'SET #a = :n, #u = :n REMOVE #q',
+        ExpressionAttributeNames: { '#a': 'attempt', '#u': 'unrun_attempts', '#q': 'queued_attempts' },
+        ExpressionAttributeValues: { ':n': { N: '9' } },
+      }),
+    );
+    const completer = completerOn(world, runtime, [t.tool]);
+    clock.advance(16 * 60_000);
+    // Attempt 10 (the completer): its intent write is throttled — one failed attempt, parked unrun.
+    throttleNextIntentWrite(world, 'PutItemCommand');
+    const first = await completer.onRecheck(
+      { key: recordKey, claim: String((await itemOf(recordKey)).claim_id) },
+      deadline(),
+    );
+    expect(first).toBe('unsettled');
+    const after = await itemOf(recordKey);
+    expect(after).toMatchObject({ attempt: 10, unrun_attempts: 10 });
+
+    clock.advance(60 * 60_000);
+    const second = await completer.onRecheck({ key: recordKey, claim: String(after.claim_id) }, deadline());
+
+    // 9 queued attempts and 1 failure: one attempt of the budget (8) is spent — it runs.
+    expect(second).not.toBe('gave_up');
+    expect(after.queued_attempts).toBe(9);
+  });
+});
+
+describe('R8-4 two fresh keys take the intent over from the same neverRan holder at once (one release fault only)', () => {
+  it('R8-4 K swaps first and frees the intent on not_found; X, whose swap lost (the key fixed on its record), re-claims the intent before it runs: a fresh key in the window is answered X’s effect', async () => {
+    const clock = movableClock();
+    const t = keyedMissingCustomerTool();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    // A: attempt 1 creates the intent (dA), not_found, its intent release throttled: parked unrun (R7-1).
+    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    expect(await runtime.invoke(t.tool, t.caller, args('a4'), deadline())).toMatchObject({ ok: false });
+    clock.advance(1000); // parked "now": abandoned
+
+    // X reads A (abandoned, neverRan) and fixes dA on its record; just before X's swap, K does the same,
+    // swaps first (created: true), meets not_found and frees the intent.
+    let k: unknown;
+    beforeNext(
+      world.client,
+      'UpdateItemCommand',
+      async () => {
+        k = await runtime.invoke(t.tool, t.caller, args('k4'), deadline());
+      },
+      isIntentWrite,
+    );
+    const x = await runtime.invoke(t.tool, t.caller, args('x4'), deadline());
+    expect(k).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(x).toMatchObject({ ok: false, status: 'pending' });
+    expect(t.effects.size).toBe(0);
+
+    // The customer is created; X's record (the intent's key fixed on it) is re-run by the completer.
+    t.createCustomer();
+    const xKey = (await world.idempotencyRecordKeys(t.caller.tenant))
+      .map((r) => r.id)
+      .filter((id) => !id.includes('#intent#'));
+    const items = await Promise.all(xKey.map((id) => itemOf(id)));
+    const xItem = items.find(
+      (i) => i.downstream_key !== undefined && i.status === 'INPROGRESS' && i.attempt === 1 && i.queued_attempts === 1,
+    );
+    expect(xItem).toBeDefined();
+    clock.advance(2 * 60_000); // X's re-run is due; D below is still inside the window (600 s)
+    await completerOn(world, runtime, [t.tool]).onRecheck(
+      { key: String(xItem?.id), claim: String(xItem?.claim_id) },
+      deadline(),
+    );
+    expect(t.effects.size).toBe(1);
+
+    // D: a fresh key, the same arguments, inside the window: X's effect must answer it.
+    const d = await runtime.invoke(t.tool, t.caller, args('d4'), deadline());
+
+    expect(d).toEqual(expect.objectContaining({ ok: true, idempotent: true }));
+    expect(t.effects.size).toBe(1);
+  });
+});
+
+describe('R8-6 docs/state-machine.md’s Transitions row of park says what park writes', () => {
+  it('R8-6 the park row says every park writes queued_attempts (+0 when not queued), as settle.ts’s park does', () => {
+    const { readFileSync } = require('node:fs') as typeof import('node:fs');
+    const doc = readFileSync(`${__dirname}/../../docs/state-machine.md`, 'utf8');
+    const row = doc.split('\n').find((line) => line.startsWith('| park |')) ?? '';
+    expect(row).toMatch(/queued_attempts/);
+    // settle.ts: `ADD #queued :queued` on every park, :queued 0 when not queued.
+    expect(row).toMatch(/every park|0 when not queued|ADD queued_attempts 1 or 0/);
+  });
+});

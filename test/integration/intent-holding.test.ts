@@ -13,7 +13,7 @@ import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask } from '../../lib/idempotency/task';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
-import { beforeNext } from '../helpers/intercept';
+import { beforeNext, throttled } from '../helpers/intercept';
 import { completerOn, isIntentWrite, missingCustomerTool, throttleNextIntentWrite } from '../helpers/no-effect';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
@@ -147,7 +147,7 @@ describe('R8-3 a record 826ee99 queued (unrun_attempts its queued parks, no queu
 });
 
 describe('R8-4 two fresh keys take the intent over from the same neverRan holder at once (one release fault only)', () => {
-  it('R8-4 K swaps first and frees the intent on not_found; X, whose swap lost (the key fixed on its record), re-claims the intent before it runs: a fresh key in the window is answered X’s effect', async () => {
+  it('R8-4 K swaps first and frees the intent on not_found; X, whose swap lost, claims the intent again before it runs: a fresh key in the window is answered X’s effect', async () => {
     const clock = movableClock();
     const t = keyedMissingCustomerTool();
     const args = (key: string) => ({ idempotency_key: key, text: 'same' });
@@ -179,10 +179,9 @@ describe('R8-4 two fresh keys take the intent over from the same neverRan holder
       .map((r) => r.id)
       .filter((id) => !id.includes('#intent#'));
     const items = await Promise.all(xKey.map((id) => itemOf(id)));
-    const xItem = items.find(
-      (i) => i.downstream_key !== undefined && i.status === 'INPROGRESS' && i.attempt === 1 && i.queued_attempts === 1,
-    );
+    const xItem = items.find((i) => i.status === 'INPROGRESS' && i.attempt === 1 && i.queued_attempts === 1);
     expect(xItem).toBeDefined();
+    expect(xItem?.downstream_key).toBeUndefined(); // its swap lost: no key fixed (rule 3, review 9)
     clock.advance(2 * 60_000); // X's re-run is due; D below is still inside the window (600 s)
     await completerOn(world, runtime, [t.tool]).onRecheck(
       { key: String(xItem?.id), claim: String(xItem?.claim_id) },
@@ -206,5 +205,66 @@ describe('R8-6 docs/state-machine.md’s Transitions row of park says what park 
     expect(row).toMatch(/queued_attempts/);
     // settle.ts: `ADD #queued :queued` on every park, :queued 0 when not queued.
     expect(row).toMatch(/every park|0 when not queued|ADD queued_attempts 1 or 0/);
+  });
+});
+
+describe('a taker that dies at its swap (review 9, R9-1: the key was fixed before the swap, then run without the intent)', () => {
+  it('R9-1 no key is fixed on it, so its next attempt claims the intent again after a created:true taker freed it: a fresh key is answered its effect, not a second one', async () => {
+    const clock = movableClock();
+    const t = keyedMissingCustomerTool();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    // A: creates the intent (dA), not_found, its release throttled: parked unrun (neverRan), abandoned.
+    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    expect(await runtime.invoke(t.tool, t.caller, args('a9'), deadline())).toMatchObject({ ok: false });
+    clock.advance(1000);
+
+    // B: takes the intent over from A and dies at its swap: the swap and the park after it both fail (as a
+    // Lambda timeout would leave it: attempt 1, no unrun_attempts). Before review 9 the key was fixed first.
+    beforeNext(
+      world.client,
+      'UpdateItemCommand',
+      async () => {
+        beforeNext(
+          world.client,
+          'UpdateItemCommand',
+          async () => {
+            throw throttled();
+          },
+          (input) => !isIntentWrite(input),
+        );
+        throw throttled();
+      },
+      isIntentWrite,
+    );
+    expect(await runtime.invoke(t.tool, t.caller, args('b9'), deadline())).toMatchObject({ ok: false });
+    const keys = (await world.idempotencyRecordKeys(t.caller.tenant))
+      .map((r) => r.id)
+      .filter((id) => !id.includes('#intent#'));
+    const items = await Promise.all(keys.map((id) => itemOf(id)));
+    // B never held the intent and ran nothing; its record reads as having run (attempt 1, no unrun count)
+    // — and has no key fixed: a key is fixed only after the swap (rule 3), so B claims the intent again.
+    const bItem = items.find((i) => i.attempt === 1 && i.status === 'INPROGRESS' && i.unrun_attempts === undefined);
+    expect(bItem).toBeDefined();
+    expect(bItem?.downstream_key).toBeUndefined();
+    clock.advance(10 * 60_000 - 60_000); // B's lock ended; still inside the 600 s window
+
+    // C: a fresh key takes the intent over from A (abandoned, neverRan: created true); not_found frees it.
+    expect(await runtime.invoke(t.tool, t.caller, args('c9'), deadline())).toMatchObject({
+      ok: false,
+      error: { code: 'not_found' },
+    });
+    expect(t.effects.size).toBe(0);
+
+    // The customer is created. B's resend: attempt 2, no key fixed — it claims the intent (none: created).
+    t.createCustomer();
+    const b = await runtime.invoke(t.tool, t.caller, args('b9'), deadline());
+    expect(b).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+    expect(t.effects.size).toBe(1);
+
+    // D: a fresh key, the same arguments, inside the window: B's effect must answer it.
+    const d = await runtime.invoke(t.tool, t.caller, args('d9'), deadline());
+    expect(d).toEqual(expect.objectContaining({ ok: true, idempotent: true }));
+    expect(t.effects.size).toBe(1);
   });
 });

@@ -267,16 +267,18 @@ describe('claiming a dedupe window’s intent', () => {
     expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${holder.claimId}`, created: false });
   });
 
-  it('held by an abandoned call, but this call lost its own claim while fixing the key: claim_lost, intent unchanged', async () => {
+  it('held by an abandoned call, but this call lost its own claim while fixing the key: claim_lost, the intent already its (swapped first: a key is fixed only on a call that held it)', async () => {
     const scope = newScope();
     const holder = await callClaimed(-1_000);
     const before = await heldBy(holder, scope);
-    const request = requestFor(await callClaimed(), scope, { fix: jest.fn(async () => 'claim_lost' as const) });
+    const taker = await callClaimed();
+    const request = requestFor(taker, scope, { fix: jest.fn(async () => 'claim_lost' as const) });
 
     const result = await claimIntent(table, request);
 
     expect(result).toEqual({ kind: 'claim_lost' });
-    expect(await intentItem(scope)).toEqual(before);
+    // The attempt that holds this call's record now (same call) finds the intent its own and holds it.
+    expect(await intentItem(scope)).toMatchObject({ claim_id: taker.claimId, downstream_key: before.downstream_key });
   });
 
   it('held by this very call (an earlier attempt): held, swapped to this attempt’s claim, created only if under its own key', async () => {

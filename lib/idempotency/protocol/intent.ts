@@ -77,9 +77,9 @@ function runningOn(record: CallRecord): IntentClaim {
  *   holder completed ─────────────────────────────▶ done (its outcome)
  *   holder live ──────────────────────────────────▶ running
  *   holder erased ────────────────────────────────▶ holds afresh under this call's own key (swap)
- *   holder abandoned, gone or re-claimed ─────────▶ holds by takeover, under the intent's key: first
- *                                                   fixed on this call's record (`fix`), then the
- *                                                   holder swapped — the effect is found, not repeated
+ *   holder abandoned, gone or re-claimed ─────────▶ holds by takeover, under the intent's key: the
+ *                                                   holder swapped, then the key fixed on this call's
+ *                                                   record (`fix`) — the effect is found, not repeated
  *
  * Every way to holding but the first is a conditional write on the holder read: two callers can never
  * both take an intent over.
@@ -150,16 +150,16 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
     }
     if (state === 'live') return runningOn(record);
   }
-  // Taking over: this call's record names the intent's key first, so that every later attempt of this
-  // call (a retry, the completer) runs under it even if this one dies right after.
-  if ((await request.fix(held.downstreamKey)) === 'claim_lost') return { kind: 'claim_lost' };
   // From a holder whose record says it made no effect (`neverRan`: none of its attempts ran, no attempt of
   // it runs now), the intent holds none: this call holds it as if it had created it, so a business error of
   // its first run frees it (review 7, R7-1b). A holder gone, or one that may have run, may have made one.
   const noEffect = holdsIntent(record, held.holder) && neverRan(record);
-  return (await swapIntent(table, held.intentKey, held.holder, request.holder)) === 'swapped'
-    ? { kind: 'holds', downstreamKey: held.downstreamKey, created: noEffect }
-    : RUNNING;
+  // Taking over: the holder swapped first, then the intent's key fixed on this call's record — so a key is
+  // fixed only on a call that held the intent (rule 3: an attempt that dies between the two leaves no key
+  // fixed, and its next attempt claims the intent again; review 9, R9-1).
+  if ((await swapIntent(table, held.intentKey, held.holder, request.holder)) !== 'swapped') return RUNNING;
+  if ((await request.fix(held.downstreamKey)) === 'claim_lost') return { kind: 'claim_lost' };
+  return { kind: 'holds', downstreamKey: held.downstreamKey, created: noEffect };
 }
 
 // The writes.

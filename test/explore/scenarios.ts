@@ -280,40 +280,6 @@ export const SCENARIOS: Record<string, (pick: (n: number) => number) => Scenario
   }),
 
   /**
-   * The hand-off (an MCP task of a long-running tool): calls parked unrun for the completer, beside
-   * resends (same key, fresh key) that may run them first, a dedupe window whose holder may be a queued
-   * call or in the way of one (an unrun park, `unrun_attempts`), a refund handed off and retried, crashes
-   * and the completer: one effect per intent, and every queued call run or answered.
-   */
-  hand_off: (pick) => ({
-    name: 'hand_off',
-    invoices: [{ invoice_id: 'inv_1', amount: 4200 }],
-    intents: [
-      { id: 'e1', tool: 'send_email', args: email(1) },
-      { id: 'refund', tool: 'refund', args: { invoice_id: 'inv_1', amount: 4200 } },
-    ],
-    agents: [
-      { name: 'agentA', user: 'ada', calls: [{ intent: 'e1', key: 'k1', handOff: true, tries: 1 + pick(2) }] },
-      {
-        name: 'agentB',
-        user: 'ada',
-        // The model minted a new key for the same email, or resent the first; handed off or not.
-        calls: [{ intent: 'e1', key: pick(2) === 0 ? 'k1' : 'k2', handOff: pick(2) === 0, tries: 1 + pick(2) }],
-      },
-      {
-        name: 'agentC',
-        user: 'ada',
-        calls: [
-          { intent: 'refund', key: 'k3', handOff: true, tries: 1 },
-          { intent: 'refund', key: pick(2) === 0 ? 'k3' : 'k4', waitsRetryAfter: true },
-        ],
-      },
-    ],
-    completerRuns: 1 + pick(3),
-    completerAfterMs: pick(2) === 0 ? 0 : LOCK_JUMP_MS,
-  }),
-
-  /**
    * The completer re-runs a refund whose worker died, and its re-runs meet faults of their own: work
    * that may have moved money is never forgotten, whatever fails in between.
    */
@@ -580,4 +546,38 @@ export const SCENARIOS: Record<string, (pick: (n: number) => number) => Scenario
       clockJumps: [1_000, LOCK_JUMP_MS],
     };
   },
+
+  /**
+   * Last, so that the scenarios before it keep the seeds CI ran them on. The hand-off (an MCP task of a long-running tool): calls parked unrun for the completer, beside
+   * resends (same key, fresh key) that may run them first, a dedupe window whose holder may be a queued
+   * call or in the way of one (an unrun park, `unrun_attempts`), a refund handed off and retried, crashes
+   * and the completer: one effect per intent, and every queued call run or answered.
+   */
+  hand_off: (pick) => ({
+    name: 'hand_off',
+    invoices: [{ invoice_id: 'inv_1', amount: 4200 }],
+    intents: [
+      { id: 'e1', tool: 'send_email', args: email(1) },
+      { id: 'refund', tool: 'refund', args: { invoice_id: 'inv_1', amount: 4200 } },
+    ],
+    agents: [
+      { name: 'agentA', user: 'ada', calls: [{ intent: 'e1', key: 'k1', handOff: true, tries: 1 + pick(2) }] },
+      {
+        name: 'agentB',
+        user: 'ada',
+        // The model minted a new key for the same email, or resent the first; handed off or not.
+        calls: [{ intent: 'e1', key: pick(2) === 0 ? 'k1' : 'k2', handOff: pick(2) === 0, tries: 1 + pick(2) }],
+      },
+      {
+        name: 'agentC',
+        user: 'ada',
+        calls: [
+          { intent: 'refund', key: 'k3', handOff: true, tries: 1 },
+          { intent: 'refund', key: pick(2) === 0 ? 'k3' : 'k4', waitsRetryAfter: true },
+        ],
+      },
+    ],
+    completerRuns: 1 + pick(3),
+    completerAfterMs: pick(2) === 0 ? 0 : LOCK_JUMP_MS,
+  }),
 };

@@ -28,7 +28,6 @@ afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());
 
 const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * A dedupe-window tool idempotent by its downstream key (as a provider is): one effect per downstream key,
@@ -59,53 +58,6 @@ function keyedMissingCustomerTool() {
     },
   };
 }
-
-describe('R8-1 a created:true takeover from a neverRan holder whose record fixed the intent’s key', () => {
-  it('R8-1 the holder whose key is fixed re-claims the freed intent before it runs: a later fresh key with the same arguments is answered its effect, not a second one', async () => {
-    const t = keyedMissingCustomerTool();
-    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
-
-    // A: attempt 1 creates the intent (its own key dA), not_found, its intent release throttled: parked unrun.
-    throttleNextIntentWrite(world, 'DeleteItemCommand');
-    expect(await runtime.invoke(t.tool, t.caller, args('a1'), deadline())).toMatchObject({ ok: false });
-    await sleep(20); // parked "now": abandoned
-
-    // B: a fresh key takes the intent over from A (neverRan: created true), fixing dA on B's record; its
-    // not_found's intent release is throttled too: B parked unrun, its record naming dA, the intent naming B.
-    throttleNextIntentWrite(world, 'DeleteItemCommand');
-    expect(await runtime.invoke(t.tool, t.caller, args('b1'), deadline())).toMatchObject({ ok: false });
-    const items = await Promise.all(
-      (await world.idempotencyRecordKeys(t.caller.tenant))
-        .filter((r) => !r.id.includes('#intent#'))
-        .map((r) => itemOf(r.id)),
-    );
-    // B's record: the intent's key fixed on it, its only attempt counted as having made no effect (neverRan).
-    expect(items.filter((i) => i.downstream_key !== undefined)).toEqual([
-      expect.objectContaining({ attempt: 1, unrun_attempts: 1, status: 'INPROGRESS' }),
-    ]);
-    await sleep(20);
-
-    // C: a fresh key takes the intent over from B (abandoned, neverRan: created true); not_found frees it.
-    expect(await runtime.invoke(t.tool, t.caller, args('c1'), deadline())).toMatchObject({
-      ok: false,
-      error: { code: 'not_found' },
-    });
-    expect(t.effects.size).toBe(0);
-
-    // The customer is created. B's resend (as its answer told): attempt 2 runs under the key fixed on its
-    // record (dA) — it never asks the intent — and commits the effect.
-    t.createCustomer();
-    const b = await runtime.invoke(t.tool, t.caller, args('b1'), deadline());
-    expect(b).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
-    expect(t.effects.size).toBe(1);
-
-    // D: a fresh key with the same arguments, inside the window: B's effect must answer it (a replay).
-    const d = await runtime.invoke(t.tool, t.caller, args('d1'), deadline());
-
-    expect(d).toEqual(expect.objectContaining({ ok: true, idempotent: true }));
-    expect(t.effects.size).toBe(1); // one effect for these arguments in the window
-  });
-});
 
 describe('R8-3 a record 826ee99 queued (unrun_attempts its queued parks, no queued_attempts), then parked once by this version', () => {
   it('R8-3 queued 9 times by an earlier version, then one attempt fails writing the intent: the park keeps the 9 queued (if_not_exists), and the call is not given up', async () => {

@@ -140,67 +140,6 @@ describe('a first run’s failure whose intent release fails: parked as having m
   });
 });
 
-describe('a first attempt’s business error whose intent release fails: the record is parked, not released under an intent that names it (review 7, R7-1)', () => {
-  it('a later call’s first run meets not_found too: a fresh key with the same arguments, once the customer exists, runs — it is not answered that failure as a replay', async () => {
-    const t = missingCustomerTool({ longRunning: true });
-    // D: a plain call, attempt 1, not_found; the release of the intent it created is throttled. Its record is
-    // released all the same (settle: "though the record is released all the same"); the intent stays, naming D.
-    throttleNextIntentWrite(world, 'DeleteItemCommand');
-    const d = await runtime.invoke(t.tool, t.caller, { idempotency_key: 'd1', text: 'same' }, deadline());
-    expect(d).toMatchObject({ ok: false });
-    expect(t.execute).toHaveBeenCalledTimes(1);
-
-    // H: a handed-off call of the same arguments; the completer's attempt 2 is its first run (ranBefore false).
-    const handed = await callAsTask(runtime, t.tool, t.caller, { idempotency_key: 'h1', text: 'same' }, deadline(), {
-      handOff: true,
-    });
-    const recordKey = handed.task?.callId.split('@')[0] ?? '';
-    const parked = await itemOf(recordKey);
-    await completerOf([t.tool]).onRecheck({ key: recordKey, claim: String(parked.claim_id) }, deadline());
-    expect(t.execute).toHaveBeenCalledTimes(2); // D's and H's runs: both not_found, neither made an effect
-    expect(await itemOf(recordKey)).toMatchObject({ status: 'COMPLETED' });
-
-    // The customer is created; the same request with a fresh key. Nothing of D or H made an effect: it must run
-    // (rule 1 / guarantees "Long-running": "a fresh key with the same arguments runs"), not be told not_found.
-    t.createCustomer();
-    const fresh = await runtime.invoke(t.tool, t.caller, { idempotency_key: 'f1', text: 'same' }, deadline());
-
-    expect(fresh).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
-  });
-});
-
-describe('an intent taken over from a holder that made no effect is held as the taker’s own (review 7, R7-1b)', () => {
-  it('a fresh key that took the intent over from a parked call that made no effect frees it on its not_found: after the resend’s not_found, a later fresh key runs', async () => {
-    const t = missingCustomerTool({ longRunning: true });
-    const handed = await callAsTask(runtime, t.tool, t.caller, { idempotency_key: 'h3', text: 'same' }, deadline(), {
-      handOff: true,
-    });
-    const recordKey = handed.task?.callId.split('@')[0] ?? '';
-    const parked = await itemOf(recordKey);
-    // H's first run (the completer's attempt 2): not_found; the release of its intent is throttled — parked as
-    // having made no effect (R6-4's path).
-    throttleNextIntentWrite(world, 'DeleteItemCommand');
-    await completerOf([t.tool]).onRecheck({ key: recordKey, claim: String(parked.claim_id) }, deadline());
-    expect(await itemOf(recordKey)).toMatchObject({ attempt: 2, unrun_attempts: 2, status: 'INPROGRESS' });
-    await new Promise((resolve) => setTimeout(resolve, 20)); // its lock (now) has ended: abandoned
-
-    // C: a fresh key, same arguments, before the customer exists: takes the intent over from H (abandoned),
-    // meets not_found on its attempt 1 — its record released, the intent it took over kept (it names C now).
-    const c = await runtime.invoke(t.tool, t.caller, { idempotency_key: 'c3', text: 'same' }, deadline());
-    expect(c).toMatchObject({ ok: false, error: { code: 'not_found' } });
-
-    // H's resend: attempt 3, its first run (ranBefore false), takes the intent over from C (gone): not_found.
-    const third = await runtime.invoke(t.tool, t.caller, { idempotency_key: 'h3', text: 'same' }, deadline());
-    expect(third).toMatchObject({ ok: false, error: { code: 'not_found' } });
-    expect(t.execute).toHaveBeenCalledTimes(3); // three runs, all not_found: no effect
-
-    t.createCustomer();
-    const fresh = await runtime.invoke(t.tool, t.caller, { idempotency_key: 'f3', text: 'same' }, deadline());
-
-    expect(fresh).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
-  });
-});
-
 describe('answers of a call whose only run met a business error (its intent release failed): not queued (review 7, R7-2)', () => {
   it('get_operation does not say it is queued or that none of its attempts ran: its tool ran (and met not_found)', async () => {
     const t = missingCustomerTool({ longRunning: true });

@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { classify, holdsIntent, isAbandoned, isParked, neverRan } from '../call-state';
+import { classify, holdsIntent, isAbandoned, isParked } from '../call-state';
 import type { Identity } from '../types';
 import { type CallRecord, type Intent, type IntentHolder, intentOf, type StoredOutcome } from './record';
 import { conditionally, heldBy, type IdempotencyTable, readCallRecord } from './table';
@@ -150,16 +150,16 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
     }
     if (state === 'live') return runningOn(record);
   }
-  // From a holder whose record says it made no effect (`neverRan`: none of its attempts ran, no attempt of
-  // it runs now), the intent holds none: this call holds it as if it had created it, so a business error of
-  // its first run frees it (review 7, R7-1b). A holder gone, or one that may have run, may have made one.
-  const noEffect = holdsIntent(record, held.holder) && neverRan(record);
+  // Held as taken over, never as created — even from a holder that made no effect: a taker that could
+  // free the intent (review 7, R7-1b) let a call with the key fixed, or one that fixed it and died, run
+  // beside a fresh call's new intent (reviews 8 to 10: three double effects). Only the intent's creator
+  // frees it; a taker's business error is kept on it for the window (conservative: no second effect).
   // Taking over: the holder swapped first, then the intent's key fixed on this call's record — so a key is
   // fixed only on a call that held the intent (rule 3: an attempt that dies between the two leaves no key
   // fixed, and its next attempt claims the intent again; review 9, R9-1).
   if ((await swapIntent(table, held.intentKey, held.holder, request.holder)) !== 'swapped') return RUNNING;
   if ((await request.fix(held.downstreamKey)) === 'claim_lost') return { kind: 'claim_lost' };
-  return { kind: 'holds', downstreamKey: held.downstreamKey, created: noEffect };
+  return { kind: 'holds', downstreamKey: held.downstreamKey, created: false };
 }
 
 // The writes.

@@ -4,6 +4,7 @@
  * customer is missing until created, and faults on the writes of a window's intent.
  */
 import { randomUUID } from 'node:crypto';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { Completer } from '../../lib/idempotency/completer';
 import { NotFoundError } from '../../lib/idempotency/errors';
 import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
@@ -76,5 +77,21 @@ export function throttleNextIntentWrite(world: ProtocolWorld, command: 'PutItemC
       throw throttled();
     },
     isIntentWrite,
+  );
+}
+
+/**
+ * Leaves a call record as an earlier version queued it: `attempt` and `unrun_attempts` both `attempts`
+ * (that version counted its queued parks in `unrun_attempts`), no `queued_attempts`.
+ */
+export async function asQueuedByAnEarlierVersion(world: ProtocolWorld, recordKey: string, attempts: number) {
+  await world.client.send(
+    new UpdateItemCommand({
+      TableName: world.idempotencyTable.tableName,
+      Key: { id: { S: recordKey } },
+      UpdateExpression: 'SET #a = :n, #u = :n REMOVE #q',
+      ExpressionAttributeNames: { '#a': 'attempt', '#u': 'unrun_attempts', '#q': 'queued_attempts' },
+      ExpressionAttributeValues: { ':n': { N: String(attempts) } },
+    }),
   );
 }

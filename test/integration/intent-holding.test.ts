@@ -7,14 +7,19 @@
  * earlier version queued. Each test first failed on e9d5e25.
  */
 import { randomUUID } from 'node:crypto';
-import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { NotFoundError } from '../../lib/idempotency/errors';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask } from '../../lib/idempotency/task';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
 import { beforeNext, throttled } from '../helpers/intercept';
-import { completerOn, isIntentWrite, missingCustomerTool, throttleNextIntentWrite } from '../helpers/no-effect';
+import {
+  asQueuedByAnEarlierVersion,
+  completerOn,
+  isIntentWrite,
+  missingCustomerTool,
+  throttleNextIntentWrite,
+} from '../helpers/no-effect';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
 
@@ -35,10 +40,15 @@ const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordK
  */
 function keyedMissingCustomerTool() {
   let customerExists = false;
-  const effects = new Map<string, string>(); // downstream key → note id
+  let failNext = false;
+  const effects = new Map<string, string>();
   const { tool, execute } = noteTool(
-    `r8_${randomUUID().slice(0, 8)}`,
+    `keyed_${randomUUID().slice(0, 8)}`,
     async (args, context) => {
+      if (failNext) {
+        failNext = false;
+        throw new Error('provider: 503 before any effect'); // a transient failure: the attempt counts as run
+      }
       const found = effects.get(context.downstreamKey);
       if (found) return { receipt: { note_id: found, text: args.text }, replayed: true };
       if (!customerExists) throw new NotFoundError('customer: no such customer');
@@ -56,6 +66,9 @@ function keyedMissingCustomerTool() {
     createCustomer: () => {
       customerExists = true;
     },
+    failNextRun: () => {
+      failNext = true;
+    },
   };
 }
 
@@ -68,15 +81,7 @@ describe('R8-3 a record 826ee99 queued (unrun_attempts its queued parks, no queu
     });
     const recordKey = handed.task?.callId.split('@')[0] ?? '';
     // As 826ee99 left it (the R7-3 test's record): attempt 9, each parked queued, no queued_attempts.
-    await world.client.send(
-      new UpdateItemCommand({
-        TableName: world.idempotencyTable.tableName,
-        Key: { id: { S: recordKey } },
-        UpdateExpression: 'SET #a = :n, #u = :n REMOVE #q',
-        ExpressionAttributeNames: { '#a': 'attempt', '#u': 'unrun_attempts', '#q': 'queued_attempts' },
-        ExpressionAttributeValues: { ':n': { N: '9' } },
-      }),
-    );
+    await asQueuedByAnEarlierVersion(world, recordKey, 9);
     const completer = completerOn(world, runtime, [t.tool]);
     clock.advance(16 * 60_000);
     // Attempt 10 (the completer): its intent write is throttled — one failed attempt, parked unrun.
@@ -161,7 +166,7 @@ describe('R8-6 docs/state-machine.md’s Transitions row of park says what park 
 });
 
 describe('a taker that dies at its swap (review 9, R9-1: the key was fixed before the swap, then run without the intent)', () => {
-  it('R9-1 no key is fixed on it, so its next attempt claims the intent again after a created:true taker freed it: a fresh key is answered its effect, not a second one', async () => {
+  it('R9-1 no key is fixed on it, so its next attempt claims the intent again: a fresh key is answered its effect, not a second one', async () => {
     const clock = movableClock();
     const t = keyedMissingCustomerTool();
     const args = (key: string) => ({ idempotency_key: key, text: 'same' });
@@ -218,5 +223,66 @@ describe('a taker that dies at its swap (review 9, R9-1: the key was fixed befor
     const d = await runtime.invoke(t.tool, t.caller, args('d9'), deadline());
     expect(d).toEqual(expect.objectContaining({ ok: true, idempotent: true }));
     expect(t.effects.size).toBe(1);
+  });
+});
+
+describe('a taker whose fix fails (a store error) after its swap is parked unrun, holding the intent (review 10, R10-2)', () => {
+  it('R10-2 the next taker holds the intent as taken over, never as created: its not_found does not free it, and a fresh key in the window is answered the one effect', async () => {
+    const clock = movableClock();
+    const t = keyedMissingCustomerTool();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    // A: creates the intent (dA), not_found, its release throttled: parked unrun (neverRan), abandoned.
+    beforeNext(
+      world.client,
+      'DeleteItemCommand',
+      async () => {
+        throw throttled();
+      },
+      isIntentWrite,
+    );
+    expect(await runtime.invoke(t.tool, t.caller, args('a11'), deadline())).toMatchObject({ ok: false });
+    clock.advance(1000);
+
+    // X: takes the intent over from A (swap, then dA fixed on X), runs, and its provider fails before any
+    // effect: parked now, counted as having run, with dA fixed — its next attempt runs under dA, intent or not.
+    t.failNextRun();
+    expect(await runtime.invoke(t.tool, t.caller, args('x11'), deadline())).toMatchObject({ ok: false });
+    expect(t.effects.size).toBe(0);
+    clock.advance(1000);
+
+    // Y: takes the intent over from X (may have run: not created). Its swap passes; its fix fails (a store
+    // error): parked unrun — a record that never ran now holds the intent X ran under.
+    beforeNext(
+      world.client,
+      'UpdateItemCommand',
+      async () => {
+        throw throttled();
+      },
+      (input) => !isIntentWrite(input) && String(input.UpdateExpression).startsWith('SET #downstream'),
+    );
+    expect(await runtime.invoke(t.tool, t.caller, args('y11'), deadline())).toMatchObject({ ok: false });
+    clock.advance(1000);
+
+    // Z: takes the intent over from Y (abandoned, neverRan: created true), meets not_found, frees the intent.
+    expect(await runtime.invoke(t.tool, t.caller, args('z11'), deadline())).toMatchObject({
+      ok: false,
+      error: { code: 'not_found' },
+    });
+    // (On 8ef71f6 the intent is gone now; with the fix before the swap, Y never held it and Z was not created.)
+
+    // The customer is created. X's resend: ranBefore, dA fixed — runs under dA without the intent: an effect.
+    t.createCustomer();
+    expect(await runtime.invoke(t.tool, t.caller, args('x11'), deadline())).toEqual(
+      expect.objectContaining({ ok: true, idempotent: false }),
+    );
+    expect(t.effects.size).toBe(1);
+
+    // W: a fresh key, the same arguments, inside the window: X's effect must answer it.
+    const w = await runtime.invoke(t.tool, t.caller, args('w11'), deadline());
+    expect({ effects: t.effects.size, w }).toEqual({
+      effects: 1,
+      w: expect.not.objectContaining({ ok: true, idempotent: false }),
+    });
   });
 });

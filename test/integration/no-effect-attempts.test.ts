@@ -12,13 +12,18 @@
  * own. Found by reviews 6 and 7 (helper-26, helper-27), each first as a failing test.
  */
 import { randomUUID } from 'node:crypto';
-import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask } from '../../lib/idempotency/task';
 import { readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
-import { completerOn, missingCustomerTool, throttleIntentPuts, throttleNextIntentWrite } from '../helpers/no-effect';
+import {
+  asQueuedByAnEarlierVersion,
+  completerOn,
+  missingCustomerTool,
+  throttleIntentPuts,
+  throttleNextIntentWrite,
+} from '../helpers/no-effect';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
 
@@ -172,15 +177,7 @@ describe('a record an earlier version queued (unrun_attempts counted its queued 
     const recordKey = handed.task?.callId.split('@')[0] ?? '';
     // As 826ee99 left it: attempt 9, each parked queued (unrun_attempts 9: its count of queued parks), no
     // queued_attempts attribute (it had none). Under 826ee99 the completer counted 9 − 9 = 0 attempts.
-    await world.client.send(
-      new UpdateItemCommand({
-        TableName: world.idempotencyTable.tableName,
-        Key: { id: { S: recordKey } },
-        UpdateExpression: 'SET #a = :n, #u = :n REMOVE #q',
-        ExpressionAttributeNames: { '#a': 'attempt', '#u': 'unrun_attempts', '#q': 'queued_attempts' },
-        ExpressionAttributeValues: { ':n': { N: '9' } },
-      }),
-    );
+    await asQueuedByAnEarlierVersion(world, recordKey, 9);
     const item = await itemOf(recordKey);
     clock.advance(16 * 60_000); // its due time: lock + backoff(8) = 15 min
     const outcome = await completerOf([tool]).onRecheck({ key: recordKey, claim: String(item.claim_id) }, deadline());

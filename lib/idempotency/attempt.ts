@@ -101,15 +101,10 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
       const executed = await execute(plan, claim, chosen.downstreamKey, chosen.createdIntent);
       if (executed.kind === 'settle') return settle(plan, claim, executed.settlement, executed.ending);
       if (executed.releaseIntent) {
-        // The intent first, then the failure, as a first attempt's release frees it before its record: an
-        // intent never names a stored failure of a call that made no effect, which a fresh key with the
-        // same arguments would be answered as its own (review 5, F1). Not freed: the call stays in flight, and
-        // its next attempt may still be its first run — this one made no effect (review 6).
-        try {
-          await releaseIntent(plan.table, intentKeyOf(intentScopeOf(plan)), holderOf(claim));
-        } catch (error) {
-          return settle(plan, claim, PARK_UNRUN, failed(error));
-        }
+        // The intent first, then the failure: an intent never names a stored failure of a call that made no
+        // effect (review 5, F1). Not freed: the call stays in flight, as having made no effect.
+        const unfreed = await freeIntent(plan, claim);
+        if (unfreed) return unfreed;
       }
       return storeOutcome(plan, claim, executed.outcome, executed.replay);
     }
@@ -343,11 +338,23 @@ function leftAs<S extends z.ZodMiniObject, R extends JsonObject>(
   };
 }
 
+/** Frees the intent this attempt created: undefined, or how the attempt ends parked (no effect) if it fails. */
+async function freeIntent<S extends z.ZodMiniObject, R extends JsonObject>(
+  plan: CallPlan<S, R>,
+  claim: Claim,
+): Promise<Ending | undefined> {
+  try {
+    return void (await releaseIntent(plan.table, intentKeyOf(intentScopeOf(plan)), holderOf(claim)));
+  } catch (error) {
+    return settle(plan, claim, PARK_UNRUN, failed(error));
+  }
+}
+
 /**
  * Phase: settle a failed attempt's claim — release it (and the intent it created, first), or park it —
  * then end as `ending` says. A claim lost meanwhile (taken over, erased) has nothing of this attempt's
  * to settle. A failed write answers instead of `ending`; so does a failed intent release, after which the
- * record is parked, not released (the intent it created never names a released record).
+ * record is parked, not released: the intent it created never names a released record (review 7, R7-1).
  */
 async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
   plan: CallPlan<S, R>,
@@ -357,13 +364,8 @@ async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
 ): Promise<Ending> {
   let settled = ending;
   if (settlement.kind === 'release' && settlement.createdIntent) {
-    try {
-      await releaseIntent(plan.table, intentKeyOf(intentScopeOf(plan)), holderOf(claim));
-    } catch (error) {
-      // The intent still names this record: parked as having made no effect, never released under an intent
-      // that names it (review 7, R7-1).
-      return settle(plan, claim, PARK_UNRUN, failed(error));
-    }
+    const unfreed = await freeIntent(plan, claim);
+    if (unfreed) return unfreed;
   }
   if (settlement.kind === 'release') {
     try {
@@ -373,11 +375,9 @@ async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
     }
     return settled; // released: no call of these arguments is left under the key
   }
-  // Rule 2: no lock, a provider's wait included, outlives the record's TTL less the skew tolerated; nor
-  // does the wait a pending answer gives (a pending call is pollable, rule 4).
+  // Rule 2: no lock (a provider's wait included), nor a pending answer's wait (rule 4), outlives TTL − skew.
   const latestMs = latestLockEndMs(claim.expiresAtS);
   const untilMs = Math.min(settlement.untilMs ?? Date.now(), latestMs);
-  // No effect made, none before it having run: the next attempt is the call's first run.
   const unrunAttempts = settlement.unrun && !claim.ranBefore ? claim.attempt : undefined;
   const queued = settlement.queued === true;
   if (settled.kind === 'pending' && 'afterMs' in settled.until) {

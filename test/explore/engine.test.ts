@@ -11,6 +11,7 @@ import {
   PutItemCommand,
   QueryCommand,
   ScanCommand,
+  TransactWriteItemsCommand,
   UpdateItemCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
@@ -537,6 +538,145 @@ describe('condition expressions: the in-memory engine answers as DynamoDB Local 
         new GetItemCommand({ TableName: TABLE, Key: { id: S(id) }, ConsistentRead: true }),
       );
       outcomes.push(canonical({ outcome, after: Item ?? null }));
+    }
+
+    expect(outcomes[1]).toEqual(outcomes[0]);
+    expect(JSON.parse(outcomes[0]!).outcome.written).toBe(passes);
+  });
+
+  // The intent takeover's one transaction (protocol/intent.ts, takeOverIntent): the intent's holder swapped and
+  // the taker's record's key fixed, both or neither — and every other kind of item, once held and once refused.
+  it.each<[string, (a: string, b: string) => object[], boolean]>([
+    [
+      'both conditions hold: both writes',
+      (a, b) => [
+        {
+          Update: {
+            Key: { id: S(a) },
+            UpdateExpression: 'SET #h = :to',
+            ConditionExpression: '#h = :from',
+            ExpressionAttributeNames: { '#h': 'holder' },
+            ExpressionAttributeValues: { ':to': S('taker'), ':from': S('gone') },
+          },
+        },
+        {
+          Update: {
+            Key: { id: S(b) },
+            UpdateExpression: 'SET #d = :d',
+            ConditionExpression: '#c = :c',
+            ExpressionAttributeNames: { '#d': 'downstream_key', '#c': 'claim_id' },
+            ExpressionAttributeValues: { ':d': S('dA'), ':c': S('c1') },
+          },
+        },
+      ],
+      true,
+    ],
+    [
+      "the taker's claim lost (its record erased): neither, the failed item's reason alone",
+      (a, b) => [
+        {
+          Update: {
+            Key: { id: S(a) },
+            UpdateExpression: 'SET #h = :to',
+            ConditionExpression: '#h = :from',
+            ExpressionAttributeNames: { '#h': 'holder' },
+            ExpressionAttributeValues: { ':to': S('taker'), ':from': S('gone') },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          },
+        },
+        {
+          Update: {
+            Key: { id: S(b) },
+            UpdateExpression: 'SET #d = :d',
+            ConditionExpression: '#c = :c',
+            ExpressionAttributeNames: { '#d': 'downstream_key', '#c': 'claim_id' },
+            ExpressionAttributeValues: { ':d': S('dA'), ':c': S('c2') },
+          },
+        },
+      ],
+      false,
+    ],
+    [
+      'the intent moved and the claim lost: every reason, the item asked for',
+      (a, b) => [
+        {
+          Update: {
+            Key: { id: S(a) },
+            UpdateExpression: 'SET #h = :to',
+            ConditionExpression: '#h = :from',
+            ExpressionAttributeNames: { '#h': 'holder' },
+            ExpressionAttributeValues: { ':to': S('taker'), ':from': S('other') },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          },
+        },
+        {
+          Update: {
+            Key: { id: S(b) },
+            UpdateExpression: 'SET #d = :d',
+            ConditionExpression: '#c = :c',
+            ExpressionAttributeNames: { '#d': 'downstream_key', '#c': 'claim_id' },
+            ExpressionAttributeValues: { ':d': S('dA'), ':c': S('c2') },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          },
+        },
+      ],
+      false,
+    ],
+    [
+      'put, delete and a condition check',
+      (a, b) => [
+        { Put: { Item: { id: S(`${a}-new`), v: S('1') }, ConditionExpression: 'attribute_not_exists(id)' } },
+        { Delete: { Key: { id: S(a) }, ConditionExpression: 'attribute_exists(holder)' } },
+        {
+          ConditionCheck: {
+            Key: { id: S(b) },
+            ConditionExpression: '#c = :c',
+            ExpressionAttributeNames: { '#c': 'claim_id' },
+            ExpressionAttributeValues: { ':c': S('c1') },
+          },
+        },
+      ],
+      true,
+    ],
+    [
+      'refused as invalid: two items on one key',
+      (a) => [
+        { Update: { Key: { id: S(a) }, UpdateExpression: 'SET v = :v', ExpressionAttributeValues: { ':v': S('1') } } },
+        { ConditionCheck: { Key: { id: S(a) }, ConditionExpression: 'attribute_exists(id)' } },
+      ],
+      false,
+    ],
+  ])('a transaction (TransactWriteItems): %s', async (_label, items, passes) => {
+    const [a, b] = ['txa', 'txb'].map((name) => `${name}-${randomBytes(3).toString('hex')}`) as [string, string];
+    const outcomes = [];
+    for (const client of [clients.local!, clients.memory!]) {
+      await client.send(new PutItemCommand({ TableName: TABLE, Item: { id: S(a), holder: S('gone') } }));
+      await client.send(
+        new PutItemCommand({ TableName: TABLE, Item: { id: S(b), claim_id: S('c1'), status: S('INPROGRESS') } }),
+      );
+      const TransactItems = items(a, b).map((item) =>
+        Object.fromEntries(Object.entries(item).map(([kind, request]) => [kind, { TableName: TABLE, ...request }])),
+      );
+      let outcome: unknown;
+      try {
+        const { $metadata: _, ...rest } = await client.send(new TransactWriteItemsCommand({ TransactItems } as never));
+        outcome = { written: true, output: rest };
+      } catch (error) {
+        const { name, message, CancellationReasons } = error as {
+          name: string;
+          message: string;
+          CancellationReasons?: unknown;
+        };
+        outcome = { written: false, error: name, message, reasons: CancellationReasons };
+      }
+      const after = [];
+      for (const id of [a, b, `${a}-new`]) {
+        after.push(
+          (await client.send(new GetItemCommand({ TableName: TABLE, Key: { id: S(id) }, ConsistentRead: true })))
+            .Item ?? null,
+        );
+      }
+      outcomes.push(canonical({ outcome, after }));
     }
 
     expect(outcomes[1]).toEqual(outcomes[0]);

@@ -149,12 +149,31 @@ function interpose(
         const input = args.input as Record<string, unknown>;
         const table = names.get(String(input.TableName ?? '')) ?? 'idempotency';
         const command = String(context.commandName ?? 'Command').replace(/Command$/, '');
+        // A transaction's items, each as the write it makes (`Update` as an UpdateItem; a ConditionCheck writes nothing).
+        const items =
+          command === 'TransactWriteItems'
+            ? ((input.TransactItems ?? []) as Array<Record<string, Record<string, unknown>>>).flatMap((item) =>
+                Object.entries(item)
+                  .filter(([kind]) => kind !== 'ConditionCheck')
+                  .map(([kind, request]) => ({
+                    command: `${kind}Item`,
+                    table: names.get(String(request.TableName ?? '')) ?? 'idempotency',
+                    input: request,
+                  })),
+              )
+            : /^(Put|Update|Delete)Item$/.test(command)
+              ? [{ command, table, input }]
+              : [];
         const poll = pollTag.getStore();
-        if (poll && /^(Put|Update|Delete)Item$/.test(command)) pollWrites.push(`${poll}: ${command} ${table}`);
+        for (const item of poll ? items : []) pollWrites.push(`${poll}: ${item.command} ${item.table}`);
         const running = Scheduler.current();
         if (!running) return next(args);
         const request =
-          input.TableName === undefined ? `${command} stream` : `${command} ${table}${describeKey(input)}`;
+          command === 'TransactWriteItems'
+            ? `${command} ${items.map((item) => `${item.table}${describeKey(item.input)}`).join(',')}`
+            : input.TableName === undefined
+              ? `${command} stream`
+              : `${command} ${table}${describeKey(input)}`;
         const call = callTag.getStore();
         const send = async () => {
           const exchange = exchanges && {
@@ -172,9 +191,7 @@ function interpose(
             throw error;
           }
           exchanges?.push({ ...exchange!, outcome: { output: plain(output.output, ['$metadata']) } });
-          if (/^(Put|Update|Delete)Item$/.test(command)) {
-            writes.push({ actor: running.actor.name, call, table, command, input, at: Date.now() });
-          }
+          for (const item of items) writes.push({ actor: running.actor.name, call, ...item, at: Date.now() });
           return output;
         };
         return running.scheduler.point(running.actor, request, send);
@@ -198,7 +215,9 @@ export interface Exchange {
   readonly request: string;
   readonly command: string;
   readonly input: unknown;
-  readonly outcome: { readonly output: unknown } | { readonly error: { name: string; item?: unknown } };
+  readonly outcome:
+    | { readonly output: unknown }
+    | { readonly error: { name: string; item?: unknown; reasons?: unknown } };
 }
 
 /** A value as plain JSON (dates as ISO text, bytes as base64), `drop`ped keys left out. */
@@ -215,9 +234,13 @@ function plain(value: unknown, drop: readonly string[] = []): unknown {
 }
 
 /** What a refused request said: the error's name, and the item a failed condition returned. */
-function errorOf(error: unknown): { name: string; item?: unknown } {
-  const { name, Item } = error as { name: string; Item?: unknown };
-  return Item === undefined ? { name } : { name, item: plain(Item) };
+function errorOf(error: unknown): { name: string; item?: unknown; reasons?: unknown } {
+  const { name, Item, CancellationReasons } = error as { name: string; Item?: unknown; CancellationReasons?: unknown };
+  return {
+    name,
+    ...(Item === undefined ? {} : { item: plain(Item) }),
+    ...(CancellationReasons === undefined ? {} : { reasons: plain(CancellationReasons) }),
+  };
 }
 
 /** A short, readable key for the trace. */

@@ -529,6 +529,93 @@ const OPERATIONS: Record<string, Operation> = {
     return returnValues === 'ALL_OLD' ? { Attributes: current } : {};
   },
 
+  /**
+   * All or none (Put, Update, Delete and ConditionCheck items): every item's condition is checked on the
+   * items as they are, and only if all hold are the writes made, each with its stream record. Refused, it
+   * answers as DynamoDB Local does: every item's reason in order (`None` for one that held), the item for a
+   * failed condition that asked `ALL_OLD`, and the codes in the message.
+   */
+  TransactWriteItems(tables, input) {
+    accept(input, 'TransactWriteItems', ['TransactItems', 'ClientRequestToken']);
+    const items = (input.TransactItems ?? []) as Array<Record<string, Record<string, unknown>>>;
+    if (items.length === 0 || items.length > 100) {
+      throw validation('Member must have length less than or equal to 100 and greater than or equal to 1');
+    }
+    const planned = items.map((entry) => {
+      const kinds = Object.keys(entry);
+      if (kinds.length !== 1) throw new NotModelledError(`a transaction item of ${kinds.length} kinds`);
+      const kind = kinds[0]!;
+      const request = entry[kind]!;
+      const allowed = [
+        ...WRITE_PARAMETERS.filter((name) => name !== 'ReturnValues'),
+        'Key',
+        'Item',
+        'UpdateExpression',
+      ];
+      accept(request, `TransactWriteItems' ${kind}`, allowed);
+      const table = tableOf(tables, request);
+      const { parsed, placeholders } = expressionsOf(request);
+      const onFailure = only(
+        request.ReturnValuesOnConditionCheckFailure,
+        'ReturnValuesOnConditionCheckFailure',
+        ['NONE', 'ALL_OLD'],
+        'NONE',
+      );
+      let key: Item;
+      let next: (current: Item | undefined) => Item | undefined;
+      switch (kind) {
+        case 'Put': {
+          const item = storedItem(request.Item as Item);
+          key = table.keyOf(item, 'item');
+          next = () => item;
+          break;
+        }
+        case 'Update': {
+          if (!parsed.update) throw new NotModelledError('an Update without an UpdateExpression');
+          const update = parsed.update;
+          key = table.keyOf(request.Key as Item, 'key');
+          next = (current) => ({ ...applyUpdate(update.tree, current ?? key, placeholders, table.keyNames), ...key });
+          break;
+        }
+        case 'Delete':
+          key = table.keyOf(request.Key as Item, 'key');
+          next = () => undefined;
+          break;
+        case 'ConditionCheck':
+          if (!parsed.condition) throw validation('The ConditionCheck item must have a ConditionExpression');
+          key = table.keyOf(request.Key as Item, 'key');
+          next = (current) => current;
+          break;
+        default:
+          throw new NotModelledError(`a transaction item ${kind}`);
+      }
+      const current = table.get(key);
+      const passed = !parsed.condition || evaluate(parsed.condition.tree, current, placeholders);
+      return { table, key, id: `${table.name}/${table.keyString(key)}`, current, next, passed, onFailure };
+    });
+    if (new Set(planned.map(({ id }) => id)).size !== planned.length) {
+      throw validation('Transaction request cannot include multiple operations on one item');
+    }
+    if (planned.some(({ passed }) => !passed)) {
+      const reasons = planned.map(({ passed, current, onFailure }) =>
+        passed
+          ? { Code: 'None' }
+          : {
+              ...(onFailure === 'ALL_OLD' && current ? { Item: current } : {}),
+              Code: 'ConditionalCheckFailed',
+              Message: 'The conditional request failed',
+            },
+      );
+      throw new DynamoDBError(
+        'TransactionCanceledException',
+        `Transaction cancelled, please refer cancellation reasons for specific reasons [${reasons.map(({ Code }) => Code).join(', ')}]`,
+        { CancellationReasons: reasons },
+      );
+    }
+    for (const { table, key, current, next } of planned) table.write(key, current, next(current));
+    return {};
+  },
+
   Query(tables, input) {
     accept(input, 'Query', [...READ_PARAMETERS, 'KeyConditionExpression', 'ScanIndexForward']);
     const table = tableOf(tables, input);

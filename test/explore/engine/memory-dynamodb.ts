@@ -536,7 +536,7 @@ const OPERATIONS: Record<string, Operation> = {
    * failed condition that asked `ALL_OLD`, and the codes in the message.
    */
   TransactWriteItems(tables, input) {
-    accept(input, 'TransactWriteItems', ['TransactItems', 'ClientRequestToken']);
+    accept(input, 'TransactWriteItems', ['TransactItems']);
     const items = (input.TransactItems ?? []) as Array<Record<string, Record<string, unknown>>>;
     if (items.length === 0 || items.length > 100) {
       throw validation('Member must have length less than or equal to 100 and greater than or equal to 1');

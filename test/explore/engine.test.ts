@@ -683,6 +683,66 @@ describe('condition expressions: the in-memory engine answers as DynamoDB Local 
     expect(JSON.parse(outcomes[0]!).outcome.written).toBe(passes);
   });
 
+  it("a transaction's ClientRequestToken: a refused one is not kept; an applied one succeeds again unchanged, and refuses another request", async () => {
+    const outcomes = [];
+    for (const client of [clients.local!, clients.memory!]) {
+      const id = `token-${randomBytes(3).toString('hex')}`;
+      const token = `token-${randomBytes(6).toString('hex')}`;
+      const set = (to: string, when: string) =>
+        new TransactWriteItemsCommand({
+          ClientRequestToken: token,
+          TransactItems: [
+            {
+              Update: {
+                TableName: TABLE,
+                Key: { id: S(id) },
+                UpdateExpression: 'SET v = :to',
+                ConditionExpression: 'v = :when',
+                ExpressionAttributeValues: { ':to': S(to), ':when': S(when) },
+              },
+            },
+          ],
+        });
+      const steps: unknown[] = [];
+      const step = async (write: () => Promise<unknown>) => {
+        try {
+          await write();
+          steps.push('ok');
+        } catch (error) {
+          steps.push((error as Error).name);
+        }
+        const { Item } = await client.send(
+          new GetItemCommand({ TableName: TABLE, Key: { id: S(id) }, ConsistentRead: true }),
+        );
+        steps.push(Item?.v?.S);
+      };
+      await client.send(new PutItemCommand({ TableName: TABLE, Item: { id: S(id), v: S('0') } }));
+      await step(() => client.send(set('2', '1'))); // refused: v is 0
+      await step(() => client.send(new PutItemCommand({ TableName: TABLE, Item: { id: S(id), v: S('1') } })));
+      await step(() => client.send(set('2', '1'))); // the same token again: applied now
+      await step(() => client.send(new PutItemCommand({ TableName: TABLE, Item: { id: S(id), v: S('1') } })));
+      await step(() => client.send(set('2', '1'))); // applied before: succeeds, changes nothing
+      await step(() => client.send(set('3', '1'))); // another request under it: refused
+      outcomes.push(steps);
+    }
+
+    expect(outcomes[1]).toEqual(outcomes[0]);
+    expect(outcomes[0]).toEqual([
+      'TransactionCanceledException',
+      '0',
+      'ok',
+      '1',
+      'ok',
+      '2',
+      'ok',
+      '1',
+      'ok',
+      '1',
+      'IdempotentParameterMismatchException',
+      '1',
+    ]);
+  });
+
   it('a Scan past 1 MB: the same pages, and the next page when the last item read is gone', async () => {
     const table = `pages${randomBytes(3).toString('hex')}`;
     const read = async (client: DynamoDBClient) => {

@@ -267,7 +267,12 @@ class Table {
  */
 class Tables extends Map<string, Table> {
   readonly deletedStreams: Array<{ readonly tableName: string; readonly arn: string }> = [];
+  /** TransactWriteItems' client request tokens seen: the request each came with, and when (10 minutes). */
+  readonly transactionTokens = new Map<string, { readonly request: string; readonly atMs: number }>();
 }
+
+/** How long a TransactWriteItems' ClientRequestToken makes it idempotent. */
+const TRANSACTION_TOKEN_MS = 10 * 60_000;
 
 // ---- requests ----
 
@@ -536,7 +541,17 @@ const OPERATIONS: Record<string, Operation> = {
    * failed condition that asked `ALL_OLD`, and the codes in the message.
    */
   TransactWriteItems(tables, input) {
-    accept(input, 'TransactWriteItems', ['TransactItems']);
+    accept(input, 'TransactWriteItems', ['TransactItems', 'ClientRequestToken']);
+    // The SDK sends a token with every transaction (one it makes when none is given), the same token on each
+    // of its own retries: within 10 minutes the same token and request succeed again and change nothing; the
+    // same token with another request is refused (as DynamoDB Local answers both).
+    const token = input.ClientRequestToken === undefined ? undefined : String(input.ClientRequestToken);
+    const request = JSON.stringify(input.TransactItems);
+    const seen = token === undefined ? undefined : tables.transactionTokens.get(token);
+    if (seen && Date.now() - seen.atMs < TRANSACTION_TOKEN_MS) {
+      if (seen.request !== request) throw new DynamoDBError('IdempotentParameterMismatchException', '');
+      return {};
+    }
     const items = (input.TransactItems ?? []) as Array<Record<string, Record<string, unknown>>>;
     if (items.length === 0 || items.length > 100) {
       throw validation('Member must have length less than or equal to 100 and greater than or equal to 1');
@@ -613,6 +628,7 @@ const OPERATIONS: Record<string, Operation> = {
       );
     }
     for (const { table, key, current, next } of planned) table.write(key, current, next(current));
+    if (token !== undefined) tables.transactionTokens.set(token, { request, atMs: Date.now() });
     return {};
   },
 

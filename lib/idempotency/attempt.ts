@@ -140,7 +140,6 @@ async function chooseDownstreamKey<S extends z.ZodMiniObject, R extends JsonObje
     windowSeconds: window,
     ttlSeconds: plan.ttlSeconds,
     askedAtMs: claim.askedAtMs,
-    fix: (intentsKey) => fixDownstreamKey(plan.table, claim, intentsKey),
   });
   switch (intent.kind) {
     case 'running':

@@ -108,6 +108,12 @@ export function isTransientAwsError(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const sdkError = error as SdkError;
   if (isThrottlingError(sdkError) || isTransientError(sdkError) || isServerError(sdkError)) return true;
+  // A transaction cancelled by a write in flight on one of its items, or by throttling: it changed nothing.
+  if (sdkError.name === 'TransactionConflictException') return true;
+  const reasons = (error as { CancellationReasons?: ReadonlyArray<{ Code?: string }> }).CancellationReasons;
+  if (sdkError.name === 'TransactionCanceledException' && reasons?.some(({ Code }) => Code !== 'None')) {
+    return reasons.every(({ Code }) => Code === undefined || TRANSIENT_CANCELLATIONS.has(Code));
+  }
   // The SDK turns an error it cannot recognise as an Error (one from another realm) into a bare
   // "AWS SDK error wrapper for <error>": only the message still says what happened.
   const message = (error as { message?: unknown }).message;
@@ -116,3 +122,12 @@ export function isTransientAwsError(error: unknown): boolean {
 }
 
 type SdkError = Parameters<typeof isTransientError>[0];
+
+/** A transaction item's cancellation reasons that say nothing about its condition: try again. */
+const TRANSIENT_CANCELLATIONS = new Set([
+  'None',
+  'TransactionConflict',
+  'ThrottlingError',
+  'ProvisionedThroughputExceeded',
+  'RequestLimitExceeded',
+]);

@@ -140,7 +140,7 @@ describe('a dedupe window', () => {
     never.open();
   });
 
-  it("answers unavailable (retry with the key), never internal, when its claim is lost while it fixes the holder's downstream key", async () => {
+  it("answers unavailable (retry with the key), never internal, when its claim is lost before it takes the holder's intent over", async () => {
     const caller = identity();
     const never = gate();
     const started = gate();
@@ -155,16 +155,23 @@ describe('a dedupe window', () => {
     });
     void world.runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline(1_000));
     await started.opened;
-    advanceClock(2_000); // the holder's lock ended: k2 takes its intent over, fixing the holder's key first
-    // Right before k2 fixes that key on its record, the record is claimed by someone else (a takeover).
+    advanceClock(2_000); // the holder's lock ended: k2 takes its intent over, the holder's key fixed on k2's record
+    // Right before k2's takeover (one transaction), its record is claimed by someone else (a takeover).
     const stolen = world.client.middlewareStack.add(
       (next) => async (args) => {
-        const input = args.input as { UpdateExpression?: string; Key?: { id?: { S?: string } }; TableName?: string };
-        if (input.UpdateExpression?.includes('#downstream') && input.Key?.id?.S) {
+        const input = args.input as {
+          TransactItems?: Array<{
+            Update?: { UpdateExpression?: string; Key?: { id?: { S?: string } }; TableName?: string };
+          }>;
+        };
+        const fix = input.TransactItems?.find(({ Update }) =>
+          Update?.UpdateExpression?.includes('#downstream'),
+        )?.Update;
+        if (fix?.Key?.id?.S) {
           await world.client.send(
             new UpdateItemCommand({
-              TableName: input.TableName,
-              Key: { id: { S: input.Key.id.S } },
+              TableName: fix.TableName,
+              Key: { id: { S: fix.Key.id.S } },
               UpdateExpression: 'SET claim_id = :other',
               ExpressionAttributeValues: { ':other': { S: 'someone-else' } },
             }),

@@ -7,7 +7,9 @@
  * earlier version queued. Each test first failed on e9d5e25.
  */
 import { randomUUID } from 'node:crypto';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { NotFoundError } from '../../lib/idempotency/errors';
+import { closeStalled } from '../../lib/idempotency/protocol/erase';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask } from '../../lib/idempotency/task';
 import { callRecords } from '../helpers/call-records';
@@ -114,17 +116,12 @@ describe('R8-4 two fresh keys take the intent over from the same neverRan holder
     expect(await runtime.invoke(t.tool, t.caller, args('a4'), deadline())).toMatchObject({ ok: false });
     clock.advance(1000); // parked "now": abandoned
 
-    // X reads A (abandoned, neverRan) and fixes dA on its record; just before X's swap, K does the same,
-    // swaps first (created: true), meets not_found and frees the intent.
+    // X reads A (abandoned, neverRan); just before X's takeover, K does the same and takes it over first
+    // (created: true before review 10), meets not_found and frees the intent.
     let k: unknown;
-    beforeNext(
-      world.client,
-      'UpdateItemCommand',
-      async () => {
-        k = await runtime.invoke(t.tool, t.caller, args('k4'), deadline());
-      },
-      isIntentWrite,
-    );
+    beforeNext(world.client, 'TransactWriteItemsCommand', async () => {
+      k = await runtime.invoke(t.tool, t.caller, args('k4'), deadline());
+    });
     const x = await runtime.invoke(t.tool, t.caller, args('x4'), deadline());
     expect(k).toMatchObject({ ok: false, error: { code: 'not_found' } });
     expect(x).toMatchObject({ ok: false, status: 'pending' });
@@ -176,24 +173,20 @@ describe('a taker that dies at its swap (review 9, R9-1: the key was fixed befor
     expect(await runtime.invoke(t.tool, t.caller, args('a9'), deadline())).toMatchObject({ ok: false });
     clock.advance(1000);
 
-    // B: takes the intent over from A and dies at its swap: the swap and the park after it both fail (as a
-    // Lambda timeout would leave it: attempt 1, no unrun_attempts). Before review 9 the key was fixed first.
-    beforeNext(
-      world.client,
-      'UpdateItemCommand',
-      async () => {
-        beforeNext(
-          world.client,
-          'UpdateItemCommand',
-          async () => {
-            throw throttled();
-          },
-          (input) => !isIntentWrite(input),
-        );
-        throw throttled();
-      },
-      isIntentWrite,
-    );
+    // B: takes the intent over from A and dies at its takeover: the takeover and the park after it both fail
+    // (as a Lambda timeout would leave it: attempt 1, no unrun_attempts). Before review 9 the key was fixed
+    // first, in a write of its own; since review 10 the swap and the fix are one transaction.
+    beforeNext(world.client, 'TransactWriteItemsCommand', async () => {
+      beforeNext(
+        world.client,
+        'UpdateItemCommand',
+        async () => {
+          throw throttled();
+        },
+        (input) => !isIntentWrite(input),
+      );
+      throw throttled();
+    });
     expect(await runtime.invoke(t.tool, t.caller, args('b9'), deadline())).toMatchObject({ ok: false });
     const keys = (await world.idempotencyRecordKeys(t.caller.tenant))
       .map((r) => r.id)
@@ -226,7 +219,7 @@ describe('a taker that dies at its swap (review 9, R9-1: the key was fixed befor
   });
 });
 
-describe('a taker whose fix fails (a store error) after its swap is parked unrun, holding the intent (review 10, R10-2)', () => {
+describe('a taker whose takeover fails (a store error) is parked unrun (review 10, R10-2: on 8ef71f6 its swap passed and its fix failed, holding the intent)', () => {
   it('R10-2 the next taker holds the intent as taken over, never as created: its not_found does not free it, and a fresh key in the window is answered the one effect', async () => {
     const clock = movableClock();
     const t = keyedMissingCustomerTool();
@@ -251,16 +244,12 @@ describe('a taker whose fix fails (a store error) after its swap is parked unrun
     expect(t.effects.size).toBe(0);
     clock.advance(1000);
 
-    // Y: takes the intent over from X (may have run: not created). Its swap passes; its fix fails (a store
-    // error): parked unrun — a record that never ran now holds the intent X ran under.
-    beforeNext(
-      world.client,
-      'UpdateItemCommand',
-      async () => {
-        throw throttled();
-      },
-      (input) => !isIntentWrite(input) && String(input.UpdateExpression).startsWith('SET #downstream'),
-    );
+    // Y: takes the intent over from X (may have run: not created). On 8ef71f6 its swap passed and its fix
+    // failed (a store error): parked unrun, a record that never ran holding the intent X ran under. The two
+    // are one transaction now (R10-1): it fails whole, and Y is parked unrun without the intent.
+    beforeNext(world.client, 'TransactWriteItemsCommand', async () => {
+      throw throttled();
+    });
     expect(await runtime.invoke(t.tool, t.caller, args('y11'), deadline())).toMatchObject({ ok: false });
     clock.advance(1000);
 
@@ -283,6 +272,59 @@ describe('a taker whose fix fails (a store error) after its swap is parked unrun
     expect({ effects: t.effects.size, w }).toEqual({
       effects: 1,
       w: expect.not.objectContaining({ ok: true, idempotent: false }),
+    });
+  });
+});
+
+describe('a taker erased (closeStalled) before its takeover (review 10, R10-1: on 8ef71f6 the swap passed, then the fix found the record erased)', () => {
+  it('R10-1 the takeover, one transaction, fails whole: the intent still names the abandoned holder, and a fresh key in the window is answered its effect, not a second one', async () => {
+    const clock = movableClock();
+    const t = keyedMissingCustomerTool();
+    t.createCustomer();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+    const recordIds = async () =>
+      (await world.idempotencyRecordKeys(t.caller.tenant)).map((r) => r.id).filter((id) => !id.includes('#intent#'));
+
+    // A: creates the intent (dA), makes its effect under dA, and dies at its store: in flight, abandoned.
+    beforeNext(
+      world.client,
+      'UpdateItemCommand',
+      async () => {
+        throw throttled();
+      },
+      (input) => !isIntentWrite(input),
+    );
+    expect(await runtime.invoke(t.tool, t.caller, args('a10'), deadline())).toMatchObject({ ok: false });
+    expect(t.effects.size).toBe(1);
+    const [aKey] = await recordIds();
+    clock.advance(9 * 60_000); // A's lock ended (abandoned, kept in flight); still inside the 600 s window
+
+    // B: a fresh key reads A (abandoned) and goes to take the intent over. Just before its takeover, B's
+    // attempt is past its lock, given up on by the completer (stalled) and closed by an erase with the domain
+    // tables (closeStalled) — erase keeps A (in flight) and the intent A holds.
+    let bKey = '';
+    beforeNext(world.client, 'TransactWriteItemsCommand', async () => {
+      bKey = (await recordIds()).find((id) => id !== aKey) ?? '';
+      const b = await itemOf(bKey);
+      await world.client.send(
+        new UpdateItemCommand({
+          TableName: world.idempotencyTable.tableName,
+          Key: { id: { S: bKey } },
+          UpdateExpression: 'SET stalled_claim = :c',
+          ExpressionAttributeValues: { ':c': { S: String(b.claim_id) } },
+        }),
+      );
+      const lockEnd = Number(b.in_progress_expiration);
+      expect(await closeStalled(world.idempotencyTable, bKey, String(b.claim_id), lockEnd + 1)).toBe('erased');
+    });
+    expect(await runtime.invoke(t.tool, t.caller, args('b10'), deadline())).toMatchObject({ ok: false });
+    expect(await itemOf(bKey)).toMatchObject({ status: 'ERASED' });
+
+    // D: a fresh key, the same arguments, inside A's window: A's effect (under dA) must answer it, not a second.
+    const d = await runtime.invoke(t.tool, t.caller, args('d10'), deadline());
+    expect({ effects: t.effects.size, d }).toEqual({
+      effects: 1,
+      d: expect.not.objectContaining({ ok: true, idempotent: false }),
     });
   });
 });

@@ -52,11 +52,7 @@ function holderOf(call: Claim): IntentHolder {
 }
 
 /** A request to claim the intent of `scope` for `call`, under its own downstream key. */
-function requestFor(
-  call: Claim,
-  scope: IntentRequest['scope'],
-  overrides: Partial<IntentRequest> = {},
-): IntentRequest & { fix: jest.Mock } {
+function requestFor(call: Claim, scope: IntentRequest['scope'], overrides: Partial<IntentRequest> = {}): IntentRequest {
   return {
     scope,
     holder: holderOf(call),
@@ -64,9 +60,16 @@ function requestFor(
     windowSeconds: WINDOW_S,
     ttlSeconds: TTL_S,
     askedAtMs: Date.now(),
-    fix: jest.fn(async () => 'fixed' as const),
     ...overrides,
-  } as IntentRequest & { fix: jest.Mock };
+  };
+}
+
+/** The downstream key fixed on `call`'s record (undefined: none). */
+async function fixedKeyOf(call: Claim): Promise<unknown> {
+  const { Item } = await world.client.send(
+    new GetItemCommand({ TableName: table.tableName, Key: { id: { S: call.recordKey } }, ConsistentRead: true }),
+  );
+  return Item && unmarshall(Item).downstream_key;
 }
 
 function newScope(): IntentRequest['scope'] {
@@ -181,6 +184,23 @@ describe('claiming a dedupe window’s intent', () => {
     });
   });
 
+  it('held by another call, erased, asked by a call with a key fixed by an earlier takeover: held afresh under that key, not as created (only its creator frees an intent)', async () => {
+    const scope = newScope();
+    const holder = await completedCall();
+    await heldBy(holder, scope);
+    expect(await tombstone(table, holder.recordKey)).toBe('erased');
+    const asker = await callClaimed();
+    const fixed = `dk-fixed-${randomUUID()}`;
+
+    const result = await claimIntent(
+      table,
+      requestFor(asker, scope, { downstreamKey: fixed, ownKey: `dk-${asker.claimId}` }),
+    );
+
+    expect(result).toEqual({ kind: 'holds', downstreamKey: fixed, created: false });
+    expect(await intentItem(scope)).toMatchObject({ claim_id: asker.claimId, downstream_key: fixed });
+  });
+
   it('held by another call, erased: held afresh by this call under its own key (the erased effect is gone)', async () => {
     const scope = newScope();
     const holder = await completedCall();
@@ -203,7 +223,7 @@ describe('claiming a dedupe window’s intent', () => {
     ['abandoned', () => callClaimed(-1_000)],
     ['gone (its record deleted)', () => callClaimed(-1_000)],
   ])(
-    'held by another call, %s: taken over under the intent’s key, fixed on this call’s record first',
+    'held by another call, %s: taken over under the intent’s key, fixed on this call’s record in the same transaction',
     async (how, seed) => {
       const scope = newScope();
       const holder = await seed();
@@ -219,7 +239,7 @@ describe('claiming a dedupe window’s intent', () => {
       const result = await claimIntent(table, request);
 
       expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${holder.claimId}`, created: false });
-      expect(request.fix).toHaveBeenCalledWith(`dk-${holder.claimId}`);
+      expect(await fixedKeyOf(asker)).toBe(`dk-${holder.claimId}`);
       expect(await intentItem(scope)).toMatchObject({
         intent_owner: asker.recordKey,
         claim_id: asker.claimId,
@@ -239,7 +259,7 @@ describe('claiming a dedupe window’s intent', () => {
     const result = await claimIntent(table, request);
 
     expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${holder.claimId}`, created: false });
-    expect(request.fix).toHaveBeenCalledTimes(1);
+    expect(await fixedKeyOf(asker)).toBe(`dk-${holder.claimId}`);
   });
 
   it('held by a completed call whose outcome cannot be read: taken over under the intent’s key (found, not repeated)', async () => {
@@ -267,18 +287,40 @@ describe('claiming a dedupe window’s intent', () => {
     expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${holder.claimId}`, created: false });
   });
 
-  it('held by an abandoned call, but this call lost its own claim while fixing the key: claim_lost, the intent already its (swapped first: a key is fixed only on a call that held it)', async () => {
+  it('held by an abandoned call, but this call lost its own claim (taken over, erased) before taking it: claim_lost, the intent not touched (both writes or neither: review 10, R10-1)', async () => {
     const scope = newScope();
     const holder = await callClaimed(-1_000);
     const before = await heldBy(holder, scope);
     const taker = await callClaimed();
-    const request = requestFor(taker, scope, { fix: jest.fn(async () => 'claim_lost' as const) });
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: marshall({ id: taker.recordKey }),
+        UpdateExpression: 'SET claim_id = :other',
+        ExpressionAttributeValues: marshall({ ':other': `other-${randomUUID()}` }),
+      }),
+    );
 
-    const result = await claimIntent(table, request);
+    const result = await claimIntent(table, requestFor(taker, scope));
 
     expect(result).toEqual({ kind: 'claim_lost' });
-    // The attempt that holds this call's record now (same call) finds the intent its own and holds it.
-    expect(await intentItem(scope)).toMatchObject({ claim_id: taker.claimId, downstream_key: before.downstream_key });
+    expect(await intentItem(scope)).toEqual(before);
+    expect(await fixedKeyOf(taker)).toBeUndefined();
+  });
+
+  it('held by an abandoned call that another taker moved first: running, no key fixed on this call', async () => {
+    const scope = newScope();
+    const holder = await callClaimed(-1_000);
+    await heldBy(holder, scope);
+    const taker = await callClaimed();
+    // Moved between this call's read of the intent and its takeover.
+    beforeNext(world.client, 'TransactWriteItemsCommand', () => movedToSomeoneElse(scope));
+
+    const result = await claimIntent(table, requestFor(taker, scope));
+
+    expect(result).toMatchObject({ kind: 'running' });
+    expect(await intentItem(scope)).toMatchObject({ claim_id: 'someone-else' });
+    expect(await fixedKeyOf(taker)).toBeUndefined();
   });
 
   it('held by this very call (an earlier attempt): held, swapped to this attempt’s claim, created only if under its own key', async () => {

@@ -5,6 +5,13 @@ function sdkError(name: string, httpStatusCode: number, fault: 'client' | 'serve
   return Object.assign(new Error(name), { name, $fault: fault, $metadata: { httpStatusCode } });
 }
 
+/** A transaction cancelled, with one reason per item (as DynamoDB's TransactWriteItems answers). */
+function cancelled(...codes: string[]) {
+  return Object.assign(sdkError('TransactionCanceledException', 400, 'client'), {
+    CancellationReasons: codes.map((Code) => ({ Code })),
+  });
+}
+
 function networkError(code: string) {
   return Object.assign(new Error(`connect ${code} 127.0.0.1:1`), { code });
 }
@@ -22,6 +29,9 @@ describe('isTransientAwsError', () => {
     ['a DNS failure', networkError('EAI_AGAIN')],
     ['a reset behind a cause', Object.assign(new Error('fetch failed'), { cause: networkError('ECONNRESET') })],
     ['an SDK wrapper of another realm', new Error('AWS SDK error wrapper for Error: connect ECONNREFUSED 1.2.3.4:1')],
+    ['a transaction conflict', sdkError('TransactionConflictException', 400, 'client')],
+    ['a transaction cancelled by a conflict', cancelled('None', 'TransactionConflict')],
+    ['a transaction cancelled by throttling', cancelled('ThrottlingError', 'None')],
   ])('is transient for %s: retry with the same key', (_label, error) => {
     expect(isTransientAwsError(error)).toBe(true);
   });
@@ -31,6 +41,9 @@ describe('isTransientAwsError', () => {
     ['a denied action', sdkError('AccessDeniedException', 400, 'client')],
     ['a malformed request', sdkError('ValidationException', 400, 'client')],
     ['a failed condition', sdkError('ConditionalCheckFailedException', 400, 'client')],
+    ['a transaction cancelled by a failed condition', cancelled('ConditionalCheckFailed', 'TransactionConflict')],
+    ['a transaction cancelled as invalid', cancelled('None', 'ValidationError')],
+    ['a transaction cancelled for no reason given', cancelled('None', 'None')],
     ['a bug', new TypeError('cannot read properties of undefined')],
     ['an abort', Object.assign(new Error('aborted'), { name: 'AbortError' })],
     ['not an error', 'ECONNRESET'],

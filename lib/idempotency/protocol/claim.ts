@@ -316,18 +316,24 @@ export async function fixDownstreamKey(
   claim: Claim,
   downstreamKey: string,
 ): Promise<'fixed' | 'claim_lost'> {
+  const written = await conditionally(table.client, new UpdateItemCommand(fixKeyInput(table, claim, downstreamKey)));
+  return written.passed ? 'fixed' : 'claim_lost';
+}
+
+/** fix the downstream key's UpdateItem, on `claim` (the record it holds): also a takeover's (`takeOverIntent`). */
+export function fixKeyInput(
+  table: IdempotencyTable,
+  claim: Pick<Claim, 'recordKey' | 'claimId'>,
+  downstreamKey: string,
+) {
   const attr = table.attributes;
   const held = ownClaim(attr, claim.claimId);
-  const written = await conditionally(
-    table.client,
-    new UpdateItemCommand({
-      TableName: table.tableName,
-      Key: marshall({ [attr.key]: claim.recordKey }),
-      UpdateExpression: 'SET #downstream = :downstream',
-      ConditionExpression: held.expression,
-      ExpressionAttributeNames: { '#downstream': attr.downstreamKey, ...held.names },
-      ExpressionAttributeValues: { ':downstream': { S: downstreamKey }, ...held.values },
-    }),
-  );
-  return written.passed ? 'fixed' : 'claim_lost';
+  return {
+    TableName: table.tableName,
+    Key: marshall({ [attr.key]: claim.recordKey }),
+    UpdateExpression: 'SET #downstream = :downstream',
+    ConditionExpression: held.expression,
+    ExpressionAttributeNames: { '#downstream': attr.downstreamKey, ...held.names },
+    ExpressionAttributeValues: { ':downstream': { S: downstreamKey }, ...held.values },
+  };
 }

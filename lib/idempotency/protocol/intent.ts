@@ -16,8 +16,9 @@ import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/c
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { classify, holdsIntent, isAbandoned, isParked } from '../call-state';
 import type { Identity } from '../types';
+import { fixKeyInput } from './claim';
 import { type CallRecord, type Intent, type IntentHolder, intentOf, type StoredOutcome } from './record';
-import { conditionally, heldBy, type IdempotencyTable, readCallRecord } from './table';
+import { allOrNone, conditionally, heldBy, type IdempotencyTable, readCallRecord } from './table';
 
 /** What a call asks of an intent. */
 export interface IntentRequest {
@@ -39,8 +40,6 @@ export interface IntentRequest {
   readonly ttlSeconds: number;
   /** When this call was first claimed: the window it falls in is the one it was asked in. */
   readonly askedAtMs: number;
-  /** Fixes a downstream key on this call's record (`fixDownstreamKey`, on its claim). */
-  readonly fix: (downstreamKey: string) => Promise<'fixed' | 'claim_lost'>;
 }
 
 /** What claiming an intent found. */
@@ -54,7 +53,7 @@ export type IntentClaim =
   | { readonly kind: 'done'; readonly outcome: StoredOutcome; readonly downstreamKey: string }
   /** Another call is doing it now; its lock ends at `lockEndsMs`; `parked`: nobody runs it before then. */
   | { readonly kind: 'running'; readonly lockEndsMs: number | undefined; readonly parked?: true }
-  /** This call's own claim was lost while it fixed the intent's key on its record. */
+  /** This call's own claim was lost (taken over, erased) before it could take the intent over. */
   | { readonly kind: 'claim_lost' };
 
 const RUNNING: IntentClaim = { kind: 'running', lockEndsMs: undefined };
@@ -76,10 +75,11 @@ function runningOn(record: CallRecord): IntentClaim {
  *   held by this record, an earlier claim of it ──▶ holds (the intent's key), swapped to this claim
  *   holder completed ─────────────────────────────▶ done (its outcome)
  *   holder live ──────────────────────────────────▶ running
- *   holder erased ────────────────────────────────▶ holds afresh under this call's own key (swap)
+ *   holder erased ────────────────────────────────▶ holds afresh under this call's key (swap)
  *   holder abandoned, gone or re-claimed ─────────▶ holds by takeover, under the intent's key: the
- *                                                   holder swapped, then the key fixed on this call's
- *                                                   record (`fix`) — the effect is found, not repeated
+ *                                                   holder swapped and the key fixed on this call's
+ *                                                   record in one transaction (`takeOverIntent`) — the
+ *                                                   effect is found, not repeated
  *
  * Every way to holding but the first is a conditional write on the holder read: two callers can never
  * both take an intent over.
@@ -138,9 +138,12 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
   const record = await readCallRecord(table, held.holder.recordKey);
   const state = classify(record, Date.now());
   if (state === 'erased') {
-    // The intent's holder was erased: what it did is gone, and so is the intent.
+    // The intent's holder was erased: what it did is gone, and so is the intent. Held afresh under this
+    // call's key: created by it only under its own (a key fixed by an earlier takeover is another call's,
+    // whose effect may still run under it: only its creator frees an intent).
+    const ownKey = request.ownKey ?? request.downstreamKey;
     return (await swapIntent(table, held.intentKey, held.holder, request.holder, request.downstreamKey)) === 'swapped'
-      ? { kind: 'holds', downstreamKey: request.downstreamKey, created: true }
+      ? { kind: 'holds', downstreamKey: request.downstreamKey, created: request.downstreamKey === ownKey }
       : RUNNING;
   }
   // The holder call, still there (whichever of its attempts holds the record now). Otherwise it is gone.
@@ -154,11 +157,13 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
   // free the intent (review 7, R7-1b) let a call with the key fixed, or one that fixed it and died, run
   // beside a fresh call's new intent (reviews 8 to 10: three double effects). Only the intent's creator
   // frees it; a taker's business error is kept on it for the window (conservative: no second effect).
-  // Taking over: the holder swapped first, then the intent's key fixed on this call's record — so a key is
-  // fixed only on a call that held the intent (rule 3: an attempt that dies between the two leaves no key
-  // fixed, and its next attempt claims the intent again; review 9, R9-1).
-  if ((await swapIntent(table, held.intentKey, held.holder, request.holder)) !== 'swapped') return RUNNING;
-  if ((await request.fix(held.downstreamKey)) === 'claim_lost') return { kind: 'claim_lost' };
+  // Taking over: the holder swapped and the intent's key fixed on this call's record, both or neither —
+  // a key is fixed only on a call that holds the intent, and a call holds one only with its key fixed
+  // (rule 3). As two writes, a death or an erase between them left either a key fixed on a call that never
+  // held the intent (review 9, R9-1) or an intent naming a call with no key fixed (review 10, R10-1).
+  const taken = await takeOverIntent(table, held.intentKey, held.holder, request.holder, held.downstreamKey);
+  if (taken === 'changed') return RUNNING;
+  if (taken === 'claim_lost') return { kind: 'claim_lost' };
   return { kind: 'holds', downstreamKey: held.downstreamKey, created: false };
 }
 
@@ -263,29 +268,62 @@ export async function swapIntent(
   to: IntentHolder,
   downstreamKey?: string,
 ): Promise<'swapped' | 'changed'> {
-  const attr = table.attributes;
-  const held = heldBy(table.attributes, from);
-  const afresh = downstreamKey !== undefined;
   const written = await conditionally(
     table.client,
-    new UpdateItemCommand({
-      TableName: table.tableName,
-      Key: marshall({ [attr.key]: intentKey }),
-      UpdateExpression: `SET #holder = :to, #claim = :toClaim, #call = :toCall${afresh ? ', #downstream = :downstream' : ''}`,
-      ConditionExpression: held.expression,
-      ExpressionAttributeNames: {
-        ...held.names,
-        '#call': attr.callInstance,
-        ...(afresh ? { '#downstream': attr.downstreamKey } : {}),
-      },
-      ExpressionAttributeValues: {
-        ...held.values,
-        ...marshall({ ':to': to.recordKey, ':toClaim': to.claimId, ':toCall': to.callId }),
-        ...(afresh ? marshall({ ':downstream': downstreamKey }) : {}),
-      },
-    }),
+    new UpdateItemCommand(swapInput(table, intentKey, from, to, downstreamKey)),
   );
   return written.passed ? 'swapped' : 'changed';
+}
+
+/** swap's UpdateItem: the holder moved from `from` (as read) to `to`; with `downstreamKey`, the intent's key too. */
+function swapInput(
+  table: IdempotencyTable,
+  intentKey: string,
+  from: IntentHolder,
+  to: IntentHolder,
+  downstreamKey?: string,
+) {
+  const attr = table.attributes;
+  const held = heldBy(attr, from);
+  const afresh = downstreamKey !== undefined;
+  return {
+    TableName: table.tableName,
+    Key: marshall({ [attr.key]: intentKey }),
+    UpdateExpression: `SET #holder = :to, #claim = :toClaim, #call = :toCall${afresh ? ', #downstream = :downstream' : ''}`,
+    ConditionExpression: held.expression,
+    ExpressionAttributeNames: {
+      ...held.names,
+      '#call': attr.callInstance,
+      ...(afresh ? { '#downstream': attr.downstreamKey } : {}),
+    },
+    ExpressionAttributeValues: {
+      ...held.values,
+      ...marshall({ ':to': to.recordKey, ':toClaim': to.claimId, ':toCall': to.callId }),
+      ...(afresh ? marshall({ ':downstream': downstreamKey }) : {}),
+    },
+  };
+}
+
+/**
+ * take over: held by `from` (as read), a holder that is gone ──▶ held by `to`, with the intent's
+ * `downstreamKey` fixed on `to`'s record (on its claim), in one transaction: both writes or neither.
+ * `changed` when the intent moved since it was read; `claim_lost` when `to`'s claim did (taken over by
+ * another attempt, erased) — then the intent is not touched.
+ */
+export async function takeOverIntent(
+  table: IdempotencyTable,
+  intentKey: string,
+  from: IntentHolder,
+  to: IntentHolder,
+  downstreamKey: string,
+): Promise<'taken' | 'changed' | 'claim_lost'> {
+  const written = await allOrNone(table.client, [
+    { Update: swapInput(table, intentKey, from, to) },
+    { Update: fixKeyInput(table, to, downstreamKey) },
+  ]);
+  if (written.passed) return 'taken';
+  // This call's claim lost decides first: whatever became of the intent, this attempt ends.
+  return written.refused[1] ? 'claim_lost' : 'changed';
 }
 
 /**

@@ -5,6 +5,9 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   type PutItemCommand,
+  TransactionCanceledException,
+  type TransactWriteItem,
+  TransactWriteItemsCommand,
   type UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -79,6 +82,29 @@ export async function conditionally(
   } catch (error) {
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
     return { passed: false, item: error.Item ? unmarshall(error.Item) : undefined };
+  }
+}
+
+/**
+ * Conditional writes made all or none (one TransactWriteItems): `passed`, or `failed` with, per item in
+ * order, whether its condition was the one that did not hold. A transaction cancelled for any other
+ * reason (a conflict with a write in flight on one of its items, throttling) throws: it changed nothing,
+ * and is transient (`isTransientAwsError`).
+ */
+export async function allOrNone(
+  client: DynamoDBClient,
+  items: readonly TransactWriteItem[],
+): Promise<{ readonly passed: true } | { readonly passed: false; readonly refused: readonly boolean[] }> {
+  try {
+    await client.send(new TransactWriteItemsCommand({ TransactItems: [...items] }));
+    return { passed: true };
+  } catch (error) {
+    if (!(error instanceof TransactionCanceledException)) throw error;
+    const codes = (error.CancellationReasons ?? []).map(({ Code }) => Code ?? 'None');
+    if (codes.length !== items.length || codes.some((code) => code !== 'None' && code !== 'ConditionalCheckFailed')) {
+      throw error;
+    }
+    return { passed: false, refused: codes.map((code) => code === 'ConditionalCheckFailed') };
   }
 }
 

@@ -62,6 +62,10 @@ const DEFECTS: ReadonlyArray<readonly [defect: string, schedule: ScheduleOptions
     { scenario: 'window_abandoned', seed: 5001489 },
   ],
   ["10 (a crash in the recheck's GetItem)", { scenario: 'erase', seed: 10005788 }],
+  [
+    '11 half done: a refund crashed after its ledger write, given up near its TTL (expiring), closed by an erase with the domain whose answer was lost — the erase that stopped there was never run again',
+    { scenario: 'near_ttl', seed: 12000000, at: [{ step: 21, fault: 'lose_answer' }] },
+  ],
 ];
 
 let world: ExploreWorld;

@@ -217,6 +217,7 @@ class Run {
       );
     }
     // A completer or erase invocation that fails (a fault reached it) is retried by its trigger: not a finding.
+    // The completer's retry is quiescence's drain; an erase that stopped runs again there (`#rerunStoppedErases`).
     const faults = this.scenario.streamFaults ? scheduler : undefined;
     const completers = [
       ...Array.from({ length: this.scenario.completerRuns }, (): ActorSpec & { afterMs?: number } => ({
@@ -234,13 +235,11 @@ class Run {
       this.#spawn(i === 0 ? 'erase' : `erase${i + 1}`, erase, async () => {
         if (erase.afterMs) await scheduler.wait(erase.afterMs);
         this.eraseStarted = true;
-        await eraseTenant(
-          this.world.client,
-          { tenant: this.tenant, includeDomain: erase.includeDomain, segments: 1 },
-          this.world.env,
-          TABLES,
-          TOOLS, // a table waits only for the calls whose tools access it, as the stack's erase
-        ).catch(() => undefined);
+        this.#stoppedErases.add(erase); // until it returns: a throw or a crash leaves it stopped
+        await this.#erase(erase).then(
+          () => this.#stoppedErases.delete(erase),
+          () => undefined,
+        );
       });
     }
     // An agent's call never throws (every failure is an answer); a crash never settles.
@@ -248,6 +247,40 @@ class Run {
       actor.catch((error: unknown) => this.violations.push(`7 the runtime threw: ${(error as Error).stack ?? error}`));
     }
     await scheduler.run();
+  }
+
+  /** One tenant erase, as the operator runs it. */
+  #erase(erase: EraseSpec): Promise<unknown> {
+    return eraseTenant(
+      this.world.client,
+      { tenant: this.tenant, includeDomain: erase.includeDomain, segments: 1 },
+      this.world.env,
+      TABLES,
+      TOOLS, // a table waits only for the calls whose tools access it, as the stack's erase
+    );
+  }
+
+  /**
+   * The erases that started in the random phase and did not return: a fault reached them (they threw) or
+   * they crashed. One that crashed before it started never ran: nobody runs it again.
+   */
+  readonly #stoppedErases = new Set<EraseSpec>();
+
+  /**
+   * Runs again, once and without faults, each erase that stopped (failed or crashed): its trigger does (the
+   * CLI exits 1, the stack's function fails its invocation), and erase is safe to run again. What a stopped
+   * erase began only its next run finishes (rule 6): a stalled call it closed before it erased the app
+   * tables stays closed, its effect as its crash left it (half done, perhaps), and neither a resend (the
+   * tombstone answers `not_found` until the TTL) nor the completer moves it — near_ttl's seed 12000000
+   * (regression 11).
+   */
+  async #rerunStoppedErases(calm: Scheduler): Promise<void> {
+    const stopped = this.#erases.filter((erase) => this.#stoppedErases.has(erase));
+    if (stopped.length === 0) return;
+    calm.spawn('erase-q', async () => {
+      for (const erase of stopped) await this.#erase(erase);
+    });
+    await calm.run();
   }
 
   /** The scenario's erases, in order. */
@@ -405,6 +438,7 @@ class Run {
   async quiesceAndCheck(): Promise<string[]> {
     const { scheduler } = this;
     const calm = new Scheduler({ seed: 1, plan: noFaults, holdMs: 0 }, scheduler.clock);
+    await this.#rerunStoppedErases(calm);
     scheduler.clock.advance(QUIESCENCE_MS);
     // Every lock has ended: the calls that crashed are abandoned (or stalled) — their tasks still work.
     await this.#checkTasks('before the completer');

@@ -3,6 +3,7 @@ import { GetItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { Ticket } from '../../app/domain/tickets';
 import type { RefundRequest } from '../../app/payments/provider';
 import { TABLES, type TableId, tableName } from '../../app/tables';
+import { TOOLS } from '../../app/tools';
 import { createTicket } from '../../app/tools/create-ticket';
 import { refund as refundTool } from '../../app/tools/refund';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
@@ -416,5 +417,118 @@ describe('Rule 6 (docs/state-machine.md): erase while calls of the tenant are in
       // The erased key answers not_found until its TTL; the erased receipt never comes back.
       expect(again).toMatchObject({ ok: false, error: { code: 'not_found' } });
     });
+  });
+});
+
+/**
+ * Rule 6: erase closes a stalled call (the completer gave up on it) before it erases the app tables: the
+ * tombstone first, so that no resend can take the call over and commit after its tables were erased. An
+ * erase that stops between the two leaves the call closed with its effect as the crash left it — here a
+ * refund whose money moved (the ledger row) and whose invoice was never marked — and nothing but erase run
+ * again finishes it: a resend is answered `not_found` until the TTL, the completer has nothing to re-run.
+ * The explorer found it as "2 half done" (near_ttl, seed 12000000, an erase at the TTL with a lost answer;
+ * test/explore/regressions.test.ts): its erase was never run again.
+ */
+describe('Rule 6 (docs/state-machine.md): an erase that stops after closing a stalled call', () => {
+  beforeEach(() => jest.restoreAllMocks());
+  afterEach(() => jest.restoreAllMocks());
+
+  /**
+   * A refund whose worker died after the provider moved the money, before the invoice was marked; its lock
+   * then ended and the completer gave up on it near its TTL (`expiring`).
+   */
+  async function refundHalfDoneAndStalled(tenant: string) {
+    const caller = identity(tenant, 'ada');
+    const invoice = await world.seedInvoice(tenant);
+    const moved = gate();
+    const refund = async (request: RefundRequest) => {
+      await world.provider.refund(request);
+      moved.open();
+      return new Promise<never>(() => {}); // the worker dies here
+    };
+    const call = { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount };
+    void world.runtime.invoke(refundTool.bind({ ...world, provider: { refund } }), caller, call, deadline(2_000));
+    await moved.opened;
+    advanceClock(3_000);
+    const key = (await world.idempotencyRecordKeys(tenant))[0]!.id;
+    const abandoned = (await readCallRecord(world.idempotencyTable, key))!;
+    const gaveUp = await markStalled(world.idempotencyTable, key, abandoned.claimId!, Date.now(), 'expiring');
+    return { caller, call, key, gaveUp };
+  }
+
+  /**
+   * An erase's own client whose close of a stalled call (the tombstone's UpdateItem on `stalled_claim`) is
+   * applied and its answer lost — then, with `resent`, sent again as the SDK's retry would.
+   */
+  function closeAnswerLost({ resent }: { resent: boolean }) {
+    const client = createDynamoDBClient(process.env);
+    let armed = true;
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const answer = await next(args);
+        const input = args.input as { ConditionExpression?: string; ExpressionAttributeValues?: object };
+        const closing =
+          context.commandName === 'UpdateItemCommand' &&
+          input.ConditionExpression?.includes('#stalled = :claim') === true &&
+          ':erased' in (input.ExpressionAttributeValues ?? {});
+        if (!armed || !closing) return answer;
+        armed = false;
+        if (resent) return next(args);
+        throw Object.assign(new Error('the answer was lost'), { name: 'TimeoutError' });
+      },
+      { step: 'initialize', name: 'closeAnswerLost' },
+    );
+    return client;
+  }
+
+  it('leaves the refund half done until erase runs again, which erases its invoice: a resend cannot finish it', async () => {
+    // Prepare
+    const tenant = newTenant('erase-stopped');
+    const { caller, call, key, gaveUp } = await refundHalfDoneAndStalled(tenant);
+    const client = closeAnswerLost({ resent: false });
+
+    // Act
+    const stopped = eraseTenant(client, { tenant, includeDomain: true }, process.env, TABLES);
+    await expect(stopped).rejects.toThrow('the answer was lost');
+    client.destroy();
+    const between = await itemsOf(tenant);
+    const resent = await world.runtime.invoke(world.refund, caller, call, deadline());
+    const again = await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES);
+    const after = await itemsOf(tenant);
+
+    // Assess
+    expect(gaveUp).toBe('stalled');
+    // Between the two runs: the call is closed, the money moved, the invoice does not show it.
+    expect((await readCallRecord(world.idempotencyTable, key))?.status).toBe('ERASED');
+    expect(between.ledger).toHaveLength(1);
+    expect(between.invoices).toHaveLength(1);
+    expect(between.invoices![0]).not.toHaveProperty('refund');
+    // A resend cannot finish it before the TTL: the tombstone answers not_found.
+    expect(resent).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    // The erase run again finishes what the stopped one began: the invoice goes with the tenant (the ledger,
+    // money movements, is kept by design).
+    expect(again).toMatchObject({ complete: true, deferred: [] });
+    expect(after).toMatchObject({ invoices: [], tickets: [], outbox: [] });
+    expect(after.ledger).toHaveLength(1);
+  });
+
+  it('says so when the SDK resends the lost close: not complete, the invoices deferred, erase again now', async () => {
+    // Prepare
+    const tenant = newTenant('erase-resent');
+    const { key } = await refundHalfDoneAndStalled(tenant);
+    const client = closeAnswerLost({ resent: true });
+
+    // Act
+    const first = await eraseTenant(client, { tenant, includeDomain: true }, process.env, TABLES, TOOLS);
+    client.destroy();
+    const again = await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES, TOOLS);
+
+    // Assess: the resent close finds its own tombstone (changed), so the refund's tables wait for a rerun.
+    expect((await readCallRecord(world.idempotencyTable, key))?.status).toBe('ERASED');
+    expect(first).toMatchObject({ complete: false, callsInFlight: { changed: 1 } });
+    expect(first.deferred.map((left) => left.table)).toEqual(['idempotency', 'invoices']);
+    expect(Date.parse(first.retryAfter!)).toBeLessThanOrEqual(Date.now());
+    expect(again).toMatchObject({ complete: true, deferred: [] });
+    expect((await itemsOf(tenant)).invoices).toEqual([]);
   });
 });

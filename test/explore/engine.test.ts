@@ -546,80 +546,37 @@ describe('condition expressions: the in-memory engine answers as DynamoDB Local 
 
   // The intent takeover's one transaction (protocol/intent.ts, takeOverIntent): the intent's holder swapped and
   // the taker's record's key fixed, both or neither — and every other kind of item, once held and once refused.
+  const swap = (id: string, from: string, asked: object = {}) => ({
+    Update: {
+      Key: { id: S(id) },
+      UpdateExpression: 'SET #h = :to',
+      ConditionExpression: '#h = :from',
+      ExpressionAttributeNames: { '#h': 'holder' },
+      ExpressionAttributeValues: { ':to': S('taker'), ':from': S(from) },
+      ...asked,
+    },
+  });
+  const fix = (id: string, claim: string, asked: object = {}) => ({
+    Update: {
+      Key: { id: S(id) },
+      UpdateExpression: 'SET #d = :d',
+      ConditionExpression: '#c = :c',
+      ExpressionAttributeNames: { '#d': 'downstream_key', '#c': 'claim_id' },
+      ExpressionAttributeValues: { ':d': S('dA'), ':c': S(claim) },
+      ...asked,
+    },
+  });
+  const ALL_OLD = { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' };
   it.each<[string, (a: string, b: string) => object[], boolean]>([
-    [
-      'both conditions hold: both writes',
-      (a, b) => [
-        {
-          Update: {
-            Key: { id: S(a) },
-            UpdateExpression: 'SET #h = :to',
-            ConditionExpression: '#h = :from',
-            ExpressionAttributeNames: { '#h': 'holder' },
-            ExpressionAttributeValues: { ':to': S('taker'), ':from': S('gone') },
-          },
-        },
-        {
-          Update: {
-            Key: { id: S(b) },
-            UpdateExpression: 'SET #d = :d',
-            ConditionExpression: '#c = :c',
-            ExpressionAttributeNames: { '#d': 'downstream_key', '#c': 'claim_id' },
-            ExpressionAttributeValues: { ':d': S('dA'), ':c': S('c1') },
-          },
-        },
-      ],
-      true,
-    ],
+    ['both conditions hold: both writes', (a, b) => [swap(a, 'gone'), fix(b, 'c1')], true],
     [
       "the taker's claim lost (its record erased): neither, the failed item's reason alone",
-      (a, b) => [
-        {
-          Update: {
-            Key: { id: S(a) },
-            UpdateExpression: 'SET #h = :to',
-            ConditionExpression: '#h = :from',
-            ExpressionAttributeNames: { '#h': 'holder' },
-            ExpressionAttributeValues: { ':to': S('taker'), ':from': S('gone') },
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          },
-        },
-        {
-          Update: {
-            Key: { id: S(b) },
-            UpdateExpression: 'SET #d = :d',
-            ConditionExpression: '#c = :c',
-            ExpressionAttributeNames: { '#d': 'downstream_key', '#c': 'claim_id' },
-            ExpressionAttributeValues: { ':d': S('dA'), ':c': S('c2') },
-          },
-        },
-      ],
+      (a, b) => [swap(a, 'gone', ALL_OLD), fix(b, 'c2')],
       false,
     ],
     [
       'the intent moved and the claim lost: every reason, the item asked for',
-      (a, b) => [
-        {
-          Update: {
-            Key: { id: S(a) },
-            UpdateExpression: 'SET #h = :to',
-            ConditionExpression: '#h = :from',
-            ExpressionAttributeNames: { '#h': 'holder' },
-            ExpressionAttributeValues: { ':to': S('taker'), ':from': S('other') },
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          },
-        },
-        {
-          Update: {
-            Key: { id: S(b) },
-            UpdateExpression: 'SET #d = :d',
-            ConditionExpression: '#c = :c',
-            ExpressionAttributeNames: { '#d': 'downstream_key', '#c': 'claim_id' },
-            ExpressionAttributeValues: { ':d': S('dA'), ':c': S('c2') },
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          },
-        },
-      ],
+      (a, b) => [swap(a, 'other', ALL_OLD), fix(b, 'c2', ALL_OLD)],
       false,
     ],
     [
@@ -685,9 +642,10 @@ describe('condition expressions: the in-memory engine answers as DynamoDB Local 
 
   it("a transaction's ClientRequestToken: a refused one is not kept; an applied one succeeds again unchanged, and refuses another request", async () => {
     const outcomes = [];
+    // The same item and token on both stores (the table's later scans compare them).
+    const id = `token-${randomBytes(3).toString('hex')}`;
+    const token = `token-${randomBytes(6).toString('hex')}`;
     for (const client of [clients.local!, clients.memory!]) {
-      const id = `token-${randomBytes(3).toString('hex')}`;
-      const token = `token-${randomBytes(6).toString('hex')}`;
       const set = (to: string, when: string) =>
         new TransactWriteItemsCommand({
           ClientRequestToken: token,

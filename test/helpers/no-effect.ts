@@ -80,6 +80,18 @@ export function throttleNextIntentWrite(world: ProtocolWorld, command: 'PutItemC
   );
 }
 
+/** The next UpdateItem of a call record (not an intent's) through the world's client fails as a throttle. */
+export function throttleNextRecordUpdate(world: ProtocolWorld): void {
+  beforeNext(
+    world.client,
+    'UpdateItemCommand',
+    async () => {
+      throw throttled();
+    },
+    (input) => !isIntentWrite(input),
+  );
+}
+
 /**
  * Leaves a call record as an earlier version queued it: `attempt` and `unrun_attempts` both `attempts`
  * (that version counted its queued parks in `unrun_attempts`), no `queued_attempts`.

@@ -18,9 +18,9 @@ import { beforeNext, throttled } from '../helpers/intercept';
 import {
   asQueuedByAnEarlierVersion,
   completerOn,
-  isIntentWrite,
   missingCustomerTool,
   throttleNextIntentWrite,
+  throttleNextRecordUpdate,
 } from '../helpers/no-effect';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
@@ -177,14 +177,7 @@ describe('a taker that dies at its swap (review 9, R9-1: the key was fixed befor
     // (as a Lambda timeout would leave it: attempt 1, no unrun_attempts). Before review 9 the key was fixed
     // first, in a write of its own; since review 10 the swap and the fix are one transaction.
     beforeNext(world.client, 'TransactWriteItemsCommand', async () => {
-      beforeNext(
-        world.client,
-        'UpdateItemCommand',
-        async () => {
-          throw throttled();
-        },
-        (input) => !isIntentWrite(input),
-      );
+      throttleNextRecordUpdate(world);
       throw throttled();
     });
     expect(await runtime.invoke(t.tool, t.caller, args('b9'), deadline())).toMatchObject({ ok: false });
@@ -226,18 +219,11 @@ describe('a taker whose takeover fails (a store error) is parked unrun (review 1
     const args = (key: string) => ({ idempotency_key: key, text: 'same' });
 
     // A: creates the intent (dA), not_found, its release throttled: parked unrun (neverRan), abandoned.
-    beforeNext(
-      world.client,
-      'DeleteItemCommand',
-      async () => {
-        throw throttled();
-      },
-      isIntentWrite,
-    );
+    throttleNextIntentWrite(world, 'DeleteItemCommand');
     expect(await runtime.invoke(t.tool, t.caller, args('a11'), deadline())).toMatchObject({ ok: false });
     clock.advance(1000);
 
-    // X: takes the intent over from A (swap, then dA fixed on X), runs, and its provider fails before any
+    // X: takes the intent over from A (dA fixed on X in the same transaction), runs, and its provider fails before any
     // effect: parked now, counted as having run, with dA fixed — its next attempt runs under dA, intent or not.
     t.failNextRun();
     expect(await runtime.invoke(t.tool, t.caller, args('x11'), deadline())).toMatchObject({ ok: false });
@@ -286,14 +272,7 @@ describe('a taker erased (closeStalled) before its takeover (review 10, R10-1: o
       (await world.idempotencyRecordKeys(t.caller.tenant)).map((r) => r.id).filter((id) => !id.includes('#intent#'));
 
     // A: creates the intent (dA), makes its effect under dA, and dies at its store: in flight, abandoned.
-    beforeNext(
-      world.client,
-      'UpdateItemCommand',
-      async () => {
-        throw throttled();
-      },
-      (input) => !isIntentWrite(input),
-    );
+    throttleNextRecordUpdate(world);
     expect(await runtime.invoke(t.tool, t.caller, args('a10'), deadline())).toMatchObject({ ok: false });
     expect(t.effects.size).toBe(1);
     const [aKey] = await recordIds();

@@ -20,8 +20,9 @@ import { latestLockEndMs, ttlNeededFor } from './call-state';
 import { expiresAtSOf } from './derivation';
 import { type ErrorCode, InFlightError, ToolError } from './errors';
 import { downstreamKey } from './fingerprint';
-import { type Claim, type ClaimRequest, claimCall, fixDownstreamKey } from './protocol/claim';
-import { claimIntent, type IntentScope, intentKeyOf, releaseIntent } from './protocol/intent';
+import { type Claim, type ClaimRequest, claimCall } from './protocol/claim';
+import { claimIntent, type IntentScope, intentKeyOf } from './protocol/intent';
+import { releaseIntent } from './protocol/intent-writes';
 import { type CallRecord, encodeCall, type IntentHolder, STATUS, type StoredOutcome } from './protocol/record';
 import { park, release, store } from './protocol/settle';
 import { encodeReceipt } from './receipt';
@@ -150,20 +151,7 @@ async function chooseDownstreamKey<S extends z.ZodMiniObject, R extends JsonObje
       // hold a dead holder's effect.
       return { kind: 'run', downstreamKey: intent.downstreamKey, createdIntent: intent.created };
     case 'done':
-      // The holder's outcome answers, unless it was itself a replay: then the effect's commit may be this
-      // call's own (an earlier attempt of it), and only the tool, under the intent's key, can tell.
-      if (!(intent.outcome.replayed && intent.outcome.receipt !== undefined)) {
-        return { kind: 'replay', outcome: intent.outcome };
-      }
-      // Running under the intent's key: fixed on this call's record first, like a takeover, so that a
-      // later attempt runs under it even if the intent is gone by then.
-      if (
-        intent.downstreamKey !== own &&
-        (await fixDownstreamKey(plan.table, claim, intent.downstreamKey)) === 'claim_lost'
-      ) {
-        return { kind: 'claim_lost' };
-      }
-      return { kind: 'run', downstreamKey: intent.downstreamKey, createdIntent: false };
+      return { kind: 'replay', outcome: intent.outcome };
   }
 }
 

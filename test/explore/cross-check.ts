@@ -128,9 +128,17 @@ async function tenantItems(world: ExploreWorld, tenant: string): Promise<Array<[
   return found;
 }
 
-/** JSON with every object's keys sorted: DynamoDB returns an item's attributes in no fixed order. */
+/**
+ * JSON with every object's keys sorted, and every set's members (`SS`, `NS`, `BS`): DynamoDB returns an item's
+ * attributes, and a set's members, in no fixed order.
+ */
 export function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, current) => {
+  return JSON.stringify(value, (key, current) => {
+    if (Array.isArray(current) && (key === 'SS' || key === 'NS' || key === 'BS')) {
+      return [...current].sort((a, b) =>
+        String(a).replace(RANDOM_ID, '').localeCompare(String(b).replace(RANDOM_ID, '')),
+      );
+    }
     if (current === null || typeof current !== 'object' || Array.isArray(current)) return current;
     if (current instanceof Uint8Array) return Buffer.from(current).toString('base64');
     return Object.fromEntries(

@@ -1,5 +1,5 @@
 import { callsInFlight } from '../../lib/admin/calls-in-flight';
-import { createIntent } from '../../lib/idempotency/protocol/intent';
+import { createIntent } from '../../lib/idempotency/protocol/intent-writes';
 import { park, store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
 import { createProtocolWorld, newTenant, type ProtocolWorld } from '../helpers/protocol-world';

@@ -11,7 +11,7 @@ import {
   isCallInFlight,
   tombstone,
 } from '../../lib/idempotency/protocol/erase';
-import { createIntent } from '../../lib/idempotency/protocol/intent';
+import { createIntent } from '../../lib/idempotency/protocol/intent-writes';
 import { DEFAULT_RECORD_ATTRIBUTES, STATUS } from '../../lib/idempotency/protocol/record';
 import { store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';

@@ -142,6 +142,7 @@ describe('claiming a dedupe window’s intent', () => {
       call_id: call.callId,
       downstream_key: `dk-${call.claimId}`,
       window_end: 1_800_000_000 + WINDOW_S,
+      intent_runners: new Set([call.callId]),
       expiration: 1_800_000_000 + WINDOW_S + TTL_S,
     });
   });
@@ -163,7 +164,7 @@ describe('claiming a dedupe window’s intent', () => {
     expect(await intentItem(scope)).toEqual(before);
   });
 
-  it('held by another call, completed: done, its outcome and the key its effect ran under', async () => {
+  it('held by another call, completed: done, its outcome', async () => {
     const scope = newScope();
     const holder = await callClaimed();
     await heldBy(holder, scope);
@@ -180,7 +181,6 @@ describe('claiming a dedupe window’s intent', () => {
     expect(result).toEqual({
       kind: 'done',
       outcome: expect.objectContaining({ receipt: '{"sent":1}' }),
-      downstreamKey: `dk-${holder.claimId}`,
     });
   });
 
@@ -338,15 +338,20 @@ describe('claiming a dedupe window’s intent', () => {
     expect(await intentItem(scope)).toMatchObject({ claim_id: later.claimId, downstream_key: `dk-${first.claimId}` });
   });
 
-  it('held under this record by another call of it (the record claimed anew): held, not created', async () => {
+  it('held under this record by another call of it (the record claimed anew): taken over, the key fixed on its record, not created (review 11, R11-4)', async () => {
     const scope = newScope();
     const first = await callClaimed(-1_000);
     await heldBy(first, scope);
-    const anew: Claim = { ...first, claimId: `anew-${randomUUID()}`, callId: `${first.recordKey}@anew` };
+    const anew = await reclaimedLive(first.recordKey);
 
-    const result = await claimIntent(table, requestFor(anew, scope, { downstreamKey: `dk-${first.claimId}` }));
+    const result = await claimIntent(table, requestFor(anew, scope));
 
     expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${first.claimId}`, created: false });
+    expect(await fixedKeyOf(anew)).toBe(`dk-${first.claimId}`);
+    expect(await intentItem(scope)).toMatchObject({
+      claim_id: anew.claimId,
+      intent_runners: new Set([first.callId, anew.callId]),
+    });
   });
 
   it('moved by someone else between its read and the swap: running, not taken', async () => {

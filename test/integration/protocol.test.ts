@@ -3,9 +3,9 @@
 // Rule 3 (docs/state-machine.md): an intent’s downstream key is fixed once.
 // Rule 6 (docs/state-machine.md): erase is final and keeps what is in flight.
 import { randomUUID } from 'node:crypto';
-import { ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
+import { ResourceNotFoundException, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { classify } from '../../lib/idempotency/call-state';
-import { claim, fixDownstreamKey, takeOver } from '../../lib/idempotency/protocol/claim';
+import { claim, fixKeyInput, takeOver } from '../../lib/idempotency/protocol/claim';
 import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { closeStalled, deleteExpired, tombstone } from '../../lib/idempotency/protocol/erase';
 import {
@@ -15,9 +15,9 @@ import {
   releaseIntent,
   replaceIntent,
   swapIntent,
-} from '../../lib/idempotency/protocol/intent';
+} from '../../lib/idempotency/protocol/intent-writes';
 import { park } from '../../lib/idempotency/protocol/settle';
-import { type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
+import { conditionally, type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
 import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 import { recordTransitions, TTL_SECONDS } from '../helpers/record-transitions';
 
@@ -131,9 +131,9 @@ describe('a call record’s transitions', () => {
     const first = firstClaim();
     const own = await claimed(first);
 
-    const fixed = await fixDownstreamKey(table, own, 'rs1_intents_key');
+    const fixed = await conditionally(table.client, new UpdateItemCommand(fixKeyInput(table, own, 'rs1_intents_key')));
 
-    expect(fixed).toBe('fixed');
+    expect(fixed.passed).toBe(true);
     expect((await readCallRecord(table, first.recordKey))?.downstreamKey).toBe('rs1_intents_key');
     const taken = await takeOver(
       table,
@@ -237,6 +237,7 @@ describe('an intent’s transitions', () => {
         holder: intent.holder,
         downstreamKey: 'rs1_first',
         windowEndsAtS: intent.windowEndsAtS,
+        runners: [intent.holder.callId],
       },
     });
   });

@@ -226,7 +226,18 @@ describe('intentOf and holdsIntent', () => {
       holder: { recordKey: 'send_email#abc', claimId: 'c1', callId: 'send_email#abc@i1' },
       downstreamKey: 'dk',
       windowEndsAtS: 1_900_000_000,
+      runners: ['send_email#abc@i1'],
     });
+  });
+
+  it('reads its runners, its holder among them (an intent an earlier version wrote names none)', () => {
+    const runners = new Set(['send_email#def@i2', 'send_email#abc@i1']);
+
+    // In one order (sorted), whatever order the set came in: they are read in it.
+    expect(intentOf({ ...item, [ATTR.intentRunners]: runners }, ATTR)?.runners).toEqual([
+      'send_email#abc@i1',
+      'send_email#def@i2',
+    ]);
   });
 
   it.each([ATTR.key, ATTR.intentHolder, ATTR.claim, ATTR.callInstance, ATTR.downstreamKey, ATTR.windowEnd])(

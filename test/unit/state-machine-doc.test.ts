@@ -77,6 +77,7 @@ describe('docs/state-machine.md and the call record', () => {
     const ofIntentsOnly: readonly string[] = [
       DEFAULT_RECORD_ATTRIBUTES.intentHolder,
       DEFAULT_RECORD_ATTRIBUTES.windowEnd,
+      DEFAULT_RECORD_ATTRIBUTES.intentRunners,
     ];
     const held = Object.values(DEFAULT_RECORD_ATTRIBUTES).filter(
       (name) => name !== DEFAULT_RECORD_ATTRIBUTES.key && !ofIntentsOnly.includes(name),

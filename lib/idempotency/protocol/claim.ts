@@ -308,19 +308,10 @@ export async function takeOver(table: IdempotencyTable, from: TakeOver, nowMs: n
 
 /**
  * fix the downstream key: live (own claim) ──▶ live, naming the downstream key its effect runs under when
- * it is not the one derived from the call (it takes an intent over), so that every later attempt — a
- * retry, the completer — runs under it too. An UpdateItem on this attempt's claim.
+ * it is not the one derived from the call (it takes an intent over, or joins its runners), so that every
+ * later attempt — a retry, the completer — runs under it too. The UpdateItem, on its claim, that
+ * `takeOverIntent` and `joinIntent` (intent.ts) make in one transaction with the intent's own write.
  */
-export async function fixDownstreamKey(
-  table: IdempotencyTable,
-  claim: Claim,
-  downstreamKey: string,
-): Promise<'fixed' | 'claim_lost'> {
-  const written = await conditionally(table.client, new UpdateItemCommand(fixKeyInput(table, claim, downstreamKey)));
-  return written.passed ? 'fixed' : 'claim_lost';
-}
-
-/** fix the downstream key's UpdateItem, on `claim` (the record it holds): also a takeover's (`takeOverIntent`). */
 export function fixKeyInput(
   table: IdempotencyTable,
   claim: Pick<Claim, 'recordKey' | 'claimId'>,

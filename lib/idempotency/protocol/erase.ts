@@ -14,7 +14,8 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { completerLooksAtMs } from '../backoff';
 import { type CallState, classify, isInFlight, stalledChangesAtMs } from '../call-state';
-import { deleteIntent } from './intent';
+import { runnersInFlight } from './intent';
+import { deleteIntent } from './intent-writes';
 import { type CallRecord, callRecordOf, intentOf, recordKeyOfCallId, STATUS } from './record';
 import {
   conditionally,
@@ -230,9 +231,9 @@ async function eraseCallRecord(
 }
 
 /**
- * A dedupe window's intent: kept while the call that holds it is in flight (a fresh key inside the
- * window would otherwise run beside it) — a stalled holder is closed first when erase closes stalled
- * calls —; deleted otherwise, on the holder it was read with (`deleteIntent`).
+ * A dedupe window's intent: kept while the call that holds it, or any other of its runners, is in flight (a
+ * fresh key inside the window would otherwise run beside it) — a stalled holder is closed first when erase
+ * closes stalled calls —; deleted otherwise, on the holder it was read with (`deleteIntent`).
  */
 async function eraseIntent(
   table: IdempotencyTable,
@@ -257,6 +258,11 @@ async function eraseIntent(
       }
     }
   }
+  // Nor while another call that may run under its key (a runner: its creator, an earlier taker) is in flight:
+  // a fresh call would make a new intent beside it (review 11, R11-1). That call's own record is kept (and a
+  // stalled one closed) where the scan finds it; a later run deletes the intent.
+  const [runner] = await runnersInFlight(table, intent, [intent.holder.callId]);
+  if (runner !== undefined) return { outcome: 'in_flight', kept: keptCallOf(runner.record, runner.state, Date.now()) };
   if (options.dryRun) return { outcome: 'nothing' };
   const deleted = (await deleteIntent(table, intent.intentKey, intent.holder)) === 'deleted';
   return { outcome: deleted ? 'erased' : 'nothing' };

@@ -12,13 +12,11 @@
  * deletes one taken over meanwhile.
  */
 import { createHash } from 'node:crypto';
-import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { marshall } from '@aws-sdk/util-dynamodb';
-import { classify, holdsIntent, isAbandoned, isParked } from '../call-state';
+import { classify, holdsIntent, isAbandoned, isInFlight, isParked } from '../call-state';
 import type { Identity } from '../types';
-import { fixKeyInput } from './claim';
-import { type CallRecord, type Intent, type IntentHolder, intentOf, type StoredOutcome } from './record';
-import { allOrNone, conditionally, heldBy, type IdempotencyTable, readCallRecord } from './table';
+import { createIntent, joinIntent, type NewIntent, replaceIntent, swapIntent, takeOverIntent } from './intent-writes';
+import { type CallRecord, type Intent, type IntentHolder, recordKeyOfCallId, type StoredOutcome } from './record';
+import { type IdempotencyTable, readCallRecord } from './table';
 
 /** What a call asks of an intent. */
 export interface IntentRequest {
@@ -45,12 +43,14 @@ export interface IntentRequest {
 /** What claiming an intent found. */
 export type IntentClaim =
   /**
-   * This call holds the intent — `created` by it now (or afresh after an erased holder), or taken over
-   * from a holder that is gone: run under `downstreamKey`.
+   * This call runs under `downstreamKey`, one of the intent's runners: it holds the intent — `created` by it
+   * now (or afresh after an erased holder), or taken over from a holder that is gone — or joined its runners
+   * beside a completed holder whose outcome was itself a replay (only the tool, under the key, can tell whose
+   * effect it is: the commit's stamp decides).
    */
   | { readonly kind: 'holds'; readonly downstreamKey: string; readonly created: boolean }
-  /** Another call finished it: its stored outcome, and the key its effect ran under. */
-  | { readonly kind: 'done'; readonly outcome: StoredOutcome; readonly downstreamKey: string }
+  /** Another call finished it (an outcome that is no replay): its stored outcome. */
+  | { readonly kind: 'done'; readonly outcome: StoredOutcome }
   /** Another call is doing it now; its lock ends at `lockEndsMs`; `parked`: nobody runs it before then. */
   | { readonly kind: 'running'; readonly lockEndsMs: number | undefined; readonly parked?: true }
   /** This call's own claim was lost (taken over, erased) before it could take the intent over. */
@@ -72,14 +72,21 @@ function runningOn(record: CallRecord): IntentClaim {
  *                                                   on the intent in the same write (create)
  *   its window ended before this call was asked ──▶ holds afresh once its holder has settled
  *                                                   (replace); while the holder is in flight, running
- *   held by this record, an earlier claim of it ──▶ holds (the intent's key), swapped to this claim
- *   holder completed ─────────────────────────────▶ done (its outcome)
+ *   held by this call, an earlier claim of it ────▶ holds (the intent's key), swapped to this claim
+ *   held by this record, another call of it ──────▶ holds by takeover (below)
+ *   holder completed ─────────────────────────────▶ done (its outcome); its outcome a replay: joins the
+ *                                                   runners, the key fixed on this call's record (one
+ *                                                   transaction, `joinIntent`)
  *   holder live ──────────────────────────────────▶ running
- *   holder erased ────────────────────────────────▶ holds afresh under this call's key (swap)
- *   holder abandoned, gone or re-claimed ─────────▶ holds by takeover, under the intent's key: the
- *                                                   holder swapped and the key fixed on this call's
- *                                                   record in one transaction (`takeOverIntent`) — the
- *                                                   effect is found, not repeated
+ *   holder erased, no other runner in flight ─────▶ holds afresh under this call's key (swap)
+ *   holder abandoned, gone, re-claimed, or erased ▶ holds by takeover, under the intent's key: the
+ *   while another runner is in flight               holder swapped, this call added to the runners and
+ *                                                   the key fixed on its record in one transaction
+ *                                                   (`takeOverIntent`) — the effect is found, not repeated
+ *
+ * An intent's key never changes, and the intent is never deleted (erase), while a call that may run under
+ * it — any of its runners — is in flight: each may have made the effect, so a fresh call beside it under
+ * another key would make a second one (review 11).
  *
  * Every way to holding but the first is a conditional write on the holder read: two callers can never
  * both take an intent over.
@@ -104,15 +111,46 @@ export async function claimIntent(table: IdempotencyTable, request: IntentReques
   // The window a call falls in is decided by when it was asked, not when an attempt gets to run it.
   if (held.windowEndsAtS < request.askedAtMs / 1000) return replaceEnded(table, intent, held);
   if (held.holder.recordKey !== request.holder.recordKey) return takeFromAnother(table, request, held);
-  // This call's own earlier attempt created it when it holds it already (the same call).
-  const own = held.holder.callId === request.holder.callId;
+  // Another call of this record (claimed anew since): it runs under the intent's key only fixed on its record.
+  if (held.holder.callId !== request.holder.callId) return takeOver(table, request, held);
+  // This call's own earlier attempt holds it: the key is its own (it created it) or fixed on its record.
   return (await swapIntent(table, held.intentKey, held.holder, request.holder)) === 'swapped'
     ? {
         kind: 'holds',
         downstreamKey: held.downstreamKey,
-        created: own && held.downstreamKey === (request.ownKey ?? request.downstreamKey),
+        created: held.downstreamKey === (request.ownKey ?? request.downstreamKey),
       }
     : RUNNING;
+}
+
+/** A call that may still run: live, abandoned or stalled (`isInFlight`). */
+type InFlightState = 'live' | 'abandoned' | 'stalled';
+
+/** Takes the intent over under its key, in one transaction (`takeOverIntent`). */
+async function takeOver(table: IdempotencyTable, request: IntentRequest, held: Intent): Promise<IntentClaim> {
+  const taken = await takeOverIntent(table, held.intentKey, held.holder, request.holder, held.downstreamKey);
+  if (taken === 'changed') return RUNNING;
+  if (taken === 'claim_lost') return { kind: 'claim_lost' };
+  return { kind: 'holds', downstreamKey: held.downstreamKey, created: false };
+}
+
+/**
+ * The intent's runners but `except` whose calls are in flight (live, abandoned or stalled: each may still
+ * run under its key), with their records and states — read one by one (an intent has few).
+ */
+export async function runnersInFlight(
+  table: IdempotencyTable,
+  intent: Intent,
+  except: readonly string[],
+): Promise<Array<{ readonly record: CallRecord; readonly state: InFlightState }>> {
+  const found: Array<{ record: CallRecord; state: InFlightState }> = [];
+  for (const callId of intent.runners) {
+    const recordKey = except.includes(callId) ? undefined : recordKeyOfCallId(callId);
+    const record = recordKey === undefined ? undefined : await readCallRecord(table, recordKey);
+    const state = classify(record, Date.now());
+    if (record?.callId === callId && isInFlight(state)) found.push({ record, state });
+  }
+  return found;
 }
 
 /**
@@ -128,6 +166,12 @@ async function replaceEnded(table: IdempotencyTable, intent: NewIntent, held: In
     if (state === 'live') return runningOn(record);
     if (isAbandoned(state)) return RUNNING;
   }
+  // Nor while a call that ran under it before (its creator, an earlier taker) may still run and ask it
+  // again (review 11, R11-3). A stalled one no longer runs by itself: it does not hold the window back.
+  for (const { record: runner, state } of await runnersInFlight(table, held, [held.holder.callId])) {
+    if (state === 'live') return runningOn(runner);
+    if (isAbandoned(state)) return RUNNING;
+  }
   return (await replaceIntent(table, intent, held.holder)) === 'replaced'
     ? { kind: 'holds', downstreamKey: intent.downstreamKey, created: true }
     : RUNNING;
@@ -137,10 +181,13 @@ async function replaceEnded(table: IdempotencyTable, intent: NewIntent, held: In
 async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, held: Intent): Promise<IntentClaim> {
   const record = await readCallRecord(table, held.holder.recordKey);
   const state = classify(record, Date.now());
-  if (state === 'erased') {
-    // The intent's holder was erased: what it did is gone, and so is the intent. Held afresh under this
-    // call's key: created by it only under its own (a key fixed by an earlier takeover is another call's,
-    // whose effect may still run under it: only its creator frees an intent).
+  if (
+    state === 'erased' &&
+    (await runnersInFlight(table, held, [held.holder.callId, request.holder.callId])).length === 0
+  ) {
+    // The intent's holder was erased, and no call that ran under its key is in flight: what was done under
+    // it is gone, and so is the intent. Held afresh under this call's key: created by it (freeable) only
+    // under its own (a key fixed by an earlier takeover is another call's).
     const ownKey = request.ownKey ?? request.downstreamKey;
     return (await swapIntent(table, held.intentKey, held.holder, request.holder, request.downstreamKey)) === 'swapped'
       ? { kind: 'holds', downstreamKey: request.downstreamKey, created: request.downstreamKey === ownKey }
@@ -149,7 +196,18 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
   // The holder call, still there (whichever of its attempts holds the record now). Otherwise it is gone.
   if (holdsIntent(record, held.holder)) {
     if (state === 'completed' && record.outcome) {
-      return { kind: 'done', outcome: record.outcome, downstreamKey: held.downstreamKey };
+      if (!(record.outcome.replayed && record.outcome.receipt !== undefined)) {
+        return { kind: 'done', outcome: record.outcome };
+      }
+      // Its outcome was itself a replay: the effect's commit may be this call's own (an earlier attempt of
+      // it), and only the tool, under the intent's key, can tell — run as one of its runners.
+      if (held.runners.includes(request.holder.callId)) {
+        return { kind: 'holds', downstreamKey: held.downstreamKey, created: false };
+      }
+      const joined = await joinIntent(table, held.intentKey, held.holder, request.holder, held.downstreamKey);
+      if (joined === 'changed') return RUNNING;
+      if (joined === 'claim_lost') return { kind: 'claim_lost' };
+      return { kind: 'holds', downstreamKey: held.downstreamKey, created: false };
     }
     if (state === 'live') return runningOn(record);
   }
@@ -157,17 +215,10 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
   // free the intent (review 7, R7-1b) let a call with the key fixed, or one that fixed it and died, run
   // beside a fresh call's new intent (reviews 8 to 10: three double effects). Only the intent's creator
   // frees it; a taker's business error is kept on it for the window (conservative: no second effect).
-  // Taking over: the holder swapped and the intent's key fixed on this call's record, both or neither —
-  // a key is fixed only on a call that holds the intent, and a call holds one only with its key fixed
-  // (rule 3). As two writes, a death or an erase between them left either a key fixed on a call that never
-  // held the intent (review 9, R9-1) or an intent naming a call with no key fixed (review 10, R10-1).
-  const taken = await takeOverIntent(table, held.intentKey, held.holder, request.holder, held.downstreamKey);
-  if (taken === 'changed') return RUNNING;
-  if (taken === 'claim_lost') return { kind: 'claim_lost' };
-  return { kind: 'holds', downstreamKey: held.downstreamKey, created: false };
+  // An erased holder with a runner in flight is taken over the same way: the runner may have made the
+  // effect under the intent's key (review 11, R11-2).
+  return takeOver(table, request, held);
 }
-
-// The writes.
 
 /** What an intent is: this tenant's user asked this tool for these exact arguments. */
 export interface IntentScope {
@@ -182,181 +233,4 @@ export function intentKeyOf({ tool, identity, fingerprint }: IntentScope): strin
     .update(JSON.stringify([identity.tenant, identity.user, fingerprint]))
     .digest('hex');
   return `${tool}#intent#${hash}`;
-}
-
-/** An intent as `createIntent` and `replaceIntent` write it. */
-export interface NewIntent {
-  readonly intentKey: string;
-  readonly tenant: string;
-  readonly tool: string;
-  readonly holder: IntentHolder;
-  readonly downstreamKey: string;
-  readonly windowEndsAtS: number;
-  /** Its TTL (epoch s): the window's end plus the records' TTL. */
-  readonly expiresAtS: number;
-}
-
-function itemOf(table: IdempotencyTable, intent: NewIntent): Record<string, unknown> {
-  const attr = table.attributes;
-  return {
-    [attr.key]: intent.intentKey,
-    [attr.tenant]: intent.tenant,
-    [attr.tool]: intent.tool,
-    [attr.intentHolder]: intent.holder.recordKey,
-    [attr.claim]: intent.holder.claimId,
-    [attr.callInstance]: intent.holder.callId,
-    [attr.downstreamKey]: intent.downstreamKey,
-    [attr.windowEnd]: intent.windowEndsAtS,
-    [attr.expiry]: intent.expiresAtS,
-  };
-}
-
-/**
- * create: absent ──▶ held by this call, under its own downstream key, fixed on the intent in the same
- * write (a PutItem where none is). Refused, it answers the intent in the way (undefined only if DynamoDB
- * returned none, or it is not an intent).
- */
-export async function createIntent(
-  table: IdempotencyTable,
-  intent: NewIntent,
-): Promise<{ readonly kind: 'created' } | { readonly kind: 'held'; readonly held: Intent | undefined }> {
-  const written = await conditionally(
-    table.client,
-    new PutItemCommand({
-      TableName: table.tableName,
-      Item: marshall(itemOf(table, intent)),
-      ConditionExpression: 'attribute_not_exists(#id)',
-      ExpressionAttributeNames: { '#id': table.attributes.key },
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    }),
-  );
-  if (written.passed) return { kind: 'created' };
-  return { kind: 'held', held: written.item && intentOf(written.item, table.attributes) };
-}
-
-/**
- * replace: window over, holder settled (on the holder read) ──▶ held by this call, afresh (a PutItem
- * over it). `changed` when its holder changed since it was read.
- */
-export async function replaceIntent(
-  table: IdempotencyTable,
-  intent: NewIntent,
-  from: IntentHolder,
-): Promise<'replaced' | 'changed'> {
-  const held = heldBy(table.attributes, from);
-  const written = await conditionally(
-    table.client,
-    new PutItemCommand({
-      TableName: table.tableName,
-      Item: marshall(itemOf(table, intent)),
-      ConditionExpression: held.expression,
-      ExpressionAttributeNames: held.names,
-      ExpressionAttributeValues: held.values,
-    }),
-  );
-  return written.passed ? 'replaced' : 'changed';
-}
-
-/**
- * swap: held by `from` (as read) ──▶ held by `to`, an UpdateItem of the holder; with `downstreamKey`,
- * the intent starts afresh under it (its holder was erased). `changed` when someone moved it first.
- */
-export async function swapIntent(
-  table: IdempotencyTable,
-  intentKey: string,
-  from: IntentHolder,
-  to: IntentHolder,
-  downstreamKey?: string,
-): Promise<'swapped' | 'changed'> {
-  const written = await conditionally(
-    table.client,
-    new UpdateItemCommand(swapInput(table, intentKey, from, to, downstreamKey)),
-  );
-  return written.passed ? 'swapped' : 'changed';
-}
-
-/** swap's UpdateItem: the holder moved from `from` (as read) to `to`; with `downstreamKey`, the intent's key too. */
-function swapInput(
-  table: IdempotencyTable,
-  intentKey: string,
-  from: IntentHolder,
-  to: IntentHolder,
-  downstreamKey?: string,
-) {
-  const attr = table.attributes;
-  const held = heldBy(attr, from);
-  const afresh = downstreamKey !== undefined;
-  return {
-    TableName: table.tableName,
-    Key: marshall({ [attr.key]: intentKey }),
-    UpdateExpression: `SET #holder = :to, #claim = :toClaim, #call = :toCall${afresh ? ', #downstream = :downstream' : ''}`,
-    ConditionExpression: held.expression,
-    ExpressionAttributeNames: {
-      ...held.names,
-      '#call': attr.callInstance,
-      ...(afresh ? { '#downstream': attr.downstreamKey } : {}),
-    },
-    ExpressionAttributeValues: {
-      ...held.values,
-      ...marshall({ ':to': to.recordKey, ':toClaim': to.claimId, ':toCall': to.callId }),
-      ...(afresh ? marshall({ ':downstream': downstreamKey }) : {}),
-    },
-  };
-}
-
-/**
- * take over: held by `from` (as read), a holder that is gone ──▶ held by `to`, with the intent's
- * `downstreamKey` fixed on `to`'s record (on its claim), in one transaction: both writes or neither.
- * `changed` when the intent moved since it was read; `claim_lost` when `to`'s claim did (taken over by
- * another attempt, erased) — then the intent is not touched.
- */
-export async function takeOverIntent(
-  table: IdempotencyTable,
-  intentKey: string,
-  from: IntentHolder,
-  to: IntentHolder,
-  downstreamKey: string,
-): Promise<'taken' | 'changed' | 'claim_lost'> {
-  const written = await allOrNone(table.client, [
-    { Update: swapInput(table, intentKey, from, to) },
-    { Update: fixKeyInput(table, to, downstreamKey) },
-  ]);
-  if (written.passed) return 'taken';
-  // This call's claim lost decides first: whatever became of the intent, this attempt ends.
-  return written.refused[1] ? 'claim_lost' : 'changed';
-}
-
-/**
- * release: held by this call (its claim), created by it ──▶ absent, after its first attempt's business
- * error: nothing happened, so a corrected call can run. `changed` when it was taken over meanwhile.
- */
-export async function releaseIntent(
-  table: IdempotencyTable,
-  intentKey: string,
-  holder: IntentHolder,
-): Promise<'released' | 'changed'> {
-  return (await deleteIntent(table, intentKey, holder)) === 'deleted' ? 'released' : 'changed';
-}
-
-/**
- * erase: held by `from` (as read), whose call is no longer in flight ──▶ absent. `changed` when it was
- * taken over since it was read: it stays.
- */
-export async function deleteIntent(
-  table: IdempotencyTable,
-  intentKey: string,
-  from: Pick<IntentHolder, 'recordKey' | 'claimId'>,
-): Promise<'deleted' | 'changed'> {
-  const held = heldBy(table.attributes, from);
-  const written = await conditionally(
-    table.client,
-    new DeleteItemCommand({
-      TableName: table.tableName,
-      Key: marshall({ [table.attributes.key]: intentKey }),
-      ConditionExpression: held.expression,
-      ExpressionAttributeNames: held.names,
-      ExpressionAttributeValues: held.values,
-    }),
-  );
-  return written.passed ? 'deleted' : 'changed';
 }

@@ -64,6 +64,12 @@ export interface RecordAttributes {
    * window's end plus the records' TTL — so the intent outlives every call asked inside the window.
    */
   readonly windowEnd: string;
+  /**
+   * On an intent item: every call that may run under its key (a string set of `callId`s) — its creator and
+   * each call that held it since or ran under it — so that it is never deleted, nor started anew under
+   * another key, while one of them may still run (rule 3).
+   */
+  readonly intentRunners: string;
   /** On a call record: the claim the completer gave up on (`stalled` while it is still the record's claim). */
   readonly stalledClaim: string;
   /** On a call record: the claim that parked it (`park`): no holder, nothing runs it before its lock ends. */
@@ -116,6 +122,7 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   attempt: 'attempt',
   callInstance: 'call_id',
   windowEnd: 'window_end',
+  intentRunners: 'intent_runners',
   stalledClaim: 'stalled_claim',
   parkedClaim: 'parked_claim',
   stalledReason: 'stalled_reason',
@@ -338,6 +345,11 @@ export interface Intent {
   readonly downstreamKey: string;
   /** The end of its dedupe window (epoch s). */
   readonly windowEndsAtS: number;
+  /**
+   * The calls that may run under its key (`callId`s), its holder among them; an intent an earlier version
+   * wrote names none but its holder.
+   */
+  readonly runners: readonly string[];
 }
 
 /** A table item (unmarshalled) as an intent, or undefined when it is not one as every intent write leaves it. */
@@ -352,7 +364,17 @@ export function intentOf(item: Record<string, unknown>, attr: RecordAttributes):
     return undefined;
   }
   if (downstreamKey === undefined || windowEndsAtS === undefined) return undefined;
-  return { intentKey, holder: { recordKey, claimId, callId }, downstreamKey, windowEndsAtS };
+  const listed = item[attr.intentRunners];
+  const runners = new Set(listed instanceof Set ? [...listed].filter((r): r is string => typeof r === 'string') : []);
+  runners.add(callId);
+  // In one order whatever order the set comes in (DynamoDB's is none): they are read in it.
+  return {
+    intentKey,
+    holder: { recordKey, claimId, callId },
+    downstreamKey,
+    windowEndsAtS,
+    runners: [...runners].sort(),
+  };
 }
 
 /** What a claim carries while in flight, so that anyone can finish the call. */

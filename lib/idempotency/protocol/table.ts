@@ -87,9 +87,10 @@ export async function conditionally(
 
 /**
  * Conditional writes made all or none (one TransactWriteItems): `passed`, or `failed` with, per item in
- * order, whether its condition was the one that did not hold. A transaction cancelled for any other
- * reason (a conflict with a write in flight on one of its items, throttling) throws: it changed nothing,
- * and is transient (`isTransientAwsError`).
+ * order, whether its condition did not hold — an answer whenever one condition failed, whatever else
+ * cancelled it (a failed condition is final; review 11, R11-5). A transaction cancelled for other reasons
+ * only (a conflict with a write in flight on one of its items, throttling) throws: it changed nothing, and
+ * is transient (`isTransientAwsError`).
  */
 export async function allOrNone(
   client: DynamoDBClient,
@@ -100,11 +101,9 @@ export async function allOrNone(
     return { passed: true };
   } catch (error) {
     if (!(error instanceof TransactionCanceledException)) throw error;
-    const codes = (error.CancellationReasons ?? []).map(({ Code }) => Code ?? 'None');
-    if (codes.length !== items.length || codes.some((code) => code !== 'None' && code !== 'ConditionalCheckFailed')) {
-      throw error;
-    }
-    return { passed: false, refused: codes.map((code) => code === 'ConditionalCheckFailed') };
+    const refused = (error.CancellationReasons ?? []).map(({ Code }) => Code === 'ConditionalCheckFailed');
+    if (refused.length !== items.length || !refused.includes(true)) throw error;
+    return { passed: false, refused };
   }
 }
 

@@ -1,0 +1,229 @@
+/**
+ * A dedupe window's intent's writes (docs/state-machine.md, "Dedupe-window intent"), one function per
+ * transition: every one but `create` is conditioned on the holder as it was read (`heldBy`), so two callers
+ * can never both take an intent over, and none frees or deletes one taken over meanwhile. What a claimant
+ * does with each state it finds is decided in intent.ts (`claimIntent`).
+ */
+import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import { fixKeyInput } from './claim';
+import { type Intent, type IntentHolder, intentOf } from './record';
+import { allOrNone, conditionally, heldBy, type IdempotencyTable } from './table';
+
+/** An intent as `createIntent` and `replaceIntent` write it. */
+export interface NewIntent {
+  readonly intentKey: string;
+  readonly tenant: string;
+  readonly tool: string;
+  readonly holder: IntentHolder;
+  readonly downstreamKey: string;
+  readonly windowEndsAtS: number;
+  /** Its TTL (epoch s): the window's end plus the records' TTL. */
+  readonly expiresAtS: number;
+}
+
+function itemOf(table: IdempotencyTable, intent: NewIntent): Record<string, unknown> {
+  const attr = table.attributes;
+  return {
+    [attr.key]: intent.intentKey,
+    [attr.tenant]: intent.tenant,
+    [attr.tool]: intent.tool,
+    [attr.intentHolder]: intent.holder.recordKey,
+    [attr.claim]: intent.holder.claimId,
+    [attr.callInstance]: intent.holder.callId,
+    [attr.downstreamKey]: intent.downstreamKey,
+    [attr.windowEnd]: intent.windowEndsAtS,
+    [attr.intentRunners]: new Set([intent.holder.callId]),
+    [attr.expiry]: intent.expiresAtS,
+  };
+}
+
+/**
+ * create: absent ──▶ held by this call, under its own downstream key, fixed on the intent in the same
+ * write (a PutItem where none is). Refused, it answers the intent in the way (undefined only if DynamoDB
+ * returned none, or it is not an intent).
+ */
+export async function createIntent(
+  table: IdempotencyTable,
+  intent: NewIntent,
+): Promise<{ readonly kind: 'created' } | { readonly kind: 'held'; readonly held: Intent | undefined }> {
+  const written = await conditionally(
+    table.client,
+    new PutItemCommand({
+      TableName: table.tableName,
+      Item: marshall(itemOf(table, intent)),
+      ConditionExpression: 'attribute_not_exists(#id)',
+      ExpressionAttributeNames: { '#id': table.attributes.key },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    }),
+  );
+  if (written.passed) return { kind: 'created' };
+  return { kind: 'held', held: written.item && intentOf(written.item, table.attributes) };
+}
+
+/**
+ * replace: window over, holder settled (on the holder read) ──▶ held by this call, afresh (a PutItem
+ * over it). `changed` when its holder changed since it was read.
+ */
+export async function replaceIntent(
+  table: IdempotencyTable,
+  intent: NewIntent,
+  from: IntentHolder,
+): Promise<'replaced' | 'changed'> {
+  const held = heldBy(table.attributes, from);
+  const written = await conditionally(
+    table.client,
+    new PutItemCommand({
+      TableName: table.tableName,
+      Item: marshall(itemOf(table, intent)),
+      ConditionExpression: held.expression,
+      ExpressionAttributeNames: held.names,
+      ExpressionAttributeValues: held.values,
+    }),
+  );
+  return written.passed ? 'replaced' : 'changed';
+}
+
+/**
+ * swap: held by `from` (as read) ──▶ held by `to`, an UpdateItem of the holder; with `downstreamKey`,
+ * the intent starts afresh under it (its holder was erased). `changed` when someone moved it first.
+ */
+export async function swapIntent(
+  table: IdempotencyTable,
+  intentKey: string,
+  from: IntentHolder,
+  to: IntentHolder,
+  downstreamKey?: string,
+): Promise<'swapped' | 'changed'> {
+  const written = await conditionally(
+    table.client,
+    new UpdateItemCommand(swapInput(table, intentKey, from, to, downstreamKey)),
+  );
+  return written.passed ? 'swapped' : 'changed';
+}
+
+/** swap's UpdateItem: the holder moved from `from` (as read) to `to`; with `downstreamKey`, the intent's key too. */
+function swapInput(
+  table: IdempotencyTable,
+  intentKey: string,
+  from: IntentHolder,
+  to: IntentHolder,
+  downstreamKey?: string,
+) {
+  const attr = table.attributes;
+  const held = heldBy(attr, from);
+  const afresh = downstreamKey !== undefined;
+  // `to` may run under the key: one of the runners — the only one of an intent started afresh.
+  return {
+    TableName: table.tableName,
+    Key: marshall({ [attr.key]: intentKey }),
+    UpdateExpression: afresh
+      ? 'SET #holder = :to, #claim = :toClaim, #call = :toCall, #downstream = :downstream, #runners = :runner'
+      : 'SET #holder = :to, #claim = :toClaim, #call = :toCall ADD #runners :runner',
+    ConditionExpression: held.expression,
+    ExpressionAttributeNames: {
+      ...held.names,
+      '#call': attr.callInstance,
+      '#runners': attr.intentRunners,
+      ...(afresh ? { '#downstream': attr.downstreamKey } : {}),
+    },
+    ExpressionAttributeValues: {
+      ...held.values,
+      ...marshall({
+        ':to': to.recordKey,
+        ':toClaim': to.claimId,
+        ':toCall': to.callId,
+        ':runner': new Set([to.callId]),
+      }),
+      ...(afresh ? marshall({ ':downstream': downstreamKey }) : {}),
+    },
+  };
+}
+
+/**
+ * take over: held by `from` (as read), a holder that is gone ──▶ held by `to`, with the intent's
+ * `downstreamKey` fixed on `to`'s record (on its claim), in one transaction: both writes or neither.
+ * `changed` when the intent moved since it was read; `claim_lost` when `to`'s claim did (taken over by
+ * another attempt, erased) — then the intent is not touched.
+ */
+export async function takeOverIntent(
+  table: IdempotencyTable,
+  intentKey: string,
+  from: IntentHolder,
+  to: IntentHolder,
+  downstreamKey: string,
+): Promise<'taken' | 'changed' | 'claim_lost'> {
+  const written = await allOrNone(table.client, [
+    { Update: swapInput(table, intentKey, from, to) },
+    { Update: fixKeyInput(table, to, downstreamKey) },
+  ]);
+  if (written.passed) return 'taken';
+  // This call's claim lost decides first: whatever became of the intent, this attempt ends.
+  return written.refused[1] ? 'claim_lost' : 'changed';
+}
+
+/**
+ * join: held by `holder` (as read, a completed call whose outcome was a replay) ──▶ the same, with `runner`
+ * among its runners and the intent's `downstreamKey` fixed on `runner`'s record (on its claim), in one
+ * transaction. `changed` when the intent moved since it was read; `claim_lost` when `runner`'s claim did.
+ */
+export async function joinIntent(
+  table: IdempotencyTable,
+  intentKey: string,
+  holder: IntentHolder,
+  runner: IntentHolder,
+  downstreamKey: string,
+): Promise<'joined' | 'changed' | 'claim_lost'> {
+  const attr = table.attributes;
+  const held = heldBy(attr, holder);
+  const written = await allOrNone(table.client, [
+    {
+      Update: {
+        TableName: table.tableName,
+        Key: marshall({ [attr.key]: intentKey }),
+        UpdateExpression: 'ADD #runners :runner',
+        ConditionExpression: held.expression,
+        ExpressionAttributeNames: { ...held.names, '#runners': attr.intentRunners },
+        ExpressionAttributeValues: { ...held.values, ...marshall({ ':runner': new Set([runner.callId]) }) },
+      },
+    },
+    { Update: fixKeyInput(table, runner, downstreamKey) },
+  ]);
+  if (written.passed) return 'joined';
+  return written.refused[1] ? 'claim_lost' : 'changed';
+}
+
+/**
+ * release: held by this call (its claim), created by it ──▶ absent, after its first attempt's business
+ * error: nothing happened, so a corrected call can run. `changed` when it was taken over meanwhile.
+ */
+export async function releaseIntent(
+  table: IdempotencyTable,
+  intentKey: string,
+  holder: IntentHolder,
+): Promise<'released' | 'changed'> {
+  return (await deleteIntent(table, intentKey, holder)) === 'deleted' ? 'released' : 'changed';
+}
+
+/**
+ * erase: held by `from` (as read), whose call is no longer in flight ──▶ absent. `changed` when it was
+ * taken over since it was read: it stays.
+ */
+export async function deleteIntent(
+  table: IdempotencyTable,
+  intentKey: string,
+  from: Pick<IntentHolder, 'recordKey' | 'claimId'>,
+): Promise<'deleted' | 'changed'> {
+  const held = heldBy(table.attributes, from);
+  const written = await conditionally(
+    table.client,
+    new DeleteItemCommand({
+      TableName: table.tableName,
+      Key: marshall({ [table.attributes.key]: intentKey }),
+      ConditionExpression: held.expression,
+      ExpressionAttributeNames: held.names,
+      ExpressionAttributeValues: held.values,
+    }),
+  );
+  return written.passed ? 'deleted' : 'changed';
+}

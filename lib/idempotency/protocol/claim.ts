@@ -2,7 +2,7 @@
  * The claim: how an attempt gets its claim on a call record, in one file — the decision (`claimCall`: a
  * first claim, or a takeover of the abandoned attempt it found, or the answer the record in its way gives:
  * a replay of its outcome, `pending` while it runs, `conflict` for other arguments, `not_found` once
- * erased) and the writes it makes (`claim`, `takeOver`, `fixDownstreamKey`: docs/state-machine.md, "Call
+ * erased) and the writes it makes (`claim`, `takeOver`, and `fixKeyInput`, the key fixed inside an intent's takeover or join: docs/state-machine.md, "Call
  * record"; one function per transition, each answering what happened instead of throwing when its
  * condition fails). The answers are the ones Powertools' handler gave a refused claim
  * (`IdempotencyValidationError`, `IdempotencyAlreadyInProgressError`, the response hook), decided here from

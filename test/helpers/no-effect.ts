@@ -107,3 +107,51 @@ export async function asQueuedByAnEarlierVersion(world: ProtocolWorld, recordKey
     }),
   );
 }
+
+/**
+ * A dedupe-window tool idempotent by its downstream key (as a provider is): one effect per downstream key,
+ * replayed under it; `not_found` until the customer exists.
+ */
+export function keyedMissingCustomerTool() {
+  let customerExists = false;
+  let failNext = false;
+  const effects = new Map<string, string>();
+  const { tool, execute } = noteTool(
+    `keyed_${randomUUID().slice(0, 8)}`,
+    async (args, context) => {
+      if (failNext) {
+        failNext = false;
+        throw new Error('provider: 503 before any effect'); // a transient failure: the attempt counts as run
+      }
+      const found = effects.get(context.downstreamKey);
+      if (found) return { receipt: { note_id: found, text: args.text }, replayed: true };
+      if (!customerExists) throw new NotFoundError('customer: no such customer');
+      const noteId = `note_${randomUUID()}`;
+      effects.set(context.downstreamKey, noteId);
+      return { receipt: { note_id: noteId, text: args.text }, replayed: false };
+    },
+    { dedupeWindowSeconds: 600 },
+  );
+  return {
+    tool,
+    execute,
+    effects,
+    caller: identity(),
+    createCustomer: () => {
+      customerExists = true;
+    },
+    failNextRun: () => {
+      failNext = true;
+    },
+  };
+}
+
+/** The call records of `tenant` (not its intents), by key. */
+export async function recordIdsOf(world: ProtocolWorld, tenant: string): Promise<string[]> {
+  return (await world.idempotencyRecordKeys(tenant)).map((r) => r.id).filter((id) => !id.includes('#intent#'));
+}
+
+/** The intents of `tenant`, by key. */
+export async function intentIdsOf(world: ProtocolWorld, tenant: string): Promise<string[]> {
+  return (await world.idempotencyRecordKeys(tenant)).map((r) => r.id).filter((id) => id.includes('#intent#'));
+}

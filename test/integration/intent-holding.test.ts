@@ -6,9 +6,7 @@
  * call's new intent — two effects). And the count of queued attempts survives a park of a record an
  * earlier version queued. Each test first failed on e9d5e25.
  */
-import { randomUUID } from 'node:crypto';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { NotFoundError } from '../../lib/idempotency/errors';
 import { closeStalled } from '../../lib/idempotency/protocol/erase';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask } from '../../lib/idempotency/task';
@@ -18,12 +16,12 @@ import { beforeNext, throttled } from '../helpers/intercept';
 import {
   asQueuedByAnEarlierVersion,
   completerOn,
+  keyedMissingCustomerTool,
   missingCustomerTool,
   throttleNextIntentWrite,
   throttleNextRecordUpdate,
 } from '../helpers/no-effect';
-import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
-import { noteTool } from '../helpers/tools';
+import { createProtocolWorld, deadline, type ProtocolWorld } from '../helpers/protocol-world';
 
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
@@ -35,44 +33,6 @@ afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());
 
 const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
-
-/**
- * A dedupe-window tool idempotent by its downstream key (as a provider is): one effect per downstream key,
- * replayed under it; `not_found` until the customer exists.
- */
-function keyedMissingCustomerTool() {
-  let customerExists = false;
-  let failNext = false;
-  const effects = new Map<string, string>();
-  const { tool, execute } = noteTool(
-    `keyed_${randomUUID().slice(0, 8)}`,
-    async (args, context) => {
-      if (failNext) {
-        failNext = false;
-        throw new Error('provider: 503 before any effect'); // a transient failure: the attempt counts as run
-      }
-      const found = effects.get(context.downstreamKey);
-      if (found) return { receipt: { note_id: found, text: args.text }, replayed: true };
-      if (!customerExists) throw new NotFoundError('customer: no such customer');
-      const noteId = `note_${randomUUID()}`;
-      effects.set(context.downstreamKey, noteId);
-      return { receipt: { note_id: noteId, text: args.text }, replayed: false };
-    },
-    { dedupeWindowSeconds: 600 },
-  );
-  return {
-    tool,
-    execute,
-    effects,
-    caller: identity(),
-    createCustomer: () => {
-      customerExists = true;
-    },
-    failNextRun: () => {
-      failNext = true;
-    },
-  };
-}
 
 describe('R8-3 a record 826ee99 queued (unrun_attempts its queued parks, no queued_attempts), then parked once by this version', () => {
   it('R8-3 queued 9 times by an earlier version, then one attempt fails writing the intent: the park keeps the 9 queued (if_not_exists), and the call is not given up', async () => {

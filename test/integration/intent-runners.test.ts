@@ -8,15 +8,19 @@
  */
 import { randomUUID } from 'node:crypto';
 import { TransactionCanceledException, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { NotFoundError } from '../../lib/idempotency/errors';
-import { closeStalled, eraseRecord } from '../../lib/idempotency/protocol/erase';
+import { closeStalled, eraseItem, eraseRecord } from '../../lib/idempotency/protocol/erase';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
 import { beforeNext, throttled } from '../helpers/intercept';
-import { isIntentWrite } from '../helpers/no-effect';
-import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
-import { noteTool } from '../helpers/tools';
+import {
+  intentIdsOf as intentIdsInWorld,
+  isIntentWrite,
+  keyedMissingCustomerTool,
+  recordIdsOf as recordIdsInWorld,
+  throttleNextIntentWrite,
+} from '../helpers/no-effect';
+import { createProtocolWorld, deadline, type ProtocolWorld } from '../helpers/protocol-world';
 
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
@@ -29,45 +33,8 @@ afterEach(() => jest.restoreAllMocks());
 
 const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
 
-/** As intent-holding.test.ts's: one effect per downstream key (a provider), not_found until the customer exists. */
-function keyedMissingCustomerTool() {
-  let customerExists = false;
-  let failNext = false;
-  const effects = new Map<string, string>();
-  const { tool, execute } = noteTool(
-    `keyed_${randomUUID().slice(0, 8)}`,
-    async (args, context) => {
-      if (failNext) {
-        failNext = false;
-        throw new Error('provider: 503 before any effect'); // transient: the attempt counts as run
-      }
-      const found = effects.get(context.downstreamKey);
-      if (found) return { receipt: { note_id: found, text: args.text }, replayed: true };
-      if (!customerExists) throw new NotFoundError('customer: no such customer');
-      const noteId = `note_${randomUUID()}`;
-      effects.set(context.downstreamKey, noteId);
-      return { receipt: { note_id: noteId, text: args.text }, replayed: false };
-    },
-    { dedupeWindowSeconds: 600 },
-  );
-  return {
-    tool,
-    execute,
-    effects,
-    caller: identity(),
-    createCustomer: () => {
-      customerExists = true;
-    },
-    failNextRun: () => {
-      failNext = true;
-    },
-  };
-}
-
-const recordIdsOf = async (tenant: string) =>
-  (await world.idempotencyRecordKeys(tenant)).map((r) => r.id).filter((id) => !id.includes('#intent#'));
-const intentIdsOf = async (tenant: string) =>
-  (await world.idempotencyRecordKeys(tenant)).map((r) => r.id).filter((id) => id.includes('#intent#'));
+const recordIdsOf = (tenant: string) => recordIdsInWorld(world, tenant);
+const intentIdsOf = (tenant: string) => intentIdsInWorld(world, tenant);
 
 /** Erase, item by item, as a tenant's erase does to its idempotency items (eraseItem; no domain tables). */
 async function eraseIdempotencyItems(tenant: string): Promise<string[]> {
@@ -337,5 +304,190 @@ describe('R11-6 a call that runs beside a completed holder whose outcome was a r
         `${xKey}@${String(x.call_id)}`,
       ].sort(),
     );
+  });
+});
+
+// Review 12 (helper-33), of the runners (63138ba): each R12 test failed on it.
+/**
+ * The next `command` touching a window's intent is written by DynamoDB, but its answer is lost (a timeout
+ * after the commit, the SDK's retries spent): the caller sees a transient error for a write that landed.
+ */
+function landThenFailNextIntentWrite(command: string): void {
+  const name = `land-then-fail-${randomUUID()}`;
+  world.client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === command && JSON.stringify(args.input).includes('#intent#')) {
+        world.client.middlewareStack.remove(name);
+        await next(args);
+        throw throttled();
+      }
+      return next(args);
+    },
+    { step: 'initialize', name },
+  );
+}
+
+/** The completer gives up on `recordKey`'s claim: stalled (not closed). */
+async function giveUp(recordKey: string): Promise<void> {
+  const item = await itemOf(recordKey);
+  await world.client.send(
+    new UpdateItemCommand({
+      TableName: world.idempotencyTable.tableName,
+      Key: { id: { S: recordKey } },
+      UpdateExpression: 'SET stalled_claim = :c',
+      ExpressionAttributeValues: { ':c': { S: String(item.claim_id) } },
+    }),
+  );
+}
+
+const noteOf = (answer: unknown) => (answer as { receipt?: { note_id?: string } }).receipt?.note_id;
+
+describe('checked sound: a window is not replaced while a stalled runner (a resend can still take it over) may ask it again', () => {
+  it('sound: A commits under dA and dies before its store; Z takes over (a replay) and completes; A is given up on (stalled); past the window F waits, and A’s resend is answered its own receipt (replaceEnded blocks on stalled runners: isAbandoned — its comment and the doc table say only live or abandoned do)', async () => {
+    const clock = movableClock();
+    const t = keyedMissingCustomerTool();
+    t.createCustomer();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    failNextStore();
+    expect(await runtime.invoke(t.tool, t.caller, args('a1'), deadline())).toMatchObject({ ok: false });
+    expect(t.effects.size).toBe(1);
+    const aNote = t.effects.values().next().value;
+    const [aKey] = await recordIdsOf(t.caller.tenant);
+    clock.advance(15_000);
+
+    // Z: takes the intent over from A (abandoned), runs under dA: A's effect, replayed; Z completes.
+    expect(await runtime.invoke(t.tool, t.caller, args('z1'), deadline())).toEqual(
+      expect.objectContaining({ ok: true, idempotent: true }),
+    );
+    // The completer gives up on A: stalled — a resend with A's key still takes it over (call-state.ts).
+    await giveUp(aKey!);
+
+    // Past the window: F, a new window's call. Its intent's holder Z settled; its creator A is stalled, so
+    // replaceEnded holds the window back for it too.
+    clock.advance(11 * 60_000);
+    expect(await runtime.invoke(t.tool, t.caller, args('f1'), deadline())).toMatchObject({ status: 'pending' });
+
+    // A's resend (asked in the first window): its own effect under dA is E1 — it must not be answered F's.
+    const a = await runtime.invoke(t.tool, t.caller, args('a1'), deadline());
+    expect({ aNote: noteOf(a) }).toEqual({ aNote });
+  });
+});
+
+describe('R12-2 an intent a call holds again under its own key, after a taker ran under it, is not freed by that call', () => {
+  it('R12-2 C creates (dC), not_found, its free throttled; T takes over (dC fixed) and fails before any effect; C takes it back (answer lost); C’s next attempt meets not_found and does not free the intent (T among its runners): one effect (was: freed, two)', async () => {
+    const clock = movableClock();
+    const t = keyedMissingCustomerTool();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    // C, attempt 1: creates the intent under dC; not_found; freeing the intent is throttled: C parked unrun,
+    // the intent still held by C (attempt.ts: "Not freed: the call stays in flight, as having made no effect").
+    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    expect(await runtime.invoke(t.tool, t.caller, args('c2'), deadline())).toMatchObject({ ok: false });
+    expect(await intentIdsOf(t.caller.tenant)).toHaveLength(1);
+    const [cKey] = await recordIdsOf(t.caller.tenant);
+    clock.advance(1000);
+
+    // T: takes the intent over from C (abandoned): dC fixed on T, T among the runners. Its provider fails
+    // before any effect: parked now, counted as run — T's next attempt runs under dC without the intent.
+    t.failNextRun();
+    expect(await runtime.invoke(t.tool, t.caller, args('t2'), deadline())).toMatchObject({ ok: false });
+    const tKey = (await recordIdsOf(t.caller.tenant)).find((id) => id !== cKey) ?? '';
+    expect((await itemOf(tKey)).downstream_key).toBeDefined();
+    clock.advance(1000);
+
+    // C, attempt 2: takes the intent back from T (abandoned) — the transaction lands (C holds it, dC fixed on
+    // C), its answer is lost: C parked unrun (a store error before its tool ran).
+    landThenFailNextIntentWrite('TransactWriteItemsCommand');
+    expect(await runtime.invoke(t.tool, t.caller, args('c2'), deadline())).toMatchObject({ ok: false });
+    clock.advance(1000);
+
+    // C, attempt 3: no attempt of it ran; the intent names C's call, under dC = its own key: the swap answers
+    // "created" though T, a runner in flight, ran under dC. not_found again: the intent is freed.
+    await runtime.invoke(t.tool, t.caller, args('c2'), deadline());
+    const intentsAfterC = (await intentIdsOf(t.caller.tenant)).length;
+
+    // The customer exists. T's resend runs under dC (fixed, ran before): E1. F, a fresh key in the window.
+    t.createCustomer();
+    await runtime.invoke(t.tool, t.caller, args('t2'), deadline());
+    const f = await runtime.invoke(t.tool, t.caller, args('f2'), deadline());
+    expect({ intentsAfterC, effects: t.effects.size, f }).toEqual({
+      intentsAfterC: 1,
+      effects: 1,
+      f: expect.not.objectContaining({ ok: true, idempotent: false }),
+    });
+  });
+});
+
+describe('R12-3 erase with the app’s tables (closeStalled) closes an intent’s stalled runner as it closes its stalled holder', () => {
+  it('R12-3 A commits under dA and dies; Z takes over (a replay) and completes; A is given up on (stalled): the intent’s erasure closes A and erases the intent (was: kept, reported stalled with no time to erase again)', async () => {
+    const clock = movableClock();
+    const t = keyedMissingCustomerTool();
+    t.createCustomer();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    failNextStore();
+    expect(await runtime.invoke(t.tool, t.caller, args('a3'), deadline())).toMatchObject({ ok: false });
+    const [aKey] = await recordIdsOf(t.caller.tenant);
+    clock.advance(15_000);
+    expect(await runtime.invoke(t.tool, t.caller, args('z3'), deadline())).toEqual(
+      expect.objectContaining({ ok: true, idempotent: true }),
+    );
+    await giveUp(aKey!);
+    const [intentKey] = await intentIdsOf(t.caller.tenant);
+
+    // The scan finds the intent before A's record (a Scan's order is the hash's): the intent's erasure closes
+    // A (stalled, a runner), as it closes a stalled holder, and erases the intent; A's record is then done.
+    const intentErasure = await eraseItem(world.idempotencyTable, await itemOf(intentKey!), { closeStalled: true });
+    expect(intentErasure).toEqual({ outcome: 'erased' });
+    expect(await itemOf(aKey!)).toMatchObject({ status: 'ERASED' });
+    expect(await eraseItem(world.idempotencyTable, await itemOf(aKey!), { closeStalled: true })).toEqual({
+      outcome: 'nothing',
+    });
+  });
+});
+
+describe('R12-4 erase deletes an intent only on its holder and runners as read: a call that joins between erase’s read and its delete keeps it', () => {
+  it('R12-4 G commits under dG and dies; H takes over (a replay) and completes; G settles. Erase reads the intent; J joins (dG fixed), runs, dies before its store; the delete is refused, and a fresh key is answered J’s effect (was: deleted, two effects)', async () => {
+    const clock = movableClock();
+    const t = keyedMissingCustomerTool();
+    t.createCustomer();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    failNextStore();
+    expect(await runtime.invoke(t.tool, t.caller, args('g4'), deadline())).toMatchObject({ ok: false });
+    clock.advance(15_000);
+    expect(await runtime.invoke(t.tool, t.caller, args('h4'), deadline())).toEqual(
+      expect.objectContaining({ ok: true, idempotent: true }),
+    );
+    // G's resend: one of the runners, beside H (completed, a replay): runs under dG, finds its effect, completes.
+    expect(await runtime.invoke(t.tool, t.caller, args('g4'), deadline())).toMatchObject({ ok: true });
+    const [intentKey] = await intentIdsOf(t.caller.tenant);
+
+    // Erase reads the intent: H completed, no runner in flight. Before its delete, J (a fresh key, inside the
+    // window) joins the runners (dG fixed on J, the intent's holder unchanged), runs, and dies at its store.
+    beforeNext(
+      world.client,
+      'DeleteItemCommand',
+      async () => {
+        failNextStore();
+        expect(await runtime.invoke(t.tool, t.caller, args('j4'), deadline())).toMatchObject({ ok: false });
+      },
+      isIntentWrite,
+    );
+    const erased = await eraseItem(world.idempotencyTable, await itemOf(intentKey!));
+    // The tenant's domain items go with it (G and H settled; J's run was a replay and wrote nothing).
+    t.effects.clear();
+
+    clock.advance(15_000); // J's lock ended
+    // J's resend: dG fixed and an attempt ran: under dG, without the intent — the effect, anew.
+    await runtime.invoke(t.tool, t.caller, args('j4'), deadline());
+    // F, a fresh key inside the window.
+    const f = await runtime.invoke(t.tool, t.caller, args('f4'), deadline());
+    expect({ intentDeleted: erased.outcome === 'erased', effects: t.effects.size, f }).toEqual({
+      intentDeleted: false,
+      effects: 1,
+      f: expect.not.objectContaining({ ok: true, idempotent: false }),
+    });
   });
 });

@@ -15,7 +15,9 @@ import {
   releaseIntent,
   replaceIntent,
   swapIntent,
+  takeOverIntent,
 } from '../../lib/idempotency/protocol/intent-writes';
+import type { Intent, IntentHolder } from '../../lib/idempotency/protocol/record';
 import { park } from '../../lib/idempotency/protocol/settle';
 import { conditionally, type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
 import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
@@ -238,6 +240,7 @@ describe('an intent’s transitions', () => {
         downstreamKey: 'rs1_first',
         windowEndsAtS: intent.windowEndsAtS,
         runners: [intent.holder.callId],
+        runnersStored: 1,
       },
     });
   });
@@ -247,16 +250,43 @@ describe('an intent’s transitions', () => {
     await createIntent(table, intent);
     const stale = other();
     const before = await itemOf(intent.intentKey);
+    const readAs = (holder: IntentHolder, runnersStored = 1): Intent => ({
+      intentKey: intent.intentKey,
+      holder,
+      downstreamKey: intent.downstreamKey,
+      windowEndsAtS: intent.windowEndsAtS,
+      runners: [holder.callId],
+      runnersStored,
+    });
 
     const refused = [
-      await replaceIntent(table, { ...intent, holder: other() }, stale),
+      await replaceIntent(table, { ...intent, holder: other() }, readAs(stale)),
       await swapIntent(table, intent.intentKey, stale, other()),
       await releaseIntent(table, intent.intentKey, stale),
-      await deleteIntent(table, intent.intentKey, stale),
+      await deleteIntent(table, readAs(stale)),
+      // Held as read, but another runner joined since (review 12, R12-4): erase and replace refused.
+      await deleteIntent(table, readAs(intent.holder, 2)),
+      await replaceIntent(table, { ...intent, holder: other() }, readAs(intent.holder, 2)),
     ];
 
-    expect(refused).toEqual(['changed', 'changed', 'changed', 'changed']);
+    expect(refused).toEqual(['changed', 'changed', 'changed', 'changed', 'changed', 'changed']);
     expect(await itemOf(intent.intentKey)).toEqual(before);
+  });
+
+  it('release is refused once another call is among the runners (review 12, R12-2): only a sole runner frees an intent', async () => {
+    const intent = newIntent();
+    await createIntent(table, intent);
+    const taker = other();
+    expect(await takeOverIntent(table, intent.intentKey, intent.holder, taker, intent.downstreamKey)).toBe(
+      'claim_lost',
+    ); // the taker's record does not exist here: nothing written
+    expect(await swapIntent(table, intent.intentKey, intent.holder, taker)).toBe('swapped'); // a runner now
+    expect(await swapIntent(table, intent.intentKey, taker, intent.holder)).toBe('swapped'); // taken back
+
+    expect(await releaseIntent(table, intent.intentKey, intent.holder)).toBe('changed');
+    expect(await itemOf(intent.intentKey)).toMatchObject({
+      intent_runners: new Set([intent.holder.callId, taker.callId]),
+    });
   });
 
   it('swap moves the holder (afresh: with a new downstream key); release frees it for its holder', async () => {

@@ -259,12 +259,17 @@ async function eraseIntent(
     }
   }
   // Nor while another call that may run under its key (a runner: its creator, an earlier taker) is in flight:
-  // a fresh call would make a new intent beside it (review 11, R11-1). That call's own record is kept (and a
-  // stalled one closed) where the scan finds it; a later run deletes the intent.
-  const [runner] = await runnersInFlight(table, intent, [intent.holder.callId]);
-  if (runner !== undefined) return { outcome: 'in_flight', kept: keptCallOf(runner.record, runner.state, Date.now()) };
+  // a fresh call would make a new intent beside it (review 11, R11-1). A stalled one is closed here when
+  // erase closes stalled calls, as its holder is (review 12, R12-3); a later run deletes the intent.
+  for (const { record, state } of await runnersInFlight(table, intent, [intent.holder.callId])) {
+    const claimId = state === 'stalled' && options.closeStalled && !options.dryRun ? record.claimId : undefined;
+    if (claimId !== undefined && (await closeStalled(table, record.recordKey, claimId, Date.now())) === 'erased') {
+      continue;
+    }
+    return { outcome: 'in_flight', kept: keptCallOf(record, state, Date.now()) };
+  }
   if (options.dryRun) return { outcome: 'nothing' };
-  const deleted = (await deleteIntent(table, intent.intentKey, intent.holder)) === 'deleted';
+  const deleted = (await deleteIntent(table, intent)) === 'deleted';
   return { outcome: deleted ? 'erased' : 'nothing' };
 }
 

@@ -8,7 +8,7 @@ import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/c
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { fixKeyInput } from './claim';
 import { type Intent, type IntentHolder, intentOf } from './record';
-import { allOrNone, conditionally, heldBy, type IdempotencyTable } from './table';
+import { allOrNone, type Condition, conditionally, heldBy, type IdempotencyTable } from './table';
 
 /** An intent as `createIntent` and `replaceIntent` write it. */
 export interface NewIntent {
@@ -68,9 +68,9 @@ export async function createIntent(
 export async function replaceIntent(
   table: IdempotencyTable,
   intent: NewIntent,
-  from: IntentHolder,
+  read: Intent,
 ): Promise<'replaced' | 'changed'> {
-  const held = heldBy(table.attributes, from);
+  const held = heldBy(table.attributes, read.holder, read.runnersStored);
   const written = await conditionally(
     table.client,
     new PutItemCommand({
@@ -194,27 +194,29 @@ export async function joinIntent(
 }
 
 /**
- * release: held by this call (its claim), created by it ──▶ absent, after its first attempt's business
- * error: nothing happened, so a corrected call can run. `changed` when it was taken over meanwhile.
+ * release: held by this call (its claim), created by it, its only runner ──▶ absent, after its first run's
+ * business error: nothing happened, so a corrected call can run. `changed` when it was taken over, or run
+ * under by another call, meanwhile (review 12, R12-2).
  */
 export async function releaseIntent(
   table: IdempotencyTable,
   intentKey: string,
   holder: IntentHolder,
 ): Promise<'released' | 'changed'> {
-  return (await deleteIntent(table, intentKey, holder)) === 'deleted' ? 'released' : 'changed';
+  return (await deleteOn(table, intentKey, heldBy(table.attributes, holder, 1))) ? 'released' : 'changed';
 }
 
 /**
- * erase: held by `from` (as read), whose call is no longer in flight ──▶ absent. `changed` when it was
- * taken over since it was read: it stays.
+ * erase: held by its holder and runners as read, none of whose calls is in flight ──▶ absent. `changed`
+ * when it was taken over, or joined, since it was read: it stays.
  */
-export async function deleteIntent(
-  table: IdempotencyTable,
-  intentKey: string,
-  from: Pick<IntentHolder, 'recordKey' | 'claimId'>,
-): Promise<'deleted' | 'changed'> {
-  const held = heldBy(table.attributes, from);
+export async function deleteIntent(table: IdempotencyTable, intent: Intent): Promise<'deleted' | 'changed'> {
+  const held = heldBy(table.attributes, intent.holder, intent.runnersStored);
+  return (await deleteOn(table, intent.intentKey, held)) ? 'deleted' : 'changed';
+}
+
+/** The intent's DeleteItem on `held`: whether it passed. */
+async function deleteOn(table: IdempotencyTable, intentKey: string, held: Condition): Promise<boolean> {
   const written = await conditionally(
     table.client,
     new DeleteItemCommand({
@@ -225,5 +227,5 @@ export async function deleteIntent(
       ExpressionAttributeValues: held.values,
     }),
   );
-  return written.passed ? 'deleted' : 'changed';
+  return written.passed;
 }

@@ -114,11 +114,14 @@ export async function claimIntent(table: IdempotencyTable, request: IntentReques
   // Another call of this record (claimed anew since): it runs under the intent's key only fixed on its record.
   if (held.holder.callId !== request.holder.callId) return takeOver(table, request, held);
   // This call's own earlier attempt holds it: the key is its own (it created it) or fixed on its record.
+  // Created (freeable) only under its own key and while no other call ran under it: a taker it took the
+  // intent back from may have (review 12, R12-2).
+  const alone = held.runners.every((runner) => runner === request.holder.callId);
   return (await swapIntent(table, held.intentKey, held.holder, request.holder)) === 'swapped'
     ? {
         kind: 'holds',
         downstreamKey: held.downstreamKey,
-        created: held.downstreamKey === (request.ownKey ?? request.downstreamKey),
+        created: alone && held.downstreamKey === (request.ownKey ?? request.downstreamKey),
       }
     : RUNNING;
 }
@@ -167,12 +170,12 @@ async function replaceEnded(table: IdempotencyTable, intent: NewIntent, held: In
     if (isAbandoned(state)) return RUNNING;
   }
   // Nor while a call that ran under it before (its creator, an earlier taker) may still run and ask it
-  // again (review 11, R11-3). A stalled one no longer runs by itself: it does not hold the window back.
+  // again (review 11, R11-3) — a stalled one too, as a stalled holder: a resend of it may still run it.
   for (const { record: runner, state } of await runnersInFlight(table, held, [held.holder.callId])) {
     if (state === 'live') return runningOn(runner);
     if (isAbandoned(state)) return RUNNING;
   }
-  return (await replaceIntent(table, intent, held.holder)) === 'replaced'
+  return (await replaceIntent(table, intent, held)) === 'replaced'
     ? { kind: 'holds', downstreamKey: intent.downstreamKey, created: true }
     : RUNNING;
 }

@@ -156,12 +156,27 @@ export function ownClaim(attr: RecordAttributes, claimId: string, inProgress?: b
   return { expression: '#claim = :claim AND #status = :inProgress', names, values };
 }
 
-/** The one condition that an intent is still held as it was read: by `from`'s record, on `from`'s claim. */
-export function heldBy(attr: RecordAttributes, from: Pick<IntentHolder, 'recordKey' | 'claimId'>): Condition {
-  return {
+/**
+ * The one condition that an intent is still held as it was read: by `from`'s record, on `from`'s claim —
+ * and, with `runners`, with that many runners still (a set only grows: none joined since; an intent an
+ * earlier version wrote has none). Writes that end an intent (release, erase, replace) ask both: a call
+ * that joined its runners after the read may run under its key (review 12, R12-4).
+ */
+export function heldBy(
+  attr: RecordAttributes,
+  from: Pick<IntentHolder, 'recordKey' | 'claimId'>,
+  runners?: number,
+): Condition {
+  const held = {
     expression: '#holder = :from AND #claim = :fromClaim',
     names: { '#holder': attr.intentHolder, '#claim': attr.claim },
     values: { ':from': { S: from.recordKey }, ':fromClaim': { S: from.claimId } },
+  };
+  if (runners === undefined) return held;
+  return {
+    expression: `${held.expression} AND (attribute_not_exists(#runners) OR size(#runners) = :runners)`,
+    names: { ...held.names, '#runners': attr.intentRunners },
+    values: { ...held.values, ':runners': { N: String(runners) } },
   };
 }
 

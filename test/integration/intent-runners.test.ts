@@ -19,6 +19,7 @@ import {
   keyedMissingCustomerTool,
   recordIdsOf as recordIdsInWorld,
   throttleNextIntentWrite,
+  throttleNextRecordUpdate,
 } from '../helpers/no-effect';
 import { createProtocolWorld, deadline, type ProtocolWorld } from '../helpers/protocol-world';
 
@@ -92,37 +93,15 @@ describe('R11-1 erase keeps an intent while one of its runners (an earlier taker
   });
 });
 
-/** The next store (a non-intent UpdateItem) fails as throttled: the attempt made its effect and stays in flight. */
-function failNextStore(): void {
-  beforeNext(
-    world.client,
-    'UpdateItemCommand',
-    async () => {
-      throw throttled();
-    },
-    (input) => !isIntentWrite(input),
-  );
-}
+/** The next store (a call record's UpdateItem) fails as throttled: the attempt made its effect and stays in flight. */
+const failNextStore = () => throttleNextRecordUpdate(world);
 
 /** The completer gives up on `recordKey`'s claim (stalled) and an erase with the domain tables closes it. */
 async function giveUpAndClose(recordKey: string): Promise<void> {
+  await giveUp(recordKey);
   const item = await itemOf(recordKey);
-  await world.client.send(
-    new UpdateItemCommand({
-      TableName: world.idempotencyTable.tableName,
-      Key: { id: { S: recordKey } },
-      UpdateExpression: 'SET stalled_claim = :c',
-      ExpressionAttributeValues: { ':c': { S: String(item.claim_id) } },
-    }),
-  );
-  expect(
-    await closeStalled(
-      world.idempotencyTable,
-      recordKey,
-      String(item.claim_id),
-      Number(item.in_progress_expiration) + 1,
-    ),
-  ).toBe('erased');
+  const lockEnd = Number(item.in_progress_expiration);
+  expect(await closeStalled(world.idempotencyTable, recordKey, String(item.claim_id), lockEnd + 1)).toBe('erased');
 }
 
 describe('R11-2 an erased holder’s intent is started afresh only when none of its runners is in flight', () => {

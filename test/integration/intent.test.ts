@@ -338,6 +338,25 @@ describe('claiming a dedupe window’s intent', () => {
     expect(await intentItem(scope)).toMatchObject({ claim_id: later.claimId, downstream_key: `dk-${first.claimId}` });
   });
 
+  it('held by this very call again, after another call was among its runners: held under its own key, not created (review 12, R12-2: that runner may have run under it)', async () => {
+    const scope = newScope();
+    const first = await callClaimed(-1_000);
+    await heldBy(first, scope);
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: marshall({ id: intentKeyOf(scope) }),
+        UpdateExpression: 'ADD intent_runners :taker',
+        ExpressionAttributeValues: marshall({ ':taker': new Set([`note#taker@${randomUUID()}`]) }),
+      }),
+    );
+    const retry: Claim = { ...first, claimId: `retry-${randomUUID()}` };
+
+    const result = await claimIntent(table, requestFor(retry, scope, { downstreamKey: `dk-${first.claimId}` }));
+
+    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${first.claimId}`, created: false });
+  });
+
   it('held under this record by another call of it (the record claimed anew): taken over, the key fixed on its record, not created (review 11, R11-4)', async () => {
     const scope = newScope();
     const first = await callClaimed(-1_000);

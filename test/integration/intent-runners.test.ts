@@ -1,8 +1,8 @@
 // Rule 3 (docs/state-machine.md): an intent's downstream key is fixed once.
 // Rule 6 (docs/state-machine.md): erase keeps what a call in flight may still need.
 /**
- * An intent's runners: every call that may run under its key (its creator, each call that took it over,
- * one that joined a completed holder whose outcome was a replay). The intent is never deleted, nor started
+ * An intent's runners: every call that may run under its key (its creator, each call that took it over;
+ * review 13 dropped the join: a call that never ran under the key is answered a replay). The intent is never deleted, nor started
  * anew under another key, nor replaced after its window, while one of them may still run; a call runs
  * under its key only as one of them. Review 11 (helper-32) found each case; each test failed on 07e56bd.
  */
@@ -253,8 +253,8 @@ describe('R11-5 a takeover transaction cancelled with a failed condition on one 
   });
 });
 
-describe('R11-6 a call that runs beside a completed holder whose outcome was a replay joins the intent’s runners', () => {
-  it('R11-6 G commits under dG and dies; H takes over (a replay) and completes; X, a fresh key, runs under dG as one of the runners, dG fixed on it in the same transaction (was: fixed with no trace on the intent)', async () => {
+describe('R11-6 a call that never ran under the intent’s key is answered a completed holder’s replay, and added to no runners', () => {
+  it('R11-6 G commits under dG and dies; H takes over (a replay) and completes; X, a fresh key, is answered H’s receipt as a replay: it runs nothing, writes nothing to the intent, has no key fixed (was: joined the runners, one runner a call, and ran the tool)', async () => {
     const clock = movableClock();
     const t = keyedMissingCustomerTool();
     t.createCustomer();
@@ -263,25 +263,29 @@ describe('R11-6 a call that runs beside a completed holder whose outcome was a r
     expect(await runtime.invoke(t.tool, t.caller, args('g6'), deadline())).toMatchObject({ ok: false });
     const [gKey] = await recordIdsOf(t.caller.tenant);
     clock.advance(15_000);
-    expect(await runtime.invoke(t.tool, t.caller, args('h6'), deadline())).toEqual(
-      expect.objectContaining({ ok: true, idempotent: true }),
-    );
+    const h = await runtime.invoke(t.tool, t.caller, args('h6'), deadline());
+    expect(h).toEqual(expect.objectContaining({ ok: true, idempotent: true }));
     const hKey = (await recordIdsOf(t.caller.tenant)).find((id) => id !== gKey) ?? '';
     const [intentKey] = await intentIdsOf(t.caller.tenant);
-    expect(await runtime.invoke(t.tool, t.caller, args('x6'), deadline())).toEqual(
-      expect.objectContaining({ ok: true, idempotent: true }),
-    );
+    const intentBefore = await itemOf(intentKey!);
+    const runs = t.execute.mock.calls.length;
+
+    const x = await runtime.invoke(t.tool, t.caller, args('x6'), deadline());
+
     const xKey = (await recordIdsOf(t.caller.tenant)).find((id) => id !== gKey && id !== hKey) ?? '';
-    const [x, intent, g] = await Promise.all([itemOf(xKey), itemOf(intentKey!), itemOf(gKey)]);
-    // dG fixed on X in the same transaction that made X one of the intent's runners; the intent still names H.
-    expect(x.downstream_key).toBe(intent.downstream_key);
-    expect(intent.intent_owner).toBe(hKey);
-    expect([...(intent.intent_runners as Set<string>)].sort()).toEqual(
-      [
-        `${gKey}@${String(g.call_id)}`,
-        `${hKey}@${String((await itemOf(hKey)).call_id)}`,
-        `${xKey}@${String(x.call_id)}`,
-      ].sort(),
+    expect({
+      x,
+      runs: t.execute.mock.calls.length - runs,
+      fixed: (await itemOf(xKey)).downstream_key,
+      intent: await itemOf(intentKey!),
+    }).toEqual({
+      x: expect.objectContaining({ ok: true, idempotent: true, receipt: h.ok ? h.receipt : undefined }),
+      runs: 0,
+      fixed: undefined,
+      intent: intentBefore,
+    });
+    expect([...(intentBefore.intent_runners as Set<string>)].sort()).toEqual(
+      [`${gKey}@${String((await itemOf(gKey)).call_id)}`, `${hKey}@${String((await itemOf(hKey)).call_id)}`].sort(),
     );
   });
 });
@@ -426,8 +430,8 @@ describe('R12-3 erase with the app’s tables (closeStalled) closes an intent’
   });
 });
 
-describe('R12-4 erase deletes an intent only on its holder and runners as read: a call that joins between erase’s read and its delete keeps it', () => {
-  it('R12-4 G commits under dG and dies; H takes over (a replay) and completes; G settles. Erase reads the intent; J joins (dG fixed), runs, dies before its store; the delete is refused, and a fresh key is answered J’s effect (was: deleted, two effects)', async () => {
+describe('R12-4 erase deletes an intent on its holder as read: a call after it is answered by what is left', () => {
+  it('R12-4 G commits under dG and dies; H takes over (a replay) and completes; G settles. Between erase’s read and its delete, J (a fresh key) is answered H’s replay and runs nothing; the intent is deleted, and a fresh key after the erase makes the effect once (was: J joined the runners and ran under dG)', async () => {
     const clock = movableClock();
     const t = keyedMissingCustomerTool();
     t.createCustomer();
@@ -444,29 +448,35 @@ describe('R12-4 erase deletes an intent only on its holder and runners as read: 
     const [intentKey] = await intentIdsOf(t.caller.tenant);
 
     // Erase reads the intent: H completed, no runner in flight. Before its delete, J (a fresh key, inside the
-    // window) joins the runners (dG fixed on J, the intent's holder unchanged), runs, and dies at its store.
+    // window) is answered H's outcome, a replay: nothing run, nothing written to the intent.
+    let runsOfJ = -1;
     beforeNext(
       world.client,
       'DeleteItemCommand',
       async () => {
-        failNextStore();
-        expect(await runtime.invoke(t.tool, t.caller, args('j4'), deadline())).toMatchObject({ ok: false });
+        const runs = t.execute.mock.calls.length;
+        expect(await runtime.invoke(t.tool, t.caller, args('j4'), deadline())).toEqual(
+          expect.objectContaining({ ok: true, idempotent: true }),
+        );
+        runsOfJ = t.execute.mock.calls.length - runs;
       },
       isIntentWrite,
     );
     const erased = await eraseItem(world.idempotencyTable, await itemOf(intentKey!));
-    // The tenant's domain items go with it (G and H settled; J's run was a replay and wrote nothing).
+    // The tenant's domain items go with it (every call settled).
     t.effects.clear();
 
-    clock.advance(15_000); // J's lock ended
-    // J's resend: dG fixed and an attempt ran: under dG, without the intent — the effect, anew.
-    await runtime.invoke(t.tool, t.caller, args('j4'), deadline());
-    // F, a fresh key inside the window.
+    clock.advance(15_000);
+    // J's resend: its stored replay. F, a fresh key inside the window: the intent is gone, so is the effect.
+    expect(await runtime.invoke(t.tool, t.caller, args('j4'), deadline())).toEqual(
+      expect.objectContaining({ ok: true, idempotent: true }),
+    );
     const f = await runtime.invoke(t.tool, t.caller, args('f4'), deadline());
-    expect({ intentDeleted: erased.outcome === 'erased', effects: t.effects.size, f }).toEqual({
-      intentDeleted: false,
+    expect({ runsOfJ, intentDeleted: erased.outcome === 'erased', effects: t.effects.size, f }).toEqual({
+      runsOfJ: 0,
+      intentDeleted: true,
       effects: 1,
-      f: expect.not.objectContaining({ ok: true, idempotent: false }),
+      f: expect.objectContaining({ ok: true, idempotent: false }),
     });
   });
 });

@@ -227,7 +227,6 @@ describe('intentOf and holdsIntent', () => {
       downstreamKey: 'dk',
       windowEndsAtS: 1_900_000_000,
       runners: ['send_email#abc@i1'],
-      runnersStored: 0,
     });
   });
 

@@ -2,7 +2,7 @@
  * The claim: how an attempt gets its claim on a call record, in one file — the decision (`claimCall`: a
  * first claim, or a takeover of the abandoned attempt it found, or the answer the record in its way gives:
  * a replay of its outcome, `pending` while it runs, `conflict` for other arguments, `not_found` once
- * erased) and the writes it makes (`claim`, `takeOver`, and `fixKeyInput`, the key fixed inside an intent's takeover or join: docs/state-machine.md, "Call
+ * erased) and the writes it makes (`claim`, `takeOver`, and `fixKeyInput`, the key fixed inside an intent's takeover: docs/state-machine.md, "Call
  * record"; one function per transition, each answering what happened instead of throwing when its
  * condition fails). The answers are the ones Powertools' handler gave a refused claim
  * (`IdempotencyValidationError`, `IdempotencyAlreadyInProgressError`, the response hook), decided here from
@@ -308,9 +308,9 @@ export async function takeOver(table: IdempotencyTable, from: TakeOver, nowMs: n
 
 /**
  * fix the downstream key: live (own claim) ──▶ live, naming the downstream key its effect runs under when
- * it is not the one derived from the call (it takes an intent over, or joins its runners), so that every
- * later attempt — a retry, the completer — runs under it too. The UpdateItem, on its claim, that
- * `takeOverIntent` and `joinIntent` (intent.ts) make in one transaction with the intent's own write.
+ * it is not the one derived from the call (it takes an intent over), so that every later attempt — a
+ * retry, the completer — runs under it too. The UpdateItem, on its claim, that `takeOverIntent`
+ * (intent-writes.ts) makes in one transaction with the intent's own write.
  */
 export function fixKeyInput(
   table: IdempotencyTable,

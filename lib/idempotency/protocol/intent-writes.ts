@@ -70,7 +70,7 @@ export async function replaceIntent(
   intent: NewIntent,
   read: Intent,
 ): Promise<'replaced' | 'changed'> {
-  const held = heldBy(table.attributes, read.holder, read.runnersStored);
+  const held = heldBy(table.attributes, read.holder);
   const written = await conditionally(
     table.client,
     new PutItemCommand({
@@ -163,37 +163,6 @@ export async function takeOverIntent(
 }
 
 /**
- * join: held by `holder` (as read, a completed call whose outcome was a replay) ──▶ the same, with `runner`
- * among its runners and the intent's `downstreamKey` fixed on `runner`'s record (on its claim), in one
- * transaction. `changed` when the intent moved since it was read; `claim_lost` when `runner`'s claim did.
- */
-export async function joinIntent(
-  table: IdempotencyTable,
-  intentKey: string,
-  holder: IntentHolder,
-  runner: IntentHolder,
-  downstreamKey: string,
-): Promise<'joined' | 'changed' | 'claim_lost'> {
-  const attr = table.attributes;
-  const held = heldBy(attr, holder);
-  const written = await allOrNone(table.client, [
-    {
-      Update: {
-        TableName: table.tableName,
-        Key: marshall({ [attr.key]: intentKey }),
-        UpdateExpression: 'ADD #runners :runner',
-        ConditionExpression: held.expression,
-        ExpressionAttributeNames: { ...held.names, '#runners': attr.intentRunners },
-        ExpressionAttributeValues: { ...held.values, ...marshall({ ':runner': new Set([runner.callId]) }) },
-      },
-    },
-    { Update: fixKeyInput(table, runner, downstreamKey) },
-  ]);
-  if (written.passed) return 'joined';
-  return written.refused[1] ? 'claim_lost' : 'changed';
-}
-
-/**
  * release: held by this call (its claim), created by it, its only runner ──▶ absent, after its first run's
  * business error: nothing happened, so a corrected call can run. `changed` when it was taken over, or run
  * under by another call, meanwhile (review 12, R12-2).
@@ -207,12 +176,12 @@ export async function releaseIntent(
 }
 
 /**
- * erase: held by its holder and runners as read, none of whose calls is in flight ──▶ absent. `changed`
- * when it was taken over, or joined, since it was read: it stays.
+ * erase: held by its holder as read, none of its runners' calls in flight ──▶ absent. `changed` when it was
+ * taken over since it was read (a call that holds it, or runs under its key, holds a claim of its holder's
+ * or is its holder): it stays.
  */
 export async function deleteIntent(table: IdempotencyTable, intent: Intent): Promise<'deleted' | 'changed'> {
-  const held = heldBy(table.attributes, intent.holder, intent.runnersStored);
-  return (await deleteOn(table, intent.intentKey, held)) ? 'deleted' : 'changed';
+  return (await deleteOn(table, intent.intentKey, heldBy(table.attributes, intent.holder))) ? 'deleted' : 'changed';
 }
 
 /** The intent's DeleteItem on `held`: whether it passed. */

@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import { classify, holdsIntent, isAbandoned, isInFlight, isParked } from '../call-state';
 import type { Identity } from '../types';
-import { createIntent, joinIntent, type NewIntent, replaceIntent, swapIntent, takeOverIntent } from './intent-writes';
+import { createIntent, type NewIntent, replaceIntent, swapIntent, takeOverIntent } from './intent-writes';
 import { type CallRecord, type Intent, type IntentHolder, recordKeyOfCallId, type StoredOutcome } from './record';
 import { type IdempotencyTable, readCallRecord } from './table';
 
@@ -44,12 +44,12 @@ export interface IntentRequest {
 export type IntentClaim =
   /**
    * This call runs under `downstreamKey`, one of the intent's runners: it holds the intent — `created` by it
-   * now (or afresh after an erased holder), or taken over from a holder that is gone — or joined its runners
-   * beside a completed holder whose outcome was itself a replay (only the tool, under the key, can tell whose
-   * effect it is: the commit's stamp decides).
+   * now (or afresh after an erased holder), or taken over from a holder that is gone — or, already one of its
+   * runners, it runs again beside a completed holder whose outcome was itself a replay (the effect may be
+   * this call's own: only the tool, under the key, can tell — the commit's stamp decides).
    */
   | { readonly kind: 'holds'; readonly downstreamKey: string; readonly created: boolean }
-  /** Another call finished it (an outcome that is no replay): its stored outcome. */
+  /** Another call finished it: its stored outcome (a replay, to a call that never ran under the key). */
   | { readonly kind: 'done'; readonly outcome: StoredOutcome }
   /** Another call is doing it now; its lock ends at `lockEndsMs`; `parked`: nobody runs it before then. */
   | { readonly kind: 'running'; readonly lockEndsMs: number | undefined; readonly parked?: true }
@@ -74,9 +74,8 @@ function runningOn(record: CallRecord): IntentClaim {
  *                                                   (replace); while the holder is in flight, running
  *   held by this call, an earlier claim of it ────▶ holds (the intent's key), swapped to this claim
  *   held by this record, another call of it ──────▶ holds by takeover (below)
- *   holder completed ─────────────────────────────▶ done (its outcome); its outcome a replay: joins the
- *                                                   runners, the key fixed on this call's record (one
- *                                                   transaction, `joinIntent`)
+ *   holder completed ─────────────────────────────▶ done (its outcome); its outcome a replay and this
+ *                                                   call one of the runners: holds (the intent's key)
  *   holder live ──────────────────────────────────▶ running
  *   holder erased, no other runner in flight ─────▶ holds afresh under this call's key (swap)
  *   holder abandoned, gone, re-claimed, or erased ▶ holds by takeover, under the intent's key: the
@@ -199,18 +198,15 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
   // The holder call, still there (whichever of its attempts holds the record now). Otherwise it is gone.
   if (holdsIntent(record, held.holder)) {
     if (state === 'completed' && record.outcome) {
-      if (!(record.outcome.replayed && record.outcome.receipt !== undefined)) {
-        return { kind: 'done', outcome: record.outcome };
-      }
-      // Its outcome was itself a replay: the effect's commit may be this call's own (an earlier attempt of
-      // it), and only the tool, under the intent's key, can tell — run as one of its runners.
-      if (held.runners.includes(request.holder.callId)) {
-        return { kind: 'holds', downstreamKey: held.downstreamKey, created: false };
-      }
-      const joined = await joinIntent(table, held.intentKey, held.holder, request.holder, held.downstreamKey);
-      if (joined === 'changed') return RUNNING;
-      if (joined === 'claim_lost') return { kind: 'claim_lost' };
-      return { kind: 'holds', downstreamKey: held.downstreamKey, created: false };
+      // Its outcome a replay: the effect's commit may be an earlier attempt's of one of the intent's runners,
+      // and only the tool, under the intent's key, can tell whose — such a runner runs again. Any other call
+      // never ran under the key (every call that runs under it is one of its runners), so the effect is not
+      // its own: the holder's outcome answers it, a replay — with no write, and no runner added (a model that
+      // mints a key every turn would otherwise grow the intent by one runner a call).
+      const replayed = record.outcome.replayed && record.outcome.receipt !== undefined;
+      return replayed && held.runners.includes(request.holder.callId)
+        ? { kind: 'holds', downstreamKey: held.downstreamKey, created: false }
+        : { kind: 'done', outcome: record.outcome };
     }
     if (state === 'live') return runningOn(record);
   }

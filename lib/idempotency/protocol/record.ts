@@ -347,8 +347,6 @@ export interface Intent {
   readonly windowEndsAtS: number;
   /** The calls that may run under its key (`callId`s), its holder among them (an earlier version's: it alone). */
   readonly runners: readonly string[];
-  /** How many the item lists (0: an earlier version's): what erase and replace are conditioned on. */
-  readonly runnersStored: number;
 }
 
 /** A table item (unmarshalled) as an intent, or undefined when it is not one as every intent write leaves it. */
@@ -365,11 +363,10 @@ export function intentOf(item: Record<string, unknown>, attr: RecordAttributes):
   if (downstreamKey === undefined || windowEndsAtS === undefined) return undefined;
   const listed = item[attr.intentRunners];
   const runners = new Set(listed instanceof Set ? [...listed].filter((r): r is string => typeof r === 'string') : []);
-  const runnersStored = runners.size;
   // In one order whatever order the set comes in (DynamoDB's is none): they are read in it.
   const sorted = [...runners.add(callId)].sort();
   const holder = { recordKey, claimId, callId };
-  return { intentKey, holder, downstreamKey, windowEndsAtS, runners: sorted, runnersStored };
+  return { intentKey, holder, downstreamKey, windowEndsAtS, runners: sorted };
 }
 
 /** What a claim carries while in flight, so that anyone can finish the call. */

@@ -157,10 +157,10 @@ export function ownClaim(attr: RecordAttributes, claimId: string, inProgress?: b
 }
 
 /**
- * The one condition that an intent is still held as it was read: by `from`'s record, on `from`'s claim —
- * and, with `runners`, with that many runners still (a set only grows: none joined since; an intent an
- * earlier version wrote has none). Writes that end an intent (release, erase, replace) ask both: a call
- * that joined its runners after the read may run under its key (review 12, R12-4).
+ * The one condition that an intent is still held as it was read: by `from`'s record, on `from`'s claim (a
+ * call that holds it, or is added to its runners, changes one or the other) — and, with `runners`, with
+ * that many runners (an intent an earlier version wrote lists none): release asks for one, its creator
+ * alone, since a call it took the intent back from may have run under its key (review 12, R12-2).
  */
 export function heldBy(
   attr: RecordAttributes,

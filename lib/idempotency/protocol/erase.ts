@@ -231,9 +231,10 @@ async function eraseCallRecord(
 }
 
 /**
- * A dedupe window's intent: kept while the call that holds it, or any other of its runners, is in flight (a
- * fresh key inside the window would otherwise run beside it) — a stalled holder is closed first when erase
- * closes stalled calls —; deleted otherwise, on the holder it was read with (`deleteIntent`).
+ * A dedupe window's intent: kept while a call that may run under its key — its holder, or any other of its
+ * runners (its creator, an earlier taker) — is in flight (a fresh key inside the window would otherwise run
+ * beside it: review 11, R11-1); a stalled one is closed first when erase closes stalled calls (review 12,
+ * R12-3); deleted otherwise, on the holder it was read with (`deleteIntent`).
  */
 async function eraseIntent(
   table: IdempotencyTable,
@@ -242,35 +243,32 @@ async function eraseIntent(
 ): Promise<ItemErasure> {
   const intent = intentOf(item, table.attributes);
   if (!intent) return { outcome: 'nothing' };
-  const holder = await readCallRecord(table, intent.holder.recordKey);
-  const state = classify(holder, Date.now());
-  if (holder?.callId === intent.holder.callId && isInFlight(state)) {
-    if (state !== 'stalled' || !options.closeStalled || options.dryRun || holder.claimId === undefined) {
-      return { outcome: 'in_flight', kept: keptCallOf(holder, state, Date.now()) };
-    }
-    // Its holder's own record may come later in the scan (or was done already: `changed` then).
-    const closed = await closeStalled(table, holder.recordKey, holder.claimId, Date.now());
-    if (closed === 'changed') {
-      const now = await readCallRecord(table, holder.recordKey);
-      const nowState: CallState = classify(now, Date.now());
-      if (now !== undefined && isInFlight(nowState)) {
-        return { outcome: 'in_flight', kept: keptCallOf(now, nowState, Date.now()) };
-      }
-    }
-  }
-  // Nor while another call that may run under its key (a runner: its creator, an earlier taker) is in flight:
-  // a fresh call would make a new intent beside it (review 11, R11-1). A stalled one is closed here when
-  // erase closes stalled calls, as its holder is (review 12, R12-3); a later run deletes the intent.
-  for (const { record, state } of await runnersInFlight(table, intent, [intent.holder.callId])) {
-    const claimId = state === 'stalled' && options.closeStalled && !options.dryRun ? record.claimId : undefined;
-    if (claimId !== undefined && (await closeStalled(table, record.recordKey, claimId, Date.now())) === 'erased') {
-      continue;
-    }
-    return { outcome: 'in_flight', kept: keptCallOf(record, state, Date.now()) };
+  for (const { record, state } of await runnersInFlight(table, intent, [])) {
+    const kept = await keptUnlessClosed(table, record, state, options);
+    if (kept) return { outcome: 'in_flight', kept };
   }
   if (options.dryRun) return { outcome: 'nothing' };
   const deleted = (await deleteIntent(table, intent)) === 'deleted';
   return { outcome: deleted ? 'erased' : 'nothing' };
+}
+
+/**
+ * A call in flight that keeps an intent: kept, unless it is stalled and erase closes stalled calls — then
+ * closed here (its own record may come later in the scan, or was done already: `changed`, and it is read
+ * again: kept if in flight now).
+ */
+async function keptUnlessClosed(
+  table: IdempotencyTable,
+  record: CallRecord,
+  state: 'live' | 'abandoned' | 'stalled',
+  options: Required<EraseRecordOptions>,
+): Promise<KeptCall | undefined> {
+  const closing = state === 'stalled' && options.closeStalled && !options.dryRun ? record.claimId : undefined;
+  if (closing === undefined) return keptCallOf(record, state, Date.now());
+  if ((await closeStalled(table, record.recordKey, closing, Date.now())) === 'erased') return undefined;
+  const now = await readCallRecord(table, record.recordKey);
+  const nowState: CallState = classify(now, Date.now());
+  return now !== undefined && isInFlight(nowState) ? keptCallOf(now, nowState, Date.now()) : undefined;
 }
 
 // The writes.

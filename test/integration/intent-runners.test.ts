@@ -349,7 +349,15 @@ describe('checked sound: a window is not replaced while a stalled runner (a rese
     // Past the window: F, a new window's call. Its intent's holder Z settled; its creator A is stalled, so
     // replaceEnded holds the window back for it too.
     clock.advance(11 * 60_000);
-    expect(await runtime.invoke(t.tool, t.caller, args('f1'), deadline())).toMatchObject({ status: 'pending' });
+    const f = await runtime.invoke(t.tool, t.caller, args('f1'), deadline());
+    // Nothing scheduled moves A before its TTL (only its resend): F is parked until then, and says so — not
+    // "ask again in a second" for a change no schedule makes.
+    const aExpiresMs = Number((await itemOf(aKey!)).expiration) * 1000;
+    expect(f).toMatchObject({ status: 'pending' });
+    const waitMs = (f as { retry_after_ms: number }).retry_after_ms;
+    expect(Math.abs(Date.now() + waitMs - aExpiresMs)).toBeLessThan(1_000);
+    const fKey = (await recordIdsOf(t.caller.tenant)).find((id) => !(id === aKey || id.endsWith('z1')));
+    expect(fKey).toBeDefined();
 
     // A's resend (asked in the first window): its own effect under dA is E1 — it must not be answered F's.
     const a = await runtime.invoke(t.tool, t.caller, args('a1'), deadline());

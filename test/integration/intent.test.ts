@@ -2,7 +2,8 @@
 import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
+import { type Claim, claim, takeOver } from '../../lib/idempotency/protocol/claim';
+import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { tombstone } from '../../lib/idempotency/protocol/erase';
 import { claimIntent, type IntentRequest, intentKeyOf } from '../../lib/idempotency/protocol/intent';
 import type { IntentHolder } from '../../lib/idempotency/protocol/record';
@@ -440,14 +441,57 @@ describe('an intent whose window ended before this call was asked', () => {
     expect(await intentItem(scope)).toEqual(before);
   });
 
-  it('holder abandoned: running (its own retry or the completer must find its intent), nothing replaced', async () => {
+  it('holder abandoned: running, parked until the completer looks at the holder (its own retry or the completer must find its intent), nothing replaced', async () => {
     const scope = newScope();
     const holder = await callClaimed(-1_000);
     const before = await heldBy(holder, scope, WINDOW_S + 5);
 
     const result = await claimIntent(table, requestFor(await callClaimed(), scope));
 
-    expect(result).toEqual({ kind: 'running', lockEndsMs: undefined });
+    // Its first attempt's lock ended a second ago: the completer re-runs it at once — a second from now at least.
+    expect(result).toMatchObject({ kind: 'running', parked: true });
+    const untilMs = (result as { lockEndsMs: number }).lockEndsMs;
+    expect(untilMs - Date.now()).toBeGreaterThan(0);
+    expect(untilMs - Date.now()).toBeLessThanOrEqual(1_000);
+    expect(await intentItem(scope)).toEqual(before);
+  });
+
+  it('holder abandoned at a later attempt: parked until its backoff ends, not a second from now', async () => {
+    const scope = newScope();
+    const first = await callClaimed(-1_000);
+    const now = Date.now();
+    const again = await takeOver(
+      table,
+      {
+        recordKey: first.recordKey,
+        fromClaimId: first.claimId,
+        validation: 'v1',
+        lockEndsMs: now - 500,
+        ttlSeconds: TTL_S,
+      },
+      now,
+    );
+    if (again.kind !== 'claimed') throw new Error('the takeover was refused');
+    await heldBy(again.claim, scope, WINDOW_S + 5);
+
+    const result = await claimIntent(table, requestFor(await callClaimed(), scope));
+
+    // Attempt 2 ended 0.5 s ago: the completer re-runs it 30 s after (backoff), and no sooner (to the ms: the
+    // wait is rounded up).
+    expect(result).toMatchObject({ kind: 'running', parked: true });
+    expect((result as { lockEndsMs: number }).lockEndsMs - (now - 500 + 30_000)).toBeGreaterThanOrEqual(0);
+    expect((result as { lockEndsMs: number }).lockEndsMs - (now - 500 + 30_000)).toBeLessThan(50);
+  });
+
+  it('holder stalled (given up): parked until its TTL — nothing scheduled moves it sooner, only its own resend', async () => {
+    const scope = newScope();
+    const holder = await callClaimed(-1_000);
+    expect(await markStalled(table, holder.recordKey, holder.claimId, Date.now(), 'attempts')).toBe('stalled');
+    const before = await heldBy(holder, scope, WINDOW_S + 5);
+
+    const result = await claimIntent(table, requestFor(await callClaimed(), scope));
+
+    expect(result).toEqual({ kind: 'running', lockEndsMs: holder.expiresAtS * 1000, parked: true });
     expect(await intentItem(scope)).toEqual(before);
   });
 

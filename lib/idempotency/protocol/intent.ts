@@ -12,7 +12,8 @@
  * deletes one taken over meanwhile.
  */
 import { createHash } from 'node:crypto';
-import { classify, holdsIntent, isAbandoned, isInFlight, isParked } from '../call-state';
+import { askAgainAfterMs } from '../answers';
+import { classify, holdsIntent, isInFlight, isParked } from '../call-state';
 import type { Identity } from '../types';
 import { createIntent, type NewIntent, replaceIntent, swapIntent, takeOverIntent } from './intent-writes';
 import { type CallRecord, type Intent, type IntentHolder, recordKeyOfCallId, type StoredOutcome } from './record';
@@ -165,18 +166,29 @@ async function replaceEnded(table: IdempotencyTable, intent: NewIntent, held: In
   const record = await readCallRecord(table, held.holder.recordKey);
   if (holdsIntent(record, held.holder)) {
     const state = classify(record, Date.now());
-    if (state === 'live') return runningOn(record);
-    if (isAbandoned(state)) return RUNNING;
+    if (isInFlight(state)) return heldBackBy(record, state);
   }
   // Nor while a call that ran under it before (its creator, an earlier taker) may still run and ask it
   // again (review 11, R11-3) — a stalled one too, as a stalled holder: a resend of it may still run it.
-  for (const { record: runner, state } of await runnersInFlight(table, held, [held.holder.callId])) {
-    if (state === 'live') return runningOn(runner);
-    if (isAbandoned(state)) return RUNNING;
-  }
+  const [runner] = await runnersInFlight(table, held, [held.holder.callId]);
+  if (runner) return heldBackBy(runner.record, runner.state);
   return (await replaceIntent(table, intent, held)) === 'replaced'
     ? { kind: 'holds', downstreamKey: intent.downstreamKey, created: true }
     : RUNNING;
+}
+
+/**
+ * A new window held back by a call of the old one in flight: until that call can next change by anything
+ * retrysafe runs — a live one at its lock's end (`runningOn`), an abandoned one when the completer looks at
+ * it (`askAgainAfterMs`, the rule every answer about it follows: its re-run, or its give-up), a stalled one — which nothing scheduled moves — at
+ * its TTL. This call is parked until then (nobody runs it sooner: every answer about it says when), not
+ * re-run every second for a change no schedule makes; only the old call's own resend moves it sooner.
+ */
+function heldBackBy(record: CallRecord, state: InFlightState): IntentClaim {
+  if (state === 'live') return runningOn(record);
+  const nowMs = Date.now();
+  const untilMs = state === 'abandoned' ? nowMs + askAgainAfterMs(record, state, nowMs) : record.expiresAtS * 1000;
+  return { kind: 'running', lockEndsMs: untilMs, parked: true };
 }
 
 /** An intent inside its window, held by another call: that call's state decides. */

@@ -5,6 +5,7 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
 import { tombstone } from '../../lib/idempotency/protocol/erase';
 import { claimIntent, type IntentRequest, intentKeyOf } from '../../lib/idempotency/protocol/intent';
+import { joinIntent, takeOverIntent } from '../../lib/idempotency/protocol/intent-writes';
 import type { IntentHolder } from '../../lib/idempotency/protocol/record';
 import { store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
@@ -664,5 +665,23 @@ describe('an intent’s runners (the calls that ran or may run under its key), a
 
     expect(result).toEqual({ kind: 'claim_lost' });
     expect(await intentItem(scope)).toEqual(before);
+  });
+
+  it('takeOverIntent and joinIntent answer what they wrote: taken, joined (their callers act on each answer)', async () => {
+    const taken = newScope();
+    const abandoned = await callClaimed(-1_000);
+    await heldBy(abandoned, taken);
+    const taker = await callClaimed();
+    const joined = newScope();
+    const replayed = await completedAsReplay();
+    await heldBy(replayed, joined);
+    const joiner = await callClaimed();
+
+    expect(
+      await takeOverIntent(table, intentKeyOf(taken), holderOf(abandoned), holderOf(taker), `dk-${abandoned.claimId}`),
+    ).toBe('taken');
+    expect(
+      await joinIntent(table, intentKeyOf(joined), holderOf(replayed), holderOf(joiner), `dk-${replayed.claimId}`),
+    ).toBe('joined');
   });
 });

@@ -340,6 +340,64 @@ describe('the record in the way of a claim', () => {
   });
 });
 
+describe('a record no claim of this version wrote', () => {
+  it('left in progress by Powertools’ handler, its lock ended: pending for the rest of its TTL (nothing runs it before), run anew after', async () => {
+    const asked = request();
+    await seed(() =>
+      world.client.send(
+        new PutItemCommand({
+          TableName: table.tableName,
+          Item: marshall({
+            id: asked.recordKey,
+            status: 'INPROGRESS',
+            expiration: asked.expiresAtS,
+            in_progress_expiration: Date.now() - 1_000,
+            validation: asked.validation,
+          }),
+        }),
+      ),
+    );
+
+    const askedAtMs = Date.now();
+    const phase = await claimCall(table, asked);
+    const answeredAtMs = Date.now();
+
+    expect(phase).toMatchObject({ kind: 'pending', until: { afterMs: expect.any(Number), runsAnew: true } });
+    const { afterMs } = (phase as { until: { afterMs: number } }).until;
+    expect(afterMs).toBeGreaterThanOrEqual(asked.expiresAtS * 1000 - answeredAtMs);
+    expect(afterMs).toBeLessThanOrEqual(asked.expiresAtS * 1000 - askedAtMs);
+  });
+
+  it('taken over, but not a record as claims write it (no call instance): an error naming the record, not a claim', async () => {
+    const recordKey = `claimcall#${randomUUID()}`;
+    const now = Date.now();
+    await seed(() =>
+      world.client.send(
+        new PutItemCommand({
+          TableName: table.tableName,
+          Item: marshall({
+            id: recordKey,
+            status: 'INPROGRESS',
+            claim_id: 'c0',
+            attempt: 1,
+            in_progress_expiration: now - 1_000,
+            expiration: Math.floor(now / 1000) + TTL_SECONDS,
+            validation: 'v1',
+          }),
+        }),
+      ),
+    );
+
+    const taking = takeOver(
+      table,
+      { recordKey, fromClaimId: 'c0', validation: 'v1', lockEndsMs: now + 10_000, ttlSeconds: TTL_SECONDS },
+      now,
+    );
+
+    await expect(taking).rejects.toThrow(`the call record taken over is not one a claim wrote: ${recordKey}`);
+  });
+});
+
 describe('a resume (the completer finishing the claim it read)', () => {
   it('of an abandoned claim: taken over with one UpdateItem, never a PutItem', async () => {
     const asked = request();

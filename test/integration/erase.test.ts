@@ -191,6 +191,21 @@ describe('a call record', () => {
     expect(await erase(done.recordKey)).toBe('nothing');
   });
 
+  it('left in progress by Powertools’ handler, its lock ended (stalled, naming no claim): kept even with the app’s tables — no close can name its claim', async () => {
+    const key = `note#${randomUUID()}`;
+    const nowS = Math.floor(Date.now() / 1000);
+    const item = {
+      id: key,
+      status: STATUS.inProgress,
+      expiration: nowS + 3_600,
+      in_progress_expiration: Date.now() - 1_000,
+    };
+    await world.client.send(new PutItemCommand({ TableName: table.tableName, Item: marshall(item) }));
+
+    expect(await erase(key, { closeStalled: true })).toBe('in_flight');
+    expect(await itemOf(key)).toEqual(item);
+  });
+
   it('not a call record as claims write it: nothing, unchanged', async () => {
     const key = `note#${randomUUID()}`;
     await world.client.send(
@@ -319,6 +334,94 @@ describe('a dedupe window’s intent', () => {
     );
 
     expect(await erase(intentKey)).toBe('nothing');
+    expect(await itemOf(intentKey)).toBeDefined();
+  });
+
+  /** `runner`'s call added to the intent's runners, as a takeover or a join leaves it. */
+  async function joinedBy(intentKey: string, runner: Claim): Promise<void> {
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: marshall({ id: intentKey }),
+        UpdateExpression: 'ADD intent_runners :runner',
+        ExpressionAttributeValues: marshall({ ':runner': new Set([runner.callId]) }),
+      }),
+    );
+  }
+
+  it('held by a settled call, another runner live: kept, in flight — the runner kept, until its lock ends', async () => {
+    const intentKey = await intentHeldBy(await completed());
+    const runner = await claimed(30_000);
+    await joinedBy(intentKey, runner);
+
+    expect(await eraseItem(erased(), (await itemOf(intentKey))!, { closeStalled: true })).toEqual({
+      outcome: 'in_flight',
+      kept: {
+        recordKey: runner.recordKey,
+        tool: 'note',
+        state: 'live',
+        changesAtMs: (await itemOf(runner.recordKey))!.in_progress_expiration,
+      },
+    });
+    expect(await itemOf(intentKey)).toBeDefined();
+  });
+
+  it('held by a settled call, another runner stalled: kept without the app’s tables or on a dry run (the runner not closed); with them, the runner closed and the intent deleted', async () => {
+    const intentKey = await intentHeldBy(await completed());
+    const runner = await stalled();
+    await joinedBy(intentKey, runner);
+    const before = await itemOf(runner.recordKey);
+
+    expect(await erase(intentKey)).toBe('in_flight');
+    expect(await erase(intentKey, { closeStalled: true, dryRun: true })).toBe('in_flight');
+    expect(await itemOf(runner.recordKey)).toEqual(before);
+    expect(await itemOf(intentKey)).toBeDefined();
+    expect(await erase(intentKey, { closeStalled: true })).toBe('erased');
+    expect(await itemOf(runner.recordKey)).toMatchObject({ status: STATUS.erased });
+    expect(await itemOf(intentKey)).toBeUndefined();
+  });
+
+  it('held by a stalled call that completes before its close (a late store): the close refused, the holder settled — deleted', async () => {
+    const holder = await stalled();
+    const intentKey = await intentHeldBy(holder);
+    const item = await itemOf(intentKey);
+    beforeNext('UpdateItemCommand', () =>
+      store(
+        table,
+        holder,
+        { receipt: '{"n":1}', replayed: false },
+        { expiresAtS: holder.expiresAtS, completedAtMs: 1 },
+      ),
+    );
+
+    expect(await eraseRecord(erased(), item!, { closeStalled: true })).toBe('erased');
+    expect(await itemOf(holder.recordKey)).toMatchObject({ status: STATUS.completed });
+    expect(await itemOf(intentKey)).toBeUndefined();
+  });
+
+  it('held by a call that names no claim (stalled, as Powertools’ handler leaves a record): kept even with the app’s tables, the holder not written', async () => {
+    const key = `note#${randomUUID()}`;
+    const nowS = Math.floor(Date.now() / 1000);
+    const record = {
+      id: key,
+      status: STATUS.inProgress,
+      expiration: nowS + 3_600,
+      in_progress_expiration: Date.now() - 1_000,
+    };
+    await world.client.send(new PutItemCommand({ TableName: table.tableName, Item: marshall(record) }));
+    const intentKey = `note#intent#${randomUUID()}`;
+    await createIntent(table, {
+      intentKey,
+      tenant: 't',
+      tool: 'note',
+      holder: { recordKey: key, claimId: 'c', callId: `${key}@powertools` },
+      downstreamKey: 'dk',
+      windowEndsAtS: nowS + 60,
+      expiresAtS: nowS + 3_660,
+    });
+
+    expect(await erase(intentKey, { closeStalled: true })).toBe('in_flight');
+    expect(await itemOf(key)).toEqual(record);
     expect(await itemOf(intentKey)).toBeDefined();
   });
 

@@ -6,6 +6,7 @@ import { type Claim, claim, takeOver } from '../../lib/idempotency/protocol/clai
 import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { tombstone } from '../../lib/idempotency/protocol/erase';
 import { claimIntent, type IntentRequest, intentKeyOf } from '../../lib/idempotency/protocol/intent';
+import { joinIntent, takeOverIntent } from '../../lib/idempotency/protocol/intent-writes';
 import type { IntentHolder } from '../../lib/idempotency/protocol/record';
 import { store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
@@ -524,5 +525,207 @@ describe('an intent whose window ended before this call was asked', () => {
 
     expect(result).toEqual({ kind: 'running', lockEndsMs: undefined });
     expect(await intentItem(scope)).toMatchObject({ claim_id: 'someone-else' });
+  });
+});
+
+describe('an intent’s runners (the calls that ran or may run under its key), as claimIntent reads them', () => {
+  /** `runner`'s call added to the runners of `scope`'s intent, as a takeover or a join leaves it. */
+  async function joinedBy(scope: IntentRequest['scope'], runner: Claim): Promise<void> {
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: marshall({ id: intentKeyOf(scope) }),
+        UpdateExpression: 'ADD intent_runners :runner',
+        ExpressionAttributeValues: marshall({ ':runner': new Set([runner.callId]) }),
+      }),
+    );
+  }
+
+  /** A completed call whose outcome was itself a replay (the effect another call's, under the intent's key). */
+  async function completedAsReplay(): Promise<Claim> {
+    const call = await callClaimed();
+    await store(
+      table,
+      call,
+      { receipt: '{"sent":1}', replayed: true },
+      { expiresAtS: call.expiresAtS, completedAtMs: 1 },
+    );
+    return call;
+  }
+
+  it('holder erased, its only other runner settled (completed): held afresh under this call’s key, created — a settled runner is not in flight', async () => {
+    const scope = newScope();
+    const holder = await completedCall();
+    await heldBy(holder, scope);
+    await joinedBy(scope, await completedCall());
+    expect(await tombstone(table, holder.recordKey)).toBe('erased');
+    const asker = await callClaimed();
+
+    const result = await claimIntent(table, requestFor(asker, scope));
+
+    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${asker.claimId}`, created: true });
+    expect(await intentItem(scope)).toMatchObject({
+      downstream_key: `dk-${asker.claimId}`,
+      intent_runners: new Set([asker.callId]),
+    });
+  });
+
+  it('holder erased, the asker itself among the runners (live): held afresh under its key, not taken over — its own place among the runners is no other runner in flight', async () => {
+    const scope = newScope();
+    const holder = await completedCall();
+    await heldBy(holder, scope);
+    const asker = await callClaimed();
+    await joinedBy(scope, asker);
+    expect(await tombstone(table, holder.recordKey)).toBe('erased');
+
+    const result = await claimIntent(table, requestFor(asker, scope));
+
+    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${asker.claimId}`, created: true });
+    expect(await intentItem(scope)).toMatchObject({
+      downstream_key: `dk-${asker.claimId}`,
+      intent_runners: new Set([asker.callId]),
+    });
+  });
+
+  it('window ended, holder settled, another runner live: running until that runner’s lock ends, nothing replaced', async () => {
+    const scope = newScope();
+    const holder = await completedCall();
+    const before = await heldBy(holder, scope, WINDOW_S + 5);
+    const runner = await callClaimed(8_000);
+    await joinedBy(scope, runner);
+    const { Item } = await world.client.send(
+      new GetItemCommand({ TableName: table.tableName, Key: { id: { S: runner.recordKey } }, ConsistentRead: true }),
+    );
+
+    const result = await claimIntent(table, requestFor(await callClaimed(), scope));
+
+    expect(result).toEqual({ kind: 'running', lockEndsMs: Number(Item?.in_progress_expiration?.N) });
+    expect(await intentItem(scope)).toMatchObject({ claim_id: before.claim_id, downstream_key: before.downstream_key });
+  });
+
+  it('window ended, holder settled, another runner abandoned: running with no lock end (nobody holds it), nothing replaced', async () => {
+    const scope = newScope();
+    const holder = await completedCall();
+    const before = await heldBy(holder, scope, WINDOW_S + 5);
+    await joinedBy(scope, await callClaimed(-1_000));
+
+    const result = await claimIntent(table, requestFor(await callClaimed(), scope));
+
+    expect(result).toEqual({ kind: 'running', lockEndsMs: undefined });
+    expect(await intentItem(scope)).toMatchObject({ claim_id: before.claim_id, downstream_key: before.downstream_key });
+  });
+
+  it('holder completed with a business failure that was itself a replay: done, its failure (only a replayed receipt makes a caller join)', async () => {
+    const scope = newScope();
+    const holder = await callClaimed();
+    await heldBy(holder, scope);
+    await store(
+      table,
+      holder,
+      { failure: 'not_found', message: 'no such note', replayed: true },
+      { expiresAtS: holder.expiresAtS, completedAtMs: 1 },
+    );
+    const asker = await callClaimed();
+
+    const result = await claimIntent(table, requestFor(asker, scope));
+
+    expect(result).toEqual({
+      kind: 'done',
+      outcome: expect.objectContaining({ failure: 'not_found', replayed: true }),
+    });
+    expect(await fixedKeyOf(asker)).toBeUndefined();
+  });
+
+  it('holder completed as a replay: joins the runners — held under the intent’s key, not created, the key fixed on its record', async () => {
+    const scope = newScope();
+    const holder = await completedAsReplay();
+    const before = await heldBy(holder, scope);
+    const asker = await callClaimed();
+
+    const result = await claimIntent(table, requestFor(asker, scope));
+
+    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${holder.claimId}`, created: false });
+    expect(await fixedKeyOf(asker)).toBe(`dk-${holder.claimId}`);
+    expect(await intentItem(scope)).toMatchObject({
+      claim_id: before.claim_id,
+      intent_runners: new Set([holder.callId, asker.callId]),
+    });
+  });
+
+  it('holder completed as a replay, the asker among its runners already (an earlier attempt joined): held, not created, nothing written', async () => {
+    const scope = newScope();
+    const holder = await completedAsReplay();
+    await heldBy(holder, scope);
+    const asker = await callClaimed();
+    await joinedBy(scope, asker);
+    // Its claim moved since (a later attempt of it): a write on it would be refused, and none is made.
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: marshall({ id: asker.recordKey }),
+        UpdateExpression: 'SET claim_id = :later',
+        ExpressionAttributeValues: marshall({ ':later': `later-${randomUUID()}` }),
+      }),
+    );
+
+    const result = await claimIntent(table, requestFor(asker, scope));
+
+    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${holder.claimId}`, created: false });
+    expect(await fixedKeyOf(asker)).toBeUndefined();
+  });
+
+  it('holder completed as a replay, but the intent moved between the read and the join: running, no key fixed', async () => {
+    const scope = newScope();
+    const holder = await completedAsReplay();
+    await heldBy(holder, scope);
+    const asker = await callClaimed();
+    beforeNext(world.client, 'TransactWriteItemsCommand', () => movedToSomeoneElse(scope));
+
+    const result = await claimIntent(table, requestFor(asker, scope));
+
+    expect(result).toEqual({ kind: 'running', lockEndsMs: undefined });
+    expect(await fixedKeyOf(asker)).toBeUndefined();
+    expect(await intentItem(scope)).toMatchObject({
+      claim_id: 'someone-else',
+      intent_runners: new Set([holder.callId]),
+    });
+  });
+
+  it('holder completed as a replay, but this call lost its claim before the join: claim_lost, the intent not touched', async () => {
+    const scope = newScope();
+    const holder = await completedAsReplay();
+    const before = await heldBy(holder, scope);
+    const asker = await callClaimed();
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: marshall({ id: asker.recordKey }),
+        UpdateExpression: 'SET claim_id = :other',
+        ExpressionAttributeValues: marshall({ ':other': `other-${randomUUID()}` }),
+      }),
+    );
+
+    const result = await claimIntent(table, requestFor(asker, scope));
+
+    expect(result).toEqual({ kind: 'claim_lost' });
+    expect(await intentItem(scope)).toEqual(before);
+  });
+
+  it('takeOverIntent and joinIntent answer what they wrote: taken, joined (their callers act on each answer)', async () => {
+    const taken = newScope();
+    const abandoned = await callClaimed(-1_000);
+    await heldBy(abandoned, taken);
+    const taker = await callClaimed();
+    const joined = newScope();
+    const replayed = await completedAsReplay();
+    await heldBy(replayed, joined);
+    const joiner = await callClaimed();
+
+    expect(
+      await takeOverIntent(table, intentKeyOf(taken), holderOf(abandoned), holderOf(taker), `dk-${abandoned.claimId}`),
+    ).toBe('taken');
+    expect(
+      await joinIntent(table, intentKeyOf(joined), holderOf(replayed), holderOf(joiner), `dk-${replayed.claimId}`),
+    ).toBe('joined');
   });
 });

@@ -3,15 +3,19 @@ import {
   DeleteItemCommand,
   PutItemCommand,
   ResourceNotFoundException,
+  TransactionCanceledException,
+  type TransactWriteItem,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import {
+  allOrNone,
   conditionally,
   type IdempotencyTable,
   lockEndedOn,
   readCallRecord,
 } from '../../lib/idempotency/protocol/table';
+import { beforeNext } from '../helpers/intercept';
 import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 import { recordTransitions } from '../helpers/record-transitions';
 
@@ -93,6 +97,99 @@ describe('conditionally', () => {
     );
 
     await expect(write).rejects.toBeInstanceOf(ResourceNotFoundException);
+  });
+});
+
+describe('allOrNone', () => {
+  /** A put of `key` on the condition that no item is there yet. */
+  function putIfAbsent(key: string): TransactWriteItem {
+    return {
+      Put: {
+        TableName: table.tableName,
+        Item: marshall({ id: key, note: 'written' }),
+        ConditionExpression: 'attribute_not_exists(id)',
+      },
+    };
+  }
+
+  async function existing(): Promise<string> {
+    const key = `proto#${randomUUID()}`;
+    await world.client.send(new PutItemCommand({ TableName: table.tableName, Item: marshall({ id: key, n: 1 }) }));
+    return key;
+  }
+
+  /** The next transaction cancelled by DynamoDB for `codes`, one per item in order (none sent). */
+  function cancelledNext(codes: readonly string[]): TransactionCanceledException {
+    const cancelled = new TransactionCanceledException({
+      message: `Transaction cancelled, please refer cancellation reasons for specific reasons [${codes.join(', ')}]`,
+      $metadata: { httpStatusCode: 400 },
+      CancellationReasons: codes.map((Code) => ({ Code })),
+    });
+    beforeNext(world.client, 'TransactWriteItemsCommand', async () => {
+      throw cancelled;
+    });
+    return cancelled;
+  }
+
+  it('answers a transaction whose conditions all held as passed: every item written', async () => {
+    const [one, two] = [`proto#${randomUUID()}`, `proto#${randomUUID()}`];
+
+    expect(await allOrNone(world.client, [putIfAbsent(one), putIfAbsent(two)])).toEqual({ passed: true });
+    expect(await itemOf(one)).toEqual({ id: one, note: 'written' });
+    expect(await itemOf(two)).toEqual({ id: two, note: 'written' });
+  });
+
+  it('answers a refused condition on one item as failed, naming which item (refused: true) and which not: nothing written', async () => {
+    const taken = await existing();
+    const free = `proto#${randomUUID()}`;
+
+    expect(await allOrNone(world.client, [putIfAbsent(free), putIfAbsent(taken)])).toEqual({
+      passed: false,
+      refused: [false, true],
+    });
+    expect(await itemOf(free)).toBeUndefined();
+    expect(await itemOf(taken)).toEqual({ id: taken, n: 1 });
+  });
+
+  it('answers a failed condition whatever else cancelled the transaction (a conflict on the other item: review 11, R11-5)', async () => {
+    cancelledNext(['ConditionalCheckFailed', 'TransactionConflict']);
+
+    const written = await allOrNone(world.client, [
+      putIfAbsent(`proto#${randomUUID()}`),
+      putIfAbsent(`proto#${randomUUID()}`),
+    ]);
+
+    expect(written).toEqual({ passed: false, refused: [true, false] });
+  });
+
+  it('throws a transaction cancelled with no failed condition (a conflict, throttling): transient, nothing was refused', async () => {
+    const cancelled = cancelledNext(['None', 'TransactionConflict']);
+
+    const written = allOrNone(world.client, [
+      putIfAbsent(`proto#${randomUUID()}`),
+      putIfAbsent(`proto#${randomUUID()}`),
+    ]);
+
+    await expect(written).rejects.toBe(cancelled);
+  });
+
+  it('throws a cancellation whose reasons are not one per item: which item was refused cannot be told', async () => {
+    const cancelled = cancelledNext(['ConditionalCheckFailed']);
+
+    const written = allOrNone(world.client, [
+      putIfAbsent(`proto#${randomUUID()}`),
+      putIfAbsent(`proto#${randomUUID()}`),
+    ]);
+
+    await expect(written).rejects.toBe(cancelled);
+  });
+
+  it('throws every other failure as it is', async () => {
+    const written = allOrNone(world.client, [
+      { Put: { TableName: `missing-${randomUUID()}`, Item: marshall({ id: 'k' }) } },
+    ]);
+
+    await expect(written).rejects.toBeInstanceOf(ResourceNotFoundException);
   });
 });
 

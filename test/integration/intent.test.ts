@@ -6,7 +6,7 @@ import { type Claim, claim, takeOver } from '../../lib/idempotency/protocol/clai
 import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { tombstone } from '../../lib/idempotency/protocol/erase';
 import { claimIntent, type IntentRequest, intentKeyOf } from '../../lib/idempotency/protocol/intent';
-import { joinIntent, takeOverIntent } from '../../lib/idempotency/protocol/intent-writes';
+import { takeOverIntent } from '../../lib/idempotency/protocol/intent-writes';
 import type { IntentHolder } from '../../lib/idempotency/protocol/record';
 import { store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
@@ -529,7 +529,7 @@ describe('an intent whose window ended before this call was asked', () => {
 });
 
 describe('an intent’s runners (the calls that ran or may run under its key), as claimIntent reads them', () => {
-  /** `runner`'s call added to the runners of `scope`'s intent, as a takeover or a join leaves it. */
+  /** `runner`'s call added to the runners of `scope`'s intent, as a takeover leaves it. */
   async function joinedBy(scope: IntentRequest['scope'], runner: Claim): Promise<void> {
     await world.client.send(
       new UpdateItemCommand({
@@ -603,7 +603,7 @@ describe('an intent’s runners (the calls that ran or may run under its key), a
     expect(await intentItem(scope)).toMatchObject({ claim_id: before.claim_id, downstream_key: before.downstream_key });
   });
 
-  it('window ended, holder settled, another runner abandoned: running with no lock end (nobody holds it), nothing replaced', async () => {
+  it('window ended, holder settled, another runner abandoned: parked until the completer looks at that runner, nothing replaced', async () => {
     const scope = newScope();
     const holder = await completedCall();
     const before = await heldBy(holder, scope, WINDOW_S + 5);
@@ -611,11 +611,13 @@ describe('an intent’s runners (the calls that ran or may run under its key), a
 
     const result = await claimIntent(table, requestFor(await callClaimed(), scope));
 
-    expect(result).toEqual({ kind: 'running', lockEndsMs: undefined });
+    // Its first attempt's lock ended a second ago: re-run at once by the completer — a second from now at least.
+    expect(result).toMatchObject({ kind: 'running', parked: true });
+    expect((result as { lockEndsMs: number }).lockEndsMs - Date.now()).toBeLessThanOrEqual(1_000);
     expect(await intentItem(scope)).toMatchObject({ claim_id: before.claim_id, downstream_key: before.downstream_key });
   });
 
-  it('holder completed with a business failure that was itself a replay: done, its failure (only a replayed receipt makes a caller join)', async () => {
+  it('holder completed with a business failure that was itself a replay: done, its failure (only a replayed receipt makes a runner run again)', async () => {
     const scope = newScope();
     const holder = await callClaimed();
     await heldBy(holder, scope);
@@ -636,7 +638,7 @@ describe('an intent’s runners (the calls that ran or may run under its key), a
     expect(await fixedKeyOf(asker)).toBeUndefined();
   });
 
-  it('holder completed as a replay: joins the runners — held under the intent’s key, not created, the key fixed on its record', async () => {
+  it('holder completed as a replay, the asker not among its runners: done, the holder’s replay — no runner added, no key fixed, nothing written (review 13: it never ran under the key)', async () => {
     const scope = newScope();
     const holder = await completedAsReplay();
     const before = await heldBy(holder, scope);
@@ -644,15 +646,15 @@ describe('an intent’s runners (the calls that ran or may run under its key), a
 
     const result = await claimIntent(table, requestFor(asker, scope));
 
-    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${holder.claimId}`, created: false });
-    expect(await fixedKeyOf(asker)).toBe(`dk-${holder.claimId}`);
-    expect(await intentItem(scope)).toMatchObject({
-      claim_id: before.claim_id,
-      intent_runners: new Set([holder.callId, asker.callId]),
+    expect(result).toEqual({
+      kind: 'done',
+      outcome: expect.objectContaining({ receipt: '{"sent":1}', replayed: true }),
     });
+    expect(await fixedKeyOf(asker)).toBeUndefined();
+    expect(await intentItem(scope)).toEqual(before);
   });
 
-  it('holder completed as a replay, the asker among its runners already (an earlier attempt joined): held, not created, nothing written', async () => {
+  it('holder completed as a replay, the asker among its runners already (an earlier attempt took it over): held, not created, nothing written', async () => {
     const scope = newScope();
     const holder = await completedAsReplay();
     await heldBy(holder, scope);
@@ -674,58 +676,14 @@ describe('an intent’s runners (the calls that ran or may run under its key), a
     expect(await fixedKeyOf(asker)).toBeUndefined();
   });
 
-  it('holder completed as a replay, but the intent moved between the read and the join: running, no key fixed', async () => {
-    const scope = newScope();
-    const holder = await completedAsReplay();
-    await heldBy(holder, scope);
-    const asker = await callClaimed();
-    beforeNext(world.client, 'TransactWriteItemsCommand', () => movedToSomeoneElse(scope));
-
-    const result = await claimIntent(table, requestFor(asker, scope));
-
-    expect(result).toEqual({ kind: 'running', lockEndsMs: undefined });
-    expect(await fixedKeyOf(asker)).toBeUndefined();
-    expect(await intentItem(scope)).toMatchObject({
-      claim_id: 'someone-else',
-      intent_runners: new Set([holder.callId]),
-    });
-  });
-
-  it('holder completed as a replay, but this call lost its claim before the join: claim_lost, the intent not touched', async () => {
-    const scope = newScope();
-    const holder = await completedAsReplay();
-    const before = await heldBy(holder, scope);
-    const asker = await callClaimed();
-    await world.client.send(
-      new UpdateItemCommand({
-        TableName: table.tableName,
-        Key: marshall({ id: asker.recordKey }),
-        UpdateExpression: 'SET claim_id = :other',
-        ExpressionAttributeValues: marshall({ ':other': `other-${randomUUID()}` }),
-      }),
-    );
-
-    const result = await claimIntent(table, requestFor(asker, scope));
-
-    expect(result).toEqual({ kind: 'claim_lost' });
-    expect(await intentItem(scope)).toEqual(before);
-  });
-
-  it('takeOverIntent and joinIntent answer what they wrote: taken, joined (their callers act on each answer)', async () => {
+  it('takeOverIntent answers what it wrote: taken (its caller acts on each answer)', async () => {
     const taken = newScope();
     const abandoned = await callClaimed(-1_000);
     await heldBy(abandoned, taken);
     const taker = await callClaimed();
-    const joined = newScope();
-    const replayed = await completedAsReplay();
-    await heldBy(replayed, joined);
-    const joiner = await callClaimed();
 
     expect(
       await takeOverIntent(table, intentKeyOf(taken), holderOf(abandoned), holderOf(taker), `dk-${abandoned.claimId}`),
     ).toBe('taken');
-    expect(
-      await joinIntent(table, intentKeyOf(joined), holderOf(replayed), holderOf(joiner), `dk-${replayed.claimId}`),
-    ).toBe('joined');
   });
 });

@@ -38,8 +38,12 @@ export const LAST_LOOK_BEFORE_TTL_MS = 60_000;
  * before its lock's end (nothing is to be done while an attempt holds it).
  */
 export function completerLooksAtMs(record: ScheduledRecord): number {
-  const lastLookMs = record.expiresAtS * 1000 - CLOCK_SKEW_TOLERANCE_MS - LAST_LOOK_BEFORE_TTL_MS;
-  return Math.max(record.lockEndsMs, Math.min(completerDueAtMs(record), lastLookMs));
+  return Math.max(record.lockEndsMs, Math.min(completerDueAtMs(record), lastLookMs(record.expiresAtS)));
+}
+
+/** The completer's last look at a call in flight whose record expires at `expiresAtS` (epoch ms). */
+export function lastLookMs(expiresAtS: number): number {
+  return expiresAtS * 1000 - CLOCK_SKEW_TOLERANCE_MS - LAST_LOOK_BEFORE_TTL_MS;
 }
 
 /**

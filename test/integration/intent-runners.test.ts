@@ -365,6 +365,38 @@ describe('checked sound: a window is not replaced while a stalled runner (a rese
   });
 });
 
+describe('liveness: a new window’s call parked behind an old window’s stalled call', () => {
+  it('is parked no later than its own last look before its TTL, however far the stalled call’s TTL (so the completer can still give it up, `expiring`, before it expires unreported)', async () => {
+    const clock = movableClock();
+    const t = keyedMissingCustomerTool();
+    t.createCustomer();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+    failNextStore();
+    expect(await runtime.invoke(t.tool, t.caller, args('a2'), deadline())).toMatchObject({ ok: false });
+    const [aKey] = await recordIdsOf(t.caller.tenant);
+    await giveUp(aKey!);
+    // A's TTL far past any new call's (as a takeover near its end, or a long TTL of an earlier deploy, sets it).
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: world.idempotencyTable.tableName,
+        Key: { id: { S: aKey! } },
+        UpdateExpression: 'SET expiration = :far',
+        ExpressionAttributeValues: { ':far': { N: String(Math.floor(Date.now() / 1000) + 3 * 86_400) } },
+      }),
+    );
+
+    clock.advance(11 * 60_000);
+    const f = await runtime.invoke(t.tool, t.caller, args('f2'), deadline());
+
+    const fKey = (await recordIdsOf(t.caller.tenant)).find((id) => id !== aKey) ?? '';
+    const fItem = await itemOf(fKey);
+    const lastLookMs = Number(fItem.expiration) * 1000 - 10_000 - 60_000;
+    expect(f).toMatchObject({ status: 'pending' });
+    expect(Math.abs(Number(fItem.in_progress_expiration) - lastLookMs)).toBeLessThan(1_000);
+    expect(Math.abs(Date.now() + (f as { retry_after_ms: number }).retry_after_ms - lastLookMs)).toBeLessThan(1_000);
+  });
+});
+
 describe('R12-2 an intent a call holds again under its own key, after a taker ran under it, is not freed by that call', () => {
   it('R12-2 C creates (dC), not_found, its free throttled; T takes over (dC fixed) and fails before any effect; C takes it back (answer lost); C’s next attempt meets not_found and does not free the intent (T among its runners): one effect (was: freed, two)', async () => {
     const clock = movableClock();

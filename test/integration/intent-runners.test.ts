@@ -96,6 +96,32 @@ describe('R11-1 erase keeps an intent while one of its runners (an earlier taker
 /** The next store (a call record's UpdateItem) fails as throttled: the attempt made its effect and stays in flight. */
 const failNextStore = () => throttleNextRecordUpdate(world);
 
+const sameText = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+/**
+ * The set-up most of these findings start from: A (key `a`) creates the intent, commits its effect under dA
+ * and dies before its store; once A's lock (10 s) has ended, Z (key `z`, fresh) takes the intent over from
+ * abandoned A, runs under dA, finds A's effect and completes — a replay. A stays in flight. Answers A's
+ * record key, its note (the one effect), and Z's record key and answer.
+ */
+async function commitDieThenReplay(
+  t: ReturnType<typeof keyedMissingCustomerTool>,
+  clock: ReturnType<typeof movableClock>,
+  a: string,
+  z: string,
+) {
+  failNextStore();
+  expect(await runtime.invoke(t.tool, t.caller, sameText(a), deadline())).toMatchObject({ ok: false });
+  expect(t.effects.size).toBe(1);
+  const [aKey] = await recordIdsOf(t.caller.tenant);
+  clock.advance(15_000);
+  const zAnswer = await runtime.invoke(t.tool, t.caller, sameText(z), deadline());
+  expect(zAnswer).toEqual(expect.objectContaining({ ok: true, idempotent: true }));
+  const zKey = (await recordIdsOf(t.caller.tenant)).find((id) => id !== aKey);
+  if (aKey === undefined || zKey === undefined) throw new Error('A and Z each have a record');
+  return { aKey, aNote: t.effects.values().next().value, zKey, zAnswer };
+}
+
 /** The completer gives up on `recordKey`'s claim (stalled) and an erase with the domain tables closes it. */
 async function giveUpAndClose(recordKey: string): Promise<void> {
   await giveUp(recordKey);
@@ -149,18 +175,8 @@ describe('R11-3 an intent is not replaced after its window while one of its runn
     const clock = movableClock();
     const t = keyedMissingCustomerTool();
     t.createCustomer();
-    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
-
-    failNextStore();
-    expect(await runtime.invoke(t.tool, t.caller, args('a3'), deadline())).toMatchObject({ ok: false });
-    expect(t.effects.size).toBe(1);
-    const aNote = t.effects.values().next().value;
-    clock.advance(15_000);
-
-    // Z: takes the intent over from A (abandoned), runs under dA: A's effect, replayed; Z completes.
-    expect(await runtime.invoke(t.tool, t.caller, args('z3'), deadline())).toEqual(
-      expect.objectContaining({ ok: true, idempotent: true }),
-    );
+    const args = sameText;
+    const { aNote } = await commitDieThenReplay(t, clock, 'a3', 'z3');
 
     // Past the window (600 s). F: a new intent, its window ended before F was asked and its holder Z settled —
     // but its creator A, whose effect Z replayed, is in flight and may ask it again: F waits (pending).
@@ -258,14 +274,8 @@ describe('R11-6 a call that never ran under the intent’s key is answered a com
     const clock = movableClock();
     const t = keyedMissingCustomerTool();
     t.createCustomer();
-    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
-    failNextStore();
-    expect(await runtime.invoke(t.tool, t.caller, args('g6'), deadline())).toMatchObject({ ok: false });
-    const [gKey] = await recordIdsOf(t.caller.tenant);
-    clock.advance(15_000);
-    const h = await runtime.invoke(t.tool, t.caller, args('h6'), deadline());
-    expect(h).toEqual(expect.objectContaining({ ok: true, idempotent: true }));
-    const hKey = (await recordIdsOf(t.caller.tenant)).find((id) => id !== gKey) ?? '';
+    const args = sameText;
+    const { aKey: gKey, zKey: hKey, zAnswer: h } = await commitDieThenReplay(t, clock, 'g6', 'h6');
     const [intentKey] = await intentIdsOf(t.caller.tenant);
     const intentBefore = await itemOf(intentKey!);
     const runs = t.execute.mock.calls.length;
@@ -330,21 +340,10 @@ describe('checked sound: a window is not replaced while a stalled runner (a rese
     const clock = movableClock();
     const t = keyedMissingCustomerTool();
     t.createCustomer();
-    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
-
-    failNextStore();
-    expect(await runtime.invoke(t.tool, t.caller, args('a1'), deadline())).toMatchObject({ ok: false });
-    expect(t.effects.size).toBe(1);
-    const aNote = t.effects.values().next().value;
-    const [aKey] = await recordIdsOf(t.caller.tenant);
-    clock.advance(15_000);
-
-    // Z: takes the intent over from A (abandoned), runs under dA: A's effect, replayed; Z completes.
-    expect(await runtime.invoke(t.tool, t.caller, args('z1'), deadline())).toEqual(
-      expect.objectContaining({ ok: true, idempotent: true }),
-    );
+    const args = sameText;
+    const { aKey, aNote } = await commitDieThenReplay(t, clock, 'a1', 'z1');
     // The completer gives up on A: stalled — a resend with A's key still takes it over (call-state.ts).
-    await giveUp(aKey!);
+    await giveUp(aKey);
 
     // Past the window: F, a new window's call. Its intent's holder Z settled; its creator A is stalled, so
     // replaceEnded holds the window back for it too.
@@ -352,7 +351,7 @@ describe('checked sound: a window is not replaced while a stalled runner (a rese
     const f = await runtime.invoke(t.tool, t.caller, args('f1'), deadline());
     // Nothing scheduled moves A before its TTL (only its resend): F is parked until then, and says so — not
     // "ask again in a second" for a change no schedule makes.
-    const aExpiresMs = Number((await itemOf(aKey!)).expiration) * 1000;
+    const aExpiresMs = Number((await itemOf(aKey)).expiration) * 1000;
     expect(f).toMatchObject({ status: 'pending' });
     const waitMs = (f as { retry_after_ms: number }).retry_after_ms;
     expect(Math.abs(Date.now() + waitMs - aExpiresMs)).toBeLessThan(1_000);
@@ -447,24 +446,16 @@ describe('R12-3 erase with the app’s tables (closeStalled) closes an intent’
     const clock = movableClock();
     const t = keyedMissingCustomerTool();
     t.createCustomer();
-    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
-
-    failNextStore();
-    expect(await runtime.invoke(t.tool, t.caller, args('a3'), deadline())).toMatchObject({ ok: false });
-    const [aKey] = await recordIdsOf(t.caller.tenant);
-    clock.advance(15_000);
-    expect(await runtime.invoke(t.tool, t.caller, args('z3'), deadline())).toEqual(
-      expect.objectContaining({ ok: true, idempotent: true }),
-    );
-    await giveUp(aKey!);
+    const { aKey } = await commitDieThenReplay(t, clock, 'a3', 'z3');
+    await giveUp(aKey);
     const [intentKey] = await intentIdsOf(t.caller.tenant);
 
     // The scan finds the intent before A's record (a Scan's order is the hash's): the intent's erasure closes
     // A (stalled, a runner), as it closes a stalled holder, and erases the intent; A's record is then done.
     const intentErasure = await eraseItem(world.idempotencyTable, await itemOf(intentKey!), { closeStalled: true });
     expect(intentErasure).toEqual({ outcome: 'erased' });
-    expect(await itemOf(aKey!)).toMatchObject({ status: 'ERASED' });
-    expect(await eraseItem(world.idempotencyTable, await itemOf(aKey!), { closeStalled: true })).toEqual({
+    expect(await itemOf(aKey)).toMatchObject({ status: 'ERASED' });
+    expect(await eraseItem(world.idempotencyTable, await itemOf(aKey), { closeStalled: true })).toEqual({
       outcome: 'nothing',
     });
   });
@@ -475,14 +466,8 @@ describe('R12-4 erase deletes an intent on its holder as read: a call after it i
     const clock = movableClock();
     const t = keyedMissingCustomerTool();
     t.createCustomer();
-    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
-
-    failNextStore();
-    expect(await runtime.invoke(t.tool, t.caller, args('g4'), deadline())).toMatchObject({ ok: false });
-    clock.advance(15_000);
-    expect(await runtime.invoke(t.tool, t.caller, args('h4'), deadline())).toEqual(
-      expect.objectContaining({ ok: true, idempotent: true }),
-    );
+    const args = sameText;
+    await commitDieThenReplay(t, clock, 'g4', 'h4');
     // G's resend: one of the runners, beside H (completed, a replay): runs under dG, finds its effect, completes.
     expect(await runtime.invoke(t.tool, t.caller, args('g4'), deadline())).toMatchObject({ ok: true });
     const [intentKey] = await intentIdsOf(t.caller.tenant);

@@ -5,15 +5,18 @@
  * Review 13 (helper of h-review13), of the dedupe window's runners. Each R13 test fails on the commit it was
  * added to (f60f906's lib/): it states the defect, and turns green once it is fixed.
  */
+import { randomUUID } from 'node:crypto';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
+import { throttled } from '../helpers/intercept';
 import {
   intentIdsOf as intentIdsInWorld,
   keyedMissingCustomerTool,
   recordIdsOf as recordIdsInWorld,
+  throttleNextIntentWrite,
   throttleNextRecordUpdate,
 } from '../helpers/no-effect';
 import { createProtocolWorld, deadline, type ProtocolWorld } from '../helpers/protocol-world';
@@ -42,6 +45,25 @@ async function asWrittenBeforeRunners(intentKey: string): Promise<void> {
       Key: { id: { S: intentKey } },
       UpdateExpression: 'REMOVE intent_runners',
     }),
+  );
+}
+
+/**
+ * The next `command` touching a window's intent is written by DynamoDB, but its answer is lost (a timeout
+ * after the commit, the SDK's retries spent): the caller sees a transient error for a write that landed.
+ */
+function landThenFailNextIntentWrite(command: string): void {
+  const name = `land-then-fail-${randomUUID()}`;
+  world.client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === command && JSON.stringify(args.input).includes('#intent#')) {
+        world.client.middlewareStack.remove(name);
+        await next(args);
+        throw throttled();
+      }
+      return next(args);
+    },
+    { step: 'initialize', name },
   );
 }
 
@@ -169,4 +191,44 @@ describe('review 13: the dedupe window intent’s runners', () => {
     const next = await runtime.invoke(t.tool, t.caller, args('x3-next'), deadline());
     expect(next).toEqual(expect.objectContaining({ ok: true, idempotent: true }));
   }, 120_000);
+
+  it('R13-4 an intent an earlier version left held by its creator C, taken back from a taker T that ran under C’s key (no intent_runners to say so), is freed by C’s business error as though C were its only runner: T, in flight, commits under dC and a fresh key makes a second effect', async () => {
+    const clock = movableClock();
+    const t = keyedMissingCustomerTool();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    // R12-2's history, as the version before the runners could leave it: C creates the intent (dC), meets
+    // not_found, its free throttled (parked unrun); T takes the intent over (dC fixed on T) and fails before
+    // any effect (counted as run: T's next attempt runs under dC without the intent); C takes it back (the
+    // transaction lands, its answer is lost: C parked unrun).
+    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    expect(await runtime.invoke(t.tool, t.caller, args('c4'), deadline())).toMatchObject({ ok: false });
+    const [intentKey] = await intentIdsOf(t.caller.tenant);
+    const [cKey] = await recordIdsOf(t.caller.tenant);
+    clock.advance(1000);
+    t.failNextRun();
+    expect(await runtime.invoke(t.tool, t.caller, args('t4'), deadline())).toMatchObject({ ok: false });
+    clock.advance(1000);
+    landThenFailNextIntentWrite('TransactWriteItemsCommand');
+    expect(await runtime.invoke(t.tool, t.caller, args('c4'), deadline())).toMatchObject({ ok: false });
+    expect((await itemOf(intentKey!)).intent_owner).toBe(cKey);
+    // The intent as that version wrote it: no runners — nothing on it says T ran under dC.
+    await asWrittenBeforeRunners(intentKey!);
+    clock.advance(1000);
+
+    // This version from here on. C, attempt 3 (none of its attempts ran): it holds the intent under dC, its own
+    // key — counted as created (alone: the runners read are its holder only). not_found: the intent is freed.
+    await runtime.invoke(t.tool, t.caller, args('c4'), deadline());
+    const intentsAfterC = (await intentIdsOf(t.caller.tenant)).length;
+
+    // The customer exists. T's resend runs under dC (fixed, ran before): E1. F, a fresh key in the window.
+    t.createCustomer();
+    await runtime.invoke(t.tool, t.caller, args('t4'), deadline());
+    const f = await runtime.invoke(t.tool, t.caller, args('f4'), deadline());
+    expect({ intentsAfterC, effects: t.effects.size, f }).toEqual({
+      intentsAfterC: 1,
+      effects: 1,
+      f: expect.not.objectContaining({ ok: true, idempotent: false }),
+    });
+  });
 });

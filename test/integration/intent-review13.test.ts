@@ -231,4 +231,42 @@ describe('review 13: the dedupe window intent’s runners', () => {
       f: expect.not.objectContaining({ ok: true, idempotent: false }),
     });
   });
+
+  it('R13-5 an intent 07e56bd left (no intent_runners) names only its last holder: erase deletes it while an earlier taker T, its effect made under dA and its key fixed, is in flight — though the same scan finds T in flight with the intent’s key — and a fresh key in the window makes a second effect', async () => {
+    const clock = movableClock();
+    const t = keyedMissingCustomerTool();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    // As 07e56bd runs it (this version's writes, the runners removed at the end, as 07e56bd wrote none).
+    // A creates the intent (dA), its provider fails before any effect: abandoned.
+    t.failNextRun();
+    expect(await runtime.invoke(t.tool, t.caller, args('a5'), deadline())).toMatchObject({ ok: false });
+    const [aKey] = await recordIdsOf(t.caller.tenant);
+    const [intentKey] = await intentIdsOf(t.caller.tenant);
+    clock.advance(1000);
+    // T takes the intent over (dA fixed on T), makes the effect under dA, dies at its store: in flight.
+    t.createCustomer();
+    failNextStore();
+    expect(await runtime.invoke(t.tool, t.caller, args('t5'), deadline())).toMatchObject({ ok: false });
+    expect(t.effects.size).toBe(1);
+    const tKey = (await recordIdsOf(t.caller.tenant)).find((id) => id !== aKey) ?? '';
+    clock.advance(15_000); // T's lock ended: abandoned
+    // Z takes the intent over from T: a replay of T's effect; completes. A's resend settles A the same way.
+    expect(await runtime.invoke(t.tool, t.caller, args('z5'), deadline())).toEqual(
+      expect.objectContaining({ ok: true, idempotent: true }),
+    );
+    expect(await runtime.invoke(t.tool, t.caller, args('a5'), deadline())).toMatchObject({ ok: true });
+    await asWrittenBeforeRunners(intentKey!);
+    expect(await itemOf(tKey)).toMatchObject({ status: 'INPROGRESS', downstream_key: expect.any(String) });
+
+    // This version: erase (no domain tables) meets the intent — its holder Z completed, and no runners to read.
+    const erased = await eraseItem(world.idempotencyTable, await itemOf(intentKey!));
+    // F: a fresh key, the same arguments, inside the window: T's effect must answer it.
+    const f = await runtime.invoke(t.tool, t.caller, args('f5'), deadline());
+    expect({ erased: erased.outcome, effects: t.effects.size, f }).toEqual({
+      erased: 'in_flight',
+      effects: 1,
+      f: expect.not.objectContaining({ ok: true, idempotent: false }),
+    });
+  });
 });

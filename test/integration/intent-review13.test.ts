@@ -7,13 +7,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
-import { throttled } from '../helpers/intercept';
+import { beforeNext, throttled } from '../helpers/intercept';
 import {
   intentIdsOf as intentIdsInWorld,
+  isIntentWrite,
   keyedMissingCustomerTool,
   recordIdsOf as recordIdsInWorld,
   throttleNextIntentWrite,
@@ -268,5 +270,39 @@ describe('review 13: the dedupe window intent’s runners', () => {
       effects: 1,
       f: expect.not.objectContaining({ ok: true, idempotent: false }),
     });
+  });
+
+  it('R13-6 a tenant’s erase whose intent delete is refused (a fresh key joined its runners after erase read it) leaves the intent and reports nothing of it: not erased, not kept, no rerun asked — the report may read complete with the tenant’s intent still in the table', async () => {
+    const clock = movableClock();
+    const t = keyedMissingCustomerTool();
+    t.createCustomer();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    // R12-4's start: G commits under dG and dies; H takes over (a replay) and completes; G's resend completes.
+    failNextStore();
+    expect(await runtime.invoke(t.tool, t.caller, args('g6'), deadline())).toMatchObject({ ok: false });
+    clock.advance(15_000);
+    expect(await runtime.invoke(t.tool, t.caller, args('h6'), deadline())).toMatchObject({ ok: true });
+    expect(await runtime.invoke(t.tool, t.caller, args('g6'), deadline())).toMatchObject({ ok: true });
+
+    // The tenant's erase reads the intent (H completed, no runner in flight); before its delete, J (a fresh key
+    // inside the window) joins the runners, runs under dG (a replay) and completes: the delete is refused.
+    beforeNext(
+      world.client,
+      'DeleteItemCommand',
+      async () => {
+        expect(await runtime.invoke(t.tool, t.caller, args('j6'), deadline())).toMatchObject({ ok: true });
+      },
+      isIntentWrite,
+    );
+    const env = { ...process.env, IDEMPOTENCY_TABLE: world.idempotencyTable.tableName };
+    const report = await eraseTenant(world.client, { tenant: t.caller.tenant }, env);
+    const intentLeft = (await intentIdsOf(t.caller.tenant)).length > 0;
+
+    // Left, it must be reported as kept (rule 6: a partial erase says so, with when to erase again).
+    expect({
+      intentLeft,
+      reportedKept: report.tables.idempotency!.inFlight > 0 && report.retryAfter !== undefined,
+    }).toEqual({ intentLeft, reportedKept: intentLeft });
   });
 });

@@ -305,4 +305,47 @@ describe('review 13: the dedupe window intent’s runners', () => {
       reportedKept: report.tables.idempotency!.inFlight > 0 && report.retryAfter !== undefined,
     }).toEqual({ intentLeft, reportedKept: intentLeft });
   });
+
+  it('R13-7 erase with the app’s tables meets an intent whose stalled runner A is resent (and completes) just before its close: the close is refused, and the intent is kept with A reported as a stalled call that nothing moves (no time to erase again), though A completed and nothing is in flight (its holder’s close re-reads; a runner’s does not)', async () => {
+    const clock = movableClock();
+    const t = keyedMissingCustomerTool();
+    t.createCustomer();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    // R12-3's start: A commits under dA and dies; Z takes over (a replay) and completes; A is given up on.
+    failNextStore();
+    expect(await runtime.invoke(t.tool, t.caller, args('a7'), deadline())).toMatchObject({ ok: false });
+    const [aKey] = await recordIdsOf(t.caller.tenant);
+    clock.advance(15_000);
+    expect(await runtime.invoke(t.tool, t.caller, args('z7'), deadline())).toMatchObject({ ok: true });
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: world.idempotencyTable.tableName,
+        Key: { id: { S: aKey! } },
+        UpdateExpression: 'SET stalled_claim = claim_id',
+      }),
+    );
+    expect(await itemOf(aKey!)).toMatchObject({ status: 'INPROGRESS' });
+    const [intentKey] = await intentIdsOf(t.caller.tenant);
+
+    // The intent's erasure closes A (a stalled runner) — but just before, A's resend takes it over and completes
+    // (its own effect under dA): the close is refused.
+    beforeNext(
+      world.client,
+      'UpdateItemCommand',
+      async () => {
+        expect(await runtime.invoke(t.tool, t.caller, args('a7'), deadline())).toMatchObject({ ok: true });
+      },
+      (input) => JSON.stringify(input.Key).includes(aKey!) && String(input.UpdateExpression).includes(':erased'),
+    );
+    const erasure = await eraseItem(world.idempotencyTable, await itemOf(intentKey!), { closeStalled: true });
+    expect(await itemOf(aKey!)).toMatchObject({ status: 'COMPLETED' });
+
+    // Nothing of the intent's is in flight now: erased — or, kept, with a time to erase again.
+    expect(erasure).toEqual(
+      erasure.outcome === 'erased'
+        ? { outcome: 'erased' }
+        : { outcome: 'in_flight', kept: expect.objectContaining({ changesAtMs: expect.any(Number) }) },
+    );
+  });
 });

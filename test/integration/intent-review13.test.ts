@@ -6,6 +6,7 @@
  * added to (f60f906's lib/): it states the defect, and turns green once it is fixed.
  */
 import { randomUUID } from 'node:crypto';
+import { NotFoundError } from '../../lib/idempotency/errors';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
@@ -21,7 +22,8 @@ import {
   throttleNextIntentWrite,
   throttleNextRecordUpdate,
 } from '../helpers/no-effect';
-import { createProtocolWorld, deadline, type ProtocolWorld } from '../helpers/protocol-world';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { noteTool } from '../helpers/tools';
 
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
@@ -347,5 +349,59 @@ describe('review 13: the dedupe window intent’s runners', () => {
         ? { outcome: 'erased' }
         : { outcome: 'in_flight', kept: expect.objectContaining({ changesAtMs: expect.any(Number) }) },
     );
+  });
+
+  it('R13-8 a fresh key Q asked inside A’s window, queued behind A (live), is no runner: past the window F replaces the intent (A settled) and frees it on its first run’s business error; Q’s next attempt creates an intent of its own and makes a second effect for A’s window (Q must be answered A’s effect)', async () => {
+    const clock = movableClock();
+    // keyedMissingCustomerTool, with a customer that can also go away.
+    let customerExists = true;
+    const effects = new Map<string, string>();
+    const { tool } = noteTool(
+      `keyed8_${randomUUID().slice(0, 8)}`,
+      async (a, context) => {
+        const found = effects.get(context.downstreamKey);
+        if (found) return { receipt: { note_id: found, text: a.text }, replayed: true };
+        if (!customerExists) throw new NotFoundError('customer: no such customer');
+        const noteId = `note_${randomUUID()}`;
+        effects.set(context.downstreamKey, noteId);
+        return { receipt: { note_id: noteId, text: a.text }, replayed: false };
+      },
+      { dedupeWindowSeconds: 600 },
+    );
+    const caller = identity();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    // A creates the intent (dA) and makes its effect E1; just before A stores it, Q (a fresh key, the same
+    // arguments, A's window) finds A live: pending, parked queued. A stores: completed, idempotent: false.
+    let q: unknown;
+    beforeNext(
+      world.client,
+      'UpdateItemCommand',
+      async () => {
+        q = await runtime.invoke(tool, caller, args('q8'), deadline());
+      },
+      (input) => !isIntentWrite(input) && String(input.UpdateExpression).includes('#data'),
+    );
+    const a = await runtime.invoke(tool, caller, args('a8'), deadline());
+    expect(a).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+    expect(q).toMatchObject({ ok: false, status: 'pending' });
+    expect(effects.size).toBe(1);
+
+    // Past A's window: F, a new window's call, replaces the intent (A settled, no runner in flight). The customer
+    // is gone: not_found on F's first run — F frees the intent it created.
+    clock.advance(11 * 60_000);
+    customerExists = false;
+    expect(await runtime.invoke(tool, caller, args('f8'), deadline())).toMatchObject({
+      ok: false,
+      error: { code: 'not_found' },
+    });
+    customerExists = true;
+
+    // Q's resend (asked in A's window, none of its attempts ran): A's effect must answer it.
+    const qAgain = await runtime.invoke(tool, caller, args('q8'), deadline());
+    expect({ effects: effects.size, q: qAgain }).toEqual({
+      effects: 1,
+      q: expect.objectContaining({ ok: true, idempotent: true, receipt: (a as { receipt: unknown }).receipt }),
+    });
   });
 });

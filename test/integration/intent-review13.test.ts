@@ -6,9 +6,9 @@
  * added to (f60f906's lib/): it states the defect, and turns green once it is fixed.
  */
 import { randomUUID } from 'node:crypto';
-import { NotFoundError } from '../../lib/idempotency/errors';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
+import { NotFoundError } from '../../lib/idempotency/errors';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from '../helpers/call-records';

@@ -8,8 +8,10 @@
 import { randomUUID } from 'node:crypto';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
+import { askAgainAfterMs } from '../../lib/idempotency/answers';
 import { NotFoundError } from '../../lib/idempotency/errors';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
+import { callRecordOf, DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
@@ -403,5 +405,31 @@ describe('review 13: the dedupe window intent’s runners', () => {
       effects: 1,
       q: expect.objectContaining({ ok: true, idempotent: true, receipt: (a as { receipt: unknown }).receipt }),
     });
+  });
+
+  it('R13-9 past the window, a new call waiting on the old window’s abandoned holder is told to ask again in 1 s, though the holder changes only at the completer’s next look (its backoff: 30 s after its second attempt) — the waiter’s hint is not the holder’s (a parked holder’s waiter is told all of its wait, b75a430)', async () => {
+    const clock = movableClock();
+    const t = keyedMissingCustomerTool();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    // A creates the intent (dA); its provider fails before any effect: parked now, abandoned (attempt 1).
+    t.failNextRun();
+    expect(await runtime.invoke(t.tool, t.caller, args('a9'), deadline())).toMatchObject({ ok: false });
+    const [aKey] = await recordIdsOf(t.caller.tenant);
+    // Past the window, A's resend (asked in its window: its own intent) fails the same way: attempt 2,
+    // abandoned, the completer's next look 30 s after its park (backoffSeconds(1)).
+    clock.advance(11 * 60_000);
+    t.failNextRun();
+    expect(await runtime.invoke(t.tool, t.caller, args('a9'), deadline())).toMatchObject({ ok: false });
+    const a = callRecordOf(await itemOf(aKey!), DEFAULT_RECORD_ATTRIBUTES);
+    expect(a).toMatchObject({ attempt: 2, status: 'INPROGRESS' });
+    const holderWaitMs = askAgainAfterMs(a!, 'abandoned', Date.now());
+    expect(holderWaitMs).toBeGreaterThan(20_000);
+
+    // F, a new window's call: A, abandoned, holds the old window — F waits (pending) for A to settle, which
+    // nothing makes happen before the completer's look (or A's own resend).
+    const f = await runtime.invoke(t.tool, t.caller, args('f9'), deadline());
+    expect(f).toMatchObject({ ok: false, status: 'pending' });
+    expect((f as { retry_after_ms: number }).retry_after_ms).toBeGreaterThanOrEqual(holderWaitMs - 2_000);
   });
 });

@@ -35,7 +35,10 @@ export function isAbandoned(state: CallState): state is 'abandoned' | 'stalled' 
 }
 
 /** The states of a call that may still commit its effect: its lock is live, or a takeover can finish it. */
-export function isInFlight(state: CallState): state is 'live' | 'abandoned' | 'stalled' {
+export type InFlightState = 'live' | 'abandoned' | 'stalled';
+
+/** Whether `state` is one of {@link InFlightState}. */
+export function isInFlight(state: CallState): state is InFlightState {
   return state === 'live' || state === 'abandoned' || state === 'stalled';
 }
 

@@ -320,7 +320,7 @@ describe('a dedupe window’s intent', () => {
     expect(await itemOf(intentKey)).toBeDefined();
   });
 
-  it('moved to another holder between the read and the delete: nothing, left to a rerun', async () => {
+  it('moved to another claim between the read and the delete: read again and erased as it is now (its holder settled; review 13, R13-6)', async () => {
     const intentKey = await intentHeldBy(await completed());
     beforeNext('DeleteItemCommand', () =>
       world.client.send(
@@ -333,7 +333,53 @@ describe('a dedupe window’s intent', () => {
       ),
     );
 
-    expect(await erase(intentKey)).toBe('nothing');
+    expect(await erase(intentKey)).toBe('erased');
+    expect(await itemOf(intentKey)).toBeUndefined();
+  });
+
+  it('taken over by a call in flight between the read and the delete: read again and kept for it (review 13, R13-6)', async () => {
+    const intentKey = await intentHeldBy(await completed());
+    const taker = await claimed();
+    beforeNext('DeleteItemCommand', () =>
+      world.client.send(
+        new UpdateItemCommand({
+          TableName: table.tableName,
+          Key: marshall({ id: intentKey }),
+          UpdateExpression: 'SET intent_owner = :to, claim_id = :claim, call_id = :call ADD intent_runners :runner',
+          ExpressionAttributeValues: marshall({
+            ':to': taker.recordKey,
+            ':claim': taker.claimId,
+            ':call': taker.callId,
+            ':runner': new Set([taker.callId]),
+          }),
+        }),
+      ),
+    );
+
+    expect(await eraseItem(table, (await itemOf(intentKey))!)).toMatchObject({
+      outcome: 'in_flight',
+      kept: { recordKey: taker.recordKey, state: 'live' },
+    });
+    expect(await itemOf(intentKey)).toBeDefined();
+  });
+
+  it('taken over again on every read: the erase fails after three reads (to be run again), the intent kept', async () => {
+    const intentKey = await intentHeldBy(await completed());
+    const moveOnEveryDelete = () =>
+      beforeNext('DeleteItemCommand', async () => {
+        moveOnEveryDelete();
+        await world.client.send(
+          new UpdateItemCommand({
+            TableName: table.tableName,
+            Key: marshall({ id: intentKey }),
+            UpdateExpression: 'SET claim_id = :other',
+            ExpressionAttributeValues: marshall({ ':other': `someone-${randomUUID()}` }),
+          }),
+        );
+      });
+    moveOnEveryDelete();
+
+    await expect(erase(intentKey)).rejects.toThrow('changed 3 times while erased');
     expect(await itemOf(intentKey)).toBeDefined();
   });
 

@@ -13,7 +13,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { completerLooksAtMs } from '../backoff';
-import { type CallState, classify, isInFlight, stalledChangesAtMs } from '../call-state';
+import { type CallState, classify, type InFlightState, isInFlight, stalledChangesAtMs } from '../call-state';
 import { runnersInFlight } from './intent';
 import { deleteIntent } from './intent-writes';
 import { type CallRecord, callRecordOf, intentOf, recordKeyOfCallId, STATUS } from './record';
@@ -24,6 +24,7 @@ import {
   idempotencyTable,
   lockEndedOn,
   readCallRecord,
+  readItem,
 } from './table';
 
 export interface EraseRecordOptions {
@@ -58,7 +59,7 @@ export interface KeptCall {
    * `live`, `abandoned`, `stalled` as `classify` reads it; `unreadable`: in progress, but not a call
    * record as every claim writes it; `changed`: it changed while erase wrote to it (a rerun decides).
    */
-  readonly state: 'live' | 'abandoned' | 'stalled' | 'unreadable' | 'changed';
+  readonly state: InFlightState | 'unreadable' | 'changed';
   /**
    * The earliest time (epoch ms, not before now) it can change by itself ({@link nextChangeAtMs}); undefined
    * when nothing will move it but a resend with its key or erase with the app's tables (`stalled`), or
@@ -79,7 +80,7 @@ export interface ItemErasure {
  * next look is when its record says (`completerLooksAtMs`: its lock's end plus its attempts' backoff, before its TTL);
  * a stalled one never (undefined) — but one Powertools' handler left at its TTL (`stalledChangesAtMs`).
  */
-export function nextChangeAtMs(record: CallRecord, state: 'live' | 'abandoned' | 'stalled'): number | undefined {
+export function nextChangeAtMs(record: CallRecord, state: InFlightState): number | undefined {
   if (state === 'live') return record.lockEndsMs;
   if (state === 'stalled') return stalledChangesAtMs(record);
   // The completer's schedule, the one every answer follows (backoff.ts).
@@ -87,7 +88,7 @@ export function nextChangeAtMs(record: CallRecord, state: 'live' | 'abandoned' |
 }
 
 /** The call erase keeps for `record` in `state` (in flight), as of `nowMs`. */
-function keptCallOf(record: CallRecord, state: 'live' | 'abandoned' | 'stalled', nowMs: number): KeptCall {
+function keptCallOf(record: CallRecord, state: InFlightState, nowMs: number): KeptCall {
   const changesAtMs = nextChangeAtMs(record, state);
   return {
     recordKey: record.recordKey,
@@ -117,10 +118,7 @@ export async function eraseRecord(
   return (await eraseItem(table, item, options)).outcome;
 }
 
-/**
- * {@link eraseRecord}, and the call it kept: what a tenant erase needs to tell which of the app's tables
- * wait, and until when.
- */
+/** {@link eraseRecord}, and the call it kept: for a tenant erase, which of the app's tables wait, until when. */
 export async function eraseItem(
   table: IdempotencyTableOptions,
   item: Record<string, unknown>,
@@ -179,10 +177,7 @@ export function unattributedItem(
   return state === 'completed' ? { untilMs: record.expiresAtS * 1000 } : undefined;
 }
 
-/**
- * Whether the call `callId` names (a stamp on an app's item) may still commit its effect: its record is
- * live, abandoned or stalled — and still that call's (a record claimed anew after its TTL is another's).
- */
+/** Whether the call `callId` names (an app item's stamp) may still commit: its record (still its own) in flight. */
 export async function isCallInFlight(table: IdempotencyTableOptions, callId: string): Promise<boolean> {
   return (await callInFlight(table, callId)) !== undefined;
 }
@@ -234,12 +229,14 @@ async function eraseCallRecord(
  * A dedupe window's intent: kept while a call that may run under its key — its holder, or any other of its
  * runners (its creator, an earlier taker) — is in flight (a fresh key inside the window would otherwise run
  * beside it: review 11, R11-1); a stalled one is closed first when erase closes stalled calls (review 12,
- * R12-3); deleted otherwise, on the holder it was read with (`deleteIntent`).
+ * R12-3); deleted otherwise, on the holder it was read with (`deleteIntent`) — refused (taken over since), it
+ * is read again and erased or kept as it is now (R13-6); one that keeps changing fails the erase (rerun it).
  */
 async function eraseIntent(
   table: IdempotencyTable,
   item: Record<string, unknown>,
   options: Required<EraseRecordOptions>,
+  reads = 1,
 ): Promise<ItemErasure> {
   const intent = intentOf(item, table.attributes);
   if (!intent) return { outcome: 'nothing' };
@@ -248,19 +245,21 @@ async function eraseIntent(
     if (kept) return { outcome: 'in_flight', kept };
   }
   if (options.dryRun) return { outcome: 'nothing' };
-  const deleted = (await deleteIntent(table, intent)) === 'deleted';
-  return { outcome: deleted ? 'erased' : 'nothing' };
+  if ((await deleteIntent(table, intent)) === 'deleted') return { outcome: 'erased' };
+  const now = await readItem(table, intent.intentKey);
+  if (now === undefined) return { outcome: 'nothing' };
+  if (reads >= 3) throw new Error(`the intent ${intent.intentKey} changed ${reads} times while erased`);
+  return eraseIntent(table, now, options, reads + 1);
 }
 
 /**
- * A call in flight that keeps an intent: kept, unless it is stalled and erase closes stalled calls — then
- * closed here (its own record may come later in the scan, or was done already: `changed`, and it is read
- * again: kept if in flight now).
+ * A call in flight that keeps an intent: kept, unless stalled while erase closes stalled calls — then closed
+ * here; refused (`changed`: its record came first in the scan, or a resend took it), read again.
  */
 async function keptUnlessClosed(
   table: IdempotencyTable,
   record: CallRecord,
-  state: 'live' | 'abandoned' | 'stalled',
+  state: InFlightState,
   options: Required<EraseRecordOptions>,
 ): Promise<KeptCall | undefined> {
   const closing = state === 'stalled' && options.closeStalled && !options.dryRun ? record.claimId : undefined;

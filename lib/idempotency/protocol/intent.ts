@@ -13,7 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import { askAgainAfterMs } from '../answers';
-import { classify, holdsIntent, isInFlight, isParked } from '../call-state';
+import { classify, holdsIntent, type InFlightState, isInFlight, isParked } from '../call-state';
 import type { Identity } from '../types';
 import { createIntent, type NewIntent, replaceIntent, swapIntent, takeOverIntent } from './intent-writes';
 import { type CallRecord, type Intent, type IntentHolder, recordKeyOfCallId, type StoredOutcome } from './record';
@@ -125,9 +125,6 @@ export async function claimIntent(table: IdempotencyTable, request: IntentReques
       }
     : RUNNING;
 }
-
-/** A call that may still run: live, abandoned or stalled (`isInFlight`). */
-type InFlightState = 'live' | 'abandoned' | 'stalled';
 
 /** Takes the intent over under its key, in one transaction (`takeOverIntent`). */
 async function takeOver(table: IdempotencyTable, request: IntentRequest, held: Intent): Promise<IntentClaim> {

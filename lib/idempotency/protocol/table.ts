@@ -56,14 +56,20 @@ export function idempotencyTable(options: IdempotencyTableOptions): IdempotencyT
 
 /** The call record under `recordKey`, read consistently, or undefined (none, or not a call record). */
 export async function readCallRecord(table: IdempotencyTable, recordKey: string): Promise<CallRecord | undefined> {
+  const item = await readItem(table, recordKey);
+  return item && callRecordOf(item, table.attributes);
+}
+
+/** The item under `key` (a call record or an intent), read consistently and unmarshalled, or undefined. */
+export async function readItem(table: IdempotencyTable, key: string): Promise<Record<string, unknown> | undefined> {
   const { Item } = await table.client.send(
     new GetItemCommand({
       TableName: table.tableName,
-      Key: { [table.attributes.key]: { S: recordKey } },
+      Key: { [table.attributes.key]: { S: key } },
       ConsistentRead: true,
     }),
   );
-  return Item ? callRecordOf(unmarshall(Item), table.attributes) : undefined;
+  return Item && unmarshall(Item);
 }
 
 /**

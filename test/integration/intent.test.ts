@@ -7,7 +7,7 @@ import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { tombstone } from '../../lib/idempotency/protocol/erase';
 import { claimIntent, type IntentRequest, intentKeyOf } from '../../lib/idempotency/protocol/intent';
 import { takeOverIntent } from '../../lib/idempotency/protocol/intent-writes';
-import type { IntentHolder } from '../../lib/idempotency/protocol/record';
+import { DEFAULT_RECORD_ATTRIBUTES, type IntentHolder, intentOf } from '../../lib/idempotency/protocol/record';
 import { store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
 import { beforeNext } from '../helpers/intercept';
@@ -682,8 +682,7 @@ describe('an intent’s runners (the calls that ran or may run under its key), a
     await heldBy(abandoned, taken);
     const taker = await callClaimed();
 
-    expect(
-      await takeOverIntent(table, intentKeyOf(taken), holderOf(abandoned), holderOf(taker), `dk-${abandoned.claimId}`),
-    ).toBe('taken');
+    const read = intentOf((await intentItem(taken)) ?? {}, DEFAULT_RECORD_ATTRIBUTES);
+    expect(read && (await takeOverIntent(table, read, holderOf(taker)))).toBe('taken');
   });
 });

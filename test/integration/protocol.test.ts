@@ -17,7 +17,12 @@ import {
   swapIntent,
   takeOverIntent,
 } from '../../lib/idempotency/protocol/intent-writes';
-import type { Intent, IntentHolder } from '../../lib/idempotency/protocol/record';
+import {
+  DEFAULT_RECORD_ATTRIBUTES,
+  type Intent,
+  type IntentHolder,
+  intentOf,
+} from '../../lib/idempotency/protocol/record';
 import { park } from '../../lib/idempotency/protocol/settle';
 import { conditionally, type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
 import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
@@ -240,6 +245,8 @@ describe('an intent’s transitions', () => {
         downstreamKey: 'rs1_first',
         windowEndsAtS: intent.windowEndsAtS,
         runners: [intent.holder.callId],
+        runnersKnown: true,
+        expiresAtS: intent.expiresAtS,
       },
     });
   });
@@ -255,11 +262,13 @@ describe('an intent’s transitions', () => {
       downstreamKey: intent.downstreamKey,
       windowEndsAtS: intent.windowEndsAtS,
       runners: [holder.callId],
+      runnersKnown: true,
+      expiresAtS: intent.expiresAtS,
     });
 
     const refused = [
       await replaceIntent(table, { ...intent, holder: other() }, readAs(stale)),
-      await swapIntent(table, intent.intentKey, stale, other()),
+      await swapIntent(table, readAs(stale), other()),
       await releaseIntent(table, intent.intentKey, stale),
       await deleteIntent(table, readAs(stale)),
     ];
@@ -272,11 +281,10 @@ describe('an intent’s transitions', () => {
     const intent = newIntent();
     await createIntent(table, intent);
     const taker = other();
-    expect(await takeOverIntent(table, intent.intentKey, intent.holder, taker, intent.downstreamKey)).toBe(
-      'claim_lost',
-    ); // the taker's record does not exist here: nothing written
-    expect(await swapIntent(table, intent.intentKey, intent.holder, taker)).toBe('swapped'); // a runner now
-    expect(await swapIntent(table, intent.intentKey, taker, intent.holder)).toBe('swapped'); // taken back
+    const read = async () => intentOf((await itemOf(intent.intentKey))!, DEFAULT_RECORD_ATTRIBUTES)!;
+    expect(await takeOverIntent(table, await read(), taker)).toBe('claim_lost'); // the taker's record does not exist here: nothing written
+    expect(await swapIntent(table, await read(), taker)).toBe('swapped'); // a runner now
+    expect(await swapIntent(table, await read(), intent.holder)).toBe('swapped'); // taken back
 
     expect(await releaseIntent(table, intent.intentKey, intent.holder)).toBe('changed');
     expect(await itemOf(intent.intentKey)).toMatchObject({
@@ -289,7 +297,8 @@ describe('an intent’s transitions', () => {
     await createIntent(table, intent);
     const next = other();
 
-    const swapped = await swapIntent(table, intent.intentKey, intent.holder, next, 'rs1_afresh');
+    const read = intentOf((await itemOf(intent.intentKey))!, DEFAULT_RECORD_ATTRIBUTES)!;
+    const swapped = await swapIntent(table, read, next, 'rs1_afresh');
     const held = await createIntent(table, intent);
     const released = await releaseIntent(table, intent.intentKey, next);
 

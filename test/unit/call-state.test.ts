@@ -11,6 +11,7 @@ import {
   isCallRecordKey,
   recordKeyOfCallId,
   STATUS,
+  UNKNOWN_RUNNERS,
 } from '../../lib/idempotency/protocol/record';
 
 /**
@@ -218,6 +219,8 @@ describe('intentOf and holdsIntent', () => {
     [ATTR.callInstance]: 'send_email#abc@i1',
     [ATTR.downstreamKey]: 'dk',
     [ATTR.windowEnd]: 1_900_000_000,
+    [ATTR.expiry]: 1_900_086_400,
+    [ATTR.intentRunners]: new Set(['send_email#abc@i1']),
   };
 
   it('reads an intent as every intent write leaves it', () => {
@@ -227,10 +230,12 @@ describe('intentOf and holdsIntent', () => {
       downstreamKey: 'dk',
       windowEndsAtS: 1_900_000_000,
       runners: ['send_email#abc@i1'],
+      runnersKnown: true,
+      expiresAtS: 1_900_086_400,
     });
   });
 
-  it('reads its runners, its holder among them (an intent an earlier version wrote names none)', () => {
+  it('reads its runners, its holder among them, in one order', () => {
     const runners = new Set(['send_email#def@i2', 'send_email#abc@i1']);
 
     // In one order (sorted), whatever order the set came in: they are read in it.
@@ -240,14 +245,30 @@ describe('intentOf and holdsIntent', () => {
     ]);
   });
 
-  it.each([ATTR.key, ATTR.intentHolder, ATTR.claim, ATTR.callInstance, ATTR.downstreamKey, ATTR.windowEnd])(
-    'refuses an intent without %s',
-    (name) => {
-      const { [name]: _gone, ...without } = item;
+  it('an intent an earlier version wrote (no runners), or one taken over since (the unknown mark): runners unknown, its holder the one it names', () => {
+    const { [ATTR.intentRunners]: _none, ...earlier } = item;
+    const marked = { ...item, [ATTR.intentRunners]: new Set([UNKNOWN_RUNNERS, 'send_email#def@i2']) };
 
-      expect(intentOf(without, ATTR)).toBeUndefined();
-    },
-  );
+    expect(intentOf(earlier, ATTR)).toMatchObject({ runners: ['send_email#abc@i1'], runnersKnown: false });
+    expect(intentOf(marked, ATTR)).toMatchObject({
+      runners: ['send_email#abc@i1', 'send_email#def@i2'],
+      runnersKnown: false,
+    });
+  });
+
+  it.each([
+    ATTR.key,
+    ATTR.intentHolder,
+    ATTR.claim,
+    ATTR.callInstance,
+    ATTR.downstreamKey,
+    ATTR.windowEnd,
+    ATTR.expiry,
+  ])('refuses an intent without %s', (name) => {
+    const { [name]: _gone, ...without } = item;
+
+    expect(intentOf(without, ATTR)).toBeUndefined();
+  });
 
   it('holds an intent while the record is the holder call, whichever attempt', () => {
     const holder = { recordKey: 'refund#abc', claimId: 'c0', callId: 'refund#abc@i1' };

@@ -16,7 +16,7 @@ import { completerLooksAtMs } from '../backoff';
 import { type CallState, classify, type InFlightState, isInFlight, stalledChangesAtMs } from '../call-state';
 import { runnersInFlight } from './intent';
 import { deleteIntent } from './intent-writes';
-import { type CallRecord, callRecordOf, intentOf, recordKeyOfCallId, STATUS } from './record';
+import { type CallRecord, callRecordOf, type Intent, intentOf, recordKeyOfCallId, STATUS } from './record';
 import {
   conditionally,
   type IdempotencyTable,
@@ -34,8 +34,7 @@ export interface EraseRecordOptions {
    */
   readonly dryRun?: boolean;
   /**
-   * Close the calls the completer gave up on (`stalled`): only when the app's tables are erased too —
-   * the kept domain may otherwise still come to show their effect.
+   * Close the calls the completer gave up on (`stalled`): only when the app's tables are erased too.
    * @default false
    */
   readonly closeStalled?: boolean;
@@ -76,15 +75,13 @@ export interface ItemErasure {
 
 /**
  * When a call in flight can next change by itself (epoch ms): a live one at its lock's end (its attempt
- * stores, parks or dies by then); an abandoned one when the completer next looks at it — the stream's
- * next look is when its record says (`completerLooksAtMs`: its lock's end plus its attempts' backoff, before its TTL);
- * a stalled one never (undefined) — but one Powertools' handler left at its TTL (`stalledChangesAtMs`).
+ * stores, parks or dies by then); an abandoned one when the completer next looks at it, as its record says
+ * (`completerLooksAtMs`, the schedule every answer follows: its lock's end plus its attempts' backoff, before
+ * its TTL); a stalled one never (undefined) — but one Powertools' handler left at its TTL (`stalledChangesAtMs`).
  */
 export function nextChangeAtMs(record: CallRecord, state: InFlightState): number | undefined {
   if (state === 'live') return record.lockEndsMs;
-  if (state === 'stalled') return stalledChangesAtMs(record);
-  // The completer's schedule, the one every answer follows (backoff.ts).
-  return completerLooksAtMs(record);
+  return state === 'stalled' ? stalledChangesAtMs(record) : completerLooksAtMs(record);
 }
 
 /** The call erase keeps for `record` in `state` (in flight), as of `nowMs`. */
@@ -244,12 +241,19 @@ async function eraseIntent(
     const kept = await keptUnlessClosed(table, record, state, options);
     if (kept) return { outcome: 'in_flight', kept };
   }
+  // Its runners unknown (an earlier version's): kept to its TTL, when every call asked in its window has expired.
+  if (!intent.runnersKnown) return { outcome: 'in_flight', kept: unknownRunnersOf(intent) };
   if (options.dryRun) return { outcome: 'nothing' };
   if ((await deleteIntent(table, intent)) === 'deleted') return { outcome: 'erased' };
   const now = await readItem(table, intent.intentKey);
   if (now === undefined) return { outcome: 'nothing' };
   if (reads >= 3) throw new Error(`the intent ${intent.intentKey} changed ${reads} times while erased`);
   return eraseIntent(table, now, options, reads + 1);
+}
+
+/** What keeps an intent whose runners are unknown: calls of its tool, erase cannot say which, until its TTL. */
+function unknownRunnersOf({ intentKey: recordKey, expiresAtS }: Intent): KeptCall {
+  return { recordKey, tool: toolOfRecordKey(recordKey), state: 'unreadable', changesAtMs: expiresAtS * 1000 };
 }
 
 /**
@@ -308,23 +312,18 @@ async function toTombstone(
   return written.passed ? 'erased' : 'changed';
 }
 
-/**
- * tombstone: completed ──▶ erased (`toTombstone`). `changed` when the record is no longer completed
- * (deleted by its TTL, or claimed again).
- */
+/** tombstone: completed ──▶ erased (`toTombstone`); `changed` when no longer completed (its TTL, a new claim). */
 export function tombstone(table: IdempotencyTable, recordKey: string): Promise<'erased' | 'changed'> {
   return toTombstone(table, recordKey, '#status = :completed', { ':completed': { S: STATUS.completed } });
 }
 
 /**
  * close stalled: stalled (on `claimId`) ──▶ erased, with the app's tables (`--include-domain`): a call the
- * completer gave up on is closed (`toTombstone`), on the claim it was given up on and read with, and only
- * while that claim's lock has ended (`lockEndedOn`, the one condition for it): a retry that took it over
- * meanwhile is live and stays, and so does the attempt given up on if it was still running past its lock
- * and parked itself (its record is live again — classify reads `live` before `stalled`; no write may move
- * a live call to erased). Nothing would finish it but a retry, and its domain items go with the tenant.
- * Without the app's tables a stalled call is kept, like every call in flight: the kept domain may still
- * come to show its effect.
+ * completer gave up on is closed (`toTombstone`), on the claim it was given up on and read with, only while
+ * that claim's lock has ended (`lockEndedOn`): a retry that took it over meanwhile is live and stays, and so
+ * does the attempt given up on if it ran past its lock and parked itself (live again: no write moves a live
+ * call to erased). Only a retry would finish it; its domain items go with the tenant. Without the app's
+ * tables a stalled call is kept, like every call in flight: the kept domain may still come to show it.
  */
 export function closeStalled(
   table: IdempotencyTable,

@@ -7,7 +7,7 @@
 import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { fixKeyInput } from './claim';
-import { type Intent, type IntentHolder, intentOf } from './record';
+import { type Intent, type IntentHolder, intentOf, UNKNOWN_RUNNERS } from './record';
 import { allOrNone, type Condition, conditionally, heldBy, type IdempotencyTable } from './table';
 
 /** An intent as `createIntent` and `replaceIntent` write it. */
@@ -85,38 +85,32 @@ export async function replaceIntent(
 }
 
 /**
- * swap: held by `from` (as read) ──▶ held by `to`, an UpdateItem of the holder; with `downstreamKey`,
+ * swap: held by its holder as read ──▶ held by `to`, an UpdateItem of the holder; with `downstreamKey`,
  * the intent starts afresh under it (its holder was erased). `changed` when someone moved it first.
  */
 export async function swapIntent(
   table: IdempotencyTable,
-  intentKey: string,
-  from: IntentHolder,
+  read: Intent,
   to: IntentHolder,
   downstreamKey?: string,
 ): Promise<'swapped' | 'changed'> {
-  const written = await conditionally(
-    table.client,
-    new UpdateItemCommand(swapInput(table, intentKey, from, to, downstreamKey)),
-  );
+  const written = await conditionally(table.client, new UpdateItemCommand(swapInput(table, read, to, downstreamKey)));
   return written.passed ? 'swapped' : 'changed';
 }
 
-/** swap's UpdateItem: the holder moved from `from` (as read) to `to`; with `downstreamKey`, the intent's key too. */
-function swapInput(
-  table: IdempotencyTable,
-  intentKey: string,
-  from: IntentHolder,
-  to: IntentHolder,
-  downstreamKey?: string,
-) {
+/** swap's UpdateItem: the holder moved from the one read to `to`; with `downstreamKey`, the intent's key too. */
+function swapInput(table: IdempotencyTable, read: Intent, to: IntentHolder, downstreamKey?: string) {
   const attr = table.attributes;
-  const held = heldBy(attr, from);
+  const held = heldBy(attr, read.holder);
   const afresh = downstreamKey !== undefined;
-  // `to` may run under the key: one of the runners — the only one of an intent started afresh.
+  // `to` may run under the key: one of the runners — the only one of an intent started afresh. The holder it
+  // is taken from stays one (an earlier version's intent lists none), and so does the mark that earlier
+  // runners are unknown (`UNKNOWN_RUNNERS`): once unknown, never "alone" (review 13, R13-1, R13-4).
+  const added = afresh ? [to.callId] : [to.callId, read.holder.callId];
+  if (!read.runnersKnown && !afresh) added.push(UNKNOWN_RUNNERS);
   return {
     TableName: table.tableName,
-    Key: marshall({ [attr.key]: intentKey }),
+    Key: marshall({ [attr.key]: read.intentKey }),
     UpdateExpression: afresh
       ? 'SET #holder = :to, #claim = :toClaim, #call = :toCall, #downstream = :downstream, #runners = :runner'
       : 'SET #holder = :to, #claim = :toClaim, #call = :toCall ADD #runners :runner',
@@ -133,7 +127,7 @@ function swapInput(
         ':to': to.recordKey,
         ':toClaim': to.claimId,
         ':toCall': to.callId,
-        ':runner': new Set([to.callId]),
+        ':runner': new Set(added),
       }),
       ...(afresh ? marshall({ ':downstream': downstreamKey }) : {}),
     },
@@ -141,21 +135,19 @@ function swapInput(
 }
 
 /**
- * take over: held by `from` (as read), a holder that is gone ──▶ held by `to`, with the intent's
- * `downstreamKey` fixed on `to`'s record (on its claim), in one transaction: both writes or neither.
+ * take over: held by its holder as read, a holder that is gone ──▶ held by `to`, with the intent's
+ * downstream key fixed on `to`'s record (on its claim), in one transaction: both writes or neither.
  * `changed` when the intent moved since it was read; `claim_lost` when `to`'s claim did (taken over by
  * another attempt, erased) — then the intent is not touched.
  */
 export async function takeOverIntent(
   table: IdempotencyTable,
-  intentKey: string,
-  from: IntentHolder,
+  read: Intent,
   to: IntentHolder,
-  downstreamKey: string,
 ): Promise<'taken' | 'changed' | 'claim_lost'> {
   const written = await allOrNone(table.client, [
-    { Update: swapInput(table, intentKey, from, to) },
-    { Update: fixKeyInput(table, to, downstreamKey) },
+    { Update: swapInput(table, read, to) },
+    { Update: fixKeyInput(table, to, read.downstreamKey) },
   ]);
   if (written.passed) return 'taken';
   // This call's claim lost decides first: whatever became of the intent, this attempt ends.

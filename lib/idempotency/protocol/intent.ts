@@ -116,8 +116,8 @@ export async function claimIntent(table: IdempotencyTable, request: IntentReques
   // This call's own earlier attempt holds it: the key is its own (it created it) or fixed on its record.
   // Created (freeable) only under its own key and while no other call ran under it: a taker it took the
   // intent back from may have (review 12, R12-2).
-  const alone = held.runners.every((runner) => runner === request.holder.callId);
-  return (await swapIntent(table, held.intentKey, held.holder, request.holder)) === 'swapped'
+  const alone = held.runnersKnown && held.runners.every((runner) => runner === request.holder.callId);
+  return (await swapIntent(table, held, request.holder)) === 'swapped'
     ? {
         kind: 'holds',
         downstreamKey: held.downstreamKey,
@@ -128,7 +128,7 @@ export async function claimIntent(table: IdempotencyTable, request: IntentReques
 
 /** Takes the intent over under its key, in one transaction (`takeOverIntent`). */
 async function takeOver(table: IdempotencyTable, request: IntentRequest, held: Intent): Promise<IntentClaim> {
-  const taken = await takeOverIntent(table, held.intentKey, held.holder, request.holder, held.downstreamKey);
+  const taken = await takeOverIntent(table, held, request.holder);
   if (taken === 'changed') return RUNNING;
   if (taken === 'claim_lost') return { kind: 'claim_lost' };
   return { kind: 'holds', downstreamKey: held.downstreamKey, created: false };
@@ -169,6 +169,9 @@ async function replaceEnded(table: IdempotencyTable, intent: NewIntent, held: In
   // again (review 11, R11-3) — a stalled one too, as a stalled holder: a resend of it may still run it.
   const [runner] = await runnersInFlight(table, held, [held.holder.callId]);
   if (runner) return heldBackBy(runner.record, runner.state);
+  // Nor, when its runners are unknown (an earlier version's), before its TTL: by then every call asked in its
+  // window has expired (review 13, R13-2).
+  if (!held.runnersKnown) return { kind: 'running', lockEndsMs: held.expiresAtS * 1000, parked: true };
   return (await replaceIntent(table, intent, held)) === 'replaced'
     ? { kind: 'holds', downstreamKey: intent.downstreamKey, created: true }
     : RUNNING;
@@ -194,13 +197,14 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
   const state = classify(record, Date.now());
   if (
     state === 'erased' &&
+    held.runnersKnown &&
     (await runnersInFlight(table, held, [held.holder.callId, request.holder.callId])).length === 0
   ) {
     // The intent's holder was erased, and no call that ran under its key is in flight: what was done under
     // it is gone, and so is the intent. Held afresh under this call's key: created by it (freeable) only
     // under its own (a key fixed by an earlier takeover is another call's).
     const ownKey = request.ownKey ?? request.downstreamKey;
-    return (await swapIntent(table, held.intentKey, held.holder, request.holder, request.downstreamKey)) === 'swapped'
+    return (await swapIntent(table, held, request.holder, request.downstreamKey)) === 'swapped'
       ? { kind: 'holds', downstreamKey: request.downstreamKey, created: request.downstreamKey === ownKey }
       : RUNNING;
   }
@@ -211,9 +215,10 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
       // and only the tool, under the intent's key, can tell whose — such a runner runs again. Any other call
       // never ran under the key (every call that runs under it is one of its runners), so the effect is not
       // its own: the holder's outcome answers it, a replay — with no write, and no runner added (a model that
-      // mints a key every turn would otherwise grow the intent by one runner a call).
+      // mints a key every turn would otherwise grow the intent by one runner a call). Where its runners are
+      // unknown (an earlier version's), any call may be one: it runs, and the stamp decides.
       const replayed = record.outcome.replayed && record.outcome.receipt !== undefined;
-      return replayed && held.runners.includes(request.holder.callId)
+      return replayed && (!held.runnersKnown || held.runners.includes(request.holder.callId))
         ? { kind: 'holds', downstreamKey: held.downstreamKey, created: false }
         : { kind: 'done', outcome: record.outcome };
     }

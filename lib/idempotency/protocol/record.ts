@@ -65,9 +65,8 @@ export interface RecordAttributes {
    */
   readonly windowEnd: string;
   /**
-   * On an intent item: every call that may run under its key (a string set of `callId`s) — its creator and
-   * each call that held it since or ran under it — so that it is never deleted, nor started anew under
-   * another key, while one of them may still run (rule 3).
+   * On an intent item: every call that may run under its key (a string set of `callId`s: its creator, each
+   * call that held it since), and `UNKNOWN_RUNNERS` once an earlier version's intent is taken over (rule 3).
    */
   readonly intentRunners: string;
   /** On a call record: the claim the completer gave up on (`stalled` while it is still the record's claim). */
@@ -253,14 +252,12 @@ export function isCallRecordKey(key: string): boolean {
 
 /** An attribute of an unmarshalled item, if it is a string. */
 function text(item: Record<string, unknown>, name: string): string | undefined {
-  const value = item[name];
-  return typeof value === 'string' ? value : undefined;
+  return typeof item[name] === 'string' ? item[name] : undefined;
 }
 
 /** An attribute of an unmarshalled item, if it is a number. */
 function number(item: Record<string, unknown>, name: string): number | undefined {
-  const value = item[name];
-  return typeof value === 'number' ? value : undefined;
+  return typeof item[name] === 'number' ? item[name] : undefined;
 }
 
 /**
@@ -345,9 +342,16 @@ export interface Intent {
   readonly downstreamKey: string;
   /** The end of its dedupe window (epoch s). */
   readonly windowEndsAtS: number;
-  /** The calls that may run under its key (`callId`s), its holder among them (an earlier version's: it alone). */
+  /** The calls that may run under its key (`callId`s) as far as it knows, its holder among them. */
   readonly runners: readonly string[];
+  /** False for an earlier version's intent (none listed) or one taken over since (`UNKNOWN_RUNNERS` kept). */
+  readonly runnersKnown: boolean;
+  /** Its TTL (epoch s): the window's end plus the records' TTL — when every call asked in it has expired. */
+  readonly expiresAtS: number;
 }
+
+/** Kept among the runners of an intent whose earlier runners are unknown (an earlier version's): no call id. */
+export const UNKNOWN_RUNNERS = '?';
 
 /** A table item (unmarshalled) as an intent, or undefined when it is not one as every intent write leaves it. */
 export function intentOf(item: Record<string, unknown>, attr: RecordAttributes): Intent | undefined {
@@ -357,16 +361,16 @@ export function intentOf(item: Record<string, unknown>, attr: RecordAttributes):
   const callId = text(item, attr.callInstance);
   const downstreamKey = text(item, attr.downstreamKey);
   const windowEndsAtS = number(item, attr.windowEnd);
-  if (intentKey === undefined || recordKey === undefined || claimId === undefined || callId === undefined) {
-    return undefined;
-  }
-  if (downstreamKey === undefined || windowEndsAtS === undefined) return undefined;
+  const expiresAtS = number(item, attr.expiry);
+  if (intentKey === undefined || recordKey === undefined || claimId === undefined || callId === undefined) return;
+  if (downstreamKey === undefined || windowEndsAtS === undefined || expiresAtS === undefined) return;
   const listed = item[attr.intentRunners];
   const runners = new Set(listed instanceof Set ? [...listed].filter((r): r is string => typeof r === 'string') : []);
+  const runnersKnown = listed instanceof Set && !runners.delete(UNKNOWN_RUNNERS);
   // In one order whatever order the set comes in (DynamoDB's is none): they are read in it.
   const sorted = [...runners.add(callId)].sort();
   const holder = { recordKey, claimId, callId };
-  return { intentKey, holder, downstreamKey, windowEndsAtS, runners: sorted };
+  return { intentKey, holder, downstreamKey, windowEndsAtS, runners: sorted, runnersKnown, expiresAtS };
 }
 
 /** What a claim carries while in flight, so that anyone can finish the call. */

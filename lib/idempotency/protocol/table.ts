@@ -165,8 +165,9 @@ export function ownClaim(attr: RecordAttributes, claimId: string, inProgress?: b
 /**
  * The one condition that an intent is still held as it was read: by `from`'s record, on `from`'s claim (a
  * call that holds it, or is added to its runners, changes one or the other) — and, with `runners`, with
- * that many runners (an intent an earlier version wrote lists none): release asks for one, its creator
- * alone, since a call it took the intent back from may have run under its key (review 12, R12-2).
+ * that many runners listed (one an earlier version wrote lists none, and passes no such condition): release
+ * asks for one, its creator alone, since a call it took the intent back from may have run under its key
+ * (review 12, R12-2).
  */
 export function heldBy(
   attr: RecordAttributes,
@@ -180,7 +181,7 @@ export function heldBy(
   };
   if (runners === undefined) return held;
   return {
-    expression: `${held.expression} AND (attribute_not_exists(#runners) OR size(#runners) = :runners)`,
+    expression: `${held.expression} AND size(#runners) = :runners`,
     names: { ...held.names, '#runners': attr.intentRunners },
     values: { ...held.values, ':runners': { N: String(runners) } },
   };

@@ -21,7 +21,7 @@ import { expiresAtSOf } from './derivation';
 import { type ErrorCode, InFlightError, ToolError } from './errors';
 import { downstreamKey } from './fingerprint';
 import { type Claim, type ClaimRequest, claimCall } from './protocol/claim';
-import { claimIntent, type IntentScope, intentKeyOf } from './protocol/intent';
+import { claimIntent, type IntentScope, intentKeyOf, outcomeOf } from './protocol/intent';
 import { releaseIntent } from './protocol/intent-writes';
 import { type CallRecord, encodeCall, type IntentHolder, STATUS, type StoredOutcome } from './protocol/record';
 import { park, release, store } from './protocol/settle';
@@ -93,7 +93,7 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
       return settle(
         plan,
         claim,
-        { kind: 'park', untilMs: nowMs + waitMs, unrun: true, queued: true },
+        { kind: 'park', untilMs: nowMs + waitMs, unrun: true, queued: true, waitedOn: chosen.waitedOn },
         { kind: 'pending', until: { afterMs: waitMs } },
       );
     }
@@ -118,8 +118,13 @@ type DownstreamKeyChoice =
   | { readonly kind: 'run'; readonly downstreamKey: string; readonly createdIntent: boolean }
   /** A dedupe window's holder finished the intent: its outcome answers. */
   | { readonly kind: 'replay'; readonly outcome: StoredOutcome }
-  /** A dedupe window's holder runs it now. */
-  | { readonly kind: 'running'; readonly lockEndsMs: number | undefined; readonly parked?: true }
+  /** A dedupe window's holder runs it now (`waitedOn`: that holder's call, inside this call's window). */
+  | {
+      readonly kind: 'running';
+      readonly lockEndsMs: number | undefined;
+      readonly parked?: true;
+      readonly waitedOn?: string;
+    }
   | { readonly kind: 'claim_lost' };
 
 /** Phase: the downstream key — the record's fixed one, the call's own, or a dedupe window's. */
@@ -134,6 +139,10 @@ async function chooseDownstreamKey<S extends z.ZodMiniObject, R extends JsonObje
   if (window === undefined || (claim.downstreamKey !== undefined && claim.ranBefore)) {
     return { kind: 'run', downstreamKey: claim.downstreamKey ?? own, createdIntent: false };
   }
+  // Queued behind its window's holder before, and run by none of its attempts since: that holder, completed,
+  // answers it — even once its window's intent was replaced or freed (review 13, R13-8).
+  const waited = claim.waitedOn !== undefined && !claim.ranBefore && (await outcomeOf(plan.table, claim.waitedOn));
+  if (waited) return { kind: 'replay', outcome: waited };
   const intent = await claimIntent(plan.table, {
     scope: intentScopeOf(plan),
     holder: holderOf(claim),
@@ -200,6 +209,8 @@ type Settlement =
       readonly unrun?: true;
       /** Queued, by no failure (a hand-off; a window's holder in the way): not in the completer's budget. */
       readonly queued?: true;
+      /** Queued behind this dedupe window holder's call (`CallRecord.waitedOn`). */
+      readonly waitedOn?: string;
     };
 
 const PARK_NOW: Settlement = { kind: 'park' };
@@ -376,7 +387,7 @@ async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
   }
   let parked: Awaited<ReturnType<typeof park>>;
   try {
-    parked = await park(plan.table, claim, untilMs, { unrunAttempts, queued });
+    parked = await park(plan.table, claim, untilMs, { unrunAttempts, queued, waitedOn: settlement.waitedOn });
   } catch (error) {
     return { ...failed(new StoreWriteError('settle', { cause: error })), call: leftAs(plan, claim, plan.lockEndsMs) };
   }

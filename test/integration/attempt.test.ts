@@ -103,27 +103,20 @@ describe('a dedupe window’s holder', () => {
 });
 
 describe('a dedupe window’s holder whose own outcome was a replay', () => {
-  it('runs the fresh key’s call under the intent’s downstream key, fixed on its record first: the tool tells', async () => {
-    // A tool that found its effect already there (replayed) on the holder's run: that effect may be
-    // this very call's own, from an earlier attempt — only the tool, under the intent's key, can tell.
+  it('answers a fresh key’s call (never a runner of the intent) that replay: nothing run, no key fixed (review 13)', async () => {
+    // The holder's tool found its effect already there (replayed): an earlier attempt of one of the intent's
+    // runners made it. A fresh key never ran under the intent's key, so the effect is not its own.
     const caller = identity();
-    const keys: string[] = [];
-    const { tool, execute } = noteTool(
-      'send_note',
-      async (_args, context) => {
-        keys.push(context.downstreamKey);
-        return { receipt: { note: 'n1' }, replayed: true };
-      },
-      { dedupeWindowSeconds: WINDOW_SECONDS },
-    );
+    const { tool, execute } = noteTool('send_note', async () => ({ receipt: { note: 'n1' }, replayed: true }), {
+      dedupeWindowSeconds: WINDOW_SECONDS,
+    });
 
     const holder = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
     const fresh = await runtime.invoke(tool, caller, { idempotency_key: 'k2', text: 'hi' }, deadline());
 
     expect(holder).toMatchObject({ ok: true, idempotent: true });
     expect(fresh).toMatchObject({ ok: true, idempotent: true, key: 'k2', receipt: { note: 'n1' } });
-    expect(execute).toHaveBeenCalledTimes(2);
-    expect(keys[1]).toBe(keys[0]);
+    expect(execute).toHaveBeenCalledTimes(1);
     const records = (await world.idempotencyRecordKeys(caller.tenant)).filter((item) => !item.id.includes('#intent#'));
     const fixed = await Promise.all(
       records.map(async ({ id }) => {
@@ -137,8 +130,7 @@ describe('a dedupe window’s holder whose own outcome was a replay', () => {
         return Item?.downstream_key?.S;
       }),
     );
-    // The fresh key's record names the intent's key (the holder's own record has none: it ran under its own).
-    expect(fixed.filter((key) => key !== undefined)).toEqual([keys[0]]);
+    expect(fixed.filter((key) => key !== undefined)).toEqual([]);
   });
 });
 

@@ -167,6 +167,8 @@ export interface Claim {
   readonly queuedBefore: number;
   /** The downstream key an earlier attempt fixed on the record (it took an intent over), if any. */
   readonly downstreamKey: string | undefined;
+  /** The dedupe window's holder an earlier attempt was queued behind (`CallRecord.waitedOn`), if any. */
+  readonly waitedOn?: string | undefined;
   /** The call's id, the same on every attempt of it: what its tool stamps its commit with. */
   readonly callId: string;
   /**
@@ -298,6 +300,7 @@ export async function takeOver(table: IdempotencyTable, from: TakeOver, nowMs: n
     attempt: record.attempt,
     ranBefore: record.attempt - 1 > (record.unrunAttempts ?? 0),
     queuedBefore: record.queuedAttempts ?? 0,
+    waitedOn: record.waitedOn,
     downstreamKey: record.downstreamKey,
     callId: record.callId,
     askedAtMs: createdAtOf(record, from.ttlSeconds),

@@ -52,15 +52,23 @@ export type IntentClaim =
   | { readonly kind: 'holds'; readonly downstreamKey: string; readonly created: boolean }
   /** Another call finished it: its stored outcome (a replay, to a call that never ran under the key). */
   | { readonly kind: 'done'; readonly outcome: StoredOutcome }
-  /** Another call is doing it now; its lock ends at `lockEndsMs`; `parked`: nobody runs it before then. */
-  | { readonly kind: 'running'; readonly lockEndsMs: number | undefined; readonly parked?: true }
+  /**
+   * Another call is doing it now; its lock ends at `lockEndsMs`; `parked`: nobody runs it before then;
+   * `waitedOn`: that call, the holder of this call's own window (its outcome, once stored, answers this one).
+   */
+  | {
+      readonly kind: 'running';
+      readonly lockEndsMs: number | undefined;
+      readonly parked?: true;
+      readonly waitedOn?: string;
+    }
   /** This call's own claim was lost (taken over, erased) before it could take the intent over. */
   | { readonly kind: 'claim_lost' };
 
 const RUNNING: IntentClaim = { kind: 'running', lockEndsMs: undefined };
 
 /** The holder's call is live: its lock's end, and whether it is parked (`isParked`). */
-function runningOn(record: CallRecord): IntentClaim {
+function runningOn(record: CallRecord): Extract<IntentClaim, { kind: 'running' }> {
   return { kind: 'running', lockEndsMs: record.lockEndsMs, ...(isParked(record) ? { parked: true as const } : {}) };
 }
 
@@ -222,7 +230,7 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
         ? { kind: 'holds', downstreamKey: held.downstreamKey, created: false }
         : { kind: 'done', outcome: record.outcome };
     }
-    if (state === 'live') return runningOn(record);
+    if (state === 'live') return { ...runningOn(record), waitedOn: record.callId };
   }
   // Held as taken over, never as created — even from a holder that made no effect: a taker that could
   // free the intent (review 7, R7-1b) let a call with the key fixed, or one that fixed it and died, run
@@ -231,6 +239,16 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
   // An erased holder with a runner in flight is taken over the same way: the runner may have made the
   // effect under the intent's key (review 11, R11-2).
   return takeOver(table, request, held);
+}
+
+/**
+ * The stored outcome of the call `callId` names, once it completed (a window's holder a call waited on), or
+ * undefined (in flight, gone, erased, or its record claimed anew by another call).
+ */
+export async function outcomeOf(table: IdempotencyTable, callId: string): Promise<StoredOutcome | undefined> {
+  const recordKey = recordKeyOfCallId(callId);
+  const record = recordKey === undefined ? undefined : await readCallRecord(table, recordKey);
+  return record?.callId === callId && classify(record, Date.now()) === 'completed' ? record.outcome : undefined;
 }
 
 /** What an intent is: this tenant's user asked this tool for these exact arguments. */

@@ -102,6 +102,11 @@ export interface RecordAttributes {
    * count is read instead — a park by this version starts from it.
    */
   readonly queuedAttempts: string;
+  /**
+   * The `callId` of the dedupe window's holder a call was queued behind (its park, `pending`): once that call
+   * completed, it answers this one, even after the intent was replaced or freed (review 13, R13-8).
+   */
+  readonly waitedOn: string;
 }
 
 /** The attribute names retrysafe uses unless told otherwise. */
@@ -129,6 +134,7 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   completedAt: 'completed_at',
   unrunAttempts: 'unrun_attempts',
   queuedAttempts: 'queued_attempts',
+  waitedOn: 'waited_on',
 };
 
 /**
@@ -215,23 +221,14 @@ export interface CallRecord {
   readonly createdAtMs: number | undefined;
   /** When its outcome was stored (epoch ms); undefined in flight, and on a record an earlier version stored. */
   readonly completedAtMs: number | undefined;
-  /**
-   * `powertools` when Powertools' own handler wrote the record (`callRecordOf`): it names no claim, holds no call.
-   * @default undefined (a retrysafe claim wrote it)
-   */
+  /** `powertools` when Powertools' own handler wrote it (`callRecordOf`): no claim, no call. Else undefined. */
   readonly writtenBy?: 'powertools';
-  /**
-   * How many of its first attempts made no effect (`unrunAttempts` attribute): read by a takeover
-   * (`Claim.ranBefore`) and by what answers say of it (`neverRan`: nothing happened).
-   * @default 0
-   */
+  /** How many of its first attempts made no effect (read by a takeover, `Claim.ranBefore`, and `neverRan`); 0. */
   readonly unrunAttempts?: number;
-  /**
-   * How many of its attempts were queued, not failed (`queuedAttempts` attribute): the completer's budget
-   * counts the others.
-   * @default 0
-   */
+  /** How many of its attempts were queued, not failed: the completer's budget counts the others; 0. */
   readonly queuedAttempts?: number;
+  /** The window's holder this call waited on (`waited_on`, its `callId`), while it never ran (review 13, R13-8). */
+  readonly waitedOn?: string | undefined;
 }
 
 /** A call's id: the record key and the instance its first claim started. */
@@ -306,6 +303,7 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
     // Every park writes it (0 added when not queued): absent, an earlier version parked it, whose
     // `unrun_attempts` counted its queued parks (review 7, R7-3).
     queuedAttempts: number(item, attr.queuedAttempts) ?? number(item, attr.unrunAttempts) ?? 0,
+    waitedOn: text(item, attr.waitedOn),
   };
 }
 

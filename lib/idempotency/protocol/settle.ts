@@ -62,12 +62,24 @@ export async function park(
   /**
    * `unrunAttempts`: this attempt made no effect, and none before it ran (`CallRecord.unrunAttempts`);
    * `queued`: it parks queued, by no failure (`CallRecord.queuedAttempts`, added to — from the claim's
-   * `queuedBefore` where an earlier version's park left it absent).
+   * `queuedBefore` where an earlier version's park left it absent); `waitedOn`: queued behind this dedupe
+   * window holder's call (`CallRecord.waitedOn`).
    */
-  { unrunAttempts, queued = false }: { readonly unrunAttempts?: number; readonly queued?: boolean } = {},
+  {
+    unrunAttempts,
+    queued = false,
+    waitedOn,
+  }: { readonly unrunAttempts?: number; readonly queued?: boolean; readonly waitedOn?: string } = {},
 ): Promise<'parked' | 'claim_lost'> {
   const attr = table.attributes;
   const held = ownClaim(attr, claim.claimId, true);
+  const sets = [
+    '#lockEnd = :until',
+    '#parked = :claim',
+    ...(unrunAttempts === undefined ? [] : ['#unrun = :unrun']),
+    ...(waitedOn === undefined ? [] : ['#waited = :waited']),
+    '#queued = if_not_exists(#queued, :queuedBefore) + :queued',
+  ];
   const written = await conditionally(
     table.client,
     new UpdateItemCommand({
@@ -75,18 +87,20 @@ export async function park(
       Key: marshall({ [attr.key]: claim.recordKey }),
       // `queued_attempts` on every park, + 0 when not queued; absent (an earlier version parked it), from the
       // count the claim read of it (`Claim.queuedBefore`), so that count is kept (review 8, R8-3).
-      UpdateExpression: `SET #lockEnd = :until, #parked = :claim${unrunAttempts === undefined ? '' : ', #unrun = :unrun'}, #queued = if_not_exists(#queued, :queuedBefore) + :queued`,
+      UpdateExpression: `SET ${sets.join(', ')}`,
       ConditionExpression: held.expression,
       ExpressionAttributeNames: {
         '#lockEnd': attr.lockEnd,
         '#parked': attr.parkedClaim,
         ...(unrunAttempts === undefined ? {} : { '#unrun': attr.unrunAttempts }),
+        ...(waitedOn === undefined ? {} : { '#waited': attr.waitedOn }),
         '#queued': attr.queuedAttempts,
         ...held.names,
       },
       ExpressionAttributeValues: {
         ':until': { N: String(untilMs) },
         ...(unrunAttempts === undefined ? {} : { ':unrun': { N: String(unrunAttempts) } }),
+        ...(waitedOn === undefined ? {} : { ':waited': { S: waitedOn } }),
         ':queued': { N: queued ? '1' : '0' },
         ':queuedBefore': { N: String(claim.queuedBefore) },
         ...held.values,

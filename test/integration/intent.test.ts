@@ -5,7 +5,7 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { type Claim, claim, takeOver } from '../../lib/idempotency/protocol/claim';
 import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { tombstone } from '../../lib/idempotency/protocol/erase';
-import { claimIntent, type IntentRequest, intentKeyOf } from '../../lib/idempotency/protocol/intent';
+import { claimIntent, type IntentRequest, intentKeyOf, outcomeOf } from '../../lib/idempotency/protocol/intent';
 import { takeOverIntent } from '../../lib/idempotency/protocol/intent-writes';
 import { DEFAULT_RECORD_ATTRIBUTES, type IntentHolder, intentOf } from '../../lib/idempotency/protocol/record';
 import { store } from '../../lib/idempotency/protocol/settle';
@@ -149,7 +149,7 @@ describe('claiming a dedupe window’s intent', () => {
     });
   });
 
-  it('held by another call, live: running until its lock ends; nothing written', async () => {
+  it('held by another call, live: running until its lock ends, naming the call it waits on; nothing written', async () => {
     const scope = newScope();
     const holder = await callClaimed(7_000);
     const before = await heldBy(holder, scope);
@@ -162,6 +162,7 @@ describe('claiming a dedupe window’s intent', () => {
     expect(result).toEqual({
       kind: 'running',
       lockEndsMs: Number(record.Item?.in_progress_expiration?.N),
+      waitedOn: holder.callId,
     });
     expect(await intentItem(scope)).toEqual(before);
   });
@@ -684,5 +685,29 @@ describe('an intent’s runners (the calls that ran or may run under its key), a
 
     const read = intentOf((await intentItem(taken)) ?? {}, DEFAULT_RECORD_ATTRIBUTES);
     expect(read && (await takeOverIntent(table, read, holderOf(taker)))).toBe('taken');
+  });
+});
+
+describe('outcomeOf: the outcome of the window holder a call waited on (waited_on, review 13 R13-8)', () => {
+  it('a completed call: its stored outcome', async () => {
+    const call = await completedCall();
+
+    expect(await outcomeOf(table, call.callId)).toEqual({ receipt: '{"sent":1}', replayed: false });
+  });
+
+  it('in flight, erased, a record claimed anew by another call, or no record: none', async () => {
+    const live = await callClaimed();
+    const erased = await completedCall();
+    expect(await tombstone(table, erased.recordKey)).toBe('erased');
+    const reclaimed = await completedCall();
+    const other = `${reclaimed.recordKey}@another-instance`;
+
+    expect([
+      await outcomeOf(table, live.callId),
+      await outcomeOf(table, erased.callId),
+      await outcomeOf(table, other),
+      await outcomeOf(table, `note#${randomUUID()}@i`),
+      await outcomeOf(table, 'no-call-id'),
+    ]).toEqual([undefined, undefined, undefined, undefined, undefined]);
   });
 });

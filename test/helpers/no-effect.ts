@@ -155,3 +155,25 @@ export async function recordIdsOf(world: ProtocolWorld, tenant: string): Promise
 export async function intentIdsOf(world: ProtocolWorld, tenant: string): Promise<string[]> {
   return (await world.idempotencyRecordKeys(tenant)).map((r) => r.id).filter((id) => id.includes('#intent#'));
 }
+
+/**
+ * The next `command` touching a window's intent is written by DynamoDB, but its answer is lost (a timeout
+ * after the commit, the SDK's retries spent): the caller sees a transient error for a write that landed.
+ */
+export function landThenFailNextIntentWrite(world: ProtocolWorld, command: string): void {
+  const name = `land-then-fail-${randomUUID()}`;
+  world.client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === command && JSON.stringify(args.input).includes('#intent#')) {
+        world.client.middlewareStack.remove(name);
+        await next(args);
+        throw throttled();
+      }
+      return next(args);
+    },
+    { step: 'initialize', name },
+  );
+}
+
+/** The note id of a tool answer's receipt (a note tool's), or undefined. */
+export const noteOf = (answer: unknown) => (answer as { receipt?: { note_id?: string } }).receipt?.note_id;

@@ -15,11 +15,13 @@ import { callRecordOf, DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/p
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
-import { beforeNext, throttled } from '../helpers/intercept';
+import { beforeNext } from '../helpers/intercept';
 import {
   intentIdsOf as intentIdsInWorld,
   isIntentWrite,
   keyedMissingCustomerTool,
+  landThenFailNextIntentWrite,
+  noteOf,
   recordIdsOf as recordIdsInWorld,
   throttleNextIntentWrite,
   throttleNextRecordUpdate,
@@ -41,7 +43,6 @@ const recordIdsOf = (tenant: string) => recordIdsInWorld(world, tenant);
 const intentIdsOf = (tenant: string) => intentIdsInWorld(world, tenant);
 /** The next store (a call record's UpdateItem) fails as throttled: the attempt made its effect and stays in flight. */
 const failNextStore = () => throttleNextRecordUpdate(world);
-const noteOf = (answer: unknown) => (answer as { receipt?: { note_id?: string } }).receipt?.note_id;
 
 /** Leaves `intentKey` as a version before the runners wrote it: no `intent_runners` (its holder alone). */
 async function asWrittenBeforeRunners(intentKey: string): Promise<void> {
@@ -51,25 +52,6 @@ async function asWrittenBeforeRunners(intentKey: string): Promise<void> {
       Key: { id: { S: intentKey } },
       UpdateExpression: 'REMOVE intent_runners',
     }),
-  );
-}
-
-/**
- * The next `command` touching a window's intent is written by DynamoDB, but its answer is lost (a timeout
- * after the commit, the SDK's retries spent): the caller sees a transient error for a write that landed.
- */
-function landThenFailNextIntentWrite(command: string): void {
-  const name = `land-then-fail-${randomUUID()}`;
-  world.client.middlewareStack.add(
-    (next, context) => async (args) => {
-      if (context.commandName === command && JSON.stringify(args.input).includes('#intent#')) {
-        world.client.middlewareStack.remove(name);
-        await next(args);
-        throw throttled();
-      }
-      return next(args);
-    },
-    { step: 'initialize', name },
   );
 }
 
@@ -190,7 +172,7 @@ describe('review 13: the dedupe window intent’s runners', () => {
     t.failNextRun();
     expect(await runtime.invoke(t.tool, t.caller, args('t4'), deadline())).toMatchObject({ ok: false });
     clock.advance(1000);
-    landThenFailNextIntentWrite('TransactWriteItemsCommand');
+    landThenFailNextIntentWrite(world, 'TransactWriteItemsCommand');
     expect(await runtime.invoke(t.tool, t.caller, args('c4'), deadline())).toMatchObject({ ok: false });
     expect((await itemOf(intentKey!)).intent_owner).toBe(cKey);
     // The intent as that version wrote it: no runners — nothing on it says T ran under dC.

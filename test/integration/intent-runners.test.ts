@@ -6,17 +6,18 @@
  * anew under another key, nor replaced after its window, while one of them may still run; a call runs
  * under its key only as one of them. Review 11 (helper-32) found each case; each test failed on 07e56bd.
  */
-import { randomUUID } from 'node:crypto';
 import { TransactionCanceledException, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { closeStalled, eraseItem, eraseRecord } from '../../lib/idempotency/protocol/erase';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
-import { beforeNext, throttled } from '../helpers/intercept';
+import { beforeNext } from '../helpers/intercept';
 import {
   intentIdsOf as intentIdsInWorld,
   isIntentWrite,
   keyedMissingCustomerTool,
+  landThenFailNextIntentWrite,
+  noteOf,
   recordIdsOf as recordIdsInWorld,
   throttleNextIntentWrite,
   throttleNextRecordUpdate,
@@ -301,24 +302,6 @@ describe('R11-6 a call that never ran under the intent’s key is answered a com
 });
 
 // Review 12 (helper-33), of the runners (63138ba): each R12 test failed on it.
-/**
- * The next `command` touching a window's intent is written by DynamoDB, but its answer is lost (a timeout
- * after the commit, the SDK's retries spent): the caller sees a transient error for a write that landed.
- */
-function landThenFailNextIntentWrite(command: string): void {
-  const name = `land-then-fail-${randomUUID()}`;
-  world.client.middlewareStack.add(
-    (next, context) => async (args) => {
-      if (context.commandName === command && JSON.stringify(args.input).includes('#intent#')) {
-        world.client.middlewareStack.remove(name);
-        await next(args);
-        throw throttled();
-      }
-      return next(args);
-    },
-    { step: 'initialize', name },
-  );
-}
 
 /** The completer gives up on `recordKey`'s claim: stalled (not closed). */
 async function giveUp(recordKey: string): Promise<void> {
@@ -332,8 +315,6 @@ async function giveUp(recordKey: string): Promise<void> {
     }),
   );
 }
-
-const noteOf = (answer: unknown) => (answer as { receipt?: { note_id?: string } }).receipt?.note_id;
 
 describe('checked sound: a window is not replaced while a stalled runner (a resend can still take it over) may ask it again', () => {
   it('sound: A commits under dA and dies before its store; Z takes over (a replay) and completes; A is given up on (stalled); past the window F waits, and A’s resend is answered its own receipt (replaceEnded blocks on stalled runners: isAbandoned — its comment and the doc table say only live or abandoned do)', async () => {
@@ -420,7 +401,7 @@ describe('R12-2 an intent a call holds again under its own key, after a taker ra
 
     // C, attempt 2: takes the intent back from T (abandoned) — the transaction lands (C holds it, dC fixed on
     // C), its answer is lost: C parked unrun (a store error before its tool ran).
-    landThenFailNextIntentWrite('TransactWriteItemsCommand');
+    landThenFailNextIntentWrite(world, 'TransactWriteItemsCommand');
     expect(await runtime.invoke(t.tool, t.caller, args('c2'), deadline())).toMatchObject({ ok: false });
     clock.advance(1000);
 

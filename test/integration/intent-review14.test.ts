@@ -139,4 +139,45 @@ describe('review 14: the dedupe window intent after the join', () => {
       r: expect.objectContaining({ ok: true }),
     });
   });
+
+  it('R14-4 R13-8 by another road: a fresh key Q asked in A’s window whose first attempt failed before it reached the intent (a throttled intent write: parked unrun, no waited_on) runs anew past the window once F replaced and freed the intent — a second effect for A’s window, Q answered idempotent: false', async () => {
+    const clock = movableClock();
+    let customerExists = true;
+    const effects = new Map<string, string>();
+    const { tool } = noteTool(
+      `keyed4_${randomUUID().slice(0, 8)}`,
+      async (a, context) => {
+        const found = effects.get(context.downstreamKey);
+        if (found) return { receipt: { note_id: found, text: a.text }, replayed: true };
+        if (!customerExists) throw new NotFoundError('customer: no such customer');
+        const noteId = `note_${randomUUID()}`;
+        effects.set(context.downstreamKey, noteId);
+        return { receipt: { note_id: noteId, text: a.text }, replayed: false };
+      },
+      { dedupeWindowSeconds: 600 },
+    );
+    const caller = identity();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    // A creates the intent (dA) and commits E1: completed, idempotent: false.
+    const a = await runtime.invoke(tool, caller, args('a4'), deadline());
+    expect(a).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+    // Q, a fresh key in A's window: its read of the intent is throttled (a transient error before anything ran).
+    throttleNextIntentWrite(world, 'PutItemCommand');
+    expect(await runtime.invoke(tool, caller, args('q4'), deadline())).toMatchObject({ ok: false });
+    expect(effects.size).toBe(1);
+
+    // Past A's window: F replaces the intent (A settled, Q no runner) and frees it on its first run's not_found.
+    clock.advance(11 * 60_000);
+    customerExists = false;
+    expect(await runtime.invoke(tool, caller, args('f4'), deadline())).toMatchObject({ error: { code: 'not_found' } });
+    customerExists = true;
+
+    // Q's resend (asked in A's window, none of its attempts ran): A's effect must answer it.
+    const qAgain = await runtime.invoke(tool, caller, args('q4'), deadline());
+    expect({ effects: effects.size, q: qAgain }).toEqual({
+      effects: 1,
+      q: expect.objectContaining({ ok: true, idempotent: true, receipt: (a as { receipt: unknown }).receipt }),
+    });
+  });
 });

@@ -180,4 +180,29 @@ describe('review 14: the dedupe window intent after the join', () => {
       q: expect.objectContaining({ ok: true, idempotent: true, receipt: (a as { receipt: unknown }).receipt }),
     });
   });
+
+  it('R14-5 a fresh key Q asked in A’s window whose first attempt failed before it reached the intent is answered, past the window, the receipt of F’s effect — a later window’s — instead of A’s: takeFromAnother takes F’s intent for Q’s window (its end is after Q was asked) though F’s window began after it', async () => {
+    const clock = movableClock();
+    const t = keyedMissingCustomerTool();
+    t.createCustomer();
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    // A creates the intent (dA) and commits E1. Q, a fresh key in A's window: its intent write throttled.
+    const a = await runtime.invoke(t.tool, t.caller, args('a5'), deadline());
+    expect(a).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+    throttleNextIntentWrite(world, 'PutItemCommand');
+    expect(await runtime.invoke(t.tool, t.caller, args('q5'), deadline())).toMatchObject({ ok: false });
+
+    // Past A's window: F, a new window's call, replaces the intent (A settled) and commits E2 under dF.
+    clock.advance(11 * 60_000);
+    const f = await runtime.invoke(t.tool, t.caller, args('f5'), deadline());
+    expect(f).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+    expect(t.effects.size).toBe(2);
+
+    // Q's resend (asked in A's window, none of its attempts ran): its window's effect is A's.
+    const qAgain = await runtime.invoke(t.tool, t.caller, args('q5'), deadline());
+    expect(qAgain).toEqual(
+      expect.objectContaining({ ok: true, idempotent: true, receipt: (a as { receipt: unknown }).receipt }),
+    );
+  });
 });

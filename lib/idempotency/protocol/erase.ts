@@ -242,7 +242,9 @@ async function eraseIntent(
     if (kept) return { outcome: 'in_flight', kept };
   }
   // Its runners unknown (an earlier version's): kept to its TTL, when every call asked in its window has expired.
-  if (!intent.runnersKnown) return { outcome: 'in_flight', kept: unknownRunnersOf(intent) };
+  if (!intent.runnersKnown && Date.now() < intent.expiresAtS * 1000) {
+    return { outcome: 'in_flight', kept: unknownRunnersOf(intent) };
+  }
   if (options.dryRun) return { outcome: 'nothing' };
   if ((await deleteIntent(table, intent)) === 'deleted') return { outcome: 'erased' };
   const now = await readItem(table, intent.intentKey);

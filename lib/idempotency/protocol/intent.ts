@@ -178,8 +178,10 @@ async function replaceEnded(table: IdempotencyTable, intent: NewIntent, held: In
   const [runner] = await runnersInFlight(table, held, [held.holder.callId]);
   if (runner) return heldBackBy(runner.record, runner.state);
   // Nor, when its runners are unknown (an earlier version's), before its TTL: by then every call asked in its
-  // window has expired (review 13, R13-2).
-  if (!held.runnersKnown) return { kind: 'running', lockEndsMs: held.expiresAtS * 1000, parked: true };
+  // window has expired (review 13, R13-2) — and after it, not until DynamoDB's sweep (review 14, R14-1).
+  if (!held.runnersKnown && Date.now() < held.expiresAtS * 1000) {
+    return { kind: 'running', lockEndsMs: held.expiresAtS * 1000, parked: true };
+  }
   return (await replaceIntent(table, intent, held)) === 'replaced'
     ? { kind: 'holds', downstreamKey: intent.downstreamKey, created: true }
     : RUNNING;
@@ -242,13 +244,15 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
 }
 
 /**
- * The stored outcome of the call `callId` names, once it completed (a window's holder a call waited on), or
- * undefined (in flight, gone, erased, or its record claimed anew by another call).
+ * The receipt the call `callId` names stored, once it completed (a window's holder a call waited on), or
+ * undefined (in flight, gone, erased, its record claimed anew by another call — or a failure: its first run's
+ * freed the intent, so that a fresh call runs, and a later one's the intent keeps: review 14, R14-3).
  */
 export async function outcomeOf(table: IdempotencyTable, callId: string): Promise<StoredOutcome | undefined> {
   const recordKey = recordKeyOfCallId(callId);
   const record = recordKey === undefined ? undefined : await readCallRecord(table, recordKey);
-  return record?.callId === callId && classify(record, Date.now()) === 'completed' ? record.outcome : undefined;
+  const completed = record?.callId === callId && classify(record, Date.now()) === 'completed';
+  return completed && record.outcome?.receipt !== undefined ? record.outcome : undefined;
 }
 
 /** What an intent is: this tenant's user asked this tool for these exact arguments. */

@@ -92,4 +92,33 @@ describe('review 15: the dedupe window intent after R14', () => {
       q: expect.objectContaining({ ok: false, error: expect.objectContaining({ code: 'internal' }) }),
     });
   });
+
+  it('R15-2 the same waiter Q (queued behind A, whose effect ran but whose outcome is a failure) is answered, past the window, the receipt of F’s effect — a later window’s, made after Q was asked — instead of A’s outcome: outcomeOf skips A’s failure and Q reads F’s replacing intent as its own window’s (R14-5’s answer, by a waiter that did reach its intent)', async () => {
+    const clock = movableClock();
+    const t = keyedTool('r15b');
+    const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+    let q: unknown;
+    t.state.badReceiptNext = true;
+    t.state.during = async () => {
+      q = await runtime.invoke(t.tool, t.caller, args('q2'), deadline());
+    };
+    expect(await runtime.invoke(t.tool, t.caller, args('a2'), deadline())).toMatchObject({
+      ok: false,
+      error: { code: 'internal' },
+    });
+    expect(q).toMatchObject({ ok: false, status: 'pending' });
+
+    // Past A's window: F replaces the intent (A settled) and commits E2 under its own key.
+    clock.advance(11 * 60_000);
+    const f = await runtime.invoke(t.tool, t.caller, args('f2'), deadline());
+    expect(f).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+    expect(t.effects.size).toBe(2);
+
+    // Q's resend: its window's outcome is A's, not F's effect.
+    const qAgain = await runtime.invoke(t.tool, t.caller, args('q2'), deadline());
+    expect(qAgain).toEqual(
+      expect.objectContaining({ ok: false, error: expect.objectContaining({ code: 'internal' }) }),
+    );
+  });
 });

@@ -18,7 +18,7 @@ import { lastLookMs, STREAM_BATCHING_WINDOW_SECONDS } from './backoff';
 import type { CallPlan } from './call-plan';
 import { latestLockEndMs, ttlNeededFor } from './call-state';
 import { expiresAtSOf } from './derivation';
-import { type ErrorCode, InFlightError, ToolError } from './errors';
+import { InFlightError, RELEASING_CODES, ToolError } from './errors';
 import { downstreamKey } from './fingerprint';
 import { type Claim, type ClaimRequest, claimCall } from './protocol/claim';
 import { claimIntent, type IntentScope, intentKeyOf, outcomeOf } from './protocol/intent';
@@ -229,9 +229,6 @@ type Executed =
       readonly releaseIntent?: boolean;
     }
   | { readonly kind: 'settle'; readonly settlement: Settlement; readonly ending: Ending };
-
-/** The business errors after which nothing happened (on a first attempt): the claim is released. */
-const RELEASING_CODES: ReadonlySet<ErrorCode> = new Set(['invalid_args', 'not_found', 'conflict']);
 
 /** Phase: the effect. */
 async function execute<S extends z.ZodMiniObject, R extends JsonObject>(

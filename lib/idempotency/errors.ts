@@ -7,6 +7,12 @@ import { isServerError, isThrottlingError, isTransientError } from '@smithy/serv
 export type ErrorCode = 'invalid_args' | 'not_found' | 'conflict' | 'unavailable' | 'internal';
 
 /**
+ * The codes of a tool's business errors: it refused before any effect, so a first run's frees its claim (and
+ * the dedupe window's intent it created: rule 1).
+ */
+export const RELEASING_CODES: ReadonlySet<ErrorCode> = new Set(['invalid_args', 'not_found', 'conflict']);
+
+/**
  * Base of every error retrysafe returns to a caller. `expose` says whether `message` may reach the
  * caller: only `internal` hides it (the caller sees a generic message; the cause goes to the log).
  */

@@ -14,6 +14,7 @@
 import { createHash } from 'node:crypto';
 import { askAgainAfterMs } from '../answers';
 import { classify, holdsIntent, type InFlightState, isInFlight, isParked } from '../call-state';
+import { RELEASING_CODES } from '../errors';
 import type { Identity } from '../types';
 import { createIntent, type NewIntent, replaceIntent, swapIntent, takeOverIntent } from './intent-writes';
 import { type CallRecord, type Intent, type IntentHolder, recordKeyOfCallId, type StoredOutcome } from './record';
@@ -244,15 +245,20 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
 }
 
 /**
- * The receipt the call `callId` names stored, once it completed (a window's holder a call waited on), or
- * undefined (in flight, gone, erased, its record claimed anew by another call — or a failure: its first run's
- * freed the intent, so that a fresh call runs, and a later one's the intent keeps: review 14, R14-3).
+ * The outcome the call `callId` names stored, once it completed (a window's holder a call waited on), or
+ * undefined: in flight, gone, erased, its record claimed anew by another call — or a business error its
+ * first run met under its own key, which freed the intent it created (rule 1) so that a fresh call runs, and
+ * so does a call that waited on it (review 14, R14-3). Any other outcome, a failure the intent kept
+ * included, is its window's (review 15, R15-1).
  */
 export async function outcomeOf(table: IdempotencyTable, callId: string): Promise<StoredOutcome | undefined> {
   const recordKey = recordKeyOfCallId(callId);
   const record = recordKey === undefined ? undefined : await readCallRecord(table, recordKey);
-  const completed = record?.callId === callId && classify(record, Date.now()) === 'completed';
-  return completed && record.outcome?.receipt !== undefined ? record.outcome : undefined;
+  if (record?.callId !== callId || classify(record, Date.now()) !== 'completed') return undefined;
+  const { outcome } = record;
+  const firstRun = (record.unrunAttempts ?? 0) >= record.attempt - 1 && record.downstreamKey === undefined;
+  const freed = firstRun && outcome?.failure !== undefined && RELEASING_CODES.has(outcome.failure);
+  return freed ? undefined : outcome;
 }
 
 /** What an intent is: this tenant's user asked this tool for these exact arguments. */

@@ -48,12 +48,14 @@ describe('a result write that fails after the side effect ran', () => {
     const call = { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount };
     const failure = failNextResultWrite(world.client);
 
-    const first = await world.runtime.invoke(world.refund, caller, call, deadline(1_000));
+    // A lock of 5 s: a call read right after the first is still inside it, on a loaded machine too (with 1 s,
+    // a CI run that shared the cores with a mutation run read it past the lock and took it over).
+    const first = await world.runtime.invoke(world.refund, caller, call, deadline(5_000));
     failure.restore();
     // Answered at once (attach.test holds a duplicate that waits for the lock's end and takes over).
     const unattached = world.idempotencyRuntime({ attach: { maxWaitMs: 0 } });
     const whileLocked = await unattached.invoke(world.refund, caller, call, deadline());
-    advanceClock(2_000); // past the first call's lock
+    advanceClock(6_000); // past the first call's lock
     const retry = await world.runtime.invoke(world.refund, caller, call, deadline());
 
     expect(first).toEqual({

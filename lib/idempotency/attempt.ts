@@ -22,8 +22,9 @@ import { InFlightError, RELEASING_CODES, ToolError } from './errors';
 import { downstreamKey } from './fingerprint';
 import { type Claim, type ClaimRequest, claimCall } from './protocol/claim';
 import { claimIntent, type IntentScope, intentKeyOf, outcomeOf } from './protocol/intent';
+import type { IntentHolder } from './protocol/intent-record';
 import { releaseIntent } from './protocol/intent-writes';
-import { type CallRecord, encodeCall, type IntentHolder, STATUS, type StoredOutcome } from './protocol/record';
+import { type CallRecord, encodeCall, STATUS, type StoredOutcome } from './protocol/record';
 import { park, release, store } from './protocol/settle';
 import { encodeReceipt } from './receipt';
 import type { JsonObject } from './types';
@@ -102,13 +103,12 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
     case 'run': {
       const executed = await execute(plan, claim, chosen.downstreamKey, chosen.createdIntent);
       if (executed.kind === 'settle') return settle(plan, claim, executed.settlement, executed.ending);
-      if (executed.releaseIntent) {
-        // The intent first, then the failure: an intent never names a stored failure of a call that made no
-        // effect (review 5, F1). Not freed: the call stays in flight, as having made no effect.
-        const unfreed = await freeIntent(plan, claim);
-        if (unfreed) return unfreed;
-      }
-      return storeOutcome(plan, claim, executed.outcome, executed.replay);
+      // The intent first, then the failure: an intent never names a stored failure of a call that made no
+      // effect (review 5, F1). Not freed: the call stays in flight, as having made no effect. Freed: the
+      // stored failure says so, for the calls that waited on it (review 16, R16-1).
+      const freed = executed.releaseIntent ? await freeIntent(plan, claim) : false;
+      if (typeof freed === 'object') return freed;
+      return storeOutcome(plan, claim, executed.outcome, executed.replay, freed);
     }
   }
 }
@@ -281,12 +281,13 @@ async function storeOutcome<S extends z.ZodMiniObject, R extends JsonObject>(
   claim: Claim,
   outcome: StoredOutcome,
   replay: ReplayKind | undefined,
+  intentFreed = false,
 ): Promise<Ending> {
   let stored: Awaited<ReturnType<typeof store>>;
   const completedAtMs = Date.now();
   const expiresAtS = expiresAtSOf(plan.ttlSeconds, completedAtMs);
   try {
-    stored = await store(plan.table, claim, outcome, { expiresAtS, completedAtMs });
+    stored = await store(plan.table, claim, outcome, { expiresAtS, completedAtMs, intentFreed });
   } catch (error) {
     // Nothing written: the record stays in flight until its lock ends (then a retry or the completer).
     return { ...failed(new StoreWriteError('store', { cause: error })), call: leftAs(plan, claim, plan.lockEndsMs) };
@@ -334,13 +335,14 @@ function leftAs<S extends z.ZodMiniObject, R extends JsonObject>(
   };
 }
 
-/** Frees the intent this attempt created: undefined, or how the attempt ends parked (no effect) if it fails. */
+/** Frees the intent this attempt created: whether it did (not if taken over or run under meanwhile), or how
+ * the attempt ends parked (no effect) if the write fails. */
 async function freeIntent<S extends z.ZodMiniObject, R extends JsonObject>(
   plan: CallPlan<S, R>,
   claim: Claim,
-): Promise<Ending | undefined> {
+): Promise<Ending | boolean> {
   try {
-    return void (await releaseIntent(plan.table, intentKeyOf(intentScopeOf(plan)), holderOf(claim)));
+    return (await releaseIntent(plan.table, intentKeyOf(intentScopeOf(plan)), holderOf(claim))) === 'released';
   } catch (error) {
     return settle(plan, claim, PARK_UNRUN, failed(error));
   }
@@ -361,7 +363,7 @@ async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
   let settled = ending;
   if (settlement.kind === 'release' && settlement.createdIntent) {
     const unfreed = await freeIntent(plan, claim);
-    if (unfreed) return unfreed;
+    if (typeof unfreed === 'object') return unfreed;
   }
   if (settlement.kind === 'release') {
     try {

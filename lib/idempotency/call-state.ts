@@ -25,7 +25,8 @@
  * state through {@link classify}; the record they classify is read from its item in `protocol/record.ts`,
  * the one home of what is on disk.
  */
-import { type CallRecord, type IntentHolder, STATUS } from './protocol/record';
+import type { IntentHolder } from './protocol/intent-record';
+import { type CallRecord, STATUS } from './protocol/record';
 
 export type CallState = 'absent' | 'expired' | 'live' | 'abandoned' | 'stalled' | 'completed' | 'erased';
 

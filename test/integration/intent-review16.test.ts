@@ -67,10 +67,8 @@ function keyedTool(prefix: string) {
 }
 
 describe('review 16: outcomeOf’s "freed" after c06aece', () => {
-  // Left open (docs/state-machine.md, the intent table's waited_on row): outcomeOf derives "freed its intent"
-  // from the holder's record (its first run, no key fixed) instead of being told; the fix is a mark the store
-  // writes when the attempt freed the intent first. it.failing: it starts failing once that is built.
-  it.failing('R16-1 a holder C that starts the intent afresh (its holder U erased) under the key fixed on its record by an earlier takeover of its own intent — its own key — is created (freeable), and its first run’s not_found frees the intent; but outcomeOf reads the fixed key as "not its own" and answers the waiter Q C’s not_found, while a fresh key R runs and succeeds (R14-3 by another road)', async () => {
+  // Fixed: the store writes `intent_freed` when the attempt freed the intent it created first; outcomeOf reads it.
+  it('R16-1 a holder C that starts the intent afresh (its holder U erased) under the key fixed on its record by an earlier takeover of its own intent — its own key — is created (freeable), and its first run’s not_found frees the intent; but outcomeOf reads the fixed key as "not its own" and answers the waiter Q C’s not_found, while a fresh key R runs and succeeds (R14-3 by another road)', async () => {
     const clock = movableClock();
     const t = keyedTool('r16a');
     const args = (key: string) => ({ idempotency_key: key, text: 'same' });

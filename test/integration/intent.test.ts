@@ -6,8 +6,9 @@ import { type Claim, claim, takeOver } from '../../lib/idempotency/protocol/clai
 import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { tombstone } from '../../lib/idempotency/protocol/erase';
 import { claimIntent, type IntentRequest, intentKeyOf, outcomeOf } from '../../lib/idempotency/protocol/intent';
+import { type IntentHolder, intentOf } from '../../lib/idempotency/protocol/intent-record';
 import { takeOverIntent } from '../../lib/idempotency/protocol/intent-writes';
-import { DEFAULT_RECORD_ATTRIBUTES, type IntentHolder, intentOf } from '../../lib/idempotency/protocol/record';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import { store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
 import { beforeNext } from '../helpers/intercept';

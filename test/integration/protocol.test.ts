@@ -8,6 +8,7 @@ import { classify } from '../../lib/idempotency/call-state';
 import { claim, fixKeyInput, takeOver } from '../../lib/idempotency/protocol/claim';
 import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { closeStalled, deleteExpired, tombstone } from '../../lib/idempotency/protocol/erase';
+import { type Intent, type IntentHolder, intentOf } from '../../lib/idempotency/protocol/intent-record';
 import {
   createIntent,
   deleteIntent,
@@ -17,12 +18,7 @@ import {
   swapIntent,
   takeOverIntent,
 } from '../../lib/idempotency/protocol/intent-writes';
-import {
-  DEFAULT_RECORD_ATTRIBUTES,
-  type Intent,
-  type IntentHolder,
-  intentOf,
-} from '../../lib/idempotency/protocol/record';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import { park } from '../../lib/idempotency/protocol/settle';
 import { conditionally, type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
 import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';

@@ -1,4 +1,5 @@
 import { classify, createdAtOf, holdsIntent } from '../../lib/idempotency/call-state';
+import { intentOf, UNKNOWN_RUNNERS } from '../../lib/idempotency/protocol/intent-record';
 import {
   DEFAULT_RECORD_ATTRIBUTES as ATTR,
   type CallRecord,
@@ -7,11 +8,9 @@ import {
   decodeCall,
   decodeOutcome,
   encodeCall,
-  intentOf,
   isCallRecordKey,
   recordKeyOfCallId,
   STATUS,
-  UNKNOWN_RUNNERS,
 } from '../../lib/idempotency/protocol/record';
 
 /**

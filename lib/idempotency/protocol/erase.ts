@@ -15,8 +15,9 @@ import {
 import { completerLooksAtMs } from '../backoff';
 import { type CallState, classify, type InFlightState, isInFlight, stalledChangesAtMs } from '../call-state';
 import { runnersInFlight } from './intent';
+import { type Intent, intentOf } from './intent-record';
 import { deleteIntent } from './intent-writes';
-import { type CallRecord, callRecordOf, type Intent, intentOf, recordKeyOfCallId, STATUS } from './record';
+import { type CallRecord, callRecordOf, recordKeyOfCallId, STATUS } from './record';
 import {
   conditionally,
   type IdempotencyTable,

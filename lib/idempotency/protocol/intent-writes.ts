@@ -7,7 +7,7 @@
 import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { fixKeyInput } from './claim';
-import { type Intent, type IntentHolder, intentOf, UNKNOWN_RUNNERS } from './record';
+import { type Intent, type IntentHolder, intentOf, UNKNOWN_RUNNERS } from './intent-record';
 import { allOrNone, type Condition, conditionally, heldBy, type IdempotencyTable } from './table';
 
 /** An intent as `createIntent` and `replaceIntent` write it. */

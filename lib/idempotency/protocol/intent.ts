@@ -14,10 +14,10 @@
 import { createHash } from 'node:crypto';
 import { askAgainAfterMs } from '../answers';
 import { classify, holdsIntent, type InFlightState, isInFlight, isParked } from '../call-state';
-import { RELEASING_CODES } from '../errors';
 import type { Identity } from '../types';
+import type { Intent, IntentHolder } from './intent-record';
 import { createIntent, type NewIntent, replaceIntent, swapIntent, takeOverIntent } from './intent-writes';
-import { type CallRecord, type Intent, type IntentHolder, recordKeyOfCallId, type StoredOutcome } from './record';
+import { type CallRecord, recordKeyOfCallId, type StoredOutcome } from './record';
 import { type IdempotencyTable, readCallRecord } from './table';
 
 /** What a call asks of an intent. */
@@ -246,19 +246,18 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
 
 /**
  * The outcome the call `callId` names stored, once it completed (a window's holder a call waited on), or
- * undefined: in flight, gone, erased, its record claimed anew by another call — or a business error its
- * first run met under its own key, which freed the intent it created (rule 1) so that a fresh call runs, and
- * so does a call that waited on it (review 14, R14-3). Any other outcome, a failure the intent kept
- * included, is its window's (review 15, R15-1).
+ * undefined: in flight, gone, erased, its record claimed anew by another call — or a business error after
+ * which its attempt freed the intent it created (rule 1), which its record says (`intentFreed`, written with
+ * the outcome), so that a fresh call runs, and so does a call that waited on it (reviews 14 and 16, R14-3,
+ * R16-1: never derived from its attempts). Any other outcome, a failure the intent kept included, is its
+ * window's (review 15, R15-1). A record an earlier version stored after freeing carries no mark: its failure
+ * answers (conservative: a stale business error, never a second effect).
  */
 export async function outcomeOf(table: IdempotencyTable, callId: string): Promise<StoredOutcome | undefined> {
   const recordKey = recordKeyOfCallId(callId);
   const record = recordKey === undefined ? undefined : await readCallRecord(table, recordKey);
   if (record?.callId !== callId || classify(record, Date.now()) !== 'completed') return undefined;
-  const { outcome } = record;
-  const firstRun = (record.unrunAttempts ?? 0) >= record.attempt - 1 && record.downstreamKey === undefined;
-  const freed = firstRun && outcome?.failure !== undefined && RELEASING_CODES.has(outcome.failure);
-  return freed ? undefined : outcome;
+  return record.intentFreed ? undefined : record.outcome;
 }
 
 /** What an intent is: this tenant's user asked this tool for these exact arguments. */

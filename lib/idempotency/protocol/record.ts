@@ -107,6 +107,8 @@ export interface RecordAttributes {
    * completed, it answers this one, even after the intent was replaced or freed (review 13, R13-8).
    */
   readonly waitedOn: string;
+  /** On a completed call record: its attempt freed the intent it created first (rule 1): it answers no waiter. */
+  readonly intentFreed: string;
 }
 
 /** The attribute names retrysafe uses unless told otherwise. */
@@ -135,6 +137,7 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   unrunAttempts: 'unrun_attempts',
   queuedAttempts: 'queued_attempts',
   waitedOn: 'waited_on',
+  intentFreed: 'intent_freed',
 };
 
 /**
@@ -229,6 +232,8 @@ export interface CallRecord {
   readonly queuedAttempts?: number;
   /** The window's holder this call waited on (`waited_on`, its `callId`), while it never ran (review 13, R13-8). */
   readonly waitedOn?: string | undefined;
+  /** Its attempt freed the intent it created before storing this outcome (`intent_freed`; review 16, R16-1). */
+  readonly intentFreed?: boolean;
 }
 
 /** A call's id: the record key and the instance its first claim started. */
@@ -248,12 +253,12 @@ export function isCallRecordKey(key: string): boolean {
 }
 
 /** An attribute of an unmarshalled item, if it is a string. */
-function text(item: Record<string, unknown>, name: string): string | undefined {
+export function text(item: Record<string, unknown>, name: string): string | undefined {
   return typeof item[name] === 'string' ? item[name] : undefined;
 }
 
 /** An attribute of an unmarshalled item, if it is a number. */
-function number(item: Record<string, unknown>, name: string): number | undefined {
+export function number(item: Record<string, unknown>, name: string): number | undefined {
   return typeof item[name] === 'number' ? item[name] : undefined;
 }
 
@@ -304,6 +309,7 @@ export function callRecordOf(item: Record<string, unknown>, attr: RecordAttribut
     // `unrun_attempts` counted its queued parks (review 7, R7-3).
     queuedAttempts: number(item, attr.queuedAttempts) ?? number(item, attr.unrunAttempts) ?? 0,
     waitedOn: text(item, attr.waitedOn),
+    intentFreed: item[attr.intentFreed] === true,
   };
 }
 
@@ -322,53 +328,6 @@ function powertoolsOutcomeOf(status: string, data: unknown): StoredOutcome | und
   if (outcome !== undefined) return outcome;
   const stored = receiptTextOf(data);
   return 'text' in stored ? { receipt: stored.text, replayed: false } : { replayed: false, failure: 'internal' };
-}
-
-/** The call that holds a dedupe window's intent: its record, the claim it held it with, and the call itself. */
-export interface IntentHolder {
-  readonly recordKey: string;
-  readonly claimId: string;
-  /** The call (`<record key>@<instance>`): the holder is the call, whichever of its attempts runs. */
-  readonly callId: string;
-}
-
-/** A dedupe window's intent item as read from the table. */
-export interface Intent {
-  readonly intentKey: string;
-  readonly holder: IntentHolder;
-  /** The key its effect runs under, fixed when it was created. */
-  readonly downstreamKey: string;
-  /** The end of its dedupe window (epoch s). */
-  readonly windowEndsAtS: number;
-  /** The calls that may run under its key (`callId`s) as far as it knows, its holder among them. */
-  readonly runners: readonly string[];
-  /** False for an earlier version's intent (none listed) or one taken over since (`UNKNOWN_RUNNERS` kept). */
-  readonly runnersKnown: boolean;
-  /** Its TTL (epoch s): the window's end plus the records' TTL — when every call asked in it has expired. */
-  readonly expiresAtS: number;
-}
-
-/** Kept among the runners of an intent whose earlier runners are unknown (an earlier version's): no call id. */
-export const UNKNOWN_RUNNERS = '?';
-
-/** A table item (unmarshalled) as an intent, or undefined when it is not one as every intent write leaves it. */
-export function intentOf(item: Record<string, unknown>, attr: RecordAttributes): Intent | undefined {
-  const intentKey = text(item, attr.key);
-  const recordKey = text(item, attr.intentHolder);
-  const claimId = text(item, attr.claim);
-  const callId = text(item, attr.callInstance);
-  const downstreamKey = text(item, attr.downstreamKey);
-  const windowEndsAtS = number(item, attr.windowEnd);
-  const expiresAtS = number(item, attr.expiry);
-  if (intentKey === undefined || recordKey === undefined || claimId === undefined || callId === undefined) return;
-  if (downstreamKey === undefined || windowEndsAtS === undefined || expiresAtS === undefined) return;
-  const listed = item[attr.intentRunners];
-  const runners = new Set(listed instanceof Set ? [...listed].filter((r): r is string => typeof r === 'string') : []);
-  const runnersKnown = listed instanceof Set && !runners.delete(UNKNOWN_RUNNERS);
-  // In one order whatever order the set comes in (DynamoDB's is none): they are read in it.
-  const sorted = [...runners.add(callId)].sort();
-  const holder = { recordKey, claimId, callId };
-  return { intentKey, holder, downstreamKey, windowEndsAtS, runners: sorted, runnersKnown, expiresAtS };
 }
 
 /** What a claim carries while in flight, so that anyone can finish the call. */

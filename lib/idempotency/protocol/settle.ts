@@ -11,13 +11,18 @@ import { conditionally, type IdempotencyTable, ownClaim } from './table';
 /**
  * store: live (own claim) ──▶ completed. An UpdateItem on this attempt's claim that sets the outcome
  * and the TTL from now, and removes the call's key and arguments: a completed record keeps only their
- * hashes.
+ * hashes. `intentFreed`: this attempt freed the intent it created first (rule 1), and says so (`intent_freed`):
+ * a call that waited on it is then not answered this outcome but runs as a fresh call (review 16, R16-1).
  */
 export async function store(
   table: IdempotencyTable,
   claim: Claim,
   outcome: StoredOutcome,
-  { expiresAtS, completedAtMs }: { readonly expiresAtS: number; readonly completedAtMs: number },
+  {
+    expiresAtS,
+    completedAtMs,
+    intentFreed = false,
+  }: { readonly expiresAtS: number; readonly completedAtMs: number; readonly intentFreed?: boolean },
 ): Promise<'stored' | 'claim_lost'> {
   const attr = table.attributes;
   const held = ownClaim(attr, claim.claimId);
@@ -26,7 +31,7 @@ export async function store(
     new UpdateItemCommand({
       TableName: table.tableName,
       Key: marshall({ [attr.key]: claim.recordKey }),
-      UpdateExpression: 'SET #expiry = :expiry, #status = :status, #data = :data, #completed = :completed REMOVE #call',
+      UpdateExpression: `SET #expiry = :expiry, #status = :status, #data = :data, #completed = :completed${intentFreed ? ', #freed = :freed' : ''} REMOVE #call`,
       ConditionExpression: held.expression,
       ExpressionAttributeNames: {
         '#expiry': attr.expiry,
@@ -34,11 +39,18 @@ export async function store(
         '#data': attr.data,
         '#call': attr.call,
         '#completed': attr.completedAt,
+        ...(intentFreed ? { '#freed': attr.intentFreed } : {}),
         ...held.names,
       },
       ExpressionAttributeValues: {
         ...marshall(
-          { ':expiry': expiresAtS, ':status': STATUS.completed, ':data': outcome, ':completed': completedAtMs },
+          {
+            ':expiry': expiresAtS,
+            ':status': STATUS.completed,
+            ':data': outcome,
+            ':completed': completedAtMs,
+            ...(intentFreed ? { ':freed': true } : {}),
+          },
           { removeUndefinedValues: true },
         ),
         ...held.values,

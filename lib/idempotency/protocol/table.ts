@@ -11,11 +11,11 @@ import {
   type UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { IntentHolder } from './intent-record';
 import {
   type CallRecord,
   callRecordOf,
   DEFAULT_IDEMPOTENCY_TABLE_NAME,
-  type IntentHolder,
   type RecordAttributes,
   recordAttributes,
   STATUS,

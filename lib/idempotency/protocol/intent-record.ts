@@ -1,0 +1,53 @@
+/**
+ * A dedupe window's intent as it is on disk (docs/state-machine.md, "Dedupe-window intent"): its holder, its
+ * key, its window, its runners — the item ↔ intent mapping beside the call record's (record.ts), whose
+ * attribute names it uses. Its writes are intent-writes.ts; what a claimant does with it, intent.ts.
+ */
+import { number, type RecordAttributes, text } from './record';
+
+/** The call that holds a dedupe window's intent: its record, the claim it held it with, and the call itself. */
+export interface IntentHolder {
+  readonly recordKey: string;
+  readonly claimId: string;
+  /** The call (`<record key>@<instance>`): the holder is the call, whichever of its attempts runs. */
+  readonly callId: string;
+}
+
+/** A dedupe window's intent item as read from the table. */
+export interface Intent {
+  readonly intentKey: string;
+  readonly holder: IntentHolder;
+  /** The key its effect runs under, fixed when it was created. */
+  readonly downstreamKey: string;
+  /** The end of its dedupe window (epoch s). */
+  readonly windowEndsAtS: number;
+  /** The calls that may run under its key (`callId`s) as far as it knows, its holder among them. */
+  readonly runners: readonly string[];
+  /** False for an earlier version's intent (none listed) or one taken over since (`UNKNOWN_RUNNERS` kept). */
+  readonly runnersKnown: boolean;
+  /** Its TTL (epoch s): the window's end plus the records' TTL — when every call asked in it has expired. */
+  readonly expiresAtS: number;
+}
+
+/** Kept among the runners of an intent whose earlier runners are unknown (an earlier version's): no call id. */
+export const UNKNOWN_RUNNERS = '?';
+
+/** A table item (unmarshalled) as an intent, or undefined when it is not one as every intent write leaves it. */
+export function intentOf(item: Record<string, unknown>, attr: RecordAttributes): Intent | undefined {
+  const intentKey = text(item, attr.key);
+  const recordKey = text(item, attr.intentHolder);
+  const claimId = text(item, attr.claim);
+  const callId = text(item, attr.callInstance);
+  const downstreamKey = text(item, attr.downstreamKey);
+  const windowEndsAtS = number(item, attr.windowEnd);
+  const expiresAtS = number(item, attr.expiry);
+  if (intentKey === undefined || recordKey === undefined || claimId === undefined || callId === undefined) return;
+  if (downstreamKey === undefined || windowEndsAtS === undefined || expiresAtS === undefined) return;
+  const listed = item[attr.intentRunners];
+  const runners = new Set(listed instanceof Set ? [...listed].filter((r): r is string => typeof r === 'string') : []);
+  const runnersKnown = listed instanceof Set && !runners.delete(UNKNOWN_RUNNERS);
+  // In one order whatever order the set comes in (DynamoDB's is none): they are read in it.
+  const sorted = [...runners.add(callId)].sort();
+  const holder = { recordKey, claimId, callId };
+  return { intentKey, holder, downstreamKey, windowEndsAtS, runners: sorted, runnersKnown, expiresAtS };
+}

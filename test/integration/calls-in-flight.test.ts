@@ -38,6 +38,7 @@ describe('callsInFlight', () => {
       tool: 'proto',
       holder: { recordKey: pending.recordKey, claimId: holder.claimId, callId: `${pending.recordKey}@x` },
       downstreamKey: 'dk',
+      windowStartsAtS: pending.expiresAtS,
       windowEndsAtS: pending.expiresAtS,
       expiresAtS: pending.expiresAtS,
     });

@@ -137,10 +137,9 @@ describe('review 14: the dedupe window intent after the join', () => {
     });
   });
 
-  // Left open (docs/state-machine.md, rule 3, "Left open"): a window's intent replaced by a later window (and
-  // freed by that window's first-run business error) leaves nothing that tells a call asked in the earlier
-  // window, which never ran, what its window did. it.failing: it starts failing once that is fixed.
-  it.failing('R14-4 R13-8 by another road: a fresh key Q asked in A’s window whose first attempt failed before it reached the intent (a throttled intent write: parked unrun, no waited_on) runs anew past the window once F replaced and freed the intent — a second effect for A’s window, Q answered idempotent: false', async () => {
+  // Fixed: the intent that replaces a window keeps it (`replaced_window`), and a release of that intent leaves it
+  // behind (a marker): a call asked in the earlier window is answered from it.
+  it('R14-4 R13-8 by another road: a fresh key Q asked in A’s window whose first attempt failed before it reached the intent (a throttled intent write: parked unrun, no waited_on) runs anew past the window once F replaced and freed the intent — a second effect for A’s window, Q answered idempotent: false', async () => {
     const clock = movableClock();
     let customerExists = true;
     const effects = new Map<string, string>();
@@ -181,8 +180,8 @@ describe('review 14: the dedupe window intent after the join', () => {
     });
   });
 
-  // Left open with R14-4 (the same cause: the earlier window's intent is gone).
-  it.failing('R14-5 a fresh key Q asked in A’s window whose first attempt failed before it reached the intent is answered, past the window, the receipt of F’s effect — a later window’s — instead of A’s: takeFromAnother takes F’s intent for Q’s window (its end is after Q was asked) though F’s window began after it', async () => {
+  // Fixed with R14-4: a call asked before the intent's window began is answered from the window it replaced.
+  it('R14-5 a fresh key Q asked in A’s window whose first attempt failed before it reached the intent is answered, past the window, the receipt of F’s effect — a later window’s — instead of A’s: takeFromAnother takes F’s intent for Q’s window (its end is after Q was asked) though F’s window began after it', async () => {
     const clock = movableClock();
     const t = keyedMissingCustomerTool();
     t.createCustomer();

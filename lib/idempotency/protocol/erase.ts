@@ -15,7 +15,7 @@ import {
 import { completerLooksAtMs } from '../backoff';
 import { type CallState, classify, type InFlightState, isInFlight, stalledChangesAtMs } from '../call-state';
 import { runnersInFlight } from './intent';
-import { type Intent, intentOf } from './intent-record';
+import { type Intent, intentOf, markerOf } from './intent-record';
 import { deleteIntent } from './intent-writes';
 import { type CallRecord, callRecordOf, recordKeyOfCallId, STATUS } from './record';
 import {
@@ -104,9 +104,8 @@ function toolOfRecordKey(recordKey: string): string | undefined {
 }
 
 /**
- * Erases one of a tenant's idempotency items (unmarshalled, as a scan found it): a call record or a
- * dedupe window's intent. Safe to run again: what is gone stays gone, and an item that changed
- * meanwhile is left to a rerun.
+ * Erases one of a tenant's idempotency items (unmarshalled, as a scan found it): a call record or a dedupe
+ * window's intent. Safe to run again: what is gone stays gone, and an item changed meanwhile is left to a rerun.
  */
 export async function eraseRecord(
   table: IdempotencyTableOptions,
@@ -124,7 +123,8 @@ export async function eraseItem(
 ): Promise<ItemErasure> {
   const within = idempotencyTable(table);
   const settled = { dryRun: options.dryRun ?? false, closeStalled: options.closeStalled ?? false };
-  if (item[within.attributes.intentHolder] !== undefined) return eraseIntent(within, item, settled);
+  const { intentHolder, replacedWindow } = within.attributes;
+  if (item[intentHolder] !== undefined || item[replacedWindow] !== undefined) return eraseIntent(within, item, settled);
   const record = callRecordOf(item, within.attributes);
   if (record === undefined) return unreadable(within, item);
   return eraseCallRecord(within, record, settled);
@@ -228,7 +228,8 @@ async function eraseCallRecord(
  * runners (its creator, an earlier taker) — is in flight (a fresh key inside the window would otherwise run
  * beside it: review 11, R11-1); a stalled one is closed first when erase closes stalled calls (review 12,
  * R12-3); deleted otherwise, on the holder it was read with (`deleteIntent`) — refused (taken over since), it
- * is read again and erased or kept as it is now (R13-6); one that keeps changing fails the erase (rerun it).
+ * is read again and erased or kept as it is now (R13-6); one that keeps changing fails the erase (rerun it). A
+ * marker (a freed intent's replaced window) is deleted while no call holds it.
  */
 async function eraseIntent(
   table: IdempotencyTable,
@@ -236,14 +237,14 @@ async function eraseIntent(
   options: Required<EraseRecordOptions>,
   reads = 1,
 ): Promise<ItemErasure> {
-  const intent = intentOf(item, table.attributes);
+  const intent = intentOf(item, table.attributes) ?? markerOf(item, table.attributes);
   if (!intent) return { outcome: 'nothing' };
-  for (const { record, state } of await runnersInFlight(table, intent, [])) {
+  for (const { record, state } of 'holder' in intent ? await runnersInFlight(table, intent, []) : []) {
     const kept = await keptUnlessClosed(table, record, state, options);
     if (kept) return { outcome: 'in_flight', kept };
   }
   // Its runners unknown (an earlier version's): kept to its TTL, when every call asked in its window has expired.
-  if (!intent.runnersKnown && Date.now() < intent.expiresAtS * 1000) {
+  if ('holder' in intent && !intent.runnersKnown && Date.now() < intent.expiresAtS * 1000) {
     return { outcome: 'in_flight', kept: unknownRunnersOf(intent) };
   }
   if (options.dryRun) return { outcome: 'nothing' };

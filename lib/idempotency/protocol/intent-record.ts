@@ -21,12 +21,65 @@ export interface Intent {
   readonly downstreamKey: string;
   /** The end of its dedupe window (epoch s). */
   readonly windowEndsAtS: number;
+  /** The start of its dedupe window (epoch s): undefined on an earlier version's intent (its end less the window). */
+  readonly windowStartsAtS: number | undefined;
+  /** The window it replaced, which still answers the calls asked in it (review 14, R14-4, R14-5). */
+  readonly replaced: PastWindow | undefined;
   /** The calls that may run under its key (`callId`s) as far as it knows, its holder among them. */
   readonly runners: readonly string[];
   /** False for an earlier version's intent (none listed) or one taken over since (`UNKNOWN_RUNNERS` kept). */
   readonly runnersKnown: boolean;
   /** Its TTL (epoch s): the window's end plus the records' TTL — when every call asked in it has expired. */
   readonly expiresAtS: number;
+}
+
+/**
+ * A dedupe window an intent replaced once it ended: when it began and ended (epoch s), the call that held it
+ * when it was replaced (`callId`: its outcome is the window's) and the key its effect ran under.
+ */
+export interface PastWindow {
+  readonly startsAtS: number;
+  readonly endsAtS: number;
+  readonly callId: string;
+  readonly downstreamKey: string;
+}
+
+/**
+ * What is left of an intent that replaced another window once its holder freed it (rule 1): no window now, the
+ * one it replaced still answers the calls asked in it, until its TTL.
+ */
+export interface IntentMarker {
+  readonly intentKey: string;
+  readonly replaced: PastWindow;
+  readonly expiresAtS: number;
+}
+
+/** A past window as an intent item holds it (`replaced_window`, a map). */
+export function pastWindowItem(window: PastWindow): Record<string, unknown> {
+  return { start: window.startsAtS, end: window.endsAtS, call: window.callId, key: window.downstreamKey };
+}
+
+/** `replaced_window` as written by `pastWindowItem`, or undefined. */
+function pastWindowOf(value: unknown): PastWindow | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  const map = value as Record<string, unknown>;
+  const [startsAtS, endsAtS, callId, downstreamKey] = [
+    number(map, 'start'),
+    number(map, 'end'),
+    text(map, 'call'),
+    text(map, 'key'),
+  ];
+  if (startsAtS === undefined || endsAtS === undefined || callId === undefined || downstreamKey === undefined) return;
+  return { startsAtS, endsAtS, callId, downstreamKey };
+}
+
+/** A table item (unmarshalled) as an intent's marker (no holder, a replaced window), or undefined. */
+export function markerOf(item: Record<string, unknown>, attr: RecordAttributes): IntentMarker | undefined {
+  const intentKey = text(item, attr.key);
+  const replaced = pastWindowOf(item[attr.replacedWindow]);
+  const expiresAtS = number(item, attr.expiry);
+  if (intentKey === undefined || replaced === undefined || expiresAtS === undefined) return;
+  return item[attr.intentHolder] === undefined ? { intentKey, replaced, expiresAtS } : undefined;
 }
 
 /** Kept among the runners of an intent whose earlier runners are unknown (an earlier version's): no call id. */
@@ -49,5 +102,8 @@ export function intentOf(item: Record<string, unknown>, attr: RecordAttributes):
   // In one order whatever order the set comes in (DynamoDB's is none): they are read in it.
   const sorted = [...runners.add(callId)].sort();
   const holder = { recordKey, claimId, callId };
-  return { intentKey, holder, downstreamKey, windowEndsAtS, runners: sorted, runnersKnown, expiresAtS };
+  const windowStartsAtS = number(item, attr.windowStart);
+  const replaced = pastWindowOf(item[attr.replacedWindow]);
+  const window = { windowEndsAtS, windowStartsAtS, replaced };
+  return { intentKey, holder, downstreamKey, ...window, runners: sorted, runnersKnown, expiresAtS };
 }

@@ -7,7 +7,16 @@
 import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { fixKeyInput } from './claim';
-import { type Intent, type IntentHolder, intentOf, UNKNOWN_RUNNERS } from './intent-record';
+import {
+  type Intent,
+  type IntentHolder,
+  type IntentMarker,
+  intentOf,
+  markerOf,
+  type PastWindow,
+  pastWindowItem,
+  UNKNOWN_RUNNERS,
+} from './intent-record';
 import { allOrNone, type Condition, conditionally, heldBy, type IdempotencyTable } from './table';
 
 /** An intent as `createIntent` and `replaceIntent` write it. */
@@ -17,9 +26,12 @@ export interface NewIntent {
   readonly tool: string;
   readonly holder: IntentHolder;
   readonly downstreamKey: string;
+  readonly windowStartsAtS: number;
   readonly windowEndsAtS: number;
   /** Its TTL (epoch s): the window's end plus the records' TTL. */
   readonly expiresAtS: number;
+  /** The window it replaces (or a marker left), kept to answer the calls asked in it. */
+  readonly replaced?: PastWindow | undefined;
 }
 
 function itemOf(table: IdempotencyTable, intent: NewIntent): Record<string, unknown> {
@@ -32,9 +44,11 @@ function itemOf(table: IdempotencyTable, intent: NewIntent): Record<string, unkn
     [attr.claim]: intent.holder.claimId,
     [attr.callInstance]: intent.holder.callId,
     [attr.downstreamKey]: intent.downstreamKey,
+    [attr.windowStart]: intent.windowStartsAtS,
     [attr.windowEnd]: intent.windowEndsAtS,
     [attr.intentRunners]: new Set([intent.holder.callId]),
     [attr.expiry]: intent.expiresAtS,
+    ...(intent.replaced ? { [attr.replacedWindow]: pastWindowItem(intent.replaced) } : {}),
   };
 }
 
@@ -46,7 +60,7 @@ function itemOf(table: IdempotencyTable, intent: NewIntent): Record<string, unkn
 export async function createIntent(
   table: IdempotencyTable,
   intent: NewIntent,
-): Promise<{ readonly kind: 'created' } | { readonly kind: 'held'; readonly held: Intent | undefined }> {
+): Promise<{ readonly kind: 'created' } | { readonly kind: 'held'; readonly held: Intent | IntentMarker | undefined }> {
   const written = await conditionally(
     table.client,
     new PutItemCommand({
@@ -58,7 +72,25 @@ export async function createIntent(
     }),
   );
   if (written.passed) return { kind: 'created' };
-  return { kind: 'held', held: written.item && intentOf(written.item, table.attributes) };
+  const held = written.item && (intentOf(written.item, table.attributes) ?? markerOf(written.item, table.attributes));
+  return { kind: 'held', held };
+}
+
+/**
+ * create over a marker: no holder ──▶ held by this call, as create writes it, keeping the window the marker
+ * remembers (`intent.replaced`). `changed` when another call holds it since it was read.
+ */
+export async function createOverMarker(table: IdempotencyTable, intent: NewIntent): Promise<'created' | 'changed'> {
+  const written = await conditionally(
+    table.client,
+    new PutItemCommand({
+      TableName: table.tableName,
+      Item: marshall(itemOf(table, intent)),
+      ConditionExpression: 'attribute_not_exists(#holder)',
+      ExpressionAttributeNames: { '#holder': table.attributes.intentHolder },
+    }),
+  );
+  return written.passed ? 'created' : 'changed';
 }
 
 /**
@@ -157,36 +189,77 @@ export async function takeOverIntent(
 /**
  * release: held by this call (its claim), created by it, its only runner ──▶ absent, after its first run's
  * business error: nothing happened, so a corrected call can run. `changed` when it was taken over, or run
- * under by another call, meanwhile (review 12, R12-2).
+ * under by another call, meanwhile (review 12, R12-2). An intent that replaced an earlier window leaves it
+ * behind (a marker: its holder, key, window and runners removed, in a second write): the calls asked in that
+ * window, none of whose attempts reached it, are still answered from it (review 14, R14-4).
  */
 export async function releaseIntent(
   table: IdempotencyTable,
   intentKey: string,
   holder: IntentHolder,
 ): Promise<'released' | 'changed'> {
-  return (await deleteOn(table, intentKey, heldBy(table.attributes, holder, 1))) ? 'released' : 'changed';
+  const attr = table.attributes;
+  const alone = heldBy(attr, holder, 1);
+  const bare = {
+    expression: `${alone.expression} AND attribute_not_exists(#replaced)`,
+    names: { ...alone.names, '#replaced': attr.replacedWindow },
+    values: alone.values,
+  };
+  const deleted = await deleteOn(table, intentKey, bare);
+  if (deleted.passed) return 'released';
+  if (!deleted.item || !intentOf(deleted.item, attr)?.replaced) return 'changed';
+  const written = await conditionally(
+    table.client,
+    new UpdateItemCommand({
+      TableName: table.tableName,
+      Key: marshall({ [attr.key]: intentKey }),
+      UpdateExpression: 'REMOVE #holder, #claim, #call, #downstream, #start, #end, #runners',
+      ConditionExpression: alone.expression,
+      ExpressionAttributeNames: {
+        ...alone.names,
+        '#call': attr.callInstance,
+        '#downstream': attr.downstreamKey,
+        '#start': attr.windowStart,
+        '#end': attr.windowEnd,
+      },
+      ExpressionAttributeValues: alone.values,
+    }),
+  );
+  return written.passed ? 'released' : 'changed';
 }
 
 /**
  * erase: held by its holder as read, none of its runners' calls in flight ──▶ absent. `changed` when it was
  * taken over since it was read (a call that holds it, or runs under its key, holds a claim of its holder's
- * or is its holder): it stays.
+ * or is its holder): it stays. A marker: held by none ──▶ absent; `changed` when a call created the intent
+ * over it since.
  */
-export async function deleteIntent(table: IdempotencyTable, intent: Intent): Promise<'deleted' | 'changed'> {
-  return (await deleteOn(table, intent.intentKey, heldBy(table.attributes, intent.holder))) ? 'deleted' : 'changed';
+export async function deleteIntent(
+  table: IdempotencyTable,
+  intent: Intent | IntentMarker,
+): Promise<'deleted' | 'changed'> {
+  const held: Condition =
+    'holder' in intent
+      ? heldBy(table.attributes, intent.holder)
+      : {
+          expression: 'attribute_not_exists(#holder)',
+          names: { '#holder': table.attributes.intentHolder },
+          values: {},
+        };
+  return (await deleteOn(table, intent.intentKey, held)).passed ? 'deleted' : 'changed';
 }
 
-/** The intent's DeleteItem on `held`: whether it passed. */
-async function deleteOn(table: IdempotencyTable, intentKey: string, held: Condition): Promise<boolean> {
-  const written = await conditionally(
+/** The intent's DeleteItem on `held`: whether it passed, and the item in the way if it did not. */
+async function deleteOn(table: IdempotencyTable, intentKey: string, held: Condition) {
+  return conditionally(
     table.client,
     new DeleteItemCommand({
       TableName: table.tableName,
       Key: marshall({ [table.attributes.key]: intentKey }),
       ConditionExpression: held.expression,
       ExpressionAttributeNames: held.names,
-      ExpressionAttributeValues: held.values,
+      ...(Object.keys(held.values).length > 0 ? { ExpressionAttributeValues: held.values } : {}),
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     }),
   );
-  return written.passed;
 }

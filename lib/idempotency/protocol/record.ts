@@ -64,6 +64,13 @@ export interface RecordAttributes {
    * window's end plus the records' TTL — so the intent outlives every call asked inside the window.
    */
   readonly windowEnd: string;
+  /** On an intent item: the start of its dedupe window (epoch s): when its creator was asked. */
+  readonly windowStart: string;
+  /**
+   * On an intent item: the window it replaced (a map: `start`, `end`, `call` — its holder's call id —, `key`),
+   * which still answers the calls asked in it; left alone (a marker) when the intent is freed (review 14).
+   */
+  readonly replacedWindow: string;
   /**
    * On an intent item: every call that may run under its key (a string set of `callId`s: its creator, each
    * call that held it since), and `UNKNOWN_RUNNERS` once an earlier version's intent is taken over (rule 3).
@@ -128,6 +135,8 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   attempt: 'attempt',
   callInstance: 'call_id',
   windowEnd: 'window_end',
+  windowStart: 'window_start',
+  replacedWindow: 'replaced_window',
   intentRunners: 'intent_runners',
   stalledClaim: 'stalled_claim',
   parkedClaim: 'parked_claim',

@@ -1,0 +1,180 @@
+// Rule 3 (docs/state-machine.md): a dedupe window's intent — a window it replaced still answers the calls asked in it.
+/**
+ * A call asked in a window whose attempts never reached the intent (its intent write throttled, its completer
+ * down) while a later window replaced it: the replacing intent keeps the window it replaced
+ * (`replaced_window`), a release of it leaves that behind (a marker), and a call asked in that window is
+ * answered from it (review 14, R14-4 and R14-5 in intent-review14.test.ts) — or, once nothing remembers its
+ * window, runs nothing.
+ */
+import { randomUUID } from 'node:crypto';
+import { lastLookMs } from '../../lib/idempotency/backoff';
+import { NotFoundError } from '../../lib/idempotency/errors';
+import { eraseItem } from '../../lib/idempotency/protocol/erase';
+import type { ToolRuntime } from '../../lib/idempotency/runtime';
+import { callRecords } from '../helpers/call-records';
+import { movableClock } from '../helpers/clock';
+import {
+  intentIdsOf as intentIdsInWorld,
+  recordIdsOf as recordIdsInWorld,
+  throttleNextIntentWrite,
+} from '../helpers/no-effect';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { noteTool } from '../helpers/tools';
+
+let world: ProtocolWorld;
+let runtime: ToolRuntime;
+beforeAll(() => {
+  world = createProtocolWorld();
+  runtime = world.idempotencyRuntime();
+});
+afterAll(() => world.destroy());
+afterEach(() => jest.restoreAllMocks());
+
+const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
+const intentIdsOf = (tenant: string) => intentIdsInWorld(world, tenant);
+const recordIdsOf = (tenant: string) => recordIdsInWorld(world, tenant);
+const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+/** Past a 600 s window. */
+const PAST_THE_WINDOW_MS = 11 * 60_000;
+
+/**
+ * A dedupe-window tool idempotent by its downstream key (a run under a key that made the effect finds it), whose
+ * customer can go missing (`not_found`, a business error that makes no effect).
+ */
+function keyedTool() {
+  const state = { customerExists: true };
+  const effects = new Map<string, string>();
+  const { tool } = noteTool(
+    `past_${randomUUID().slice(0, 8)}`,
+    async (a, context) => {
+      const found = effects.get(context.downstreamKey);
+      if (found) return { receipt: { note_id: found, text: a.text }, replayed: true };
+      if (!state.customerExists) throw new NotFoundError('customer: no such customer');
+      const noteId = `note_${randomUUID()}`;
+      effects.set(context.downstreamKey, noteId);
+      return { receipt: { note_id: noteId, text: a.text }, replayed: false };
+    },
+    { dedupeWindowSeconds: 600 },
+  );
+  return { tool, effects, state, caller: identity() };
+}
+
+type Keyed = ReturnType<typeof keyedTool>;
+const call = (t: Keyed, key: string) => runtime.invoke(t.tool, t.caller, args(key), deadline());
+const receiptOf = (answer: unknown) => (answer as { receipt: unknown }).receipt;
+
+/** A commits its effect in its window; Q, a fresh key asked in it, fails before it reaches the intent. */
+async function windowWithAStraggler() {
+  const clock = movableClock();
+  const t = keyedTool();
+  const a = await call(t, 'a');
+  expect(a).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+  const [aKey] = await recordIdsOf(t.caller.tenant);
+  const [intentKey] = await intentIdsOf(t.caller.tenant);
+  throttleNextIntentWrite(world, 'PutItemCommand');
+  expect(await call(t, 'q')).toMatchObject({ ok: false });
+  const qKey = (await recordIdsOf(t.caller.tenant)).find((id) => id !== aKey) ?? '';
+  return { clock, t, aKey: aKey ?? '', qKey, intentKey: intentKey ?? '', receipt: receiptOf(a) };
+}
+
+describe('a window an intent replaced answers the calls asked in it', () => {
+  it('kept on the intent that replaced it (replaced_window: its start, end, holder call and key)', async () => {
+    const { clock, t, intentKey } = await windowWithAStraggler();
+    const before = await itemOf(intentKey);
+    clock.advance(PAST_THE_WINDOW_MS);
+    expect(await call(t, 'f')).toMatchObject({ ok: true, idempotent: false });
+    expect((await itemOf(intentKey)).replaced_window).toEqual({
+      start: before.window_start,
+      end: before.window_end,
+      call: before.call_id,
+      key: before.downstream_key,
+    });
+  });
+
+  it('its holder erased since: the call runs under that window’s key, finding its effect — one effect, answered idempotent', async () => {
+    const { clock, t, aKey, receipt } = await windowWithAStraggler();
+    clock.advance(PAST_THE_WINDOW_MS);
+    expect(await call(t, 'f')).toMatchObject({ ok: true });
+    expect((await eraseItem(world.idempotencyTable, await itemOf(aKey))).outcome).toBe('erased');
+
+    const q = await call(t, 'q');
+    expect({ effects: t.effects.size, q }).toEqual({
+      effects: 2,
+      q: expect.objectContaining({ ok: true, idempotent: true, receipt }),
+    });
+  });
+
+  it('freed by the window that replaced it (a marker left), then created over by another call: the window is kept, and still answers', async () => {
+    const { clock, t, intentKey, receipt } = await windowWithAStraggler();
+    clock.advance(PAST_THE_WINDOW_MS);
+    t.state.customerExists = false;
+    expect(await call(t, 'f')).toMatchObject({ error: { code: 'not_found' } });
+    const marker = await itemOf(intentKey);
+    expect({ holder: marker.intent_owner, replaced: marker.replaced_window !== undefined }).toEqual({
+      holder: undefined,
+      replaced: true,
+    });
+
+    t.state.customerExists = true;
+    clock.advance(1_000);
+    const g = await call(t, 'g');
+    expect(g).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+    expect((await itemOf(intentKey)).replaced_window).toEqual(marker.replaced_window);
+    const q = await call(t, 'q');
+    expect({ effects: t.effects.size, q }).toEqual({
+      effects: 2,
+      q: expect.objectContaining({ ok: true, idempotent: true, receipt }),
+    });
+  });
+
+  it('erase deletes a marker', async () => {
+    const { clock, t, intentKey } = await windowWithAStraggler();
+    clock.advance(PAST_THE_WINDOW_MS);
+    t.state.customerExists = false;
+    expect(await call(t, 'f')).toMatchObject({ error: { code: 'not_found' } });
+    expect((await eraseItem(world.idempotencyTable, await itemOf(intentKey))).outcome).toBe('erased');
+    expect(await intentIdsOf(t.caller.tenant)).toEqual([]);
+  });
+
+  it('a release of an intent that replaced none deletes it (no marker)', async () => {
+    const t = keyedTool();
+    t.state.customerExists = false;
+    expect(await call(t, 'f')).toMatchObject({ error: { code: 'not_found' } });
+    expect(await intentIdsOf(t.caller.tenant)).toEqual([]);
+  });
+
+  it('asked after that window ended, within a window’s length before the next began: that next window’s (one effect)', async () => {
+    const clock = movableClock();
+    const t = keyedTool();
+    expect(await call(t, 'a')).toMatchObject({ ok: true, idempotent: false });
+    clock.advance(PAST_THE_WINDOW_MS);
+    throttleNextIntentWrite(world, 'PutItemCommand');
+    expect(await call(t, 'q')).toMatchObject({ ok: false });
+    clock.advance(60_000);
+    const f = await call(t, 'f');
+    expect(f).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+    const q = await call(t, 'q');
+    expect({ effects: t.effects.size, q }).toEqual({
+      effects: 2,
+      q: expect.objectContaining({ ok: true, idempotent: true, receipt: receiptOf(f) }),
+    });
+  });
+
+  it('replaced twice (nothing remembers it): the call runs nothing, parked until its last look (where the completer gives it up), and is told so', async () => {
+    const { clock, t, qKey } = await windowWithAStraggler();
+    clock.advance(PAST_THE_WINDOW_MS);
+    expect(await call(t, 'f')).toMatchObject({ ok: true, idempotent: false });
+    clock.advance(PAST_THE_WINDOW_MS);
+    expect(await call(t, 'g')).toMatchObject({ ok: true, idempotent: false });
+
+    const q = await call(t, 'q');
+    const qItem = await itemOf(qKey);
+    const lastLook = lastLookMs(Number(qItem.expiration));
+    expect({ effects: t.effects.size, q }).toEqual({
+      effects: 3,
+      q: expect.objectContaining({ ok: false, status: 'pending' }),
+    });
+    expect(Math.abs(Number(qItem.in_progress_expiration) - lastLook)).toBeLessThan(1_000);
+    expect(Math.abs(Date.now() + (q as { retry_after_ms: number }).retry_after_ms - lastLook)).toBeLessThan(1_000);
+  });
+});

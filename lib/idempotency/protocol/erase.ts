@@ -17,8 +17,9 @@ import { type CallState, classify, type InFlightState, isInFlight, stalledChange
 import { runnersInFlight } from './intent';
 import { type Intent, intentOf, markerOf } from './intent-record';
 import { deleteIntent } from './intent-writes';
-import { type CallRecord, callRecordOf, recordKeyOfCallId, STATUS } from './record';
+import { type CallRecord, callRecordOf, STATUS } from './record';
 import {
+  callOf,
   conditionally,
   type IdempotencyTable,
   type IdempotencyTableOptions,
@@ -182,12 +183,9 @@ export async function isCallInFlight(table: IdempotencyTableOptions, callId: str
 
 /** The call `callId` names as erase keeps it, while it is in flight ({@link isCallInFlight}); else undefined. */
 export async function callInFlight(table: IdempotencyTableOptions, callId: string): Promise<KeptCall | undefined> {
-  const recordKey = recordKeyOfCallId(callId);
-  if (recordKey === undefined) return undefined;
-  const record = await readCallRecord(idempotencyTable(table), recordKey);
   const nowMs = Date.now();
-  const state = classify(record, nowMs);
-  return record?.callId === callId && isInFlight(state) ? keptCallOf(record, state, nowMs) : undefined;
+  const call = await callOf(idempotencyTable(table), callId, nowMs);
+  return call && isInFlight(call.state) ? keptCallOf(call.record, call.state, nowMs) : undefined;
 }
 
 /**

@@ -24,8 +24,8 @@ import {
   swapIntent,
   takeOverIntent,
 } from './intent-writes';
-import { type CallRecord, recordKeyOfCallId, type StoredOutcome } from './record';
-import { type IdempotencyTable, readCallRecord } from './table';
+import type { CallRecord, StoredOutcome } from './record';
+import { callOf, type IdempotencyTable, readCallRecord } from './table';
 
 /** What a call asks of an intent. */
 export interface IntentRequest {
@@ -210,10 +210,8 @@ export async function runnersInFlight(
 ): Promise<Array<{ readonly record: CallRecord; readonly state: InFlightState }>> {
   const found: Array<{ record: CallRecord; state: InFlightState }> = [];
   for (const callId of intent.runners) {
-    const recordKey = except.includes(callId) ? undefined : recordKeyOfCallId(callId);
-    const record = recordKey === undefined ? undefined : await readCallRecord(table, recordKey);
-    const state = classify(record, Date.now());
-    if (record?.callId === callId && isInFlight(state)) found.push({ record, state });
+    const call = except.includes(callId) ? undefined : await callOf(table, callId);
+    if (call && isInFlight(call.state)) found.push({ record: call.record, state: call.state });
   }
   return found;
 }
@@ -322,10 +320,8 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
  * answers (conservative: a stale business error, never a second effect).
  */
 export async function outcomeOf(table: IdempotencyTable, callId: string): Promise<StoredOutcome | undefined> {
-  const recordKey = recordKeyOfCallId(callId);
-  const record = recordKey === undefined ? undefined : await readCallRecord(table, recordKey);
-  if (record?.callId !== callId || classify(record, Date.now()) !== 'completed') return undefined;
-  return record.intentFreed ? undefined : record.outcome;
+  const call = await callOf(table, callId);
+  return call?.state === 'completed' && !call.record.intentFreed ? call.record.outcome : undefined;
 }
 
 /** What an intent is: this tenant's user asked this tool for these exact arguments. */

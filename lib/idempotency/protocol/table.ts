@@ -11,6 +11,7 @@ import {
   type UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { type CallState, classify } from '../call-state';
 import type { IntentHolder } from './intent-record';
 import {
   type CallRecord,
@@ -18,6 +19,7 @@ import {
   DEFAULT_IDEMPOTENCY_TABLE_NAME,
   type RecordAttributes,
   recordAttributes,
+  recordKeyOfCallId,
   STATUS,
 } from './record';
 
@@ -58,6 +60,20 @@ export function idempotencyTable(options: IdempotencyTableOptions): IdempotencyT
 export async function readCallRecord(table: IdempotencyTable, recordKey: string): Promise<CallRecord | undefined> {
   const item = await readItem(table, recordKey);
   return item && callRecordOf(item, table.attributes);
+}
+
+/**
+ * The call `callId` names, as its record is now (one consistent GetItem): the record and its state, read at
+ * `nowMs` — or undefined when no record is under its key, or the one there is another call's (claimed anew).
+ */
+export async function callOf(
+  table: IdempotencyTable,
+  callId: string,
+  nowMs = Date.now(),
+): Promise<{ readonly record: CallRecord; readonly state: CallState } | undefined> {
+  const recordKey = recordKeyOfCallId(callId);
+  const record = recordKey === undefined ? undefined : await readCallRecord(table, recordKey);
+  return record?.callId === callId ? { record, state: classify(record, nowMs) } : undefined;
 }
 
 /** The item under `key` (a call record or an intent), read consistently and unmarshalled, or undefined. */

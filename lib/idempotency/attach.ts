@@ -16,7 +16,8 @@
  * completer (`resume`) never waits for an attempt it did not come for.
  */
 import type { Ending } from './answers';
-import { classify } from './call-state';
+import type { CallRecord } from './protocol/record';
+import { classify, isParked } from './call-state';
 import { type ClaimPhase, type ClaimRequest, claimCall, refusalOf } from './protocol/claim';
 import { type IdempotencyTable, readCallRecord } from './protocol/table';
 
@@ -86,6 +87,7 @@ export async function attach(
   if (!attachable(refused, request)) return refused;
   let pending: Pending = refused;
   const endMs = Math.min(Date.now() + attachment.maxWaitMs, request.lockEndsMs - ATTACH_ANSWER_MARGIN_MS);
+  if (refused.call && parkedPast(refused.call, endMs)) return refused;
   let interval = ATTACH_FIRST_INTERVAL_MS;
   for (let reads = 0; reads < ATTACH_MAX_READS; reads++) {
     const holderLockEndsMs = pending.call?.lockEndsMs ?? Number.NEGATIVE_INFINITY;
@@ -103,6 +105,7 @@ export async function attach(
     const answer = record && (state === 'live' || state === 'completed') ? refusalOf(record, request) : undefined;
     if (answer?.kind === 'pending') {
       pending = answer;
+      if (record && parkedPast(record, endMs)) break;
       continue;
     }
     if (answer) return answer; // a replay of its outcome (or of its failure), or conflict
@@ -116,4 +119,13 @@ export async function attach(
 function attachable(phase: ClaimPhase, request: ClaimRequest): phase is Pending {
   if (phase.kind !== 'pending' || request.resume !== undefined || !phase.call) return false;
   return phase.call.validation === request.validation && classify(phase.call, Date.now()) === 'live';
+}
+
+/**
+ * A parked call (a provider's wait, a window's holder in the way) whose lock ends after `endMs`: no attempt
+ * runs it before its lock ends, so nothing changes within the wait — its `pending` answers at once with all
+ * of the park (liveness, rule 8). One whose park ends within the wait is waited out, then taken over.
+ */
+function parkedPast(record: CallRecord, endMs: number): boolean {
+  return isParked(record) && record.lockEndsMs > endMs;
 }

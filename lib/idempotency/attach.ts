@@ -16,9 +16,9 @@
  * completer (`resume`) never waits for an attempt it did not come for.
  */
 import type { Ending } from './answers';
-import type { CallRecord } from './protocol/record';
 import { classify, isParked } from './call-state';
 import { type ClaimPhase, type ClaimRequest, claimCall, refusalOf } from './protocol/claim';
+import type { CallRecord } from './protocol/record';
 import { type IdempotencyTable, readCallRecord } from './protocol/table';
 
 /** How a duplicate waits for the attempt in its way (`ToolRuntimeOptions.attach`). */

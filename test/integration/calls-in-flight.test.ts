@@ -38,7 +38,6 @@ describe('callsInFlight', () => {
       tool: 'proto',
       holder: { recordKey: pending.recordKey, claimId: holder.claimId, callId: `${pending.recordKey}@x` },
       downstreamKey: 'dk',
-      windowStartsAtS: pending.expiresAtS,
       windowEndsAtS: pending.expiresAtS,
       expiresAtS: pending.expiresAtS,
     });

@@ -226,7 +226,6 @@ describe('a dedupe window’s intent', () => {
       tool: 'note',
       holder: { recordKey: holder.recordKey, claimId: holder.claimId, callId: holder.callId },
       downstreamKey: 'dk',
-      windowStartsAtS: Math.floor(Date.now() / 1000),
       windowEndsAtS: Math.floor(Date.now() / 1000) + 60,
       expiresAtS: Math.floor(Date.now() / 1000) + 3_660,
     });
@@ -463,7 +462,6 @@ describe('a dedupe window’s intent', () => {
       tool: 'note',
       holder: { recordKey: key, claimId: 'c', callId: `${key}@powertools` },
       downstreamKey: 'dk',
-      windowStartsAtS: nowS,
       windowEndsAtS: nowS + 60,
       expiresAtS: nowS + 3_660,
     });
@@ -586,7 +584,6 @@ describe('what erase keeps, and until when', () => {
       tool: 'note',
       holder: { recordKey: holder.recordKey, claimId: holder.claimId, callId: holder.callId },
       downstreamKey: 'dk',
-      windowStartsAtS: Math.floor(Date.now() / 1000),
       windowEndsAtS: Math.floor(Date.now() / 1000) + 60,
       expiresAtS: Math.floor(Date.now() / 1000) + 3_660,
     });

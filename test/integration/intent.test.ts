@@ -144,7 +144,6 @@ describe('claiming a dedupe window’s intent', () => {
       claim_id: call.claimId,
       call_id: call.callId,
       downstream_key: `dk-${call.claimId}`,
-      window_start: 1_800_000_000,
       window_end: 1_800_000_000 + WINDOW_S,
       intent_runners: new Set([call.callId]),
       expiration: 1_800_000_000 + WINDOW_S + TTL_S,

@@ -217,7 +217,6 @@ describe('an intent’s transitions', () => {
       tool: 'proto',
       holder: { recordKey, claimId: randomUUID(), callId: `${recordKey}@${randomUUID()}` },
       downstreamKey: 'rs1_first',
-      windowStartsAtS: Math.floor(Date.now() / 1000),
       windowEndsAtS: Math.floor(Date.now() / 1000) + 60,
       expiresAtS: Math.floor(Date.now() / 1000) + 60 + TTL_SECONDS,
     };
@@ -241,7 +240,6 @@ describe('an intent’s transitions', () => {
         holder: intent.holder,
         downstreamKey: 'rs1_first',
         windowEndsAtS: intent.windowEndsAtS,
-        windowStartsAtS: intent.windowStartsAtS,
         replaced: undefined,
         runners: [intent.holder.callId],
         runnersKnown: true,
@@ -260,7 +258,6 @@ describe('an intent’s transitions', () => {
       holder,
       downstreamKey: intent.downstreamKey,
       windowEndsAtS: intent.windowEndsAtS,
-      windowStartsAtS: intent.windowStartsAtS,
       replaced: undefined,
       runners: [holder.callId],
       runnersKnown: true,

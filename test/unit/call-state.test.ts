@@ -228,7 +228,6 @@ describe('intentOf and holdsIntent', () => {
       holder: { recordKey: 'send_email#abc', claimId: 'c1', callId: 'send_email#abc@i1' },
       downstreamKey: 'dk',
       windowEndsAtS: 1_900_000_000,
-      windowStartsAtS: undefined,
       replaced: undefined,
       runners: ['send_email#abc@i1'],
       runnersKnown: true,

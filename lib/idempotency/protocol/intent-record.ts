@@ -21,8 +21,6 @@ export interface Intent {
   readonly downstreamKey: string;
   /** The end of its dedupe window (epoch s). */
   readonly windowEndsAtS: number;
-  /** The start of its dedupe window (epoch s): undefined on an earlier version's intent (its end less the window). */
-  readonly windowStartsAtS: number | undefined;
   /** The window it replaced, which still answers the calls asked in it (review 14, R14-4, R14-5). */
   readonly replaced: PastWindow | undefined;
   /** The calls that may run under its key (`callId`s) as far as it knows, its holder among them. */
@@ -34,14 +32,16 @@ export interface Intent {
 }
 
 /**
- * A dedupe window an intent replaced once it ended: when it began and ended (epoch s), the call that held it
- * when it was replaced (`callId`: its outcome is the window's) and the key its effect ran under.
+ * A dedupe window an intent replaced once it ended: when it ended (epoch s), the call that held it when it was
+ * replaced (`callId`: its outcome is the window's), the key its effect ran under, and when the window it had
+ * replaced in turn ended (`previousEndsAtS`; none: it replaced none) — so the calls it answers are those asked
+ * after that and before its own end (the first window not ended when they were asked).
  */
 export interface PastWindow {
-  readonly startsAtS: number;
   readonly endsAtS: number;
   readonly callId: string;
   readonly downstreamKey: string;
+  readonly previousEndsAtS?: number | undefined;
 }
 
 /**
@@ -56,21 +56,17 @@ export interface IntentMarker {
 
 /** A past window as an intent item holds it (`replaced_window`, a map). */
 export function pastWindowItem(window: PastWindow): Record<string, unknown> {
-  return { start: window.startsAtS, end: window.endsAtS, call: window.callId, key: window.downstreamKey };
+  const item = { end: window.endsAtS, call: window.callId, key: window.downstreamKey };
+  return window.previousEndsAtS === undefined ? item : { ...item, before: window.previousEndsAtS };
 }
 
 /** `replaced_window` as written by `pastWindowItem`, or undefined. */
 function pastWindowOf(value: unknown): PastWindow | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   const map = value as Record<string, unknown>;
-  const [startsAtS, endsAtS, callId, downstreamKey] = [
-    number(map, 'start'),
-    number(map, 'end'),
-    text(map, 'call'),
-    text(map, 'key'),
-  ];
-  if (startsAtS === undefined || endsAtS === undefined || callId === undefined || downstreamKey === undefined) return;
-  return { startsAtS, endsAtS, callId, downstreamKey };
+  const [endsAtS, callId, downstreamKey] = [number(map, 'end'), text(map, 'call'), text(map, 'key')];
+  if (endsAtS === undefined || callId === undefined || downstreamKey === undefined) return;
+  return { endsAtS, callId, downstreamKey, previousEndsAtS: number(map, 'before') };
 }
 
 /** A table item (unmarshalled) as an intent's marker (no holder, a replaced window), or undefined. */
@@ -102,8 +98,6 @@ export function intentOf(item: Record<string, unknown>, attr: RecordAttributes):
   // In one order whatever order the set comes in (DynamoDB's is none): they are read in it.
   const sorted = [...runners.add(callId)].sort();
   const holder = { recordKey, claimId, callId };
-  const windowStartsAtS = number(item, attr.windowStart);
   const replaced = pastWindowOf(item[attr.replacedWindow]);
-  const window = { windowEndsAtS, windowStartsAtS, replaced };
-  return { intentKey, holder, downstreamKey, ...window, runners: sorted, runnersKnown, expiresAtS };
+  return { intentKey, holder, downstreamKey, windowEndsAtS, replaced, runners: sorted, runnersKnown, expiresAtS };
 }

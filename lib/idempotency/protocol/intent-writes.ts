@@ -26,7 +26,6 @@ export interface NewIntent {
   readonly tool: string;
   readonly holder: IntentHolder;
   readonly downstreamKey: string;
-  readonly windowStartsAtS: number;
   readonly windowEndsAtS: number;
   /** Its TTL (epoch s): the window's end plus the records' TTL. */
   readonly expiresAtS: number;
@@ -44,7 +43,6 @@ function itemOf(table: IdempotencyTable, intent: NewIntent): Record<string, unkn
     [attr.claim]: intent.holder.claimId,
     [attr.callInstance]: intent.holder.callId,
     [attr.downstreamKey]: intent.downstreamKey,
-    [attr.windowStart]: intent.windowStartsAtS,
     [attr.windowEnd]: intent.windowEndsAtS,
     [attr.intentRunners]: new Set([intent.holder.callId]),
     [attr.expiry]: intent.expiresAtS,
@@ -167,6 +165,24 @@ function swapInput(table: IdempotencyTable, read: Intent, to: IntentHolder, down
 }
 
 /**
+ * fix a past window's key: `to`'s record (on its claim) names the key of a window an intent replaced, which
+ * it runs under — before it runs, so that its later attempts run under it too, whatever becomes of the intent
+ * (review 17, R17-1: erased, or replaced again, it answered nothing more of that window). `claim_lost` when its
+ * claim is.
+ */
+export async function fixPastWindowKey(
+  table: IdempotencyTable,
+  to: IntentHolder,
+  window: PastWindow,
+): Promise<'fixed' | 'claim_lost'> {
+  const written = await conditionally(
+    table.client,
+    new UpdateItemCommand(fixKeyInput(table, to, window.downstreamKey)),
+  );
+  return written.passed ? 'fixed' : 'claim_lost';
+}
+
+/**
  * take over: held by its holder as read, a holder that is gone ──▶ held by `to`, with the intent's
  * downstream key fixed on `to`'s record (on its claim), in one transaction: both writes or neither.
  * `changed` when the intent moved since it was read; `claim_lost` when `to`'s claim did (taken over by
@@ -213,13 +229,12 @@ export async function releaseIntent(
     new UpdateItemCommand({
       TableName: table.tableName,
       Key: marshall({ [attr.key]: intentKey }),
-      UpdateExpression: 'REMOVE #holder, #claim, #call, #downstream, #start, #end, #runners',
+      UpdateExpression: 'REMOVE #holder, #claim, #call, #downstream, #end, #runners',
       ConditionExpression: alone.expression,
       ExpressionAttributeNames: {
         ...alone.names,
         '#call': attr.callInstance,
         '#downstream': attr.downstreamKey,
-        '#start': attr.windowStart,
         '#end': attr.windowEnd,
       },
       ExpressionAttributeValues: alone.values,

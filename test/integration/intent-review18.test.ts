@@ -1,0 +1,297 @@
+// Rule 3 (docs/state-machine.md): a dedupe window's intent — a window it replaced, its markers, and what they cost.
+/**
+ * Review 18 (helper of h-review18), of 6d7ceab..ed70adb (R17's fixes: `replaced_window` with `before`,
+ * markers, `fixPastWindowKey`, `intent_freed`, `callOf`, attach's parked duplicates). Each R18 test fails on
+ * ed70adb's lib/: it states the defect (the correct behaviour), and turns green once it is fixed.
+ */
+import { randomUUID } from 'node:crypto';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { lastLookMs } from '../../lib/idempotency/backoff';
+import { NotFoundError } from '../../lib/idempotency/errors';
+import { eraseItem } from '../../lib/idempotency/protocol/erase';
+import { claimIntent, type IntentRequest, intentKeyOf } from '../../lib/idempotency/protocol/intent';
+import type { IntentHolder } from '../../lib/idempotency/protocol/intent-record';
+import { releaseIntent } from '../../lib/idempotency/protocol/intent-writes';
+import type { ToolRuntime } from '../../lib/idempotency/runtime';
+import { callRecords } from '../helpers/call-records';
+import { movableClock } from '../helpers/clock';
+import { beforeNext, throttled } from '../helpers/intercept';
+import {
+  intentIdsOf as intentIdsInWorld,
+  isIntentWrite,
+  recordIdsOf as recordIdsInWorld,
+  throttleNextIntentWrite,
+} from '../helpers/no-effect';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { noteTool } from '../helpers/tools';
+
+let world: ProtocolWorld;
+let runtime: ToolRuntime;
+beforeAll(() => {
+  world = createProtocolWorld();
+  runtime = world.idempotencyRuntime();
+});
+afterAll(() => world.destroy());
+afterEach(() => jest.restoreAllMocks());
+
+const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
+const intentIdsOf = (tenant: string) => intentIdsInWorld(world, tenant);
+const recordIdsOf = (tenant: string) => recordIdsInWorld(world, tenant);
+const args = (key: string) => ({ idempotency_key: key, text: 'same' });
+const receiptOf = (answer: unknown) => (answer as { receipt: unknown }).receipt;
+/** Past a 600 s window. */
+const PAST_THE_WINDOW_MS = 11 * 60_000;
+
+/**
+ * A dedupe-window tool (600 s) idempotent by its downstream key (a run under a key that made the effect finds
+ * it), whose customer can go missing (`not_found`, a business error that makes no effect).
+ */
+function keyedTool() {
+  const state = { customerExists: true };
+  const effects = new Map<string, string>();
+  const { tool } = noteTool(
+    `r18_${randomUUID().slice(0, 8)}`,
+    async (a, context) => {
+      const found = effects.get(context.downstreamKey);
+      if (found) return { receipt: { note_id: found, text: a.text }, replayed: true };
+      if (!state.customerExists) throw new NotFoundError('customer: no such customer');
+      const noteId = `note_${randomUUID()}`;
+      effects.set(context.downstreamKey, noteId);
+      return { receipt: { note_id: noteId, text: a.text }, replayed: false };
+    },
+    { dedupeWindowSeconds: 600 },
+  );
+  return { tool, effects, state, caller: identity() };
+}
+
+type Keyed = ReturnType<typeof keyedTool>;
+const call = (t: Keyed, key: string) => runtime.invoke(t.tool, t.caller, args(key), deadline());
+
+const WRITES = new Set([
+  'PutItemCommand',
+  'UpdateItemCommand',
+  'DeleteItemCommand',
+  'TransactWriteItemsCommand',
+  'BatchWriteItemCommand',
+]);
+
+/** Every write request sent through the world's client (its command, and whether it is an intent's), until `stop()`. */
+function countWrites() {
+  const name = `count-writes-${randomUUID()}`;
+  const writes: Array<{ command: string; intent: boolean }> = [];
+  world.client.middlewareStack.add(
+    (next, context) => async (a) => {
+      if (WRITES.has(context.commandName)) {
+        writes.push({ command: context.commandName, intent: isIntentWrite(a.input as Record<string, unknown>) });
+      }
+      return next(a);
+    },
+    { step: 'initialize', name },
+  );
+  return {
+    writes,
+    intentWrites: () => writes.filter((w) => w.intent).map((w) => w.command),
+    stop: () => world.client.middlewareStack.remove(name),
+  };
+}
+
+/**
+ * The next `fix the downstream key` of a call record (`SET #downstream = :downstream`, alone: not inside an
+ * intent's takeover) is written by DynamoDB, but its answer is lost (a timeout after the commit).
+ */
+function landThenFailNextKeyFix() {
+  const name = `land-then-fail-fix-${randomUUID()}`;
+  world.client.middlewareStack.add(
+    (next, context) => async (a) => {
+      const input = a.input as Record<string, unknown>;
+      if (
+        context.commandName === 'UpdateItemCommand' &&
+        input.UpdateExpression === 'SET #downstream = :downstream' &&
+        !isIntentWrite(input)
+      ) {
+        world.client.middlewareStack.remove(name);
+        await next(a);
+        throw throttled();
+      }
+      return next(a);
+    },
+    { step: 'initialize', name },
+  );
+}
+
+/** A commits its effect in its window (W0); Q, a fresh key asked in it, fails before it reaches the intent. */
+async function windowWithAStraggler() {
+  const clock = movableClock();
+  const t = keyedTool();
+  const a = await call(t, 'a');
+  expect(a).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+  const [aKey] = await recordIdsOf(t.caller.tenant);
+  const [intentKey] = await intentIdsOf(t.caller.tenant);
+  throttleNextIntentWrite(world, 'PutItemCommand');
+  expect(await call(t, 'q')).toMatchObject({ ok: false });
+  const qKey = (await recordIdsOf(t.caller.tenant)).find((id) => id !== aKey) ?? '';
+  return { clock, t, aKey: aKey ?? '', qKey, intentKey: intentKey ?? '', receipt: receiptOf(a) };
+}
+
+// --- protocol-level helpers (claimIntent driven directly, with exact `askedAtMs`) ---
+
+const TTL_S = 3_600;
+
+/** A holder whose call has no record (gone): an intent it holds is replaced as a settled holder's. */
+function goneHolder(): IntentHolder {
+  const recordKey = `note#${randomUUID()}`;
+  return { recordKey, claimId: randomUUID(), callId: `${recordKey}@${randomUUID()}` };
+}
+
+function requestOf(
+  scope: IntentRequest['scope'],
+  holder: IntentHolder,
+  windowSeconds: number,
+  askedAtMs: number,
+): IntentRequest {
+  return { scope, holder, downstreamKey: `dk-${holder.claimId}`, windowSeconds, ttlSeconds: TTL_S, askedAtMs };
+}
+
+const newScope = (): IntentRequest['scope'] => ({
+  tool: 'note',
+  identity: identity(),
+  fingerprint: `fp-${randomUUID()}`,
+});
+
+async function intentItem(scope: IntentRequest['scope']): Promise<Record<string, unknown>> {
+  const { Item } = await world.client.send(
+    new GetItemCommand({
+      TableName: world.idempotencyTable.tableName,
+      Key: { id: { S: intentKeyOf(scope) } },
+      ConsistentRead: true,
+    }),
+  );
+  return Item ? unmarshall(Item) : {};
+}
+
+/** Two hours ago, on a whole second. */
+const twoHoursAgoOnTheSecond = () => Math.floor((Date.now() - 2 * 3_600_000) / 1000) * 1000;
+
+describe('review 18: replaced windows, markers, intent_freed', () => {
+  it('R18-1 the first call of a window that replaced another, its business error on attempt 1: freeing its intent costs two writes — a DeleteItem refused (billed) for the replaced_window it keeps, then the UpdateItem that leaves the marker — where one did before (the creator knows, from its own claim, that its intent replaced a window): 3 intent writes for the call, not 4', async () => {
+    const { clock, t, intentKey } = await windowWithAStraggler();
+    clock.advance(PAST_THE_WINDOW_MS);
+    t.state.customerExists = false;
+    const counted = countWrites();
+    const f = await call(t, 'f');
+    counted.stop();
+    expect(f).toMatchObject({ error: { code: 'not_found' } });
+    expect((await itemOf(intentKey)).replaced_window).toBeDefined(); // the marker is left, as it should be
+    // create (refused by the ended window), replace, and one write that frees it.
+    expect(counted.intentWrites()).toHaveLength(3);
+  });
+
+  it('R18-2 a first call (a fresh key) after a window that replaced another was freed: its intent costs two writes — a create refused (billed) by the marker, then createOverMarker — where at 6d7ceab (the freed intent deleted) it cost one; one conditional write (where no holder is, the marker’s window ended before it was asked) keeps the marker’s replaced_window', async () => {
+    const { clock, t, intentKey } = await windowWithAStraggler();
+    clock.advance(PAST_THE_WINDOW_MS);
+    t.state.customerExists = false;
+    expect(await call(t, 'f')).toMatchObject({ error: { code: 'not_found' } });
+    const marker = await itemOf(intentKey);
+    expect(marker.intent_owner).toBeUndefined();
+
+    t.state.customerExists = true;
+    clock.advance(1_000);
+    const counted = countWrites();
+    const g = await call(t, 'g');
+    counted.stop();
+    expect(g).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+    expect((await itemOf(intentKey)).replaced_window).toEqual(marker.replaced_window);
+    expect(counted.intentWrites()).toHaveLength(1);
+  });
+
+  it('R18-3 a call asked in a replaced window that fixed that window’s key on its record (fixPastWindowKey landed, its answer lost: parked, nothing run) is parked as “forgotten” once the window that replaced it is replaced in turn — though its record names its window’s key (rule 3: “its later attempts run under the fixed key whatever becomes of the intent”); it is never answered, where running under the key finds its window’s effect', async () => {
+    const { clock, t, aKey, qKey, receipt } = await windowWithAStraggler();
+    clock.advance(PAST_THE_WINDOW_MS);
+    expect(await call(t, 'f')).toMatchObject({ ok: true, idempotent: false });
+    // A's record erased: Q, asked in A's window, is to run under that window's key (nothing stored answers it).
+    expect((await eraseItem(world.idempotencyTable, await itemOf(aKey))).outcome).toBe('erased');
+    const aDownstreamKey = (
+      (await itemOf((await intentIdsOf(t.caller.tenant))[0] ?? '')).replaced_window as {
+        key: string;
+      }
+    ).key;
+    landThenFailNextKeyFix();
+    expect(await call(t, 'q')).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+    // Q's record names A's window's key; none of its attempts ran.
+    expect(await itemOf(qKey)).toMatchObject({ downstream_key: aDownstreamKey, attempt: 2, unrun_attempts: 2 });
+
+    // F's window ends; G replaces it: the intent now remembers F's window, not A's.
+    clock.advance(PAST_THE_WINDOW_MS);
+    expect(await call(t, 'g')).toMatchObject({ ok: true, idempotent: false });
+
+    const q = await call(t, 'q');
+    expect({ effects: t.effects.size, q }).toEqual({
+      effects: 3,
+      q: expect.objectContaining({ ok: true, idempotent: true, receipt }),
+    });
+  });
+
+  it('R18-4 a “forgotten” call resent after its last look (the completer not there yet, or its lock shorter than the last minute): its wait is capped at a last look already past, so it is parked 100 ms and told to ask again in 100 ms — again at every resend (each a takeover, an intent write, a park) until its TTL, though nothing changes it before then', async () => {
+    const { clock, t, qKey } = await windowWithAStraggler();
+    clock.advance(PAST_THE_WINDOW_MS);
+    expect(await call(t, 'f')).toMatchObject({ ok: true, idempotent: false });
+    clock.advance(PAST_THE_WINDOW_MS);
+    expect(await call(t, 'g')).toMatchObject({ ok: true, idempotent: false });
+    expect(await call(t, 'q')).toMatchObject({ ok: false, status: 'pending' });
+    const expiresAtS = Number((await itemOf(qKey)).expiration);
+    clock.advance(lastLookMs(expiresAtS) - Date.now() + 1_000);
+
+    const q = await call(t, 'q');
+    expect(q).toMatchObject({ ok: false, status: 'pending' });
+    // Nothing moves it before its record's last lock end (rule 2: 10 s before its TTL): that is when to ask.
+    const latestLockEndMs = expiresAtS * 1000 - 10_000;
+    const retryAfterMs = (q as { retry_after_ms: number }).retry_after_ms;
+    expect(retryAfterMs).toBeGreaterThan(latestLockEndMs - Date.now() - 2_000);
+  });
+
+  it('R18-5 two creators over a marker, the window cycling between them: G reads a marker (the window it remembers: W0), and before its createOverMarker lands, X creates over it (W_X, its effect), W_X ends, N replaces it and frees its own (a marker remembering W_X); G’s PutItem, on “no holder” alone, passes over that other marker — G, asked inside W_X, runs under its own key beside W_X’s effect (a second effect for one window), and W_X is forgotten by the intent', async () => {
+    const scope = newScope();
+    const w = 60;
+    const t0 = twoHoursAgoOnTheSecond();
+    const a = goneHolder();
+    expect(await claimIntent(world.idempotencyTable, requestOf(scope, a, w, t0))).toMatchObject({ kind: 'holds' });
+    // F replaces A's window (W0), then frees its own: a marker remembering W0.
+    const f = goneHolder();
+    expect(await claimIntent(world.idempotencyTable, requestOf(scope, f, w, t0 + 100_000))).toMatchObject({
+      kind: 'holds',
+      created: true,
+    });
+    expect(await releaseIntent(world.idempotencyTable, intentKeyOf(scope), f)).toBe('released');
+
+    const x = goneHolder();
+    const n = goneHolder();
+    beforeNext(
+      world.client,
+      'PutItemCommand',
+      async () => {
+        // X, asked at t0 + 120 s, creates over the marker: W_X (t0 + 120 s … + 60 s), where its effect runs.
+        expect(await claimIntent(world.idempotencyTable, requestOf(scope, x, w, t0 + 120_000))).toEqual({
+          kind: 'holds',
+          downstreamKey: `dk-${x.claimId}`,
+          created: true,
+        });
+        // N, asked after W_X ended, replaces it, then frees its own: a marker remembering W_X.
+        expect(await claimIntent(world.idempotencyTable, requestOf(scope, n, w, t0 + 200_000))).toMatchObject({
+          kind: 'holds',
+          created: true,
+        });
+        expect(await releaseIntent(world.idempotencyTable, intentKeyOf(scope), n)).toBe('released');
+        expect(await intentItem(scope)).toMatchObject({ replaced_window: { call: x.callId } });
+      },
+      (input) => input.ConditionExpression === 'attribute_not_exists(#holder)',
+    );
+    // G, asked at t0 + 130 s — inside W_X —, read the marker remembering W0 only.
+    const g = goneHolder();
+    const claimed = await claimIntent(world.idempotencyTable, requestOf(scope, g, w, t0 + 130_000));
+
+    // G is W_X's: never run under its own key beside X's effect; and W_X stays remembered.
+    expect(claimed).not.toEqual({ kind: 'holds', downstreamKey: `dk-${g.claimId}`, created: true });
+    expect(await intentItem(scope)).toMatchObject({ replaced_window: { call: x.callId } });
+  });
+});

@@ -14,7 +14,7 @@ import {
   StoreWriteError,
 } from './answers';
 import { attach } from './attach';
-import { lastLookMs, STREAM_BATCHING_WINDOW_SECONDS } from './backoff';
+import { parkLimitMs, STREAM_BATCHING_WINDOW_SECONDS } from './backoff';
 import type { CallPlan } from './call-plan';
 import { latestLockEndMs, ttlNeededFor } from './call-state';
 import { expiresAtSOf } from './derivation';
@@ -85,11 +85,12 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
     case 'running': {
       // Pending, and pollable: in flight until a retry (or the completer) takes it over and finds the holder's
       // outcome. A parked holder: nobody runs it before its lock ends, so all of it (as `askAgainAfterMs`) —
-      // but never past this call's own last look, so the completer can still give it up before its TTL.
+      // but never past this call's own last look, so the completer can still give it up before its TTL
+      // (`parkLimitMs`; past that look, its last lock end).
       const nowMs = Date.now();
       const waitMs =
         chosen.parked && chosen.lockEndsMs !== undefined
-          ? Math.max(MIN_RETRY_AFTER_MS, Math.min(chosen.lockEndsMs, lastLookMs(claim.expiresAtS)) - nowMs)
+          ? Math.max(MIN_RETRY_AFTER_MS, Math.min(chosen.lockEndsMs, parkLimitMs(claim.expiresAtS, nowMs)) - nowMs)
           : retryAfterMs(chosen.lockEndsMs, nowMs);
       return settle(
         plan,

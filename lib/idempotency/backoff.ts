@@ -5,7 +5,7 @@
  * `retrysafe complete` run every minute from cron re-run a call at the same time, and every answer about
  * the call (a poll, a task's `pollInterval`, `Retry-After`) can say when that is.
  */
-import { CLOCK_SKEW_TOLERANCE_MS } from './call-state';
+import { CLOCK_SKEW_TOLERANCE_MS, latestLockEndMs } from './call-state';
 
 /**
  * Backoff between the completer's re-runs of one call, by attempt: 30 s, 60 s, … at most 15 min (SQS's
@@ -44,6 +44,17 @@ export function completerLooksAtMs(record: ScheduledRecord): number {
 /** The completer's last look at a call in flight whose record expires at `expiresAtS` (epoch ms). */
 export function lastLookMs(expiresAtS: number): number {
   return expiresAtS * 1000 - CLOCK_SKEW_TOLERANCE_MS - LAST_LOOK_BEFORE_TTL_MS;
+}
+
+/**
+ * The latest a call parked to wait (queued behind a call that changes later, or whose window nothing
+ * remembers) may be parked until: its last look, so the completer can still give it up before its TTL — or,
+ * that passed already (a resend after it), its last lock end (rule 2): nothing changes it before then, so a
+ * wait ending sooner would only be asked about again and again (review 18, R18-4).
+ */
+export function parkLimitMs(expiresAtS: number, nowMs: number): number {
+  const lastLook = lastLookMs(expiresAtS);
+  return lastLook > nowMs ? lastLook : latestLockEndMs(expiresAtS);
 }
 
 /**

@@ -4,7 +4,8 @@
  * customer is missing until created, and faults on the writes of a window's intent.
  */
 import { randomUUID } from 'node:crypto';
-import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { Completer } from '../../lib/idempotency/completer';
 import { NotFoundError } from '../../lib/idempotency/errors';
 import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
@@ -30,7 +31,7 @@ export function completerOn(world: ProtocolWorld, runtime: ToolRuntime, tools: N
 
 /** Whether a request's key or item is a dedupe window's intent. */
 export const isIntentWrite = (input: Record<string, unknown>) =>
-  JSON.stringify(input.Key ?? input.Item).includes('#intent#');
+  String(JSON.stringify(input.Key ?? input.Item ?? input.TransactItems)).includes('#intent#');
 
 /** A dedupe-window tool whose customer does not exist until `createCustomer()` (not_found until then). */
 export function missingCustomerTool(options: { longRunning?: boolean } = {}) {
@@ -53,12 +54,29 @@ export function missingCustomerTool(options: { longRunning?: boolean } = {}) {
   };
 }
 
-/** Every PutItem of a dedupe window's intent through the world's client is throttled, until `stop()`. */
+/** A write of a dedupe window's intent, by its transition (lib/idempotency/protocol/intent-writes.ts). */
+export type IntentWrite = 'create' | 'replace' | 'release';
+
+/** Whether a request is the intent write `kind`: create and release are UpdateItems, replace a PutItem. */
+export function isIntentWriteOf(kind: IntentWrite, command: string | undefined, input: Record<string, unknown>) {
+  if (!isIntentWrite(input)) return false;
+  if (kind === 'replace') return command === 'PutItemCommand';
+  if (command !== 'UpdateItemCommand') return false;
+  return kind === 'create'
+    ? String(input.ConditionExpression).startsWith('attribute_not_exists(#holder) AND')
+    : String(input.UpdateExpression).startsWith('REMOVE #holder');
+}
+
+/** Every create or replace of a dedupe window's intent through the world's client is throttled, until `stop()`. */
 export function throttleIntentPuts(world: ProtocolWorld): { stop(): void } {
   const name = `throttle-intents-${randomUUID()}`;
   world.client.middlewareStack.add(
     (next, context) => async (args) => {
-      if (context.commandName === 'PutItemCommand' && isIntentWrite(args.input as Record<string, unknown>)) {
+      const input = args.input as Record<string, unknown>;
+      if (
+        isIntentWriteOf('create', context.commandName, input) ||
+        isIntentWriteOf('replace', context.commandName, input)
+      ) {
         throw throttled();
       }
       return next(args);
@@ -68,15 +86,18 @@ export function throttleIntentPuts(world: ProtocolWorld): { stop(): void } {
   return { stop: () => world.client.middlewareStack.remove(name) };
 }
 
-/** The next `command` (PutItem, DeleteItem) of a window's intent through the world's client fails as a throttle. */
-export function throttleNextIntentWrite(world: ProtocolWorld, command: 'PutItemCommand' | 'DeleteItemCommand'): void {
-  beforeNext(
-    world.client,
-    command,
-    async () => {
-      throw throttled();
+/** The next `kind` write (create, replace, release) of a window's intent through the world's client fails as a throttle. */
+export function throttleNextIntentWrite(world: ProtocolWorld, kind: IntentWrite): void {
+  const name = `throttle-next-${randomUUID()}`;
+  world.client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (isIntentWriteOf(kind, context.commandName, args.input as Record<string, unknown>)) {
+        world.client.middlewareStack.remove(name);
+        throw throttled();
+      }
+      return next(args);
     },
-    isIntentWrite,
+    { step: 'initialize', name },
   );
 }
 
@@ -151,9 +172,23 @@ export async function recordIdsOf(world: ProtocolWorld, tenant: string): Promise
   return (await world.idempotencyRecordKeys(tenant)).map((r) => r.id).filter((id) => !id.includes('#intent#'));
 }
 
-/** The intents of `tenant`, by key. */
+/** The intents of `tenant` held by a call (not markers: freed), by key. */
 export async function intentIdsOf(world: ProtocolWorld, tenant: string): Promise<string[]> {
+  const ids = (await world.idempotencyRecordKeys(tenant)).map((r) => r.id).filter((id) => id.includes('#intent#'));
+  const held = await Promise.all(ids.map(async (id) => ((await itemOf(world, id))?.intent_owner ? id : undefined)));
+  return held.filter((id): id is string => id !== undefined);
+}
+
+/** The items under intent keys of `tenant` — held intents and markers (freed: no holder) alike —, by key. */
+export async function intentItemIdsOf(world: ProtocolWorld, tenant: string): Promise<string[]> {
   return (await world.idempotencyRecordKeys(tenant)).map((r) => r.id).filter((id) => id.includes('#intent#'));
+}
+
+async function itemOf(world: ProtocolWorld, id: string): Promise<Record<string, unknown> | undefined> {
+  const { Item } = await world.client.send(
+    new GetItemCommand({ TableName: world.idempotencyTable.tableName, Key: { id: { S: id } }, ConsistentRead: true }),
+  );
+  return Item ? unmarshall(Item) : undefined;
 }
 
 /**

@@ -7,6 +7,7 @@ import { InFlightError, NotFoundError } from '../../lib/idempotency';
 import type { CallOutcome, ToolRuntime } from '../../lib/idempotency/runtime';
 import { defineTool } from '../../lib/idempotency/tool';
 import { beforeNext, throttled } from '../helpers/intercept';
+import { isIntentWriteOf } from '../helpers/no-effect';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { gate, noteTool } from '../helpers/tools';
 
@@ -35,6 +36,18 @@ beforeEach(() => {
 afterEach(() => jest.restoreAllMocks());
 
 const WINDOW_SECONDS = 600;
+
+/** Fails the next release of a window's intent (an UpdateItem that removes its holder) with a throttling error, once. */
+function failNextIntentRelease(): void {
+  beforeNext(
+    world.client,
+    'UpdateItemCommand',
+    () => {
+      throw throttled();
+    },
+    (input) => isIntentWriteOf('release', 'UpdateItemCommand', input),
+  );
+}
 
 /** Fails the next DeleteItem whose key matches `key` with a throttling error, once. */
 function failNextDelete(key: RegExp): void {
@@ -165,7 +178,7 @@ describe('a first attempt’s business error', () => {
       },
       { dedupeWindowSeconds: WINDOW_SECONDS },
     );
-    failNextDelete(/#intent#/);
+    failNextIntentRelease();
 
     const answer = await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
 

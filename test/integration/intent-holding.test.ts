@@ -47,7 +47,7 @@ describe('R8-3 a record 826ee99 queued (unrun_attempts its queued parks, no queu
     const completer = completerOn(world, runtime, [t.tool]);
     clock.advance(16 * 60_000);
     // Attempt 10 (the completer): its intent write is throttled — one failed attempt, parked unrun.
-    throttleNextIntentWrite(world, 'PutItemCommand');
+    throttleNextIntentWrite(world, 'create');
     const first = await completer.onRecheck(
       { key: recordKey, claim: String((await itemOf(recordKey)).claim_id) },
       deadline(),
@@ -72,7 +72,7 @@ describe('R8-4 two fresh keys take the intent over from the same neverRan holder
     const args = (key: string) => ({ idempotency_key: key, text: 'same' });
 
     // A: attempt 1 creates the intent (dA), not_found, its intent release throttled: parked unrun (R7-1).
-    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    throttleNextIntentWrite(world, 'release');
     expect(await runtime.invoke(t.tool, t.caller, args('a4'), deadline())).toMatchObject({ ok: false });
     clock.advance(1000); // parked "now": abandoned
 
@@ -129,7 +129,7 @@ describe('a taker that dies at its swap (review 9, R9-1: the key was fixed befor
     const args = (key: string) => ({ idempotency_key: key, text: 'same' });
 
     // A: creates the intent (dA), not_found, its release throttled: parked unrun (neverRan), abandoned.
-    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    throttleNextIntentWrite(world, 'release');
     expect(await runtime.invoke(t.tool, t.caller, args('a9'), deadline())).toMatchObject({ ok: false });
     clock.advance(1000);
 
@@ -179,7 +179,7 @@ describe('a taker whose takeover fails (a store error) is parked unrun (review 1
     const args = (key: string) => ({ idempotency_key: key, text: 'same' });
 
     // A: creates the intent (dA), not_found, its release throttled: parked unrun (neverRan), abandoned.
-    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    throttleNextIntentWrite(world, 'release');
     expect(await runtime.invoke(t.tool, t.caller, args('a11'), deadline())).toMatchObject({ ok: false });
     clock.advance(1000);
 

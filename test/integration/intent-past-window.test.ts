@@ -15,6 +15,7 @@ import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
 import {
   intentIdsOf as intentIdsInWorld,
+  intentItemIdsOf as intentItemIdsInWorld,
   recordIdsOf as recordIdsInWorld,
   throttleNextIntentWrite,
 } from '../helpers/no-effect';
@@ -32,6 +33,7 @@ afterEach(() => jest.restoreAllMocks());
 
 const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
 const intentIdsOf = (tenant: string) => intentIdsInWorld(world, tenant);
+const intentItemIdsOf = (tenant: string) => intentItemIdsInWorld(world, tenant);
 const recordIdsOf = (tenant: string) => recordIdsInWorld(world, tenant);
 const args = (key: string) => ({ idempotency_key: key, text: 'same' });
 /** Past a 600 s window. */
@@ -71,7 +73,7 @@ async function windowWithAStraggler() {
   expect(a).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
   const [aKey] = await recordIdsOf(t.caller.tenant);
   const [intentKey] = await intentIdsOf(t.caller.tenant);
-  throttleNextIntentWrite(world, 'PutItemCommand');
+  throttleNextIntentWrite(world, 'create');
   expect(await call(t, 'q')).toMatchObject({ ok: false });
   const qKey = (await recordIdsOf(t.caller.tenant)).find((id) => id !== aKey) ?? '';
   return { clock, t, aKey: aKey ?? '', qKey, intentKey: intentKey ?? '', receipt: receiptOf(a) };
@@ -132,14 +134,19 @@ describe('a window an intent replaced answers the calls asked in it', () => {
     t.state.customerExists = false;
     expect(await call(t, 'f')).toMatchObject({ error: { code: 'not_found' } });
     expect((await eraseItem(world.idempotencyTable, await itemOf(intentKey))).outcome).toBe('erased');
-    expect(await intentIdsOf(t.caller.tenant)).toEqual([]);
+    expect(await intentItemIdsOf(t.caller.tenant)).toEqual([]);
   });
 
-  it('a release of an intent that replaced none deletes it (no marker)', async () => {
+  it('a release of an intent that replaced none leaves a marker with nothing of a call in it, which the next create passes in one write', async () => {
     const t = keyedTool();
     t.state.customerExists = false;
     expect(await call(t, 'f')).toMatchObject({ error: { code: 'not_found' } });
-    expect(await intentIdsOf(t.caller.tenant)).toEqual([]);
+    const [intentKey] = await intentItemIdsOf(t.caller.tenant);
+    expect(Object.keys(await itemOf(intentKey ?? '')).sort()).toEqual(['expiration', 'id', 'tenant', 'tool']);
+
+    t.state.customerExists = true;
+    expect(await call(t, 'g')).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+    expect(await intentIdsOf(t.caller.tenant)).toEqual([intentKey]);
   });
 
   it('asked after that window ended, within a window’s length before the next began: that next window’s (one effect)', async () => {
@@ -147,7 +154,7 @@ describe('a window an intent replaced answers the calls asked in it', () => {
     const t = keyedTool();
     expect(await call(t, 'a')).toMatchObject({ ok: true, idempotent: false });
     clock.advance(PAST_THE_WINDOW_MS);
-    throttleNextIntentWrite(world, 'PutItemCommand');
+    throttleNextIntentWrite(world, 'create');
     expect(await call(t, 'q')).toMatchObject({ ok: false });
     clock.advance(60_000);
     const f = await call(t, 'f');

@@ -164,7 +164,7 @@ describe('review 13: the dedupe window intent’s runners', () => {
     // not_found, its free throttled (parked unrun); T takes the intent over (dC fixed on T) and fails before
     // any effect (counted as run: T's next attempt runs under dC without the intent); C takes it back (the
     // transaction lands, its answer is lost: C parked unrun).
-    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    throttleNextIntentWrite(world, 'release');
     expect(await runtime.invoke(t.tool, t.caller, args('c4'), deadline())).toMatchObject({ ok: false });
     const [intentKey] = await intentIdsOf(t.caller.tenant);
     const [cKey] = await recordIdsOf(t.caller.tenant);

@@ -112,7 +112,7 @@ describe('review 14: the dedupe window intent after the join', () => {
     const args = (key: string) => ({ idempotency_key: key, text: 'same' });
 
     // A's first attempt fails before it runs (its intent's create throttled): parked, no effect (unrun).
-    throttleNextIntentWrite(world, 'PutItemCommand');
+    throttleNextIntentWrite(world, 'create');
     expect(await runtime.invoke(tool, caller, args('a3'), deadline())).toMatchObject({ ok: false });
     // A's resend (attempt 2, its first run): creates the intent. While its tool runs, Q (a fresh key, the same
     // arguments, A's window) finds A live: pending, parked queued behind A (waited_on A).
@@ -162,7 +162,7 @@ describe('review 14: the dedupe window intent after the join', () => {
     const a = await runtime.invoke(tool, caller, args('a4'), deadline());
     expect(a).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
     // Q, a fresh key in A's window: its read of the intent is throttled (a transient error before anything ran).
-    throttleNextIntentWrite(world, 'PutItemCommand');
+    throttleNextIntentWrite(world, 'create');
     expect(await runtime.invoke(tool, caller, args('q4'), deadline())).toMatchObject({ ok: false });
     expect(effects.size).toBe(1);
 
@@ -190,7 +190,7 @@ describe('review 14: the dedupe window intent after the join', () => {
     // A creates the intent (dA) and commits E1. Q, a fresh key in A's window: its intent write throttled.
     const a = await runtime.invoke(t.tool, t.caller, args('a5'), deadline());
     expect(a).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
-    throttleNextIntentWrite(world, 'PutItemCommand');
+    throttleNextIntentWrite(world, 'create');
     expect(await runtime.invoke(t.tool, t.caller, args('q5'), deadline())).toMatchObject({ ok: false });
 
     // Past A's window: F, a new window's call, replaces the intent (A settled) and commits E2 under dF.

@@ -74,7 +74,7 @@ describe('review 16: outcomeOf’s "freed" after c06aece', () => {
     const args = (key: string) => ({ idempotency_key: key, text: 'same' });
 
     // C, attempt 1: creates the intent under dC; not_found; freeing it is throttled: C parked unrun.
-    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    throttleNextIntentWrite(world, 'release');
     expect(await runtime.invoke(t.tool, t.caller, args('c1'), deadline())).toMatchObject({ ok: false });
     const [cKey] = await recordIdsOf(t.caller.tenant);
     clock.advance(1000);

@@ -81,7 +81,7 @@ async function aStragglerThatRanUnderThePastWindow(qAfterS: number, fAfterS: num
   const [aKey] = await recordIdsOf(t.caller.tenant);
   const [intentKey] = await intentIdsOf(t.caller.tenant);
   clock.advance(qAfterS * 1000);
-  throttleNextIntentWrite(world, 'PutItemCommand');
+  throttleNextIntentWrite(world, 'create');
   expect(await call(t, 'q')).toMatchObject({ ok: false });
   clock.advance((fAfterS - qAfterS) * 1000);
   const f = await call(t, 'f');
@@ -258,7 +258,7 @@ describe('review 17: a window an intent replaced, markers, intent_freed', () => 
     expect(p).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
     // Q is asked 590 s into P's window (W-1); its intent write throttled, it never reaches the intent.
     clock.advance(590_000);
-    throttleNextIntentWrite(world, 'PutItemCommand');
+    throttleNextIntentWrite(world, 'create');
     expect(await call(t, 'q')).toMatchObject({ ok: false });
     // A, asked just after W-1 ended (11 s after Q), replaces it: W0. F, after W0, replaces W0: W1 (remembers W0).
     clock.advance(11_000);
@@ -282,7 +282,7 @@ describe('review 17: a window an intent replaced, markers, intent_freed', () => 
     expect(await call(t, 'a')).toMatchObject({ ok: true, idempotent: false });
     // D is asked 10 s after A's window ended; its intent write throttled.
     clock.advance(610_000);
-    throttleNextIntentWrite(world, 'PutItemCommand');
+    throttleNextIntentWrite(world, 'create');
     expect(await call(t, 'd')).toMatchObject({ ok: false });
     // F, asked 2000 s (over three windows' length) after D, replaces A's window.
     clock.advance(2_000_000);

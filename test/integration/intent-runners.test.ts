@@ -385,7 +385,7 @@ describe('R12-2 an intent a call holds again under its own key, after a taker ra
 
     // C, attempt 1: creates the intent under dC; not_found; freeing the intent is throttled: C parked unrun,
     // the intent still held by C (attempt.ts: "Not freed: the call stays in flight, as having made no effect").
-    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    throttleNextIntentWrite(world, 'release');
     expect(await runtime.invoke(t.tool, t.caller, args('c2'), deadline())).toMatchObject({ ok: false });
     expect(await intentIdsOf(t.caller.tenant)).toHaveLength(1);
     const [cKey] = await recordIdsOf(t.caller.tenant);

@@ -12,6 +12,7 @@ import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record
 import { store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
 import { beforeNext } from '../helpers/intercept';
+import { isIntentWriteOf } from '../helpers/no-effect';
 import { createProtocolWorld, identity, type ProtocolWorld } from '../helpers/protocol-world';
 
 /**
@@ -381,7 +382,12 @@ describe('claiming a dedupe window’s intent', () => {
     const scope = newScope();
     const first = await callClaimed(-1_000);
     await heldBy(first, scope);
-    beforeNext(world.client, 'UpdateItemCommand', () => movedToSomeoneElse(scope));
+    beforeNext(
+      world.client,
+      'UpdateItemCommand',
+      () => movedToSomeoneElse(scope),
+      (input) => !isIntentWriteOf('create', 'UpdateItemCommand', input),
+    );
 
     const own = await claimIntent(table, requestFor({ ...first, claimId: 'retry' }, scope));
 
@@ -515,12 +521,12 @@ describe('an intent whose window ended before this call was asked', () => {
     await heldBy(holder, scope, WINDOW_S + 5);
     const asker = await callClaimed();
     let puts = 0;
-    // The second PutItem is the replace (the first is the create that found the intent).
+    // The first PutItem is the replace (the create that found the intent is an UpdateItem).
     beforeNext(
       world.client,
       'PutItemCommand',
       () => movedToSomeoneElse(scope),
-      () => ++puts === 2,
+      () => ++puts === 1,
     );
 
     const result = await claimIntent(table, requestFor(asker, scope));

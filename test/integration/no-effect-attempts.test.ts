@@ -44,7 +44,7 @@ const completerOf = (tools: ReturnType<typeof noteTool>['tool'][], maxAttempts?:
 describe('attempts that failed before their tool ran: no effect, yet counted by the completer’s budget', () => {
   it('R6-1 a plain call: attempt 1 fails writing the intent (throttled), the retry meets not_found — a fresh key with the same arguments, once the customer exists, runs (nothing of the first call ran)', async () => {
     const t = missingCustomerTool();
-    throttleNextIntentWrite(world, 'PutItemCommand');
+    throttleNextIntentWrite(world, 'create');
     const first = await runtime.invoke(t.tool, t.caller, { idempotency_key: 'k1', text: 'same' }, deadline());
     expect(first).toMatchObject({ ok: false, error: { code: 'unavailable' } });
     expect(t.execute).not.toHaveBeenCalled(); // attempt 1 never reached its tool
@@ -69,7 +69,7 @@ describe('attempts that failed before their tool ran: no effect, yet counted by 
     });
     const recordKey = handed.task?.callId.split('@')[0] ?? '';
     const parked = await itemOf(recordKey);
-    throttleNextIntentWrite(world, 'PutItemCommand');
+    throttleNextIntentWrite(world, 'create');
     const second = await completerOf([t.tool]).onRecheck(
       { key: recordKey, claim: String(parked.claim_id) },
       deadline(),
@@ -127,7 +127,7 @@ describe('a first run’s failure whose intent release fails: parked as having m
     const recordKey = handed.task?.callId.split('@')[0] ?? '';
     const parked = await itemOf(recordKey);
     // Attempt 2 (the completer): the call's first run, not_found; the release of the intent it created fails.
-    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    throttleNextIntentWrite(world, 'release');
     await completerOf([t.tool]).onRecheck({ key: recordKey, claim: String(parked.claim_id) }, deadline());
     expect(t.execute).toHaveBeenCalledTimes(1);
     expect(await itemOf(recordKey)).toMatchObject({ attempt: 2, status: 'INPROGRESS' });
@@ -153,7 +153,7 @@ describe('answers of a call whose only run met a business error (its intent rele
     });
     const recordKey = handed.task?.callId.split('@')[0] ?? '';
     const parked = await itemOf(recordKey);
-    throttleNextIntentWrite(world, 'DeleteItemCommand');
+    throttleNextIntentWrite(world, 'release');
     await completerOf([t.tool]).onRecheck({ key: recordKey, claim: String(parked.claim_id) }, deadline());
     expect(t.execute).toHaveBeenCalledTimes(1); // its tool ran
     expect(await itemOf(recordKey)).toMatchObject({ attempt: 2, unrun_attempts: 2, status: 'INPROGRESS' });

@@ -290,7 +290,7 @@ describe('an intent’s transitions', () => {
     });
   });
 
-  it('swap moves the holder (afresh: with a new downstream key); release frees it for its holder', async () => {
+  it('swap moves the holder (afresh: with a new downstream key); release frees it for its holder (a marker: no holder, key, window or runners)', async () => {
     const intent = newIntent();
     await createIntent(table, intent);
     const next = other();
@@ -303,6 +303,11 @@ describe('an intent’s transitions', () => {
     expect(swapped).toBe('swapped');
     expect(held).toMatchObject({ kind: 'held', held: { holder: next, downstreamKey: 'rs1_afresh' } });
     expect(released).toBe('released');
-    expect(await itemOf(intent.intentKey)).toBeUndefined();
+    expect(await itemOf(intent.intentKey)).toEqual({
+      id: intent.intentKey,
+      tenant: intent.tenant,
+      tool: intent.tool,
+      expiration: intent.expiresAtS,
+    });
   });
 });

@@ -17,7 +17,7 @@ import { readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
 import { beforeNext, throttled } from '../helpers/intercept';
-import { completerOn, isIntentWrite, missingCustomerTool, throttleIntentPuts } from '../helpers/no-effect';
+import { completerOn, isIntentWriteOf, missingCustomerTool, throttleIntentPuts } from '../helpers/no-effect';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { gate, noteTool } from '../helpers/tools';
 
@@ -183,7 +183,9 @@ async function handedOffCallOfAMissingCustomer() {
     recordKey,
     createCustomer,
     async firstRun(beforeRelease: () => Promise<unknown>) {
-      beforeNext(world.client, 'DeleteItemCommand', beforeRelease, isIntentWrite);
+      beforeNext(world.client, 'UpdateItemCommand', beforeRelease, (input) =>
+        isIntentWriteOf('release', 'UpdateItemCommand', input),
+      );
       return completerOf([tool]).onRecheck({ key: recordKey, claim: String(parked.claim_id) }, deadline());
     },
   };

@@ -15,9 +15,9 @@ import {
 import { completerLooksAtMs } from '../backoff';
 import { type CallState, classify, type InFlightState, isInFlight, stalledChangesAtMs } from '../call-state';
 import { runnersInFlight } from './intent';
-import { type Intent, intentOf, markerOf } from './intent-record';
+import { type Intent, intentOf, isHeld, markerOf } from './intent-record';
 import { deleteIntent } from './intent-writes';
-import { type CallRecord, callRecordOf, STATUS } from './record';
+import { type CallRecord, callRecordOf, isIntentKey, STATUS } from './record';
 import {
   callOf,
   conditionally,
@@ -124,8 +124,7 @@ export async function eraseItem(
 ): Promise<ItemErasure> {
   const within = idempotencyTable(table);
   const settled = { dryRun: options.dryRun ?? false, closeStalled: options.closeStalled ?? false };
-  const { intentHolder, replacedWindow } = within.attributes;
-  if (item[intentHolder] !== undefined || item[replacedWindow] !== undefined) return eraseIntent(within, item, settled);
+  if (isIntentKey(String(item[within.attributes.key]))) return eraseIntent(within, item, settled);
   const record = callRecordOf(item, within.attributes);
   if (record === undefined) return unreadable(within, item);
   return eraseCallRecord(within, record, settled);
@@ -237,12 +236,12 @@ async function eraseIntent(
 ): Promise<ItemErasure> {
   const intent = intentOf(item, table.attributes) ?? markerOf(item, table.attributes);
   if (!intent) return { outcome: 'nothing' };
-  for (const { record, state } of 'holder' in intent ? await runnersInFlight(table, intent, []) : []) {
+  for (const { record, state } of isHeld(intent) ? await runnersInFlight(table, intent, []) : []) {
     const kept = await keptUnlessClosed(table, record, state, options);
     if (kept) return { outcome: 'in_flight', kept };
   }
   // Its runners unknown (an earlier version's): kept to its TTL, when every call asked in its window has expired.
-  if ('holder' in intent && !intent.runnersKnown && Date.now() < intent.expiresAtS * 1000) {
+  if (isHeld(intent) && !intent.runnersKnown && Date.now() < intent.expiresAtS * 1000) {
     return { outcome: 'in_flight', kept: unknownRunnersOf(intent) };
   }
   if (options.dryRun) return { outcome: 'nothing' };

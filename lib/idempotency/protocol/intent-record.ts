@@ -3,7 +3,7 @@
  * key, its window, its runners — the item ↔ intent mapping beside the call record's (record.ts), whose
  * attribute names it uses. Its writes are intent-writes.ts; what a claimant does with it, intent.ts.
  */
-import { number, type RecordAttributes, text } from './record';
+import { isIntentKey, number, type RecordAttributes, text } from './record';
 
 /** The call that holds a dedupe window's intent: its record, the claim it held it with, and the call itself. */
 export interface IntentHolder {
@@ -45,12 +45,12 @@ export interface PastWindow {
 }
 
 /**
- * What is left of an intent that replaced another window once its holder freed it (rule 1): no window now, the
- * one it replaced still answers the calls asked in it, until its TTL.
+ * What is left of an intent once its holder freed it (rule 1): no holder, no window now; the window it
+ * replaced, if any, still answers the calls asked in it, until its TTL. A create passes it.
  */
 export interface IntentMarker {
   readonly intentKey: string;
-  readonly replaced: PastWindow;
+  readonly replaced: PastWindow | undefined;
   readonly expiresAtS: number;
 }
 
@@ -69,12 +69,17 @@ function pastWindowOf(value: unknown): PastWindow | undefined {
   return { endsAtS, callId, downstreamKey, previousEndsAtS: number(map, 'before') };
 }
 
-/** A table item (unmarshalled) as an intent's marker (no holder, a replaced window), or undefined. */
+/** Whether it is a held intent, not a marker. */
+export function isHeld(intent: Intent | IntentMarker): intent is Intent {
+  return 'holder' in intent;
+}
+
+/** A table item (unmarshalled) as an intent's marker (no holder; a replaced window or none), or undefined. */
 export function markerOf(item: Record<string, unknown>, attr: RecordAttributes): IntentMarker | undefined {
   const intentKey = text(item, attr.key);
-  const replaced = pastWindowOf(item[attr.replacedWindow]);
   const expiresAtS = number(item, attr.expiry);
-  if (intentKey === undefined || replaced === undefined || expiresAtS === undefined) return;
+  if (intentKey === undefined || !isIntentKey(intentKey) || expiresAtS === undefined) return;
+  const replaced = pastWindowOf(item[attr.replacedWindow]);
   return item[attr.intentHolder] === undefined ? { intentKey, replaced, expiresAtS } : undefined;
 }
 

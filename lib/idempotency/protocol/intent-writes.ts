@@ -12,6 +12,7 @@ import {
   type IntentHolder,
   type IntentMarker,
   intentOf,
+  isHeld,
   markerOf,
   type PastWindow,
   pastWindowItem,
@@ -51,44 +52,49 @@ function itemOf(table: IdempotencyTable, intent: NewIntent): Record<string, unkn
 }
 
 /**
- * create: absent ──▶ held by this call, under its own downstream key, fixed on the intent in the same
- * write (a PutItem where none is). Refused, it answers the intent in the way (undefined only if DynamoDB
- * returned none, or it is not an intent).
+ * create: absent — or a marker (a freed intent: no holder) whose window it replaced, if any, ended before this
+ * call was asked — ──▶ held by this call, under its own downstream key, fixed on the intent in the same write:
+ * one UpdateItem, which keeps the marker's `replaced_window` (review 18, R18-2: one write, as a PutItem where
+ * none is was; R18-5: a marker that changed since it was read is judged as it is when written). Refused, it
+ * answers the intent (or marker) in the way — undefined only if DynamoDB returned none.
  */
 export async function createIntent(
   table: IdempotencyTable,
   intent: NewIntent,
+  /** When the creating call was asked: a marker's window must have ended before. @default now */
+  askedAtMs: number = Date.now(),
 ): Promise<{ readonly kind: 'created' } | { readonly kind: 'held'; readonly held: Intent | IntentMarker | undefined }> {
+  const attr = table.attributes;
+  const item = itemOf(table, intent);
+  delete item[attr.key];
+  const names = Object.keys(item);
   const written = await conditionally(
     table.client,
-    new PutItemCommand({
+    new UpdateItemCommand({
       TableName: table.tableName,
-      Item: marshall(itemOf(table, intent)),
-      ConditionExpression: 'attribute_not_exists(#id)',
-      ExpressionAttributeNames: { '#id': table.attributes.key },
+      Key: marshall({ [attr.key]: intent.intentKey }),
+      UpdateExpression: `SET ${names.map((_, n) => `#a${n} = :a${n}`).join(', ')}`,
+      // No holder (absent, or a marker), nor a status (a call record's, or anything else: refused), and the
+      // window a marker remembers, if any, ended before this call was asked.
+      ConditionExpression:
+        'attribute_not_exists(#holder) AND attribute_not_exists(#status) AND (attribute_not_exists(#replaced) OR #replaced.#end < :asked)',
+      ExpressionAttributeNames: {
+        ...Object.fromEntries(names.map((name, n) => [`#a${n}`, name])),
+        '#holder': attr.intentHolder,
+        '#status': attr.status,
+        '#replaced': attr.replacedWindow,
+        '#end': 'end',
+      },
+      ExpressionAttributeValues: marshall({
+        ...Object.fromEntries(names.map((name, n) => [`:a${n}`, item[name]])),
+        ':asked': askedAtMs / 1000,
+      }),
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     }),
   );
   if (written.passed) return { kind: 'created' };
-  const held = written.item && (intentOf(written.item, table.attributes) ?? markerOf(written.item, table.attributes));
+  const held = written.item && (intentOf(written.item, attr) ?? markerOf(written.item, attr));
   return { kind: 'held', held };
-}
-
-/**
- * create over a marker: no holder ──▶ held by this call, as create writes it, keeping the window the marker
- * remembers (`intent.replaced`). `changed` when another call holds it since it was read.
- */
-export async function createOverMarker(table: IdempotencyTable, intent: NewIntent): Promise<'created' | 'changed'> {
-  const written = await conditionally(
-    table.client,
-    new PutItemCommand({
-      TableName: table.tableName,
-      Item: marshall(itemOf(table, intent)),
-      ConditionExpression: 'attribute_not_exists(#holder)',
-      ExpressionAttributeNames: { '#holder': table.attributes.intentHolder },
-    }),
-  );
-  return written.passed ? 'created' : 'changed';
 }
 
 /**
@@ -203,11 +209,12 @@ export async function takeOverIntent(
 }
 
 /**
- * release: held by this call (its claim), created by it, its only runner ──▶ absent, after its first run's
- * business error: nothing happened, so a corrected call can run. `changed` when it was taken over, or run
- * under by another call, meanwhile (review 12, R12-2). An intent that replaced an earlier window leaves it
- * behind (a marker: its holder, key, window and runners removed, in a second write): the calls asked in that
- * window, none of whose attempts reached it, are still answered from it (review 14, R14-4).
+ * release: held by this call (its claim), created by it, its only runner ──▶ a marker, after its first run's
+ * business error: nothing happened, so a corrected call can run (create passes a marker). One UpdateItem that
+ * removes its holder, key, window and runners, keeping the window it replaced (`replaced_window`), if any: the
+ * calls asked in that window, none of whose attempts reached it, are still answered from it (review 14,
+ * R14-4; one write whether or not it replaced one — review 18, R18-1). `changed` when it was taken over, or
+ * run under by another call, meanwhile (review 12, R12-2).
  */
 export async function releaseIntent(
   table: IdempotencyTable,
@@ -216,14 +223,6 @@ export async function releaseIntent(
 ): Promise<'released' | 'changed'> {
   const attr = table.attributes;
   const alone = heldBy(attr, holder, 1);
-  const bare = {
-    expression: `${alone.expression} AND attribute_not_exists(#replaced)`,
-    names: { ...alone.names, '#replaced': attr.replacedWindow },
-    values: alone.values,
-  };
-  const deleted = await deleteOn(table, intentKey, bare);
-  if (deleted.passed) return 'released';
-  if (!deleted.item || !intentOf(deleted.item, attr)?.replaced) return 'changed';
   const written = await conditionally(
     table.client,
     new UpdateItemCommand({
@@ -253,14 +252,13 @@ export async function deleteIntent(
   table: IdempotencyTable,
   intent: Intent | IntentMarker,
 ): Promise<'deleted' | 'changed'> {
-  const held: Condition =
-    'holder' in intent
-      ? heldBy(table.attributes, intent.holder)
-      : {
-          expression: 'attribute_not_exists(#holder)',
-          names: { '#holder': table.attributes.intentHolder },
-          values: {},
-        };
+  const held: Condition = isHeld(intent)
+    ? heldBy(table.attributes, intent.holder)
+    : {
+        expression: 'attribute_not_exists(#holder)',
+        names: { '#holder': table.attributes.intentHolder },
+        values: {},
+      };
   return (await deleteOn(table, intent.intentKey, held)).passed ? 'deleted' : 'changed';
 }
 

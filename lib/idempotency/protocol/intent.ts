@@ -15,10 +15,9 @@ import { createHash } from 'node:crypto';
 import { askAgainAfterMs } from '../answers';
 import { classify, holdsIntent, type InFlightState, isInFlight, isParked } from '../call-state';
 import type { Identity } from '../types';
-import type { Intent, IntentHolder, IntentMarker, PastWindow } from './intent-record';
+import { type Intent, type IntentHolder, type IntentMarker, isHeld, type PastWindow } from './intent-record';
 import {
   createIntent,
-  createOverMarker,
   fixPastWindowKey,
   type NewIntent,
   replaceIntent,
@@ -121,20 +120,17 @@ export async function claimIntent(table: IdempotencyTable, request: IntentReques
     // DynamoDB's TTL must not delete an intent a late retry or the completer still needs.
     expiresAtS: askedAtS + request.windowSeconds + request.ttlSeconds,
   };
-  const created = await createIntent(table, intent);
+  const created = await createIntent(table, intent, request.askedAtMs);
   if (created.kind === 'created') return { kind: 'holds', downstreamKey: request.downstreamKey, created: true };
   const held = created.held;
   if (!held) throw new Error(`the item under ${intent.intentKey} is not an intent`);
   // The window a call falls in is decided by when it was asked, not when an attempt gets to run it: a window
   // this intent replaced, if it was asked while that one was open (review 14, R14-4, R14-5).
   const past = pastWindowFor(request, held);
-  if (past) return past === 'forgotten' ? FORGOTTEN : fromPastWindow(table, request, past);
-  if (!('holder' in held)) {
-    const over = { ...intent, replaced: held.replaced };
-    return (await createOverMarker(table, over)) === 'created'
-      ? { kind: 'holds', downstreamKey: request.downstreamKey, created: true }
-      : RUNNING;
-  }
+  if (past === 'forgotten') return forgotten(request);
+  if (past) return fromPastWindow(table, request, past);
+  // A marker whose window ended before this call was asked: create passes it — it changed meanwhile.
+  if (!isHeld(held)) return RUNNING;
   if (held.windowEndsAtS < request.askedAtMs / 1000) return replaceEnded(table, intent, held);
   if (held.holder.recordKey !== request.holder.recordKey) return takeFromAnother(table, request, held);
   // Another call of this record (claimed anew since): it runs under the intent's key only fixed on its record.
@@ -168,11 +164,18 @@ function pastWindowFor(request: IntentRequest, held: Intent | IntentMarker): Pas
 
 /**
  * A call whose window nothing remembers (`forgotten`): whether it had an effect cannot be told, so it never
- * runs — parked until its last look (the attempt caps the wait there), when the completer gives it up
- * (stalled, `expiring`). It takes its window being replaced, and that one replaced in turn, while none of the
+ * runs — parked until its last look (the attempt caps the wait there; past it, its last lock end), when the
+ * completer gives it up (stalled, `expiring`) — unless its record names its window's key. It takes its window being replaced, and that one replaced in turn, while none of the
  * call's attempts reached the intent: its store throttled, its completer down, for over two windows.
  */
-const FORGOTTEN: IntentClaim = { kind: 'running', lockEndsMs: Number.POSITIVE_INFINITY, parked: true };
+function forgotten(request: IntentRequest): IntentClaim {
+  // Its record names a key an attempt of it fixed (a past window's, a taken-over intent's) — its window's:
+  // run under it, which finds that window's effect or makes it once (review 18, R18-3). Never freed.
+  if (request.downstreamKey !== (request.ownKey ?? request.downstreamKey)) {
+    return { kind: 'holds', downstreamKey: request.downstreamKey, created: false };
+  }
+  return { kind: 'running', lockEndsMs: Number.POSITIVE_INFINITY, parked: true };
+}
 
 /**
  * A call asked in a window this intent replaced: that window's holder's outcome answers it (the window's);

@@ -256,7 +256,12 @@ export function recordKeyOfCallId(callId: string): string | undefined {
 
 /** A key of the idempotency table that names a call record (not an intent, not anything else). */
 export function isCallRecordKey(key: string): boolean {
-  return !key.includes('#intent#') && key.includes('#');
+  return !isIntentKey(key) && key.includes('#');
+}
+
+/** A key of the idempotency table that names a dedupe window's intent (`<tool>#intent#<hash>`). */
+export function isIntentKey(key: string): boolean {
+  return key.includes('#intent#');
 }
 
 /** An attribute of an unmarshalled item, if it is a string. */

@@ -1,14 +1,4 @@
-// Rule 3 (docs/state-machine.md): a dedupe window's intent — a window it replaced still answers the calls asked in it.
-/**
- * A call asked in a window whose attempts never reached the intent (its intent write throttled, its completer
- * down) while a later window replaced it: the replacing intent keeps the window it replaced
- * (`replaced_window`), a release of it leaves that behind (a marker), and a call asked in that window is
- * answered from it (review 14, R14-4 and R14-5 in intent-review14.test.ts) — or, once nothing remembers its
- * window, runs nothing.
- */
-import { randomUUID } from 'node:crypto';
 import { lastLookMs } from '../../lib/idempotency/backoff';
-import { NotFoundError } from '../../lib/idempotency/errors';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from '../helpers/call-records';
@@ -16,11 +6,10 @@ import { movableClock } from '../helpers/clock';
 import {
   intentIdsOf as intentIdsInWorld,
   intentItemIdsOf as intentItemIdsInWorld,
-  recordIdsOf as recordIdsInWorld,
   throttleNextIntentWrite,
 } from '../helpers/no-effect';
-import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
-import { noteTool } from '../helpers/tools';
+import { keyedWindowTool, PAST_THE_WINDOW_MS, receiptOf, windowWithAStraggler } from '../helpers/past-window';
+import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
@@ -34,57 +23,12 @@ afterEach(() => jest.restoreAllMocks());
 const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
 const intentIdsOf = (tenant: string) => intentIdsInWorld(world, tenant);
 const intentItemIdsOf = (tenant: string) => intentItemIdsInWorld(world, tenant);
-const recordIdsOf = (tenant: string) => recordIdsInWorld(world, tenant);
-const args = (key: string) => ({ idempotency_key: key, text: 'same' });
-/** Past a 600 s window. */
-const PAST_THE_WINDOW_MS = 11 * 60_000;
-
-/**
- * A dedupe-window tool idempotent by its downstream key (a run under a key that made the effect finds it), whose
- * customer can go missing (`not_found`, a business error that makes no effect).
- */
-function keyedTool() {
-  const state = { customerExists: true };
-  const effects = new Map<string, string>();
-  const { tool } = noteTool(
-    `past_${randomUUID().slice(0, 8)}`,
-    async (a, context) => {
-      const found = effects.get(context.downstreamKey);
-      if (found) return { receipt: { note_id: found, text: a.text }, replayed: true };
-      if (!state.customerExists) throw new NotFoundError('customer: no such customer');
-      const noteId = `note_${randomUUID()}`;
-      effects.set(context.downstreamKey, noteId);
-      return { receipt: { note_id: noteId, text: a.text }, replayed: false };
-    },
-    { dedupeWindowSeconds: 600 },
-  );
-  return { tool, effects, state, caller: identity() };
-}
-
-type Keyed = ReturnType<typeof keyedTool>;
-const call = (t: Keyed, key: string) => runtime.invoke(t.tool, t.caller, args(key), deadline());
-const receiptOf = (answer: unknown) => (answer as { receipt: unknown }).receipt;
-
-/** A commits its effect in its window; Q, a fresh key asked in it, fails before it reaches the intent. */
-async function windowWithAStraggler() {
-  const clock = movableClock();
-  const t = keyedTool();
-  const a = await call(t, 'a');
-  expect(a).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
-  const [aKey] = await recordIdsOf(t.caller.tenant);
-  const [intentKey] = await intentIdsOf(t.caller.tenant);
-  throttleNextIntentWrite(world, 'create');
-  expect(await call(t, 'q')).toMatchObject({ ok: false });
-  const qKey = (await recordIdsOf(t.caller.tenant)).find((id) => id !== aKey) ?? '';
-  return { clock, t, aKey: aKey ?? '', qKey, intentKey: intentKey ?? '', receipt: receiptOf(a) };
-}
-
 describe('a window an intent replaced answers the calls asked in it', () => {
   it('kept on the intent that replaced it (replaced_window: its start, end, holder call and key)', async () => {
-    const { clock, t, intentKey } = await windowWithAStraggler();
+    const { clock, t, intentKey } = await windowWithAStraggler(world, runtime, 'past');
     const before = await itemOf(intentKey);
     clock.advance(PAST_THE_WINDOW_MS);
-    expect(await call(t, 'f')).toMatchObject({ ok: true, idempotent: false });
+    expect(await t.call('f')).toMatchObject({ ok: true, idempotent: false });
     expect((await itemOf(intentKey)).replaced_window).toEqual({
       end: before.window_end,
       call: before.call_id,
@@ -93,12 +37,12 @@ describe('a window an intent replaced answers the calls asked in it', () => {
   });
 
   it('its holder erased since: the call runs under that window’s key, finding its effect — one effect, answered idempotent', async () => {
-    const { clock, t, aKey, receipt } = await windowWithAStraggler();
+    const { clock, t, aKey, receipt } = await windowWithAStraggler(world, runtime, 'past');
     clock.advance(PAST_THE_WINDOW_MS);
-    expect(await call(t, 'f')).toMatchObject({ ok: true });
+    expect(await t.call('f')).toMatchObject({ ok: true });
     expect((await eraseItem(world.idempotencyTable, await itemOf(aKey))).outcome).toBe('erased');
 
-    const q = await call(t, 'q');
+    const q = await t.call('q');
     expect({ effects: t.effects.size, q }).toEqual({
       effects: 2,
       q: expect.objectContaining({ ok: true, idempotent: true, receipt }),
@@ -106,10 +50,10 @@ describe('a window an intent replaced answers the calls asked in it', () => {
   });
 
   it('freed by the window that replaced it (a marker left), then created over by another call: the window is kept, and still answers', async () => {
-    const { clock, t, intentKey, receipt } = await windowWithAStraggler();
+    const { clock, t, intentKey, receipt } = await windowWithAStraggler(world, runtime, 'past');
     clock.advance(PAST_THE_WINDOW_MS);
     t.state.customerExists = false;
-    expect(await call(t, 'f')).toMatchObject({ error: { code: 'not_found' } });
+    expect(await t.call('f')).toMatchObject({ error: { code: 'not_found' } });
     const marker = await itemOf(intentKey);
     expect({ holder: marker.intent_owner, replaced: marker.replaced_window !== undefined }).toEqual({
       holder: undefined,
@@ -118,10 +62,10 @@ describe('a window an intent replaced answers the calls asked in it', () => {
 
     t.state.customerExists = true;
     clock.advance(1_000);
-    const g = await call(t, 'g');
+    const g = await t.call('g');
     expect(g).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
     expect((await itemOf(intentKey)).replaced_window).toEqual(marker.replaced_window);
-    const q = await call(t, 'q');
+    const q = await t.call('q');
     expect({ effects: t.effects.size, q }).toEqual({
       effects: 2,
       q: expect.objectContaining({ ok: true, idempotent: true, receipt }),
@@ -129,37 +73,37 @@ describe('a window an intent replaced answers the calls asked in it', () => {
   });
 
   it('erase deletes a marker', async () => {
-    const { clock, t, intentKey } = await windowWithAStraggler();
+    const { clock, t, intentKey } = await windowWithAStraggler(world, runtime, 'past');
     clock.advance(PAST_THE_WINDOW_MS);
     t.state.customerExists = false;
-    expect(await call(t, 'f')).toMatchObject({ error: { code: 'not_found' } });
+    expect(await t.call('f')).toMatchObject({ error: { code: 'not_found' } });
     expect((await eraseItem(world.idempotencyTable, await itemOf(intentKey))).outcome).toBe('erased');
     expect(await intentItemIdsOf(t.caller.tenant)).toEqual([]);
   });
 
   it('a release of an intent that replaced none leaves a marker with nothing of a call in it, which the next create passes in one write', async () => {
-    const t = keyedTool();
+    const t = keyedWindowTool(world, runtime, 'past');
     t.state.customerExists = false;
-    expect(await call(t, 'f')).toMatchObject({ error: { code: 'not_found' } });
+    expect(await t.call('f')).toMatchObject({ error: { code: 'not_found' } });
     const [intentKey] = await intentItemIdsOf(t.caller.tenant);
     expect(Object.keys(await itemOf(intentKey ?? '')).sort()).toEqual(['expiration', 'id', 'tenant', 'tool']);
 
     t.state.customerExists = true;
-    expect(await call(t, 'g')).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+    expect(await t.call('g')).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
     expect(await intentIdsOf(t.caller.tenant)).toEqual([intentKey]);
   });
 
   it('asked after that window ended, within a window’s length before the next began: that next window’s (one effect)', async () => {
     const clock = movableClock();
-    const t = keyedTool();
-    expect(await call(t, 'a')).toMatchObject({ ok: true, idempotent: false });
+    const t = keyedWindowTool(world, runtime, 'past');
+    expect(await t.call('a')).toMatchObject({ ok: true, idempotent: false });
     clock.advance(PAST_THE_WINDOW_MS);
     throttleNextIntentWrite(world, 'create');
-    expect(await call(t, 'q')).toMatchObject({ ok: false });
+    expect(await t.call('q')).toMatchObject({ ok: false });
     clock.advance(60_000);
-    const f = await call(t, 'f');
+    const f = await t.call('f');
     expect(f).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
-    const q = await call(t, 'q');
+    const q = await t.call('q');
     expect({ effects: t.effects.size, q }).toEqual({
       effects: 2,
       q: expect.objectContaining({ ok: true, idempotent: true, receipt: receiptOf(f) }),
@@ -167,13 +111,13 @@ describe('a window an intent replaced answers the calls asked in it', () => {
   });
 
   it('replaced twice (nothing remembers it): the call runs nothing, parked until its last look (where the completer gives it up), and is told so', async () => {
-    const { clock, t, qKey } = await windowWithAStraggler();
+    const { clock, t, qKey } = await windowWithAStraggler(world, runtime, 'past');
     clock.advance(PAST_THE_WINDOW_MS);
-    expect(await call(t, 'f')).toMatchObject({ ok: true, idempotent: false });
+    expect(await t.call('f')).toMatchObject({ ok: true, idempotent: false });
     clock.advance(PAST_THE_WINDOW_MS);
-    expect(await call(t, 'g')).toMatchObject({ ok: true, idempotent: false });
+    expect(await t.call('g')).toMatchObject({ ok: true, idempotent: false });
 
-    const q = await call(t, 'q');
+    const q = await t.call('q');
     const qItem = await itemOf(qKey);
     const lastLook = lastLookMs(Number(qItem.expiration));
     expect({ effects: t.effects.size, q }).toEqual({

@@ -18,10 +18,9 @@ import {
   intentIdsOf as intentIdsInWorld,
   recordIdsOf as recordIdsInWorld,
   throttleNextIntentWrite,
-  throttleNextRecordUpdate,
 } from '../helpers/no-effect';
-import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
-import { noteTool } from '../helpers/tools';
+import { keyedWindowTool, receiptOf } from '../helpers/past-window';
+import { createProtocolWorld, identity, type ProtocolWorld } from '../helpers/protocol-world';
 
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
@@ -35,38 +34,6 @@ afterEach(() => jest.restoreAllMocks());
 const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
 const intentIdsOf = (tenant: string) => intentIdsInWorld(world, tenant);
 const recordIdsOf = (tenant: string) => recordIdsInWorld(world, tenant);
-const args = (key: string) => ({ idempotency_key: key, text: 'same' });
-const receiptOf = (answer: unknown) => (answer as { receipt: unknown }).receipt;
-
-/**
- * A dedupe-window tool (600 s) idempotent by its downstream key (a run under a key that made the effect finds
- * it); `storeFailsAfterNextRun`: its next run commits (or finds) the effect, then the record's store is
- * throttled — the effect ran, the call stays in flight, and a later attempt finishes it.
- */
-function keyedTool() {
-  const state = { storeFailsAfterNextRun: false };
-  const effects = new Map<string, string>();
-  const { tool } = noteTool(
-    `r17_${randomUUID().slice(0, 8)}`,
-    async (a, context) => {
-      if (state.storeFailsAfterNextRun) {
-        state.storeFailsAfterNextRun = false;
-        throttleNextRecordUpdate(world);
-      }
-      const found = effects.get(context.downstreamKey);
-      if (found) return { receipt: { note_id: found, text: a.text }, replayed: true };
-      const noteId = `note_${randomUUID()}`;
-      effects.set(context.downstreamKey, noteId);
-      return { receipt: { note_id: noteId, text: a.text }, replayed: false };
-    },
-    { dedupeWindowSeconds: 600 },
-  );
-  return { tool, effects, state, caller: identity() };
-}
-
-type Keyed = ReturnType<typeof keyedTool>;
-const call = (t: Keyed, key: string) => runtime.invoke(t.tool, t.caller, args(key), deadline());
-
 /**
  * A commits its effect in its window (W0); Q, a fresh key asked `qAfterS` seconds into it, fails before it
  * reaches the intent; F, asked `fAfterS` seconds after A, replaces W0 (W1, `replaced_window` W0); A's record is
@@ -75,22 +42,22 @@ const call = (t: Keyed, key: string) => runtime.invoke(t.tool, t.caller, args(ke
  */
 async function aStragglerThatRanUnderThePastWindow(qAfterS: number, fAfterS: number) {
   const clock = movableClock();
-  const t = keyedTool();
-  const a = await call(t, 'a');
+  const t = keyedWindowTool(world, runtime, 'r17');
+  const a = await t.call('a');
   expect(a).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
   const [aKey] = await recordIdsOf(t.caller.tenant);
   const [intentKey] = await intentIdsOf(t.caller.tenant);
   clock.advance(qAfterS * 1000);
   throttleNextIntentWrite(world, 'create');
-  expect(await call(t, 'q')).toMatchObject({ ok: false });
+  expect(await t.call('q')).toMatchObject({ ok: false });
   clock.advance((fAfterS - qAfterS) * 1000);
-  const f = await call(t, 'f');
+  const f = await t.call('f');
   expect(f).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
   expect((await itemOf(intentKey ?? '')).replaced_window).toBeDefined();
   expect((await eraseItem(world.idempotencyTable, await itemOf(aKey ?? ''))).outcome).toBe('erased');
 
   t.state.storeFailsAfterNextRun = true;
-  const qRan = await call(t, 'q');
+  const qRan = await t.call('q');
   // Q ran under W0's key (found A's effect: no new one), and its store failed: still in flight.
   expect({ qRan, effects: t.effects.size }).toEqual({ qRan: expect.objectContaining({ ok: false }), effects: 2 });
   return { clock, t, intentKey: intentKey ?? '', aReceipt: receiptOf(a), fReceipt: receiptOf(f) };
@@ -166,7 +133,7 @@ describe('review 17: a window an intent replaced, markers, intent_freed', () => 
     clock.advance(120_000);
 
     // Q's next attempt must finish what it ran under W0's key: A's effect, no new one.
-    const q = await call(t, 'q');
+    const q = await t.call('q');
     expect({ effects: t.effects.size, q }).toEqual({
       effects: 2,
       q: expect.objectContaining({ ok: true, receipt: aReceipt }),
@@ -178,9 +145,9 @@ describe('review 17: a window an intent replaced, markers, intent_freed', () => 
 
     // W1 ends; G replaces it (F completed, W1's only runner): the intent now remembers W1, not W0.
     clock.advance(700_000);
-    expect(await call(t, 'g')).toMatchObject({ ok: true, idempotent: false });
+    expect(await t.call('g')).toMatchObject({ ok: true, idempotent: false });
 
-    const q = await call(t, 'q');
+    const q = await t.call('q');
     expect(receiptOf(q)).not.toEqual(fReceipt);
     expect({ effects: t.effects.size, q }).toEqual({
       effects: 3,
@@ -192,9 +159,9 @@ describe('review 17: a window an intent replaced, markers, intent_freed', () => 
     const { clock, t, aReceipt } = await aStragglerThatRanUnderThePastWindow(10, 700);
 
     clock.advance(700_000);
-    expect(await call(t, 'g')).toMatchObject({ ok: true, idempotent: false });
+    expect(await t.call('g')).toMatchObject({ ok: true, idempotent: false });
 
-    const q = await call(t, 'q');
+    const q = await t.call('q');
     expect({ effects: t.effects.size, q }).toEqual({
       effects: 3,
       q: expect.objectContaining({ ok: true, receipt: aReceipt }),
@@ -253,21 +220,21 @@ describe('review 17: a window an intent replaced, markers, intent_freed', () => 
   });
   it('R17-6 a call asked late in a window (W-1) that a window W0 replaced within a window’s length of that ask, W0 then replaced in turn: it is judged asked “in the window’s length before” W0 (“no window then”, which nothing checks) and answered W0’s receipt — another window’s — instead of its own window’s (or, nothing remembering that, parked as forgotten)', async () => {
     const clock = movableClock();
-    const t = keyedTool();
-    const p = await call(t, 'p');
+    const t = keyedWindowTool(world, runtime, 'r17');
+    const p = await t.call('p');
     expect(p).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
     // Q is asked 590 s into P's window (W-1); its intent write throttled, it never reaches the intent.
     clock.advance(590_000);
     throttleNextIntentWrite(world, 'create');
-    expect(await call(t, 'q')).toMatchObject({ ok: false });
+    expect(await t.call('q')).toMatchObject({ ok: false });
     // A, asked just after W-1 ended (11 s after Q), replaces it: W0. F, after W0, replaces W0: W1 (remembers W0).
     clock.advance(11_000);
-    const a = await call(t, 'a');
+    const a = await t.call('a');
     expect(a).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
     clock.advance(601_000);
-    expect(await call(t, 'f')).toMatchObject({ ok: true, idempotent: false });
+    expect(await t.call('f')).toMatchObject({ ok: true, idempotent: false });
 
-    const q = await call(t, 'q');
+    const q = await t.call('q');
     // Q's window is P's: P's receipt answers it, or (nothing remembers W-1) it is parked as forgotten — never A's.
     expect(t.effects.size).toBe(3);
     expect(receiptOf(q)).not.toEqual(receiptOf(a));
@@ -278,18 +245,18 @@ describe('review 17: a window an intent replaced, markers, intent_freed', () => 
   // running beside other calls stuck in the same gap (each under its own key: a second effect). it.failing.
   it.failing('R17-7 a call asked after a window ended and over a window’s length before the next window began (nothing between them: that one replaced the ended one directly) is judged that next window’s (“it began within windowSeconds of it”, which nothing checks) and answered its receipt — its own request, in no window with an effect, never runs', async () => {
     const clock = movableClock();
-    const t = keyedTool();
-    expect(await call(t, 'a')).toMatchObject({ ok: true, idempotent: false });
+    const t = keyedWindowTool(world, runtime, 'r17');
+    expect(await t.call('a')).toMatchObject({ ok: true, idempotent: false });
     // D is asked 10 s after A's window ended; its intent write throttled.
     clock.advance(610_000);
     throttleNextIntentWrite(world, 'create');
-    expect(await call(t, 'd')).toMatchObject({ ok: false });
+    expect(await t.call('d')).toMatchObject({ ok: false });
     // F, asked 2000 s (over three windows' length) after D, replaces A's window.
     clock.advance(2_000_000);
-    const f = await call(t, 'f');
+    const f = await t.call('f');
     expect(f).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
 
-    const d = await call(t, 'd');
+    const d = await t.call('d');
     expect(receiptOf(d)).not.toEqual(receiptOf(f));
   });
 });

@@ -8,24 +8,16 @@ import { randomUUID } from 'node:crypto';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { lastLookMs } from '../../lib/idempotency/backoff';
-import { NotFoundError } from '../../lib/idempotency/errors';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import { claimIntent, type IntentRequest, intentKeyOf } from '../../lib/idempotency/protocol/intent';
 import type { IntentHolder } from '../../lib/idempotency/protocol/intent-record';
 import { releaseIntent } from '../../lib/idempotency/protocol/intent-writes';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from '../helpers/call-records';
-import { movableClock } from '../helpers/clock';
 import { beforeNext, throttled } from '../helpers/intercept';
-import {
-  intentIdsOf as intentIdsInWorld,
-  isIntentWrite,
-  isIntentWriteOf,
-  recordIdsOf as recordIdsInWorld,
-  throttleNextIntentWrite,
-} from '../helpers/no-effect';
-import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
-import { noteTool } from '../helpers/tools';
+import { intentIdsOf as intentIdsInWorld, isIntentWrite, isIntentWriteOf } from '../helpers/no-effect';
+import { PAST_THE_WINDOW_MS, windowWithAStraggler } from '../helpers/past-window';
+import { createProtocolWorld, identity, type ProtocolWorld } from '../helpers/protocol-world';
 
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
@@ -38,37 +30,6 @@ afterEach(() => jest.restoreAllMocks());
 
 const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
 const intentIdsOf = (tenant: string) => intentIdsInWorld(world, tenant);
-const recordIdsOf = (tenant: string) => recordIdsInWorld(world, tenant);
-const args = (key: string) => ({ idempotency_key: key, text: 'same' });
-const receiptOf = (answer: unknown) => (answer as { receipt: unknown }).receipt;
-/** Past a 600 s window. */
-const PAST_THE_WINDOW_MS = 11 * 60_000;
-
-/**
- * A dedupe-window tool (600 s) idempotent by its downstream key (a run under a key that made the effect finds
- * it), whose customer can go missing (`not_found`, a business error that makes no effect).
- */
-function keyedTool() {
-  const state = { customerExists: true };
-  const effects = new Map<string, string>();
-  const { tool } = noteTool(
-    `r18_${randomUUID().slice(0, 8)}`,
-    async (a, context) => {
-      const found = effects.get(context.downstreamKey);
-      if (found) return { receipt: { note_id: found, text: a.text }, replayed: true };
-      if (!state.customerExists) throw new NotFoundError('customer: no such customer');
-      const noteId = `note_${randomUUID()}`;
-      effects.set(context.downstreamKey, noteId);
-      return { receipt: { note_id: noteId, text: a.text }, replayed: false };
-    },
-    { dedupeWindowSeconds: 600 },
-  );
-  return { tool, effects, state, caller: identity() };
-}
-
-type Keyed = ReturnType<typeof keyedTool>;
-const call = (t: Keyed, key: string) => runtime.invoke(t.tool, t.caller, args(key), deadline());
-
 const WRITES = new Set([
   'PutItemCommand',
   'UpdateItemCommand',
@@ -121,20 +82,6 @@ function landThenFailNextKeyFix() {
   );
 }
 
-/** A commits its effect in its window (W0); Q, a fresh key asked in it, fails before it reaches the intent. */
-async function windowWithAStraggler() {
-  const clock = movableClock();
-  const t = keyedTool();
-  const a = await call(t, 'a');
-  expect(a).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
-  const [aKey] = await recordIdsOf(t.caller.tenant);
-  const [intentKey] = await intentIdsOf(t.caller.tenant);
-  throttleNextIntentWrite(world, 'create');
-  expect(await call(t, 'q')).toMatchObject({ ok: false });
-  const qKey = (await recordIdsOf(t.caller.tenant)).find((id) => id !== aKey) ?? '';
-  return { clock, t, aKey: aKey ?? '', qKey, intentKey: intentKey ?? '', receipt: receiptOf(a) };
-}
-
 // --- protocol-level helpers (claimIntent driven directly, with exact `askedAtMs`) ---
 
 const TTL_S = 3_600;
@@ -176,11 +123,11 @@ const twoHoursAgoOnTheSecond = () => Math.floor((Date.now() - 2 * 3_600_000) / 1
 
 describe('review 18: replaced windows, markers, intent_freed', () => {
   it('R18-1 the first call of a window that replaced another, its business error on attempt 1: freeing its intent costs two writes — a DeleteItem refused (billed) for the replaced_window it keeps, then the UpdateItem that leaves the marker — where one did before (the creator knows, from its own claim, that its intent replaced a window): 3 intent writes for the call, not 4', async () => {
-    const { clock, t, intentKey } = await windowWithAStraggler();
+    const { clock, t, intentKey } = await windowWithAStraggler(world, runtime, 'r18');
     clock.advance(PAST_THE_WINDOW_MS);
     t.state.customerExists = false;
     const counted = countWrites();
-    const f = await call(t, 'f');
+    const f = await t.call('f');
     counted.stop();
     expect(f).toMatchObject({ error: { code: 'not_found' } });
     expect((await itemOf(intentKey)).replaced_window).toBeDefined(); // the marker is left, as it should be
@@ -189,17 +136,17 @@ describe('review 18: replaced windows, markers, intent_freed', () => {
   });
 
   it('R18-2 a first call (a fresh key) after a window that replaced another was freed: its intent costs two writes — a create refused (billed) by the marker, then createOverMarker — where at 6d7ceab (the freed intent deleted) it cost one; one conditional write (where no holder is, the marker’s window ended before it was asked) keeps the marker’s replaced_window', async () => {
-    const { clock, t, intentKey } = await windowWithAStraggler();
+    const { clock, t, intentKey } = await windowWithAStraggler(world, runtime, 'r18');
     clock.advance(PAST_THE_WINDOW_MS);
     t.state.customerExists = false;
-    expect(await call(t, 'f')).toMatchObject({ error: { code: 'not_found' } });
+    expect(await t.call('f')).toMatchObject({ error: { code: 'not_found' } });
     const marker = await itemOf(intentKey);
     expect(marker.intent_owner).toBeUndefined();
 
     t.state.customerExists = true;
     clock.advance(1_000);
     const counted = countWrites();
-    const g = await call(t, 'g');
+    const g = await t.call('g');
     counted.stop();
     expect(g).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
     expect((await itemOf(intentKey)).replaced_window).toEqual(marker.replaced_window);
@@ -207,9 +154,9 @@ describe('review 18: replaced windows, markers, intent_freed', () => {
   });
 
   it('R18-3 a call asked in a replaced window that fixed that window’s key on its record (fixPastWindowKey landed, its answer lost: parked, nothing run) is parked as “forgotten” once the window that replaced it is replaced in turn — though its record names its window’s key (rule 3: “its later attempts run under the fixed key whatever becomes of the intent”); it is never answered, where running under the key finds its window’s effect', async () => {
-    const { clock, t, aKey, qKey, receipt } = await windowWithAStraggler();
+    const { clock, t, aKey, qKey, receipt } = await windowWithAStraggler(world, runtime, 'r18');
     clock.advance(PAST_THE_WINDOW_MS);
-    expect(await call(t, 'f')).toMatchObject({ ok: true, idempotent: false });
+    expect(await t.call('f')).toMatchObject({ ok: true, idempotent: false });
     // A's record erased: Q, asked in A's window, is to run under that window's key (nothing stored answers it).
     expect((await eraseItem(world.idempotencyTable, await itemOf(aKey))).outcome).toBe('erased');
     const aDownstreamKey = (
@@ -218,15 +165,15 @@ describe('review 18: replaced windows, markers, intent_freed', () => {
       }
     ).key;
     landThenFailNextKeyFix();
-    expect(await call(t, 'q')).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+    expect(await t.call('q')).toMatchObject({ ok: false, error: { code: 'unavailable' } });
     // Q's record names A's window's key; none of its attempts ran.
     expect(await itemOf(qKey)).toMatchObject({ downstream_key: aDownstreamKey, attempt: 2, unrun_attempts: 2 });
 
     // F's window ends; G replaces it: the intent now remembers F's window, not A's.
     clock.advance(PAST_THE_WINDOW_MS);
-    expect(await call(t, 'g')).toMatchObject({ ok: true, idempotent: false });
+    expect(await t.call('g')).toMatchObject({ ok: true, idempotent: false });
 
-    const q = await call(t, 'q');
+    const q = await t.call('q');
     expect({ effects: t.effects.size, q }).toEqual({
       effects: 3,
       q: expect.objectContaining({ ok: true, idempotent: true, receipt }),
@@ -234,16 +181,16 @@ describe('review 18: replaced windows, markers, intent_freed', () => {
   });
 
   it('R18-4 a “forgotten” call resent after its last look (the completer not there yet, or its lock shorter than the last minute): its wait is capped at a last look already past, so it is parked 100 ms and told to ask again in 100 ms — again at every resend (each a takeover, an intent write, a park) until its TTL, though nothing changes it before then', async () => {
-    const { clock, t, qKey } = await windowWithAStraggler();
+    const { clock, t, qKey } = await windowWithAStraggler(world, runtime, 'r18');
     clock.advance(PAST_THE_WINDOW_MS);
-    expect(await call(t, 'f')).toMatchObject({ ok: true, idempotent: false });
+    expect(await t.call('f')).toMatchObject({ ok: true, idempotent: false });
     clock.advance(PAST_THE_WINDOW_MS);
-    expect(await call(t, 'g')).toMatchObject({ ok: true, idempotent: false });
-    expect(await call(t, 'q')).toMatchObject({ ok: false, status: 'pending' });
+    expect(await t.call('g')).toMatchObject({ ok: true, idempotent: false });
+    expect(await t.call('q')).toMatchObject({ ok: false, status: 'pending' });
     const expiresAtS = Number((await itemOf(qKey)).expiration);
     clock.advance(lastLookMs(expiresAtS) - Date.now() + 1_000);
 
-    const q = await call(t, 'q');
+    const q = await t.call('q');
     expect(q).toMatchObject({ ok: false, status: 'pending' });
     // Nothing moves it before its record's last lock end (rule 2: 10 s before its TTL): that is when to ask.
     const latestLockEndMs = expiresAtS * 1000 - 10_000;

@@ -1,0 +1,71 @@
+/**
+ * What the suites of a dedupe window's replaced windows share (test/integration/intent-past-window.test.ts,
+ * intent-review17.test.ts, intent-review18.test.ts): a window tool idempotent by its downstream key, its calls,
+ * and a window with a call that never reached its intent (a straggler).
+ */
+import { randomUUID } from 'node:crypto';
+import { NotFoundError } from '../../lib/idempotency/errors';
+import type { ToolRuntime } from '../../lib/idempotency/runtime';
+import { callRecords } from './call-records';
+import { movableClock } from './clock';
+import { intentIdsOf, recordIdsOf, throttleNextIntentWrite, throttleNextRecordUpdate } from './no-effect';
+import { deadline, identity, type ProtocolWorld } from './protocol-world';
+import { noteTool } from './tools';
+
+/** Past a 600 s window. */
+export const PAST_THE_WINDOW_MS = 11 * 60_000;
+
+/** A call's arguments: the same text under `key`. */
+export const sameArgs = (key: string) => ({ idempotency_key: key, text: 'same' });
+
+/** An answer's receipt. */
+export const receiptOf = (answer: unknown) => (answer as { receipt: unknown }).receipt;
+
+/**
+ * A dedupe-window tool (600 s) idempotent by its downstream key (a run under a key that made the effect finds
+ * it). `customerExists` false: `not_found`, a business error that makes no effect. `storeFailsAfterNextRun`:
+ * its next run commits (or finds) the effect, then the record's store is throttled — the effect ran, the call
+ * stays in flight, and a later attempt finishes it.
+ */
+export function keyedWindowTool(world: ProtocolWorld, runtime: ToolRuntime, prefix: string) {
+  const state = { customerExists: true, storeFailsAfterNextRun: false };
+  const effects = new Map<string, string>();
+  const { tool } = noteTool(
+    `${prefix}_${randomUUID().slice(0, 8)}`,
+    async (a, context) => {
+      if (state.storeFailsAfterNextRun) {
+        state.storeFailsAfterNextRun = false;
+        throttleNextRecordUpdate(world);
+      }
+      const found = effects.get(context.downstreamKey);
+      if (found) return { receipt: { note_id: found, text: a.text }, replayed: true };
+      if (!state.customerExists) throw new NotFoundError('customer: no such customer');
+      const noteId = `note_${randomUUID()}`;
+      effects.set(context.downstreamKey, noteId);
+      return { receipt: { note_id: noteId, text: a.text }, replayed: false };
+    },
+    { dedupeWindowSeconds: 600 },
+  );
+  const caller = identity();
+  /** A call of the tool under `key`, the same arguments. */
+  const call = (key: string) => runtime.invoke(tool, caller, sameArgs(key), deadline());
+  return { tool, effects, state, caller, call };
+}
+
+/**
+ * A commits its effect in its window; Q, a fresh key asked in it, fails before it reaches the intent (its
+ * create throttled): its record, parked, names no intent.
+ */
+export async function windowWithAStraggler(world: ProtocolWorld, runtime: ToolRuntime, prefix: string) {
+  const clock = movableClock();
+  const t = keyedWindowTool(world, runtime, prefix);
+  const a = await t.call('a');
+  expect(a).toEqual(expect.objectContaining({ ok: true, idempotent: false }));
+  const [aKey] = await recordIdsOf(world, t.caller.tenant);
+  const [intentKey] = await intentIdsOf(world, t.caller.tenant);
+  throttleNextIntentWrite(world, 'create');
+  expect(await t.call('q')).toMatchObject({ ok: false });
+  const qKey = (await recordIdsOf(world, t.caller.tenant)).find((id) => id !== aKey) ?? '';
+  const itemOf = (key: string) => callRecords(world, runtime).itemOf(key);
+  return { clock, t, aKey: aKey ?? '', qKey, intentKey: intentKey ?? '', receipt: receiptOf(a), itemOf };
+}

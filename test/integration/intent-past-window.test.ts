@@ -1,3 +1,11 @@
+// Rule 3 (docs/state-machine.md): a dedupe window's intent — a window it replaced still answers the calls asked in it.
+/**
+ * A call asked in a window whose attempts never reached the intent (its intent write throttled, its completer
+ * down) while a later window replaced it: the replacing intent keeps the window it replaced
+ * (`replaced_window`), a release of it leaves that behind (a marker), and a call asked in that window is
+ * answered from it (review 14, R14-4 and R14-5 in intent-review14.test.ts) — or, once nothing remembers its
+ * window, runs nothing.
+ */
 import { lastLookMs } from '../../lib/idempotency/backoff';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';

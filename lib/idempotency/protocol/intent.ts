@@ -81,7 +81,7 @@ function runningOn(record: CallRecord): Extract<IntentClaim, { kind: 'running' }
 }
 
 /**
- * Claims the intent for `request.holder`. One conditional PutItem when the intent is free; when it is
+ * Claims the intent for `request.holder`. One conditional write when the intent is free (or a marker); when it is
  * held, the holder's record is read (one GetItem) and its state decides — the holder is the *call* the
  * intent names, so a record released and re-created by another call is not mistaken for it:
  *

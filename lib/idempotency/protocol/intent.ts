@@ -81,9 +81,9 @@ function runningOn(record: CallRecord): Extract<IntentClaim, { kind: 'running' }
 }
 
 /**
- * Claims the intent for `request.holder`. One conditional write when the intent is free (or a marker); when it is
- * held, the holder's record is read (one GetItem) and its state decides — the holder is the *call* the
- * intent names, so a record released and re-created by another call is not mistaken for it:
+ * Claims the intent for `request.holder`. One conditional write when the intent is free (or a marker);
+ * when it is held, the holder's record is read (one GetItem) and its state decides — the holder is the
+ * *call* the intent names, so a record released and re-created by another call is not mistaken for it:
  *
  *   no intent ────────────────────────────────────▶ holds, under this call's downstream key, fixed
  *                                                   on the intent in the same write (create)
@@ -165,8 +165,9 @@ function pastWindowFor(request: IntentRequest, held: Intent | IntentMarker): Pas
 /**
  * A call whose window nothing remembers (`forgotten`): whether it had an effect cannot be told, so it never
  * runs — parked until its last look (the attempt caps the wait there; past it, its last lock end), when the
- * completer gives it up (stalled, `expiring`) — unless its record names its window's key. It takes its window being replaced, and that one replaced in turn, while none of the
- * call's attempts reached the intent: its store throttled, its completer down, for over two windows.
+ * completer gives it up (stalled, `expiring`) — unless its record names its window's key. It takes its
+ * window being replaced, and that one replaced in turn, while none of the call's attempts reached the
+ * intent: its store throttled, its completer down, for over two windows.
  */
 function forgotten(request: IntentRequest): IntentClaim {
   // Its record names a key an attempt of it fixed (a past window's, a taken-over intent's) — its window's:

@@ -336,8 +336,7 @@ function leftAs<S extends z.ZodMiniObject, R extends JsonObject>(
   };
 }
 
-/** Frees the intent this attempt created: whether it did (not if taken over or run under meanwhile), or how
- * the attempt ends parked (no effect) if the write fails. */
+/** Frees the intent this attempt created: whether it did, or how the attempt ends parked if the write fails. */
 async function freeIntent<S extends z.ZodMiniObject, R extends JsonObject>(
   plan: CallPlan<S, R>,
   claim: Claim,

@@ -1,10 +1,16 @@
 /**
  * What the suites of a dedupe window's replaced windows share (test/integration/intent-past-window.test.ts,
  * intent-review17.test.ts, intent-review18.test.ts): a window tool idempotent by its downstream key, its calls,
- * and a window with a call that never reached its intent (a straggler).
+ * a window with a call that never reached its intent (a straggler), and what driving `claimIntent` directly
+ * takes (holders, requests with an exact `askedAtMs`, the intent's item).
  */
 import { randomUUID } from 'node:crypto';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { NotFoundError } from '../../lib/idempotency/errors';
+import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
+import { type IntentRequest, intentKeyOf } from '../../lib/idempotency/protocol/intent';
+import type { IntentHolder } from '../../lib/idempotency/protocol/intent-record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from './call-records';
 import { movableClock } from './clock';
@@ -69,3 +75,73 @@ export async function windowWithAStraggler(world: ProtocolWorld, runtime: ToolRu
   const itemOf = (key: string) => callRecords(world, runtime).itemOf(key);
   return { clock, t, aKey: aKey ?? '', qKey, intentKey: intentKey ?? '', receipt: receiptOf(a), itemOf };
 }
+
+// --- claimIntent driven directly, with exact `askedAtMs` ---
+
+/** The records' TTL of the requests below (s). */
+export const REQUEST_TTL_S = 3_600;
+
+/** A holder whose call has no record (gone): an intent it holds is replaced, or answered, as a gone holder's. */
+export function goneHolder(): IntentHolder {
+  const recordKey = `note#${randomUUID()}`;
+  return { recordKey, claimId: randomUUID(), callId: `${recordKey}@${randomUUID()}` };
+}
+
+/** A call's first claim of a record of its own, live. */
+export async function liveCall(world: ProtocolWorld): Promise<Claim> {
+  const now = Date.now();
+  const result = await claim(
+    world.idempotencyTable,
+    {
+      recordKey: `note#${randomUUID()}`,
+      tenant: 't',
+      tool: 'note',
+      validation: 'v1',
+      expiresAtS: Math.ceil(now / 1000) + REQUEST_TTL_S,
+      lockEndsMs: now + 30_000,
+      call: '{"args":{},"key":"k","user":"ada"}',
+    },
+    now,
+  );
+  if (result.kind !== 'claimed') throw new Error('the seed claim was refused');
+  return result.claim;
+}
+
+/** The intent holder a claim makes. */
+export const holderOfClaim = (c: Claim): IntentHolder => ({
+  recordKey: c.recordKey,
+  claimId: c.claimId,
+  callId: c.callId,
+});
+
+/** `holder`'s request of the intent of `scope`, asked at `askedAtMs`, under its own key `dk-<claim id>`. */
+export function requestOf(
+  scope: IntentRequest['scope'],
+  holder: IntentHolder,
+  windowSeconds: number,
+  askedAtMs: number,
+): IntentRequest {
+  return { scope, holder, downstreamKey: `dk-${holder.claimId}`, windowSeconds, ttlSeconds: REQUEST_TTL_S, askedAtMs };
+}
+
+/** A fresh intent scope: a new caller's `note` with its own fingerprint. */
+export const newScope = (): IntentRequest['scope'] => ({
+  tool: 'note',
+  identity: identity(),
+  fingerprint: `fp-${randomUUID()}`,
+});
+
+/** The item under `scope`'s intent key, unmarshalled ({} when none). */
+export async function intentItemOf(world: ProtocolWorld, scope: IntentRequest['scope']) {
+  const { Item } = await world.client.send(
+    new GetItemCommand({
+      TableName: world.idempotencyTable.tableName,
+      Key: { id: { S: intentKeyOf(scope) } },
+      ConsistentRead: true,
+    }),
+  );
+  return Item ? (unmarshall(Item) as Record<string, unknown>) : {};
+}
+
+/** Two hours ago, on a whole second. */
+export const twoHoursAgoOnTheSecond = () => Math.floor((Date.now() - 2 * 3_600_000) / 1000) * 1000;

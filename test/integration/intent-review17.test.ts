@@ -4,13 +4,10 @@
  * `window_start`, `replaced_window` and markers). Each R17 test fails on f4ddc3f's lib/: it states the defect
  * (the correct behaviour), and turns green once it is fixed.
  */
-import { randomUUID } from 'node:crypto';
-import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import { claimIntent, type IntentRequest, intentKeyOf } from '../../lib/idempotency/protocol/intent';
-import type { IntentHolder } from '../../lib/idempotency/protocol/intent-record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
@@ -19,8 +16,18 @@ import {
   recordIdsOf as recordIdsInWorld,
   throttleNextIntentWrite,
 } from '../helpers/no-effect';
-import { keyedWindowTool, receiptOf } from '../helpers/past-window';
-import { createProtocolWorld, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import {
+  goneHolder,
+  holderOfClaim,
+  intentItemOf,
+  keyedWindowTool,
+  liveCall as liveClaimIn,
+  newScope,
+  receiptOf,
+  requestOf,
+  twoHoursAgoOnTheSecond,
+} from '../helpers/past-window';
+import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
@@ -63,66 +70,8 @@ async function aStragglerThatRanUnderThePastWindow(qAfterS: number, fAfterS: num
   return { clock, t, intentKey: intentKey ?? '', aReceipt: receiptOf(a), fReceipt: receiptOf(f) };
 }
 
-// --- protocol-level helpers (claimIntent driven directly, with exact `askedAtMs`) ---
-
-const TTL_S = 3_600;
-
-/** A holder whose call has no record (gone): an intent it holds is replaced / answered as a gone holder's. */
-function goneHolder(): IntentHolder {
-  const recordKey = `note#${randomUUID()}`;
-  return { recordKey, claimId: randomUUID(), callId: `${recordKey}@${randomUUID()}` };
-}
-
-/** A call's first claim of a record of its own, live. */
-async function liveCall(): Promise<Claim> {
-  const now = Date.now();
-  const result = await claim(
-    world.idempotencyTable,
-    {
-      recordKey: `note#${randomUUID()}`,
-      tenant: 't',
-      tool: 'note',
-      validation: 'v1',
-      expiresAtS: Math.ceil(now / 1000) + TTL_S,
-      lockEndsMs: now + 30_000,
-      call: '{"args":{},"key":"k","user":"ada"}',
-    },
-    now,
-  );
-  if (result.kind !== 'claimed') throw new Error('the seed claim was refused');
-  return result.claim;
-}
-
-const holderOfClaim = (c: Claim): IntentHolder => ({ recordKey: c.recordKey, claimId: c.claimId, callId: c.callId });
-
-function requestOf(
-  scope: IntentRequest['scope'],
-  holder: IntentHolder,
-  windowSeconds: number,
-  askedAtMs: number,
-): IntentRequest {
-  return { scope, holder, downstreamKey: `dk-${holder.claimId}`, windowSeconds, ttlSeconds: TTL_S, askedAtMs };
-}
-
-const newScope = (): IntentRequest['scope'] => ({
-  tool: 'note',
-  identity: identity(),
-  fingerprint: `fp-${randomUUID()}`,
-});
-
-async function intentItem(scope: IntentRequest['scope']): Promise<Record<string, unknown>> {
-  const { Item } = await world.client.send(
-    new GetItemCommand({
-      TableName: world.idempotencyTable.tableName,
-      Key: { id: { S: intentKeyOf(scope) } },
-      ConsistentRead: true,
-    }),
-  );
-  return Item ? unmarshall(Item) : {};
-}
-
-/** Two hours ago, on a whole second (so that a window's start is exactly `askedAtMs / 1000`). */
-const twoHoursAgoOnTheSecond = () => Math.floor((Date.now() - 2 * 3_600_000) / 1000) * 1000;
+const liveCall = () => liveClaimIn(world);
+const intentItem = (scope: IntentRequest['scope']) => intentItemOf(world, scope);
 
 describe('review 17: a window an intent replaced, markers, intent_freed', () => {
   it('R17-1 a call that ran under a replaced window’s key (its holder erased) is tracked nowhere — its key not fixed on its record, it one of no intent’s runners: erase deletes the intent that remembers that window while the call is in flight, and its next attempt creates a new intent and runs under its own key — a second effect for one window', async () => {

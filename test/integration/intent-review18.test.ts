@@ -5,19 +5,24 @@
  * ed70adb's lib/: it states the defect (the correct behaviour), and turns green once it is fixed.
  */
 import { randomUUID } from 'node:crypto';
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { lastLookMs } from '../../lib/idempotency/backoff';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import { claimIntent, type IntentRequest, intentKeyOf } from '../../lib/idempotency/protocol/intent';
-import type { IntentHolder } from '../../lib/idempotency/protocol/intent-record';
 import { releaseIntent } from '../../lib/idempotency/protocol/intent-writes';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from '../helpers/call-records';
 import { beforeNext, throttled } from '../helpers/intercept';
 import { intentIdsOf as intentIdsInWorld, isIntentWrite, isIntentWriteOf } from '../helpers/no-effect';
-import { PAST_THE_WINDOW_MS, windowWithAStraggler } from '../helpers/past-window';
-import { createProtocolWorld, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import {
+  goneHolder,
+  intentItemOf,
+  newScope,
+  PAST_THE_WINDOW_MS,
+  requestOf,
+  twoHoursAgoOnTheSecond,
+  windowWithAStraggler,
+} from '../helpers/past-window';
+import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
@@ -82,44 +87,7 @@ function landThenFailNextKeyFix() {
   );
 }
 
-// --- protocol-level helpers (claimIntent driven directly, with exact `askedAtMs`) ---
-
-const TTL_S = 3_600;
-
-/** A holder whose call has no record (gone): an intent it holds is replaced as a settled holder's. */
-function goneHolder(): IntentHolder {
-  const recordKey = `note#${randomUUID()}`;
-  return { recordKey, claimId: randomUUID(), callId: `${recordKey}@${randomUUID()}` };
-}
-
-function requestOf(
-  scope: IntentRequest['scope'],
-  holder: IntentHolder,
-  windowSeconds: number,
-  askedAtMs: number,
-): IntentRequest {
-  return { scope, holder, downstreamKey: `dk-${holder.claimId}`, windowSeconds, ttlSeconds: TTL_S, askedAtMs };
-}
-
-const newScope = (): IntentRequest['scope'] => ({
-  tool: 'note',
-  identity: identity(),
-  fingerprint: `fp-${randomUUID()}`,
-});
-
-async function intentItem(scope: IntentRequest['scope']): Promise<Record<string, unknown>> {
-  const { Item } = await world.client.send(
-    new GetItemCommand({
-      TableName: world.idempotencyTable.tableName,
-      Key: { id: { S: intentKeyOf(scope) } },
-      ConsistentRead: true,
-    }),
-  );
-  return Item ? unmarshall(Item) : {};
-}
-
-/** Two hours ago, on a whole second. */
-const twoHoursAgoOnTheSecond = () => Math.floor((Date.now() - 2 * 3_600_000) / 1000) * 1000;
+const intentItem = (scope: IntentRequest['scope']) => intentItemOf(world, scope);
 
 describe('review 18: replaced windows, markers, intent_freed', () => {
   it('R18-1 the first call of a window that replaced another, its business error on attempt 1: freeing its intent costs two writes — a DeleteItem refused (billed) for the replaced_window it keeps, then the UpdateItem that leaves the marker — where one did before (the creator knows, from its own claim, that its intent replaced a window): 3 intent writes for the call, not 4', async () => {

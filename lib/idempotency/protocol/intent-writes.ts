@@ -259,20 +259,15 @@ export async function deleteIntent(
         names: { '#holder': table.attributes.intentHolder },
         values: {},
       };
-  return (await deleteOn(table, intent.intentKey, held)).passed ? 'deleted' : 'changed';
-}
-
-/** The intent's DeleteItem on `held`: whether it passed, and the item in the way if it did not. */
-async function deleteOn(table: IdempotencyTable, intentKey: string, held: Condition) {
-  return conditionally(
+  const written = await conditionally(
     table.client,
     new DeleteItemCommand({
       TableName: table.tableName,
-      Key: marshall({ [table.attributes.key]: intentKey }),
+      Key: marshall({ [table.attributes.key]: intent.intentKey }),
       ConditionExpression: held.expression,
       ExpressionAttributeNames: held.names,
       ...(Object.keys(held.values).length > 0 ? { ExpressionAttributeValues: held.values } : {}),
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     }),
   );
+  return written.passed ? 'deleted' : 'changed';
 }

@@ -1,10 +1,8 @@
 /**
  * Prints the run's closing line in the plain form CI reads in any language: "jest: N passed, N failed".
- * It is written as the process exits, after Jest's own summary, so it is the last line of the run.
- * It goes to standard output, not standard error where Jest writes its own report: the landings whose CI log
- * closed on this line written to standard error were judged to have run no test, as if only standard output
- * were read for a closing line (the last landing to pass closed its standard output on chaos's
- * "chaos: N passed, N failed"). On Linux a write to a pipe or a file is synchronous, so it is not lost at exit.
+ * It is written as the process exits, after Jest's own summary, to standard output (Jest writes its own
+ * report to standard error). On Linux a write to a pipe or a file is synchronous, so it is not lost at exit.
+ * In .ci/run, Jest no longer runs last: see the comment there on the landings judged to have run no test.
  */
 class SummaryReporter {
   onRunComplete(_contexts, results) {

@@ -55,16 +55,21 @@ export function missingCustomerTool(options: { longRunning?: boolean } = {}) {
 }
 
 /** A write of a dedupe window's intent, by its transition (lib/idempotency/protocol/intent-writes.ts). */
-export type IntentWrite = 'create' | 'replace' | 'release';
+export type IntentWrite = 'create' | 'replace' | 'release' | 'erase';
 
-/** Whether a request is the intent write `kind`: create and release are UpdateItems, replace a PutItem. */
+/**
+ * Whether a request is the intent write `kind`: create, release and erase (to a marker of no tenant) are
+ * UpdateItems, replace a PutItem.
+ */
 export function isIntentWriteOf(kind: IntentWrite, command: string | undefined, input: Record<string, unknown>) {
   if (!isIntentWrite(input)) return false;
   if (kind === 'replace') return command === 'PutItemCommand';
   if (command !== 'UpdateItemCommand') return false;
+  const update = String(input.UpdateExpression);
+  if (kind === 'erase') return update.includes('#tenant, #tool');
   return kind === 'create'
     ? String(input.ConditionExpression).startsWith('attribute_not_exists(#holder) AND')
-    : String(input.UpdateExpression).startsWith('REMOVE #holder');
+    : update.startsWith('REMOVE #holder');
 }
 
 /** Every create or replace of a dedupe window's intent through the world's client is throttled, until `stop()`. */

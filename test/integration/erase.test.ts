@@ -1,4 +1,5 @@
 // Rule 6 (docs/state-machine.md): erase is final and keeps what is in flight.
+// Rule 3 (docs/state-machine.md): a dedupe window's intent — what erase leaves of it: a marker of no tenant.
 import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
@@ -72,6 +73,16 @@ async function itemOf(key: string): Promise<Record<string, unknown> | undefined>
   return Item && unmarshall(Item);
 }
 
+/**
+ * What an erase leaves of an intent (review 19, R19-1, R19-2): a marker of no tenant — its key, its TTL and
+ * the window it remembers (for a call asked in it that erase cannot see), nothing else.
+ */
+const NO_TENANT_MARKER = ['expiration', 'id', 'replaced_window'];
+async function leftOf(key: string): Promise<string[] | undefined> {
+  const item = await itemOf(key);
+  return item && Object.keys(item).sort();
+}
+
 /** Erases the item under `key` as a scan would hand it over (read just before). */
 async function erase(key: string, options: { dryRun?: boolean; closeStalled?: boolean } = {}) {
   const item = await itemOf(key);
@@ -82,6 +93,13 @@ async function erase(key: string, options: { dryRun?: boolean; closeStalled?: bo
 /** Runs `change` just before the next command named `command` is sent (between erase's read and its write). */
 function beforeNext(command: string, change: () => Promise<unknown>): void {
   beforeNextCommand(world.client, command, change);
+}
+
+/** Runs `change` just before erase's write of a held intent (its UpdateItem to a marker of no tenant). */
+function beforeIntentErased(change: () => Promise<unknown>): void {
+  beforeNextCommand(world.client, 'UpdateItemCommand', change, (input) =>
+    String(input.UpdateExpression).includes('REMOVE #holder'),
+  );
 }
 
 /** The commands sent through the world's client from now until `stop()`, by name. */
@@ -244,16 +262,16 @@ describe('a dedupe window’s intent', () => {
     expect(await itemOf(intentKey)).toBeDefined();
   });
 
-  it('held by a settled call (completed, or gone): deleted; a dry run changes nothing', async () => {
+  it('held by a settled call (completed, or gone): erased to a marker of no tenant; a dry run changes nothing', async () => {
     const intentKey = await intentHeldBy(await completed());
 
     expect(await erase(intentKey, { dryRun: true })).toBe('nothing');
     expect(await itemOf(intentKey)).toBeDefined();
     expect(await erase(intentKey)).toBe('erased');
-    expect(await itemOf(intentKey)).toBeUndefined();
+    expect(await leftOf(intentKey)).toEqual(NO_TENANT_MARKER);
   });
 
-  it('held by a call whose record is gone (swept by its TTL): deleted', async () => {
+  it('held by a call whose record is gone (swept by its TTL): erased to a marker of no tenant', async () => {
     const holder = await completed();
     const intentKey = await intentHeldBy(holder);
     await world.client.send(
@@ -261,10 +279,10 @@ describe('a dedupe window’s intent', () => {
     );
 
     expect(await erase(intentKey, { closeStalled: true })).toBe('erased');
-    expect(await itemOf(intentKey)).toBeUndefined();
+    expect(await leftOf(intentKey)).toEqual(NO_TENANT_MARKER);
   });
 
-  it('held by a call whose record is now another call’s (claimed anew): deleted, that call is not its holder', async () => {
+  it('held by a call whose record is now another call’s (claimed anew): erased to a marker of no tenant, that call is not its holder', async () => {
     const holder = await claimed(-1_000);
     const intentKey = await intentHeldBy(holder);
     await world.client.send(
@@ -279,7 +297,7 @@ describe('a dedupe window’s intent', () => {
     expect(await erase(intentKey)).toBe('erased');
   });
 
-  it('held by a stalled call: kept without the app’s tables or on a dry run; with them, the holder closed and the intent deleted', async () => {
+  it('held by a stalled call: kept without the app’s tables or on a dry run; with them, the holder closed and the intent erased to a marker of no tenant', async () => {
     const holder = await stalled();
     const intentKey = await intentHeldBy(holder);
 
@@ -287,18 +305,18 @@ describe('a dedupe window’s intent', () => {
     expect(await erase(intentKey, { closeStalled: true, dryRun: true })).toBe('in_flight');
     expect(await itemOf(holder.recordKey)).toMatchObject({ status: STATUS.inProgress });
     expect(await erase(intentKey, { closeStalled: true })).toBe('erased');
-    expect(await itemOf(intentKey)).toBeUndefined();
+    expect(await leftOf(intentKey)).toEqual(NO_TENANT_MARKER);
     expect(await itemOf(holder.recordKey)).toMatchObject({ status: STATUS.erased });
   });
 
-  it('held by a stalled call closed already (its record came first in the scan): deleted', async () => {
+  it('held by a stalled call closed already (its record came first in the scan): erased to a marker of no tenant', async () => {
     const holder = await stalled();
     const intentKey = await intentHeldBy(holder);
     const item = await itemOf(intentKey);
     expect(await erase(holder.recordKey, { closeStalled: true })).toBe('erased');
 
     expect(await eraseRecord(erased(), item!, { closeStalled: true })).toBe('erased');
-    expect(await itemOf(intentKey)).toBeUndefined();
+    expect(await leftOf(intentKey)).toEqual(NO_TENANT_MARKER);
   });
 
   it('held by a stalled call a retry takes over before it is closed: kept, in flight', async () => {
@@ -320,9 +338,9 @@ describe('a dedupe window’s intent', () => {
     expect(await itemOf(intentKey)).toBeDefined();
   });
 
-  it('moved to another claim between the read and the delete: read again and erased as it is now (its holder settled; review 13, R13-6)', async () => {
+  it('moved to another claim between the read and the write: read again and erased as it is now (its holder settled; review 13, R13-6)', async () => {
     const intentKey = await intentHeldBy(await completed());
-    beforeNext('DeleteItemCommand', () =>
+    beforeIntentErased(() =>
       world.client.send(
         new UpdateItemCommand({
           TableName: table.tableName,
@@ -334,13 +352,13 @@ describe('a dedupe window’s intent', () => {
     );
 
     expect(await erase(intentKey)).toBe('erased');
-    expect(await itemOf(intentKey)).toBeUndefined();
+    expect(await leftOf(intentKey)).toEqual(NO_TENANT_MARKER);
   });
 
-  it('taken over by a call in flight between the read and the delete: read again and kept for it (review 13, R13-6)', async () => {
+  it('taken over by a call in flight between the read and the write: read again and kept for it (review 13, R13-6)', async () => {
     const intentKey = await intentHeldBy(await completed());
     const taker = await claimed();
-    beforeNext('DeleteItemCommand', () =>
+    beforeIntentErased(() =>
       world.client.send(
         new UpdateItemCommand({
           TableName: table.tableName,
@@ -366,7 +384,7 @@ describe('a dedupe window’s intent', () => {
   it('taken over again on every read: the erase fails after three reads (to be run again), the intent kept', async () => {
     const intentKey = await intentHeldBy(await completed());
     const moveOnEveryDelete = () =>
-      beforeNext('DeleteItemCommand', async () => {
+      beforeIntentErased(async () => {
         moveOnEveryDelete();
         await world.client.send(
           new UpdateItemCommand({
@@ -412,7 +430,7 @@ describe('a dedupe window’s intent', () => {
     expect(await itemOf(intentKey)).toBeDefined();
   });
 
-  it('held by a settled call, another runner stalled: kept without the app’s tables or on a dry run (the runner not closed); with them, the runner closed and the intent deleted', async () => {
+  it('held by a settled call, another runner stalled: kept without the app’s tables or on a dry run (the runner not closed); with them, the runner closed and the intent erased to a marker of no tenant', async () => {
     const intentKey = await intentHeldBy(await completed());
     const runner = await stalled();
     await joinedBy(intentKey, runner);
@@ -424,10 +442,10 @@ describe('a dedupe window’s intent', () => {
     expect(await itemOf(intentKey)).toBeDefined();
     expect(await erase(intentKey, { closeStalled: true })).toBe('erased');
     expect(await itemOf(runner.recordKey)).toMatchObject({ status: STATUS.erased });
-    expect(await itemOf(intentKey)).toBeUndefined();
+    expect(await leftOf(intentKey)).toEqual(NO_TENANT_MARKER);
   });
 
-  it('held by a stalled call that completes before its close (a late store): the close refused, the holder settled — deleted', async () => {
+  it('held by a stalled call that completes before its close (a late store): the close refused, the holder settled — erased to a marker of no tenant', async () => {
     const holder = await stalled();
     const intentKey = await intentHeldBy(holder);
     const item = await itemOf(intentKey);
@@ -442,7 +460,7 @@ describe('a dedupe window’s intent', () => {
 
     expect(await eraseRecord(erased(), item!, { closeStalled: true })).toBe('erased');
     expect(await itemOf(holder.recordKey)).toMatchObject({ status: STATUS.completed });
-    expect(await itemOf(intentKey)).toBeUndefined();
+    expect(await leftOf(intentKey)).toEqual(NO_TENANT_MARKER);
   });
 
   it('held by a call that names no claim (stalled, as Powertools’ handler leaves a record): kept even with the app’s tables, the holder not written', async () => {

@@ -16,6 +16,7 @@ import {
   recordIdsOf as recordIdsInWorld,
   throttleNextIntentWrite,
 } from '../helpers/no-effect';
+import { receiptOf } from '../helpers/past-window';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
 
@@ -68,7 +69,7 @@ function keyedTool(prefix: string) {
 
 describe('review 16: outcomeOf’s "freed" after c06aece', () => {
   // Fixed: the store writes `intent_freed` when the attempt freed the intent it created first; outcomeOf reads it.
-  it('R16-1 a holder C that starts the intent afresh (its holder U erased) under the key fixed on its record by an earlier takeover of its own intent — its own key — is created (freeable), and its first run’s not_found frees the intent; but outcomeOf reads the fixed key as "not its own" and answers the waiter Q C’s not_found, while a fresh key R runs and succeeds (R14-3 by another road)', async () => {
+  it('R16-1 a holder C that started the intent afresh (its holder U erased) under the key fixed on its record by an earlier takeover of its own intent was created (freeable), freed it on not_found, and outcomeOf answered the waiter Q C’s not_found while a fresh key R ran and succeeded (R14-3 by another road) — since R19-4 an erased holder’s window ends instead: C and Q run under dC as its calls, and Q’s resend and R make one effect', async () => {
     const clock = movableClock();
     const t = keyedTool('r16a');
     const args = (key: string) => ({ idempotency_key: key, text: 'same' });
@@ -107,8 +108,10 @@ describe('review 16: outcomeOf’s "freed" after c06aece', () => {
     expect((await eraseItem(world.idempotencyTable, await itemOf(uKey))).outcome).toBe('erased');
     clock.advance(1000);
 
-    // C, attempt 3 (its first run): the intent's holder U is erased, no runner in flight — held afresh under
-    // dC (its own key): created. While its tool runs, Q (a fresh key, the window) is queued behind C.
+    // C, attempt 3 (its first run): the intent's holder U is erased, no runner in flight. Since review 19
+    // (R19-4) that ends the window, as the erase would: C runs under dC as that window's call, created by
+    // none (it frees nothing) — no longer held afresh, the path R16-1 was found on. While its tool runs, Q (a
+    // fresh key, asked in that window) runs under dC too.
     let q: unknown;
     t.state.during = async () => {
       q = await runtime.invoke(t.tool, t.caller, args('q1'), deadline());
@@ -116,8 +119,9 @@ describe('review 16: outcomeOf’s "freed" after c06aece', () => {
     expect(await runtime.invoke(t.tool, t.caller, args('c1'), deadline())).toMatchObject({
       error: { code: 'not_found' },
     });
-    expect(q).toMatchObject({ ok: false, status: 'pending' });
-    // Nothing happened: C freed the intent it created (rule 1).
+    // Q, asked in the window C's claim ended (the same second), runs under dC too: the customer is missing.
+    expect(q).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    // Nothing happened, and no intent is held: the erased window's marker.
     const intentsAfterC = await intentIdsOf(t.caller.tenant);
 
     // The customer is created. Q's resend (none of its attempts ran) and R, a fresh key, in the same window.
@@ -125,10 +129,11 @@ describe('review 16: outcomeOf’s "freed" after c06aece', () => {
     clock.advance(2_000);
     const qAgain = await runtime.invoke(t.tool, t.caller, args('q1'), deadline());
     const r = await runtime.invoke(t.tool, t.caller, args('r1'), deadline());
-    expect({ intentsAfterC, q: qAgain, r }).toEqual({
+    expect({ intentsAfterC, q: qAgain, r, effects: t.effects.size }).toEqual({
       intentsAfterC: [],
-      q: expect.objectContaining({ ok: true }),
-      r: expect.objectContaining({ ok: true }),
+      q: expect.objectContaining({ ok: true, idempotent: false }),
+      r: expect.objectContaining({ ok: true, idempotent: true, receipt: receiptOf(qAgain) }),
+      effects: 1,
     });
   });
 });

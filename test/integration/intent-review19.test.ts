@@ -29,7 +29,7 @@ describe('review 19: markers, the windows they remember, erase', () => {
   // Left open (docs/state-machine.md, rule 6, "Left open"): erase deletes an intent or marker with the windows it
   // remembers while a call asked in one of them, none of whose attempts reached the intent, is in flight (erase
   // cannot see such a call). it.failing: it starts failing once erase keeps what such calls need.
-  it.failing('R19-1 a tenant erase while Q, asked in A’s window, is in flight (kept): A’s record is tombstoned and the marker remembering A’s window deleted (“a marker where none holds it”) — Q then creates a fresh intent and runs under its own key: a second effect for A’s window, answered idempotent: false, where with the marker kept it runs under A’s window’s key and finds A’s effect (rule 3: “none stored (erased since): it runs under that window’s key”)', async () => {
+  it('R19-1 a tenant erase while Q, asked in A’s window, is in flight (kept): A’s record is tombstoned and the marker remembering A’s window deleted (“a marker where none holds it”) — Q then creates a fresh intent and runs under its own key: a second effect for A’s window, answered idempotent: false, where with the marker kept it runs under A’s window’s key and finds A’s effect (rule 3: “none stored (erased since): it runs under that window’s key”)', async () => {
     const { clock, t, aKey, qKey, intentKey, receipt } = await windowWithAStraggler(world, runtime, 'r19');
     // F, after A's window, replaces it and fails its first run (nothing happened): a marker remembering A's window.
     clock.advance(PAST_THE_WINDOW_MS);
@@ -52,7 +52,7 @@ describe('review 19: markers, the windows they remember, erase', () => {
   });
 
   // Left open with R19-1.
-  it.failing('R19-2 the same with a held intent: F replaced A’s window and completed (its own effect); the tenant’s erase, Q in flight (kept), tombstones A and F and deletes the intent (its runners settled: “an intent goes with its settled holder”) with the window it remembers — Q then runs under its own key: a second effect for A’s window', async () => {
+  it('R19-2 the same with a held intent: F replaced A’s window and completed (its own effect); the tenant’s erase, Q in flight (kept), tombstones A and F and deletes the intent (its runners settled: “an intent goes with its settled holder”) with the window it remembers — Q then runs under its own key: a second effect for A’s window', async () => {
     const { clock, t, aKey, qKey, intentKey, receipt } = await windowWithAStraggler(world, runtime, 'r19');
     clock.advance(PAST_THE_WINDOW_MS);
     expect(await t.call('f')).toMatchObject({ ok: true, idempotent: false });
@@ -68,6 +68,23 @@ describe('review 19: markers, the windows they remember, erase', () => {
     expect({ effects: t.effects.size, q }).toEqual({
       effects: 2, // A's and F's
       q: expect.objectContaining({ ok: true, idempotent: true, receipt }),
+    });
+  });
+
+  // Found while fixing R19-1/2: the same straggler, between erase's tombstone of the holder and its write of the
+  // intent (a scan hands them over in any order). The rule that let it run anew: "holder erased, no other runner
+  // in flight: held afresh under this call's key" — for a call asked before the erase, a second effect.
+  it('R19-4 a tenant erase while Q, asked in A’s window (still open), is in flight (kept): A’s record is tombstoned, the intent not yet reached by the erase — Q’s resend meets A’s intent with its holder erased and no runner in flight, and held it afresh under its own key: a second effect for A’s window, where it is that window’s call and runs under its key', async () => {
+    const { t, aKey, qKey, intentKey, receipt } = await windowWithAStraggler(world, runtime, 'r19');
+    expect((await eraseItem(world.idempotencyTable, await itemOf(qKey))).outcome).toBe('in_flight');
+    expect((await eraseItem(world.idempotencyTable, await itemOf(aKey))).outcome).toBe('erased');
+
+    const q = await t.call('q');
+    expect({ effects: t.effects.size, q, intent: Object.keys(await itemOf(intentKey)).sort() }).toEqual({
+      effects: 1,
+      q: expect.objectContaining({ ok: true, idempotent: true, receipt }),
+      // Q's claim ended the erased holder's window as erase would have: a marker of no tenant.
+      intent: ['expiration', 'id', 'replaced_window'],
     });
   });
 

@@ -14,7 +14,7 @@ import { movableClock } from '../helpers/clock';
 import { beforeNext } from '../helpers/intercept';
 import {
   intentIdsOf as intentIdsInWorld,
-  isIntentWrite,
+  isIntentWriteOf,
   keyedMissingCustomerTool,
   landThenFailNextIntentWrite,
   noteOf,
@@ -442,8 +442,8 @@ describe('R12-3 erase with the app’s tables (closeStalled) closes an intent’
   });
 });
 
-describe('R12-4 erase deletes an intent on its holder as read: a call after it is answered by what is left', () => {
-  it('R12-4 G commits under dG and dies; H takes over (a replay) and completes; G settles. Between erase’s read and its delete, J (a fresh key) is answered H’s replay and runs nothing; the intent is deleted, and a fresh key after the erase makes the effect once (was: J joined the runners and ran under dG)', async () => {
+describe('R12-4 erase takes an intent on its holder as read: a call after it is answered by what is left', () => {
+  it('R12-4 G commits under dG and dies; H takes over (a replay) and completes; G settles. Between erase’s read and its write, J (a fresh key) is answered H’s replay and runs nothing; the intent is erased (to a marker of no tenant whose window ends at the erase), and a fresh key after the erase makes the effect once (was: J joined the runners and ran under dG)', async () => {
     const clock = movableClock();
     const t = keyedMissingCustomerTool();
     t.createCustomer();
@@ -453,12 +453,12 @@ describe('R12-4 erase deletes an intent on its holder as read: a call after it i
     expect(await runtime.invoke(t.tool, t.caller, args('g4'), deadline())).toMatchObject({ ok: true });
     const [intentKey] = await intentIdsOf(t.caller.tenant);
 
-    // Erase reads the intent: H completed, no runner in flight. Before its delete, J (a fresh key, inside the
+    // Erase reads the intent: H completed, no runner in flight. Before its write, J (a fresh key, inside the
     // window) is answered H's outcome, a replay: nothing run, nothing written to the intent.
     let runsOfJ = -1;
     beforeNext(
       world.client,
-      'DeleteItemCommand',
+      'UpdateItemCommand',
       async () => {
         const runs = t.execute.mock.calls.length;
         expect(await runtime.invoke(t.tool, t.caller, args('j4'), deadline())).toEqual(
@@ -466,14 +466,15 @@ describe('R12-4 erase deletes an intent on its holder as read: a call after it i
         );
         runsOfJ = t.execute.mock.calls.length - runs;
       },
-      isIntentWrite,
+      (input) => isIntentWriteOf('erase', 'UpdateItemCommand', input),
     );
     const erased = await eraseItem(world.idempotencyTable, await itemOf(intentKey!));
     // The tenant's domain items go with it (every call settled).
     t.effects.clear();
 
     clock.advance(15_000);
-    // J's resend: its stored replay. F, a fresh key inside the window: the intent is gone, so is the effect.
+    // J's resend: its stored replay. F, a fresh key asked after the erase (inside the intent's window): the
+    // erase ended the window, and the effect is gone with the tenant's items — F makes it once.
     expect(await runtime.invoke(t.tool, t.caller, args('j4'), deadline())).toEqual(
       expect.objectContaining({ ok: true, idempotent: true }),
     );

@@ -189,38 +189,47 @@ describe('claiming a dedupe window’s intent', () => {
     });
   });
 
-  it('held by another call, erased, asked by a call with a key fixed by an earlier takeover: held afresh under that key, not as created (only its creator frees an intent)', async () => {
+  // Review 19, R19-4: an erased holder's intent was held afresh under the asker's own key — a call asked in the
+  // window before the erase (none of whose attempts reached the intent) then made a second effect.
+  it('held by another call, erased, no runner in flight: the window ends at this claim (a marker of no tenant, as erase leaves it), and this call, asked in it, runs under its key with the key fixed on its record — created by no call', async () => {
     const scope = newScope();
     const holder = await completedCall();
-    await heldBy(holder, scope);
-    expect(await tombstone(table, holder.recordKey)).toBe('erased');
-    const asker = await callClaimed();
-    const fixed = `dk-fixed-${randomUUID()}`;
-
-    const result = await claimIntent(
-      table,
-      requestFor(asker, scope, { downstreamKey: fixed, ownKey: `dk-${asker.claimId}` }),
-    );
-
-    expect(result).toEqual({ kind: 'holds', downstreamKey: fixed, created: false });
-    expect(await intentItem(scope)).toMatchObject({ claim_id: asker.claimId, downstream_key: fixed });
-  });
-
-  it('held by another call, erased: held afresh by this call under its own key (the erased effect is gone)', async () => {
-    const scope = newScope();
-    const holder = await completedCall();
-    await heldBy(holder, scope);
+    const intent = await heldBy(holder, scope);
     expect(await tombstone(table, holder.recordKey)).toBe('erased');
     const asker = await callClaimed();
 
+    const claimedAtMs = Date.now();
     const result = await claimIntent(table, requestFor(asker, scope));
 
-    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${asker.claimId}`, created: true });
+    expect(result).toEqual({ kind: 'holds', downstreamKey: intent.downstream_key, created: false });
+    expect(await fixedKeyOf(asker)).toBe(intent.downstream_key);
+    const marker = await intentItem(scope);
+    expect(marker).toEqual({
+      id: intentKeyOf(scope),
+      expiration: intent.expiration,
+      replaced_window: { end: expect.any(Number), call: holder.callId, key: intent.downstream_key },
+    });
+    // Ended at the claim, the second after it (a call asked before it is in it), not at the window's end.
+    const end = Number((marker?.replaced_window as { end?: number } | undefined)?.end);
+    expect(end).toBeGreaterThanOrEqual(claimedAtMs / 1000);
+    expect(end).toBeLessThan(Number(intent.window_end));
+  });
+
+  it('held by another call, erased: a call asked after this window ended at its erase creates the intent anew over its marker, under its own key, the erased window kept on it', async () => {
+    const scope = newScope();
+    const holder = await completedCall();
+    const intent = await heldBy(holder, scope);
+    expect(await tombstone(table, holder.recordKey)).toBe('erased');
+    expect(await claimIntent(table, requestFor(await callClaimed(), scope))).toMatchObject({ created: false });
+    const later = await callClaimed();
+
+    const result = await claimIntent(table, requestFor(later, scope, { askedAtMs: Date.now() + 2_000 }));
+
+    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${later.claimId}`, created: true });
     expect(await intentItem(scope)).toMatchObject({
-      intent_owner: asker.recordKey,
-      claim_id: asker.claimId,
-      call_id: asker.callId,
-      downstream_key: `dk-${asker.claimId}`,
+      claim_id: later.claimId,
+      downstream_key: `dk-${later.claimId}`,
+      replaced_window: { call: holder.callId, key: intent.downstream_key },
     });
   });
 
@@ -561,38 +570,36 @@ describe('an intent’s runners (the calls that ran or may run under its key), a
     return call;
   }
 
-  it('holder erased, its only other runner settled (completed): held afresh under this call’s key, created — a settled runner is not in flight', async () => {
+  it('holder erased, its only other runner settled (completed): the window ends at this claim, and this call runs under its key, created by no call — a settled runner is not in flight', async () => {
     const scope = newScope();
     const holder = await completedCall();
-    await heldBy(holder, scope);
+    const intent = await heldBy(holder, scope);
     await joinedBy(scope, await completedCall());
     expect(await tombstone(table, holder.recordKey)).toBe('erased');
     const asker = await callClaimed();
 
     const result = await claimIntent(table, requestFor(asker, scope));
 
-    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${asker.claimId}`, created: true });
-    expect(await intentItem(scope)).toMatchObject({
-      downstream_key: `dk-${asker.claimId}`,
-      intent_runners: new Set([asker.callId]),
+    expect(result).toEqual({ kind: 'holds', downstreamKey: intent.downstream_key, created: false });
+    expect(await intentItem(scope)).toEqual({
+      id: intentKeyOf(scope),
+      expiration: intent.expiration,
+      replaced_window: expect.objectContaining({ call: holder.callId, key: intent.downstream_key }),
     });
   });
 
-  it('holder erased, the asker itself among the runners (live): held afresh under its key, not taken over — its own place among the runners is no other runner in flight', async () => {
+  it('holder erased, the asker itself among the runners (live): not taken over — its own place among the runners is no other runner in flight — the window ends at this claim and it runs under its key', async () => {
     const scope = newScope();
     const holder = await completedCall();
-    await heldBy(holder, scope);
+    const intent = await heldBy(holder, scope);
     const asker = await callClaimed();
     await joinedBy(scope, asker);
     expect(await tombstone(table, holder.recordKey)).toBe('erased');
 
     const result = await claimIntent(table, requestFor(asker, scope));
 
-    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${asker.claimId}`, created: true });
-    expect(await intentItem(scope)).toMatchObject({
-      downstream_key: `dk-${asker.claimId}`,
-      intent_runners: new Set([asker.callId]),
-    });
+    expect(result).toEqual({ kind: 'holds', downstreamKey: intent.downstream_key, created: false });
+    expect(await intentItem(scope)).not.toHaveProperty('intent_runners');
   });
 
   it('window ended, holder settled, another runner live: running until that runner’s lock ends, nothing replaced', async () => {

@@ -290,24 +290,31 @@ describe('an intent’s transitions', () => {
     });
   });
 
-  it('swap moves the holder (afresh: with a new downstream key); release frees it for its holder (a marker: no holder, key, window or runners)', async () => {
+  it('swap moves the holder, its key kept, both calls among the runners; release frees it for its creator alone (a marker: no holder, key, window or runners)', async () => {
     const intent = newIntent();
     await createIntent(table, intent);
     const next = other();
 
     const read = intentOf((await itemOf(intent.intentKey))!, DEFAULT_RECORD_ATTRIBUTES)!;
-    const swapped = await swapIntent(table, read, next, 'rs1_afresh');
+    const swapped = await swapIntent(table, read, next);
     const held = await createIntent(table, intent);
-    const released = await releaseIntent(table, intent.intentKey, next);
+    const releasedByTaker = await releaseIntent(table, intent.intentKey, next);
+    const fresh = newIntent();
+    await createIntent(table, fresh);
+    const released = await releaseIntent(table, fresh.intentKey, fresh.holder);
 
     expect(swapped).toBe('swapped');
-    expect(held).toMatchObject({ kind: 'held', held: { holder: next, downstreamKey: 'rs1_afresh' } });
+    expect(held).toMatchObject({
+      kind: 'held',
+      held: { holder: next, downstreamKey: intent.downstreamKey, runners: [intent.holder.callId, next.callId].sort() },
+    });
+    expect(releasedByTaker).toBe('changed');
     expect(released).toBe('released');
-    expect(await itemOf(intent.intentKey)).toEqual({
-      id: intent.intentKey,
-      tenant: intent.tenant,
-      tool: intent.tool,
-      expiration: intent.expiresAtS,
+    expect(await itemOf(fresh.intentKey)).toEqual({
+      id: fresh.intentKey,
+      tenant: fresh.tenant,
+      tool: fresh.tool,
+      expiration: fresh.expiresAtS,
     });
   });
 });

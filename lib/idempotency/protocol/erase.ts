@@ -3,7 +3,7 @@
  * item of a tenant it found, and whether the call that stamped an app item is still in flight — decided
  * here on `classify`'s state — and erase's writes, one function per transition, each answering what it did
  * or `changed` (the item moved on since it was read: a rerun decides): the call record's (`tombstone`,
- * `closeStalled`, `deleteExpired`), an intent's (`deleteIntent`, with the intent's other writes), and an app
+ * `closeStalled`, `deleteExpired`), an intent's (`eraseIntentItem`, with the intent's other writes), and an app
  * item's (`deleteOnStampsRead`). The scan and the choice of the app's tables are the caller's.
  */
 import {
@@ -16,7 +16,7 @@ import { completerLooksAtMs } from '../backoff';
 import { type CallState, classify, type InFlightState, isInFlight, stalledChangesAtMs } from '../call-state';
 import { runnersInFlight } from './intent';
 import { type Intent, intentOf, isHeld, markerOf } from './intent-record';
-import { deleteIntent } from './intent-writes';
+import { eraseIntentItem } from './intent-writes';
 import { type CallRecord, callRecordOf, isIntentKey, STATUS } from './record';
 import {
   callOf,
@@ -224,9 +224,10 @@ async function eraseCallRecord(
  * A dedupe window's intent: kept while a call that may run under its key — its holder, or any other of its
  * runners (its creator, an earlier taker) — is in flight (a fresh key inside the window would otherwise run
  * beside it: review 11, R11-1); a stalled one is closed first when erase closes stalled calls (review 12,
- * R12-3); deleted otherwise, on the holder it was read with (`deleteIntent`) — refused (taken over since), it
- * is read again and erased or kept as it is now (R13-6); one that keeps changing fails the erase (rerun it). A
- * marker (a freed intent's replaced window) is deleted while no call holds it.
+ * R12-3); erased otherwise, on the holder it was read with (`eraseIntentItem`: to a marker of no tenant that
+ * remembers its windows for the calls asked in them erase cannot see, review 19) — refused (taken over
+ * since), it is read again and erased or kept as it is now (R13-6); one that keeps changing fails the erase
+ * (rerun it). A marker (a freed intent's replaced window) is erased so while no call holds it.
  */
 async function eraseIntent(
   table: IdempotencyTable,
@@ -245,7 +246,7 @@ async function eraseIntent(
     return { outcome: 'in_flight', kept: unknownRunnersOf(intent) };
   }
   if (options.dryRun) return { outcome: 'nothing' };
-  if ((await deleteIntent(table, intent)) === 'deleted') return { outcome: 'erased' };
+  if ((await eraseIntentItem(table, intent)) === 'erased') return { outcome: 'erased' };
   const now = await readItem(table, intent.intentKey);
   if (now === undefined) return { outcome: 'nothing' };
   if (reads >= 3) throw new Error(`the intent ${intent.intentKey} changed ${reads} times while erased`);

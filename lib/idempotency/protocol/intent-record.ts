@@ -42,6 +42,12 @@ export interface PastWindow {
   readonly callId: string;
   readonly downstreamKey: string;
   readonly previousEndsAtS?: number | undefined;
+  /**
+   * The window before it (the one that ended at `previousEndsAtS`), kept only where an erase turned an intent
+   * into a marker: the intent's own window is then the marker's, and the one it had replaced is still
+   * answered (review 19, R19-2). One level: a prior window has no prior.
+   */
+  readonly prior?: PastWindow | undefined;
 }
 
 /**
@@ -54,19 +60,36 @@ export interface IntentMarker {
   readonly expiresAtS: number;
 }
 
-/** A past window as an intent item holds it (`replaced_window`, a map). */
+/** A past window as an intent item holds it (`replaced_window`, a map; its prior, if any, a map in it). */
 export function pastWindowItem(window: PastWindow): Record<string, unknown> {
-  const item = { end: window.endsAtS, call: window.callId, key: window.downstreamKey };
-  return window.previousEndsAtS === undefined ? item : { ...item, before: window.previousEndsAtS };
+  const item: Record<string, unknown> = { end: window.endsAtS, call: window.callId, key: window.downstreamKey };
+  if (window.previousEndsAtS !== undefined) item.before = window.previousEndsAtS;
+  if (window.prior) item.prior = pastWindowItem({ ...window.prior, prior: undefined });
+  return item;
 }
 
-/** `replaced_window` as written by `pastWindowItem`, or undefined. */
-function pastWindowOf(value: unknown): PastWindow | undefined {
+/** `replaced_window` as written by `pastWindowItem`, or undefined; a prior window's own prior is not read. */
+function pastWindowOf(value: unknown, depth = 0): PastWindow | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   const map = value as Record<string, unknown>;
   const [endsAtS, callId, downstreamKey] = [number(map, 'end'), text(map, 'call'), text(map, 'key')];
   if (endsAtS === undefined || callId === undefined || downstreamKey === undefined) return;
-  return { endsAtS, callId, downstreamKey, previousEndsAtS: number(map, 'before') };
+  const prior = depth === 0 ? pastWindowOf(map.prior, 1) : undefined;
+  return { endsAtS, callId, downstreamKey, previousEndsAtS: number(map, 'before'), ...(prior ? { prior } : {}) };
+}
+
+/**
+ * A held intent's own window as a past one: its end, its holder's call, its key, and when the window it
+ * replaced ended — with that window itself as its `prior` when `withPrior` (an erase's marker, R19-2).
+ */
+export function ownWindowOf(held: Intent, withPrior = false): PastWindow {
+  const window = {
+    endsAtS: held.windowEndsAtS,
+    callId: held.holder.callId,
+    downstreamKey: held.downstreamKey,
+    previousEndsAtS: held.replaced?.endsAtS,
+  };
+  return withPrior && held.replaced ? { ...window, prior: { ...held.replaced, prior: undefined } } : window;
 }
 
 /** Whether it is a held intent, not a marker. */

@@ -14,6 +14,7 @@ import {
   intentOf,
   isHeld,
   markerOf,
+  ownWindowOf,
   type PastWindow,
   pastWindowItem,
   UNKNOWN_RUNNERS,
@@ -121,51 +122,36 @@ export async function replaceIntent(
 }
 
 /**
- * swap: held by its holder as read ──▶ held by `to`, an UpdateItem of the holder; with `downstreamKey`,
- * the intent starts afresh under it (its holder was erased). `changed` when someone moved it first.
+ * swap: held by its holder as read ──▶ held by `to`, an UpdateItem of the holder, its key kept. `changed`
+ * when someone moved it first.
  */
 export async function swapIntent(
   table: IdempotencyTable,
   read: Intent,
   to: IntentHolder,
-  downstreamKey?: string,
 ): Promise<'swapped' | 'changed'> {
-  const written = await conditionally(table.client, new UpdateItemCommand(swapInput(table, read, to, downstreamKey)));
+  const written = await conditionally(table.client, new UpdateItemCommand(swapInput(table, read, to)));
   return written.passed ? 'swapped' : 'changed';
 }
 
-/** swap's UpdateItem: the holder moved from the one read to `to`; with `downstreamKey`, the intent's key too. */
-function swapInput(table: IdempotencyTable, read: Intent, to: IntentHolder, downstreamKey?: string) {
+/** swap's UpdateItem: the holder moved from the one read to `to`, both among the runners. */
+function swapInput(table: IdempotencyTable, read: Intent, to: IntentHolder) {
   const attr = table.attributes;
   const held = heldBy(attr, read.holder);
-  const afresh = downstreamKey !== undefined;
-  // `to` may run under the key: one of the runners — the only one of an intent started afresh. The holder it
-  // is taken from stays one (an earlier version's intent lists none), and so does the mark that earlier
-  // runners are unknown (`UNKNOWN_RUNNERS`): once unknown, never "alone" (review 13, R13-1, R13-4).
-  const added = afresh ? [to.callId] : [to.callId, read.holder.callId];
-  if (!read.runnersKnown && !afresh) added.push(UNKNOWN_RUNNERS);
+  // `to` may run under the key: one of the runners. The holder it is taken from stays one (an earlier
+  // version's intent lists none), and so does the mark that earlier runners are unknown (`UNKNOWN_RUNNERS`):
+  // once unknown, never "alone" (review 13, R13-1, R13-4).
+  const added = [to.callId, read.holder.callId];
+  if (!read.runnersKnown) added.push(UNKNOWN_RUNNERS);
   return {
     TableName: table.tableName,
     Key: marshall({ [attr.key]: read.intentKey }),
-    UpdateExpression: afresh
-      ? 'SET #holder = :to, #claim = :toClaim, #call = :toCall, #downstream = :downstream, #runners = :runner'
-      : 'SET #holder = :to, #claim = :toClaim, #call = :toCall ADD #runners :runner',
+    UpdateExpression: 'SET #holder = :to, #claim = :toClaim, #call = :toCall ADD #runners :runner',
     ConditionExpression: held.expression,
-    ExpressionAttributeNames: {
-      ...held.names,
-      '#call': attr.callInstance,
-      '#runners': attr.intentRunners,
-      ...(afresh ? { '#downstream': attr.downstreamKey } : {}),
-    },
+    ExpressionAttributeNames: { ...held.names, '#call': attr.callInstance, '#runners': attr.intentRunners },
     ExpressionAttributeValues: {
       ...held.values,
-      ...marshall({
-        ':to': to.recordKey,
-        ':toClaim': to.claimId,
-        ':toCall': to.callId,
-        ':runner': new Set(added),
-      }),
-      ...(afresh ? marshall({ ':downstream': downstreamKey }) : {}),
+      ...marshall({ ':to': to.recordKey, ':toClaim': to.claimId, ':toCall': to.callId, ':runner': new Set(added) }),
     },
   };
 }
@@ -243,22 +229,90 @@ export async function releaseIntent(
 }
 
 /**
- * erase: held by its holder as read, none of its runners' calls in flight ──▶ absent. `changed` when it was
+ * erase, the rule (review 19, R19-1, R19-2): an intent, or a marker, that remembers a window outlives the
+ * tenant's erase as a marker of no tenant — no tenant, tool, holder, key, window or runners, to its TTL —
+ * that remembers its windows: a call asked in one, none of whose attempts reached the intent (erase cannot see
+ * it), may still be in flight, and its resend then runs under that window's key, never beside its effect.
+ *
+ *   held by its holder as read, none of its runners in flight ──▶ such a marker, remembering its own window,
+ *                                                                 ended at the erase, and, as that one's
+ *                                                                 prior, the one it replaced
+ *   a marker (held by none) that remembers a window ────────────▶ the same, its tenant and tool removed
+ *   a marker that remembers none, or any of them past its TTL ──▶ absent (`deleteIntent`)
+ *
+ * `changed` when it was taken over since it was read, or a call created the intent over the marker: it stays.
+ */
+export async function eraseIntentItem(
+  table: IdempotencyTable,
+  intent: Intent | IntentMarker,
+  nowMs: number = Date.now(),
+): Promise<'erased' | 'changed'> {
+  const remembers = isHeld(intent) || intent.replaced !== undefined;
+  if (!remembers || nowMs >= intent.expiresAtS * 1000) {
+    return (await deleteIntent(table, intent)) === 'deleted' ? 'erased' : 'changed';
+  }
+  const attr = table.attributes;
+  const held = heldOrNone(table, intent);
+  const forget = '#tenant, #tool';
+  const written = await conditionally(
+    table.client,
+    new UpdateItemCommand({
+      TableName: table.tableName,
+      Key: marshall({ [attr.key]: intent.intentKey }),
+      UpdateExpression: isHeld(intent)
+        ? `SET #replaced = :window REMOVE #holder, #claim, #call, #downstream, #end, #runners, ${forget}`
+        : `REMOVE ${forget}`,
+      ConditionExpression: held.expression,
+      ExpressionAttributeNames: {
+        ...held.names,
+        '#tenant': attr.tenant,
+        '#tool': attr.tool,
+        ...(isHeld(intent)
+          ? {
+              '#replaced': attr.replacedWindow,
+              '#call': attr.callInstance,
+              '#downstream': attr.downstreamKey,
+              '#end': attr.windowEnd,
+              '#runners': attr.intentRunners,
+            }
+          : {}),
+      },
+      ...(isHeld(intent)
+        ? { ExpressionAttributeValues: { ...held.values, ...marshall({ ':window': erasedWindow(intent, nowMs) }) } }
+        : {}),
+    }),
+  );
+  return written.passed ? 'erased' : 'changed';
+}
+
+/**
+ * The window an erased intent's marker remembers: its own, ended at the erase (the second after it, so that
+ * a call asked before is in it) — a call asked after it is a fresh one (rule 3) —, the one it replaced its
+ * prior.
+ */
+function erasedWindow(intent: Intent, nowMs: number): Record<string, unknown> {
+  const own = ownWindowOf(intent, true);
+  return pastWindowItem({ ...own, endsAtS: Math.min(own.endsAtS, Math.ceil(nowMs / 1000)) });
+}
+
+/** An intent's condition on its holder as read (`heldBy`), or, a marker, that none holds it. */
+function heldOrNone(table: IdempotencyTable, intent: Intent | IntentMarker): Condition {
+  return isHeld(intent)
+    ? heldBy(table.attributes, intent.holder)
+    : { expression: 'attribute_not_exists(#holder)', names: { '#holder': table.attributes.intentHolder }, values: {} };
+}
+
+/**
+ * delete: held by its holder as read ──▶ absent; a marker, held by none ──▶ absent. `changed` when it was
  * taken over since it was read (a call that holds it, or runs under its key, holds a claim of its holder's
- * or is its holder): it stays. A marker: held by none ──▶ absent; `changed` when a call created the intent
- * over it since.
+ * or is its holder), or a call created the intent over the marker: it stays. Erase deletes only what
+ * remembers no window, or is past its TTL (`eraseIntentItem`).
  */
 export async function deleteIntent(
   table: IdempotencyTable,
   intent: Intent | IntentMarker,
 ): Promise<'deleted' | 'changed'> {
-  const held: Condition = isHeld(intent)
-    ? heldBy(table.attributes, intent.holder)
-    : {
-        expression: 'attribute_not_exists(#holder)',
-        names: { '#holder': table.attributes.intentHolder },
-        values: {},
-      };
+  const held = heldOrNone(table, intent);
   const written = await conditionally(
     table.client,
     new DeleteItemCommand({

@@ -15,9 +15,17 @@ import { createHash } from 'node:crypto';
 import { askAgainAfterMs } from '../answers';
 import { classify, holdsIntent, type InFlightState, isInFlight, isParked } from '../call-state';
 import type { Identity } from '../types';
-import { type Intent, type IntentHolder, type IntentMarker, isHeld, type PastWindow } from './intent-record';
+import {
+  type Intent,
+  type IntentHolder,
+  type IntentMarker,
+  isHeld,
+  ownWindowOf,
+  type PastWindow,
+} from './intent-record';
 import {
   createIntent,
+  eraseIntentItem,
   fixPastWindowKey,
   type NewIntent,
   replaceIntent,
@@ -53,9 +61,10 @@ export interface IntentRequest {
 export type IntentClaim =
   /**
    * This call runs under `downstreamKey`, one of the intent's runners: it holds the intent — `created` by it
-   * now (or afresh after an erased holder), or taken over from a holder that is gone — or, already one of its
-   * runners, it runs again beside a completed holder whose outcome was itself a replay (the effect may be
-   * this call's own: only the tool, under the key, can tell — the commit's stamp decides).
+   * now (or over an ended window), or taken over from a holder that is gone — or, already one of its runners,
+   * it runs again beside a completed holder whose outcome was itself a replay (the effect may be this call's
+   * own: only the tool, under the key, can tell — the commit's stamp decides); or, a past window's call, it
+   * runs under that window's key, created by none.
    */
   | { readonly kind: 'holds'; readonly downstreamKey: string; readonly created: boolean }
   /** Another call finished it: its stored outcome (a replay, to a call that never ran under the key). */
@@ -94,7 +103,9 @@ function runningOn(record: CallRecord): Extract<IntentClaim, { kind: 'running' }
  *   holder completed ─────────────────────────────▶ done (its outcome); its outcome a replay and this
  *                                                   call one of the runners: holds (the intent's key)
  *   holder live ──────────────────────────────────▶ running
- *   holder erased, no other runner in flight ─────▶ holds afresh under this call's key (swap)
+ *   holder erased, no other runner in flight ─────▶ the window ends now, as the erase ends it (a marker
+ *                                                   of no tenant): claimed again — this call, asked in
+ *                                                   it, runs under its key (a past window's call)
  *   holder abandoned, gone, re-claimed, or erased ▶ holds by takeover, under the intent's key: the
  *   while another runner is in flight               holder swapped, this call added to the runners and
  *                                                   the key fixed on its record in one transaction
@@ -153,13 +164,20 @@ export async function claimIntent(table: IdempotencyTable, request: IntentReques
  * next to open (its own window had no other effect, and the next one's effect answers it: never a second
  * one beside it — review 17, R17-7, left so). So a call asked before the window `held` replaced ended is that
  * window's — unless it was asked before the one *that* replaced ended too: nothing remembers that one
- * (`forgotten`). Undefined: `held`'s own window (or, a marker, a new one) is this call's.
+ * (`forgotten`) but an erase's marker, whose window's prior is it (R19-2). Undefined: `held`'s own window
+ * (or, a marker, a new one) is this call's.
  */
 function pastWindowFor(request: IntentRequest, held: Intent | IntentMarker): PastWindow | 'forgotten' | undefined {
   const { replaced } = held;
   if (!replaced || request.askedAtMs > replaced.endsAtS * 1000) return;
-  const before = replaced.previousEndsAtS;
-  return before !== undefined && request.askedAtMs <= before * 1000 ? 'forgotten' : replaced;
+  return earliest(request, replaced);
+}
+
+/** `window`, or, asked before the one before it ended, that one (an erase's marker remembers it), or none. */
+function earliest(request: IntentRequest, window: PastWindow): PastWindow | 'forgotten' {
+  const before = window.previousEndsAtS;
+  if (before === undefined || request.askedAtMs > before * 1000) return window;
+  return window.prior ? earliest(request, window.prior) : 'forgotten';
 }
 
 /**
@@ -243,13 +261,7 @@ async function replaceEnded(table: IdempotencyTable, intent: NewIntent, held: In
     return { kind: 'running', lockEndsMs: held.expiresAtS * 1000, parked: true };
   }
   // The window it replaces is kept on it: a call asked in it that never reached it is answered from it (R14-4).
-  const replaced = {
-    endsAtS: held.windowEndsAtS,
-    callId: held.holder.callId,
-    downstreamKey: held.downstreamKey,
-    previousEndsAtS: held.replaced?.endsAtS,
-  };
-  return (await replaceIntent(table, { ...intent, replaced }, held)) === 'replaced'
+  return (await replaceIntent(table, { ...intent, replaced: ownWindowOf(held) }, held)) === 'replaced'
     ? { kind: 'holds', downstreamKey: intent.downstreamKey, created: true }
     : RUNNING;
 }
@@ -277,13 +289,12 @@ async function takeFromAnother(table: IdempotencyTable, request: IntentRequest, 
     held.runnersKnown &&
     (await runnersInFlight(table, held, [held.holder.callId, request.holder.callId])).length === 0
   ) {
-    // The intent's holder was erased, and no call that ran under its key is in flight: what was done under
-    // it is gone, and so is the intent. Held afresh under this call's key: created by it (freeable) only
-    // under its own (a key fixed by an earlier takeover is another call's).
-    const ownKey = request.ownKey ?? request.downstreamKey;
-    return (await swapIntent(table, held, request.holder, request.downstreamKey)) === 'swapped'
-      ? { kind: 'holds', downstreamKey: request.downstreamKey, created: request.downstreamKey === ownKey }
-      : RUNNING;
+    // The intent's holder was erased, and no call that ran under its key is in flight: the erase of its
+    // tenant (or its call) is under way. Its window ends here, as the erase would end it (`eraseIntentItem`:
+    // a marker of no tenant remembering it): this call, asked before, is that window's and runs under its key
+    // (review 19, R19-4: held afresh under its own, a call asked in the window before the erase, none of whose
+    // attempts reached the intent, made a second effect); a call asked after the erase is a fresh one.
+    return (await eraseIntentItem(table, held)) === 'erased' ? claimIntent(table, request) : RUNNING;
   }
   // The holder call, still there (whichever of its attempts holds the record now). Otherwise it is gone.
   if (holdsIntent(record, held.holder)) {

@@ -298,6 +298,55 @@ describe('condition expressions: the in-memory engine answers as DynamoDB Local 
       onClaim('DeleteItem', '#owner = :from AND attribute_not_exists(#claim)', { ':from': S('refund#owner') }),
       false,
     ],
+    ...(['refund#owner', 'refund#other'] as const).map(
+      (from): Case => [
+        `intent erased to a marker of no tenant (eraseIntentItem): held by ${from === 'refund#owner' ? 'the holder read' : 'another holder'}`,
+        {
+          ...record,
+          tenant: S('t'),
+          tool: S('refund'),
+          call_id: S('refund#owner@i1'),
+          downstream_key: S('dk'),
+          window_end: N('1796470600'),
+          intent_runners: { SS: ['refund#owner@i1', 'refund#r@i2'] },
+          replaced_window: { M: { end: N('1796470000'), call: S('refund#a@i0'), key: S('dka') } },
+        },
+        {
+          command: 'UpdateItem',
+          input: {
+            UpdateExpression:
+              'SET #replaced = :window REMOVE #holder, #claim, #call, #downstream, #end, #runners, #tenant, #tool',
+            ConditionExpression: '#holder = :from AND #claim = :fromClaim',
+            ExpressionAttributeNames: {
+              '#holder': 'intent_owner',
+              '#claim': 'claim_id',
+              '#replaced': 'replaced_window',
+              '#call': 'call_id',
+              '#downstream': 'downstream_key',
+              '#end': 'window_end',
+              '#runners': 'intent_runners',
+              '#tenant': 'tenant',
+              '#tool': 'tool',
+            },
+            ExpressionAttributeValues: {
+              ':from': S(from),
+              ':fromClaim': S('c1'),
+              ':window': {
+                M: {
+                  end: N('1796470543'),
+                  call: S('refund#owner@i1'),
+                  key: S('dk'),
+                  before: N('1796470000'),
+                  prior: { M: { end: N('1796470000'), call: S('refund#a@i0'), key: S('dka') } },
+                },
+              },
+            },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          },
+        },
+        from === 'refund#owner',
+      ],
+    ),
     [
       'stall: abandoned on the claim read',
       record,

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { CLOCK_SKEW_TOLERANCE_MS } from '../../lib/idempotency/call-state';
 import { type Claim, claim, takeOver } from '../../lib/idempotency/protocol/claim';
 import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { tombstone } from '../../lib/idempotency/protocol/erase';
@@ -209,13 +210,15 @@ describe('claiming a dedupe window’s intent', () => {
       expiration: intent.expiration,
       replaced_window: { end: expect.any(Number), call: holder.callId, key: intent.downstream_key },
     });
-    // Ended at the claim, the second after it (a call asked before it is in it), not at the window's end.
+    // Ended at the claim plus the clock skew rule 2 tolerates (a call asked before it on any worker's clock is
+    // in it: review 20, R20-3), not at the window's end.
     const end = Number((marker?.replaced_window as { end?: number } | undefined)?.end);
-    expect(end).toBeGreaterThanOrEqual(claimedAtMs / 1000);
+    expect(end).toBeGreaterThanOrEqual((claimedAtMs + CLOCK_SKEW_TOLERANCE_MS) / 1000);
+    expect(end).toBeLessThanOrEqual((Date.now() + CLOCK_SKEW_TOLERANCE_MS) / 1000 + 1);
     expect(end).toBeLessThan(Number(intent.window_end));
   });
 
-  it('held by another call, erased: a call asked after this window ended at its erase creates the intent anew over its marker, under its own key, the erased window kept on it', async () => {
+  it('held by another call, erased: a call asked after this window ended at its erase (plus the clock skew) creates the intent anew over its marker, under its own key, the erased window kept on it', async () => {
     const scope = newScope();
     const holder = await completedCall();
     const intent = await heldBy(holder, scope);
@@ -223,7 +226,9 @@ describe('claiming a dedupe window’s intent', () => {
     expect(await claimIntent(table, requestFor(await callClaimed(), scope))).toMatchObject({ created: false });
     const later = await callClaimed();
 
-    const result = await claimIntent(table, requestFor(later, scope, { askedAtMs: Date.now() + 2_000 }));
+    // Asked after the window's end: the erase's time plus the clock skew rule 2 tolerates (review 20, R20-3).
+    const askedAtMs = Date.now() + CLOCK_SKEW_TOLERANCE_MS + 2_000;
+    const result = await claimIntent(table, requestFor(later, scope, { askedAtMs }));
 
     expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${later.claimId}`, created: true });
     expect(await intentItem(scope)).toMatchObject({

@@ -43,9 +43,10 @@ export interface PastWindow {
   readonly downstreamKey: string;
   readonly previousEndsAtS?: number | undefined;
   /**
-   * The window before it (the one that ended at `previousEndsAtS`), kept only where an erase turned an intent
-   * into a marker: the intent's own window is then the marker's, and the one it had replaced is still
-   * answered (review 19, R19-2). One level: a prior window has no prior.
+   * The window before it (the one that ended at `previousEndsAtS`), with its own prior, and so on — kept only
+   * where an erase turned an intent into a marker: the intent's own window is then the marker's, and every
+   * window it remembered is still answered (review 19, R19-2; review 20, R20-1: a second erase dropped the
+   * prior's prior). Those whose calls have all expired are left out (`pastWindowsOf`).
    */
   readonly prior?: PastWindow | undefined;
 }
@@ -64,23 +65,27 @@ export interface IntentMarker {
 export function pastWindowItem(window: PastWindow): Record<string, unknown> {
   const item: Record<string, unknown> = { end: window.endsAtS, call: window.callId, key: window.downstreamKey };
   if (window.previousEndsAtS !== undefined) item.before = window.previousEndsAtS;
-  if (window.prior) item.prior = pastWindowItem({ ...window.prior, prior: undefined });
+  if (window.prior) item.prior = pastWindowItem(window.prior);
   return item;
 }
 
-/** `replaced_window` as written by `pastWindowItem`, or undefined; a prior window's own prior is not read. */
+/** DynamoDB nests maps 32 deep: a chain of priors stops well short of it. */
+const MAX_PRIORS = 24;
+
+/** `replaced_window` as written by `pastWindowItem`, or undefined. */
 function pastWindowOf(value: unknown, depth = 0): PastWindow | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   const map = value as Record<string, unknown>;
   const [endsAtS, callId, downstreamKey] = [number(map, 'end'), text(map, 'call'), text(map, 'key')];
   if (endsAtS === undefined || callId === undefined || downstreamKey === undefined) return;
-  const prior = depth === 0 ? pastWindowOf(map.prior, 1) : undefined;
+  const prior = depth < MAX_PRIORS ? pastWindowOf(map.prior, depth + 1) : undefined;
   return { endsAtS, callId, downstreamKey, previousEndsAtS: number(map, 'before'), ...(prior ? { prior } : {}) };
 }
 
 /**
  * A held intent's own window as a past one: its end, its holder's call, its key, and when the window it
- * replaced ended — with that window itself as its `prior` when `withPrior` (an erase's marker, R19-2).
+ * replaced ended — with that window itself (and the windows it remembers) as its `prior` when `withPrior`
+ * (an erase's marker, R19-2, R20-1).
  */
 export function ownWindowOf(held: Intent, withPrior = false): PastWindow {
   const window = {
@@ -89,7 +94,18 @@ export function ownWindowOf(held: Intent, withPrior = false): PastWindow {
     downstreamKey: held.downstreamKey,
     previousEndsAtS: held.replaced?.endsAtS,
   };
-  return withPrior && held.replaced ? { ...window, prior: { ...held.replaced, prior: undefined } } : window;
+  return withPrior && held.replaced ? { ...window, prior: held.replaced } : window;
+}
+
+/**
+ * `window` and its priors but those every call of which has expired — asked by its end, gone by then plus the
+ * records' TTL (`ttlS`) — and those past `MAX_PRIORS` (a marker erased that often within a TTL: the oldest
+ * are forgotten, rule 3's `forgotten`). Nothing else drops a prior.
+ */
+export function pastWindowsOf(window: PastWindow, nowS: number, ttlS: number, depth = 0): PastWindow {
+  const { prior, ...rest } = window;
+  const keep = prior !== undefined && depth < MAX_PRIORS && prior.endsAtS + ttlS >= nowS;
+  return keep ? { ...rest, prior: pastWindowsOf(prior, nowS, ttlS, depth + 1) } : rest;
 }
 
 /** Whether it is a held intent, not a marker. */

@@ -6,6 +6,7 @@
  */
 import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
+import { CLOCK_SKEW_TOLERANCE_MS } from '../call-state';
 import { fixKeyInput } from './claim';
 import {
   type Intent,
@@ -17,6 +18,7 @@ import {
   ownWindowOf,
   type PastWindow,
   pastWindowItem,
+  pastWindowsOf,
   UNKNOWN_RUNNERS,
 } from './intent-record';
 import { allOrNone, type Condition, conditionally, heldBy, type IdempotencyTable } from './table';
@@ -235,8 +237,8 @@ export async function releaseIntent(
  * it), may still be in flight, and its resend then runs under that window's key, never beside its effect.
  *
  *   held by its holder as read, none of its runners in flight ──▶ such a marker, remembering its own window,
- *                                                                 ended at the erase, and, as that one's
- *                                                                 prior, the one it replaced
+ *                                                                 ended at the erase (+ the clock skew), and,
+ *                                                                 as its priors, those it remembered
  *   a marker (held by none) that remembers a window ────────────▶ the same, its tenant and tool removed
  *   a marker that remembers none, or any of them past its TTL ──▶ absent (`deleteIntent`)
  *
@@ -286,13 +288,17 @@ export async function eraseIntentItem(
 }
 
 /**
- * The window an erased intent's marker remembers: its own, ended at the erase (the second after it, so that
- * a call asked before is in it) — a call asked after it is a fresh one (rule 3) —, the one it replaced its
- * prior.
+ * The window an erased intent's marker remembers: its own, ended at the erase — plus the clock skew rule 2
+ * tolerates between workers, so that a call asked before the erase on any worker's clock is in it (review
+ * 20, R20-3, R20-4: ended at this worker's now, a call asked in it on a clock 3 s ahead fell after it and
+ * created the intent anew); a call asked later is a fresh one (rule 3) — and, as its priors, every window
+ * the intent remembered whose calls may still be in flight (R20-1).
  */
 function erasedWindow(intent: Intent, nowMs: number): Record<string, unknown> {
   const own = ownWindowOf(intent, true);
-  return pastWindowItem({ ...own, endsAtS: Math.min(own.endsAtS, Math.ceil(nowMs / 1000)) });
+  const endsAtS = Math.min(own.endsAtS, Math.ceil((nowMs + CLOCK_SKEW_TOLERANCE_MS) / 1000));
+  const ttlS = intent.expiresAtS - intent.windowEndsAtS;
+  return pastWindowItem(pastWindowsOf({ ...own, endsAtS }, Math.floor(nowMs / 1000), ttlS));
 }
 
 /** An intent's condition on its holder as read (`heldBy`), or, a marker, that none holds it. */

@@ -434,8 +434,14 @@ describe('tenant erase', () => {
     );
     const sent = recordAccess(world.client);
 
-    await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES);
+    const report = await eraseTenant(world.client, { tenant, includeDomain: true }, process.env, TABLES);
     world.destroy();
+
+    // Every call settled: the erase is whole (a call kept in flight would defer the app's tables).
+    expect({ deferred: report.deferred, callsInFlight: report.callsInFlight }).toEqual({
+      deferred: [],
+      callsInFlight: {},
+    });
 
     expect(dynamoAccessOf('erase')).toEqual(sent);
     const integrations = Object.values(resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Integration');

@@ -251,6 +251,109 @@ describe('a dedupe window’s intent', () => {
     return intentKey;
   }
 
+  /** An intent item as it is on disk, written as is (a marker, an intent past its TTL). */
+  async function intentItemWritten(item: Record<string, unknown>): Promise<string> {
+    const intentKey = `note#intent#${randomUUID()}`;
+    await world.client.send(
+      new PutItemCommand({
+        TableName: table.tableName,
+        Item: marshall({ id: intentKey, tenant: 't', tool: 'note', ...item }),
+      }),
+    );
+    return intentKey;
+  }
+  const nowS = () => Math.floor(Date.now() / 1000);
+  const pastWindow = (end: number) => ({ end, call: `note#${randomUUID()}@i`, key: 'dk-past' });
+
+  it('held by a settled call: what is left remembers its window, ended at the erase plus the clock skew (not at its end), its holder’s call and key, and the window it replaced as its prior', async () => {
+    const holder = await completed();
+    const replaced = pastWindow(nowS() - 30);
+    const intentKey = await intentItemWritten({
+      intent_owner: holder.recordKey,
+      claim_id: holder.claimId,
+      call_id: holder.callId,
+      downstream_key: 'dk',
+      window_end: nowS() + 600,
+      intent_runners: new Set([holder.callId]),
+      expiration: nowS() + 4_200,
+      replaced_window: { ...replaced, before: nowS() - 90 },
+    });
+    const erasedAtS = Date.now() / 1000;
+
+    expect(await erase(intentKey)).toBe('erased');
+    const left = await itemOf(intentKey);
+    expect(left).toEqual({
+      id: intentKey,
+      expiration: nowS() + 4_200,
+      replaced_window: {
+        end: expect.any(Number),
+        call: holder.callId,
+        key: 'dk',
+        before: replaced.end,
+        prior: { ...replaced, before: nowS() - 90 },
+      },
+    });
+    const end = (left?.replaced_window as { end: number }).end;
+    expect(end - erasedAtS).toBeGreaterThanOrEqual(10);
+    expect(end - erasedAtS).toBeLessThanOrEqual(12);
+  });
+
+  it('a marker remembering a window (a release’s, its window’s calls in flight maybe): its tenant and tool removed, the rest kept', async () => {
+    const window = pastWindow(nowS() - 30);
+    const intentKey = await intentItemWritten({ expiration: nowS() + 3_600, replaced_window: window });
+
+    expect(await erase(intentKey)).toBe('erased');
+    expect(await itemOf(intentKey)).toEqual({ id: intentKey, expiration: nowS() + 3_600, replaced_window: window });
+  });
+
+  it('a marker remembering no window, and an intent or marker past its TTL: deleted', async () => {
+    const holder = await completed();
+    const keys = [
+      await intentItemWritten({ expiration: nowS() + 3_600 }),
+      await intentItemWritten({ expiration: nowS() - 5, replaced_window: pastWindow(nowS() - 3_700) }),
+      await intentItemWritten({
+        intent_owner: holder.recordKey,
+        claim_id: holder.claimId,
+        call_id: holder.callId,
+        downstream_key: 'dk',
+        window_end: nowS() - 3_605,
+        intent_runners: new Set([holder.callId]),
+        expiration: nowS() - 5,
+      }),
+    ];
+
+    for (const key of keys) expect(await erase(key)).toBe('erased');
+    for (const key of keys) expect(await itemOf(key)).toBeUndefined();
+  });
+
+  it('a marker a call created the intent over between the read and the write: read again and kept for it', async () => {
+    const window = pastWindow(nowS() - 30);
+    const intentKey = await intentItemWritten({ expiration: nowS() + 3_600, replaced_window: window });
+    const creator = await claimed();
+    beforeNext('UpdateItemCommand', () =>
+      createIntent(
+        table,
+        {
+          intentKey,
+          tenant: 't',
+          tool: 'note',
+          holder: { recordKey: creator.recordKey, claimId: creator.claimId, callId: creator.callId },
+          downstreamKey: 'dk-new',
+          windowEndsAtS: nowS() + 60,
+          expiresAtS: nowS() + 3_660,
+        },
+        Date.now(),
+      ),
+    );
+
+    expect(await erase(intentKey)).toBe('in_flight');
+    expect(await itemOf(intentKey)).toMatchObject({
+      tenant: 't',
+      intent_owner: creator.recordKey,
+      replaced_window: window,
+    });
+  });
+
   it.each([
     ['live', () => claimed()],
     ['abandoned', () => claimed(-1_000)],

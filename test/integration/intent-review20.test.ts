@@ -7,8 +7,15 @@
  */
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import { claimIntent } from '../../lib/idempotency/protocol/intent';
-import { intentOf, type PastWindow, pastWindowsOf } from '../../lib/idempotency/protocol/intent-record';
+import {
+  intentOf,
+  markerOf,
+  type PastWindow,
+  pastWindowItem,
+  pastWindowsOf,
+} from '../../lib/idempotency/protocol/intent-record';
 import { eraseIntentItem } from '../../lib/idempotency/protocol/intent-writes';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
@@ -154,6 +161,20 @@ describe('pastWindowsOf: the windows an erase’s marker keeps', () => {
     expect(kept.prior?.prior?.prior).toBeUndefined();
     // Its own window is kept whatever its age (the marker's TTL is its end plus the TTL).
     expect(pastWindowsOf(window(10), 1_000_000, 1)).toEqual(window(10));
+  });
+
+  it('a marker’s chain is read as written (`pastWindowItem` ↔ `markerOf`), 24 priors deep at most', () => {
+    let chain = window(0);
+    for (let end = 1; end <= 30; end += 1) chain = window(end, chain);
+    const item = { id: 'note#intent#x', expiration: 99, replaced_window: pastWindowItem(chain) };
+    const read = markerOf(item, DEFAULT_RECORD_ATTRIBUTES)?.replaced;
+    let depth = 0;
+    for (let at = read?.prior; at; at = at.prior) depth += 1;
+    expect({ depth, head: read && { ...read, prior: undefined } }).toEqual({
+      depth: 24,
+      head: { ...window(30), previousEndsAtS: 29, prior: undefined },
+    });
+    expect(read?.prior?.prior).toMatchObject({ endsAtS: 28, callId: 'c28', downstreamKey: 'k28', previousEndsAtS: 27 });
   });
 
   it('keeps a chain as long as an erase and a create over its marker can make within a TTL, up to 24 priors', () => {

@@ -293,7 +293,7 @@ describe('a dedupe window’s intent', () => {
         prior: { ...replaced, before: nowS() - 90 },
       },
     });
-    const end = (left?.replaced_window as { end: number }).end;
+    const end = Number((left?.replaced_window as { end?: number } | undefined)?.end);
     expect(end - erasedAtS).toBeGreaterThanOrEqual(10);
     expect(end - erasedAtS).toBeLessThanOrEqual(12);
   });

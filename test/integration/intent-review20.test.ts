@@ -154,13 +154,10 @@ describe('pastWindowsOf: the windows an erase’s marker keeps', () => {
     ...(prior ? { prior } : {}),
   });
 
-  it('keeps every prior a call asked in may still be in flight (its end plus the TTL not passed), drops the rest and what lies beyond them', () => {
+  it('keeps every prior whatever its age — its calls may have been asked under a longer TTL than the intent’s (review 21, R21-1: pruned by the intent’s TTL, a live call’s window was forgotten)', () => {
     const chain = window(5_000, window(4_000, window(3_000, window(1_000))));
-    const kept = pastWindowsOf(chain, 4_500, 1_500);
-    expect(kept).toEqual(window(5_000, window(4_000, { ...window(3_000, window(1_000)), prior: undefined })));
-    expect(kept.prior?.prior?.prior).toBeUndefined();
-    // Its own window is kept whatever its age (the marker's TTL is its end plus the TTL).
-    expect(pastWindowsOf(window(10), 1_000_000, 1)).toEqual(window(10));
+    expect(pastWindowsOf(chain)).toEqual(chain);
+    expect(pastWindowsOf(window(10))).toEqual(window(10));
   });
 
   it('a marker’s chain is read as written (`pastWindowItem` ↔ `markerOf`), 24 priors deep at most', () => {
@@ -177,11 +174,11 @@ describe('pastWindowsOf: the windows an erase’s marker keeps', () => {
     expect(read?.prior?.prior).toMatchObject({ endsAtS: 28, callId: 'c28', downstreamKey: 'k28', previousEndsAtS: 27 });
   });
 
-  it('keeps a chain as long as an erase and a create over its marker can make within a TTL, up to 24 priors', () => {
+  it('keeps a chain of 24 priors at most (an erase and a create over its marker, 25 times within a TTL: the oldest forgotten)', () => {
     let chain = window(0);
     for (let end = 1; end <= 30; end += 1) chain = window(end, chain);
     let depth = 0;
-    for (let at: PastWindow | undefined = pastWindowsOf(chain, 30, 1_000).prior; at; at = at.prior) depth += 1;
+    for (let at: PastWindow | undefined = pastWindowsOf(chain).prior; at; at = at.prior) depth += 1;
     expect(depth).toBe(24);
   });
 });

@@ -218,6 +218,56 @@ describe('claiming a dedupe window’s intent', () => {
     expect(end).toBeLessThan(Number(intent.window_end));
   });
 
+  // Review 21, R21-2: an intent written under a shorter TTL than a window it remembers expired first.
+  it('a marker that outlives the intent a call would create (a window it remembers asked under a longer TTL): created over it all the same, living as long, in a second write', async () => {
+    const scope = newScope();
+    const longer = Math.floor(Date.now() / 1000) + 10 * TTL_S;
+    const window = { end: Math.floor(Date.now() / 1000) - 5, call: `note#${randomUUID()}@i`, key: 'dk-past' };
+    await world.client.send(
+      new PutItemCommand({
+        TableName: table.tableName,
+        Item: marshall({
+          id: intentKeyOf(scope),
+          tenant: 't',
+          tool: 'note',
+          expiration: longer,
+          replaced_window: window,
+        }),
+      }),
+    );
+    const asker = await callClaimed();
+    const writes = countIntentWrites();
+
+    const result = await claimIntent(table, requestFor(asker, scope));
+
+    expect(result).toEqual({ kind: 'holds', downstreamKey: `dk-${asker.claimId}`, created: true });
+    expect(await intentItem(scope)).toMatchObject({
+      claim_id: asker.claimId,
+      expiration: longer,
+      replaced_window: window,
+    });
+    expect(writes()).toBe(2);
+  });
+
+  it('window ended, holder settled: the new intent never expires before the one it replaces (its calls asked under a longer TTL)', async () => {
+    const scope = newScope();
+    const holder = await completedCall();
+    const before = await heldBy(holder, scope, WINDOW_S + 5);
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: marshall({ id: intentKeyOf(scope) }),
+        UpdateExpression: 'SET expiration = :longer',
+        ExpressionAttributeValues: marshall({ ':longer': Number(before.expiration) + 10 * TTL_S }),
+      }),
+    );
+
+    const result = await claimIntent(table, requestFor(await callClaimed(), scope));
+
+    expect(result).toMatchObject({ kind: 'holds', created: true });
+    expect(await intentItem(scope)).toMatchObject({ expiration: Number(before.expiration) + 10 * TTL_S });
+  });
+
   it('held by another call, erased: a call asked after this window ended at its erase (plus the clock skew) creates the intent anew over its marker, under its own key, the erased window kept on it', async () => {
     const scope = newScope();
     const holder = await completedCall();
@@ -730,3 +780,24 @@ describe('outcomeOf: the outcome of the window holder a call waited on (waited_o
     ]).toEqual([undefined, undefined, undefined, undefined, undefined]);
   });
 });
+
+/** Counts the intent writes (UpdateItem, PutItem, transactions naming an intent) sent from now on. */
+function countIntentWrites(): () => number {
+  let count = 0;
+  const name = `count-intent-writes-${randomUUID()}`;
+  world.client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as Record<string, unknown>;
+      const write = ['UpdateItemCommand', 'PutItemCommand', 'TransactWriteItemsCommand'].includes(
+        context.commandName ?? '',
+      );
+      if (write && JSON.stringify(input).includes('#intent#')) count += 1;
+      return next(args);
+    },
+    { step: 'initialize', name },
+  );
+  return () => {
+    world.client.middlewareStack.remove(name);
+    return count;
+  };
+}

@@ -46,7 +46,7 @@ export interface PastWindow {
    * The window before it (the one that ended at `previousEndsAtS`), with its own prior, and so on — kept only
    * where an erase turned an intent into a marker: the intent's own window is then the marker's, and every
    * window it remembered is still answered (review 19, R19-2; review 20, R20-1: a second erase dropped the
-   * prior's prior). Those whose calls have all expired are left out (`pastWindowsOf`).
+   * prior's prior), 24 of them at most (`pastWindowsOf`). A replace after the window keeps none (rule 3).
    */
   readonly prior?: PastWindow | undefined;
 }
@@ -98,14 +98,14 @@ export function ownWindowOf(held: Intent, withPrior = false): PastWindow {
 }
 
 /**
- * `window` and its priors but those every call of which has expired — asked by its end, gone by then plus the
- * records' TTL (`ttlS`) — and those past `MAX_PRIORS` (a marker erased that often within a TTL: the oldest
- * are forgotten, rule 3's `forgotten`). Nothing else drops a prior.
+ * `window` and its priors, `MAX_PRIORS` of them at most (a marker erased that often within a TTL: the oldest are
+ * forgotten, rule 3's `forgotten`). None is left out for its age: a prior's calls may have been asked under a
+ * longer TTL than the intent's (a deploy changed it: review 21, R21-1), and the item's TTL, which outlives
+ * every window it remembers, takes them all.
  */
-export function pastWindowsOf(window: PastWindow, nowS: number, ttlS: number, depth = 0): PastWindow {
+export function pastWindowsOf(window: PastWindow, depth = 0): PastWindow {
   const { prior, ...rest } = window;
-  const keep = prior !== undefined && depth < MAX_PRIORS && prior.endsAtS + ttlS >= nowS;
-  return keep ? { ...rest, prior: pastWindowsOf(prior, nowS, ttlS, depth + 1) } : rest;
+  return prior !== undefined && depth < MAX_PRIORS ? { ...rest, prior: pastWindowsOf(prior, depth + 1) } : rest;
 }
 
 /** Whether it is a held intent, not a marker. */

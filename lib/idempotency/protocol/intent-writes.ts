@@ -77,20 +77,24 @@ export async function createIntent(
       TableName: table.tableName,
       Key: marshall({ [attr.key]: intent.intentKey }),
       UpdateExpression: `SET ${names.map((_, n) => `#a${n} = :a${n}`).join(', ')}`,
-      // No holder (absent, or a marker), nor a status (a call record's, or anything else: refused), and the
-      // window a marker remembers, if any, ended before this call was asked.
+      // No holder (absent, or a marker), nor a status (a call record's, or anything else: refused), the
+      // window a marker remembers, if any, ended before this call was asked, and the marker lives no longer
+      // than this intent will (a window it remembers may have been asked under a longer TTL: refused, the
+      // claimant creates again to live as long — review 21, R21-2).
       ConditionExpression:
-        'attribute_not_exists(#holder) AND attribute_not_exists(#status) AND (attribute_not_exists(#replaced) OR #replaced.#end < :asked)',
+        'attribute_not_exists(#holder) AND attribute_not_exists(#status) AND (attribute_not_exists(#replaced) OR #replaced.#end < :asked) AND (attribute_not_exists(#expiry) OR #expiry <= :expiry)',
       ExpressionAttributeNames: {
         ...Object.fromEntries(names.map((name, n) => [`#a${n}`, name])),
         '#holder': attr.intentHolder,
         '#status': attr.status,
         '#replaced': attr.replacedWindow,
         '#end': 'end',
+        '#expiry': attr.expiry,
       },
       ExpressionAttributeValues: marshall({
         ...Object.fromEntries(names.map((name, n) => [`:a${n}`, item[name]])),
         ':asked': askedAtMs / 1000,
+        ':expiry': intent.expiresAtS,
       }),
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     }),
@@ -292,13 +296,12 @@ export async function eraseIntentItem(
  * tolerates between workers, so that a call asked before the erase on any worker's clock is in it (review
  * 20, R20-3, R20-4: ended at this worker's now, a call asked in it on a clock 3 s ahead fell after it and
  * created the intent anew); a call asked later is a fresh one (rule 3) — and, as its priors, every window
- * the intent remembered whose calls may still be in flight (R20-1).
+ * the intent remembered (R20-1), 24 at most.
  */
 function erasedWindow(intent: Intent, nowMs: number): Record<string, unknown> {
   const own = ownWindowOf(intent, true);
   const endsAtS = Math.min(own.endsAtS, Math.ceil((nowMs + CLOCK_SKEW_TOLERANCE_MS) / 1000));
-  const ttlS = intent.expiresAtS - intent.windowEndsAtS;
-  return pastWindowItem(pastWindowsOf({ ...own, endsAtS }, Math.floor(nowMs / 1000), ttlS));
+  return pastWindowItem(pastWindowsOf({ ...own, endsAtS }));
 }
 
 /** An intent's condition on its holder as read (`heldBy`), or, a marker, that none holds it. */

@@ -118,7 +118,12 @@ function runningOn(record: CallRecord): Extract<IntentClaim, { kind: 'running' }
  * Every way to holding but the first is a conditional write on the holder read: two callers can never
  * both take an intent over.
  */
-export async function claimIntent(table: IdempotencyTable, request: IntentRequest): Promise<IntentClaim> {
+export async function claimIntent(
+  table: IdempotencyTable,
+  request: IntentRequest,
+  /** A marker met lives this long (epoch s): the intent created over it lives as long. */
+  outliving = 0,
+): Promise<IntentClaim> {
   const askedAtS = Math.floor(request.askedAtMs / 1000);
   const intent: NewIntent = {
     intentKey: intentKeyOf(request.scope),
@@ -129,7 +134,7 @@ export async function claimIntent(table: IdempotencyTable, request: IntentReques
     windowEndsAtS: askedAtS + request.windowSeconds,
     // Kept past the window for as long as a call asked inside it may still run (the records' TTL):
     // DynamoDB's TTL must not delete an intent a late retry or the completer still needs.
-    expiresAtS: askedAtS + request.windowSeconds + request.ttlSeconds,
+    expiresAtS: Math.max(askedAtS + request.windowSeconds + request.ttlSeconds, outliving),
   };
   const created = await createIntent(table, intent, request.askedAtMs);
   if (created.kind === 'created') return { kind: 'holds', downstreamKey: request.downstreamKey, created: true };
@@ -140,8 +145,11 @@ export async function claimIntent(table: IdempotencyTable, request: IntentReques
   const past = pastWindowFor(request, held);
   if (past === 'forgotten') return forgotten(request);
   if (past) return fromPastWindow(table, request, past);
-  // A marker whose window ended before this call was asked: create passes it — it changed meanwhile.
-  if (!isHeld(held)) return RUNNING;
+  // A marker whose window ended before this call was asked: create passes it — unless it outlives this
+  // intent (a window it remembers was asked under a longer TTL: created again to live as long, R21-2), or
+  // it changed meanwhile.
+  if (!isHeld(held))
+    return held.expiresAtS > intent.expiresAtS ? claimIntent(table, request, held.expiresAtS) : RUNNING;
   if (held.windowEndsAtS < request.askedAtMs / 1000) return replaceEnded(table, intent, held);
   if (held.holder.recordKey !== request.holder.recordKey) return takeFromAnother(table, request, held);
   // Another call of this record (claimed anew since): it runs under the intent's key only fixed on its record.
@@ -261,7 +269,9 @@ async function replaceEnded(table: IdempotencyTable, intent: NewIntent, held: In
     return { kind: 'running', lockEndsMs: held.expiresAtS * 1000, parked: true };
   }
   // The window it replaces is kept on it: a call asked in it that never reached it is answered from it (R14-4).
-  return (await replaceIntent(table, { ...intent, replaced: ownWindowOf(held) }, held)) === 'replaced'
+  // Never expiring before the window it replaces: that one's calls may live longer (a TTL lowered since, R21-2).
+  const expiresAtS = Math.max(intent.expiresAtS, held.expiresAtS);
+  return (await replaceIntent(table, { ...intent, replaced: ownWindowOf(held), expiresAtS }, held)) === 'replaced'
     ? { kind: 'holds', downstreamKey: intent.downstreamKey, created: true }
     : RUNNING;
 }

@@ -298,6 +298,44 @@ describe('condition expressions: the in-memory engine answers as DynamoDB Local 
       onClaim('DeleteItem', '#owner = :from AND attribute_not_exists(#claim)', { ':from': S('refund#owner') }),
       false,
     ],
+    ...(
+      [
+        ['a marker that expires no later', '1796556913', true],
+        ['a marker that outlives it (review 21, R21-2)', '1796556912', false],
+      ] as const
+    ).map(
+      ([what, expiry, passes]): Case => [
+        `intent created over ${what} (createIntent)`,
+        {
+          tenant: S('t'),
+          tool: S('refund'),
+          expiration: N('1796556913'),
+          replaced_window: { M: { end: N('1796470000'), call: S('refund#a@i0'), key: S('dka') } },
+        },
+        {
+          command: 'UpdateItem',
+          input: {
+            UpdateExpression: 'SET #holder = :holder, #expiry = :expiry',
+            ConditionExpression:
+              'attribute_not_exists(#holder) AND attribute_not_exists(#status) AND (attribute_not_exists(#replaced) OR #replaced.#end < :asked) AND (attribute_not_exists(#expiry) OR #expiry <= :expiry)',
+            ExpressionAttributeNames: {
+              '#holder': 'intent_owner',
+              '#status': 'status',
+              '#replaced': 'replaced_window',
+              '#end': 'end',
+              '#expiry': 'expiration',
+            },
+            ExpressionAttributeValues: {
+              ':holder': S('refund#owner'),
+              ':asked': N('1796470001.5'),
+              ':expiry': N(expiry),
+            },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          },
+        },
+        passes,
+      ],
+    ),
     ...(['refund#owner', 'refund#other'] as const).map(
       (from): Case => [
         `intent erased to a marker of no tenant (eraseIntentItem): held by ${from === 'refund#owner' ? 'the holder read' : 'another holder'}`,

@@ -354,6 +354,25 @@ describe('a dedupe window’s intent', () => {
     });
   });
 
+  it('a marker remembering no window a call created the intent over between the read and the delete: read again and kept for it', async () => {
+    const intentKey = await intentItemWritten({ expiration: nowS() + 3_600 });
+    const creator = await claimed();
+    beforeNext('DeleteItemCommand', () =>
+      createIntent(table, {
+        intentKey,
+        tenant: 't',
+        tool: 'note',
+        holder: { recordKey: creator.recordKey, claimId: creator.claimId, callId: creator.callId },
+        downstreamKey: 'dk-new',
+        windowEndsAtS: nowS() + 60,
+        expiresAtS: nowS() + 3_660,
+      }),
+    );
+
+    expect(await erase(intentKey)).toBe('in_flight');
+    expect(await itemOf(intentKey)).toMatchObject({ tenant: 't', intent_owner: creator.recordKey });
+  });
+
   it.each([
     ['live', () => claimed()],
     ['abandoned', () => claimed(-1_000)],

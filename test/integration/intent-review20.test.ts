@@ -160,6 +160,30 @@ describe('pastWindowsOf: the windows an erase’s marker keeps', () => {
     expect(pastWindowsOf(window(10))).toEqual(window(10));
   });
 
+  it('a past window lacking its end, its call or its key is no window (nor is such a prior): a marker remembering none', () => {
+    const full = { end: 10, call: 'c10', key: 'k10' };
+    const read = (replaced_window: unknown) =>
+      markerOf({ id: 'note#intent#x', expiration: 99, replaced_window }, DEFAULT_RECORD_ATTRIBUTES)?.replaced;
+    const partial = [
+      { call: 'c10', key: 'k10' },
+      { end: 10, key: 'k10' },
+      { end: 10, call: 'c10' },
+    ];
+    expect(partial.map(read)).toEqual([undefined, undefined, undefined]);
+    expect(partial.map((prior) => read({ ...full, before: 5, prior })?.prior)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    expect(read({ ...full, before: 5, prior: { end: 5, call: 'c5', key: 'k5' } })).toEqual({
+      endsAtS: 10,
+      callId: 'c10',
+      downstreamKey: 'k10',
+      previousEndsAtS: 5,
+      prior: { endsAtS: 5, callId: 'c5', downstreamKey: 'k5', previousEndsAtS: undefined },
+    });
+  });
+
   it('a marker’s chain is read as written (`pastWindowItem` ↔ `markerOf`), 24 priors deep at most', () => {
     let chain = window(0);
     for (let end = 1; end <= 30; end += 1) chain = window(end, chain);

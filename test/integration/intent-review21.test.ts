@@ -93,3 +93,24 @@ describe('review 21: the windows an erase’s marker leaves out', () => {
     });
   });
 });
+
+describe('a past window’s call whose own claim is lost (mutation: fixPastWindowKey’s claim_lost)', () => {
+  it('asked in a window an intent replaced, none of its outcome stored: its key is fixed on the call’s record on its claim — the claim gone (taken over, erased), the attempt ends (`claim_lost`), running nothing and writing nothing', async () => {
+    const scope = newScope();
+    const t0 = Math.floor((Date.now() - 2 * 3_600_000) / 1000) * 1000;
+    expect(await claimIntent(world.idempotencyTable, requestOf(scope, goneHolder(), 60, t0))).toMatchObject({
+      kind: 'holds',
+    });
+    // F, after A's window, replaces it (A's record gone: settled): the intent remembers A's window.
+    expect(await claimIntent(world.idempotencyTable, requestOf(scope, goneHolder(), 60, t0 + 100_000))).toMatchObject({
+      kind: 'holds',
+      created: true,
+    });
+    const before = await intentItemOf(world, scope);
+
+    // Q, asked in A's window, whose record is gone: A's outcome is not stored, and Q's claim cannot take the key.
+    const q = await claimIntent(world.idempotencyTable, requestOf(scope, goneHolder(), 60, t0 + 30_000));
+
+    expect({ q, intent: await intentItemOf(world, scope) }).toEqual({ q: { kind: 'claim_lost' }, intent: before });
+  });
+});

@@ -62,9 +62,10 @@ to 15 (the join gone; a new window's waiter parked until the old call can change
 unknown; waited_on and outcomeOf): create_invoice 142,363 bytes; 140 KB until reviews 16 to 18 (intent_freed,
 the window an intent replaced kept on it, markers, a past window's key fixed, one-write create and release,
 callOf): +2.6 KB, create_invoice 144,975 bytes; reviews 19 and 20 (an erase's marker of no tenant, its chain of
-past windows) kept it: create_invoice 146,387 bytes, 45 under.
+past windows) kept it: create_invoice 146,387 bytes, 45 under; 143 KB until review 21 (a create over a marker
+that outlives it is made again to live as long, a replace keeps the longer TTL): create_invoice 146,549 bytes.
  */
-export const BUNDLE_BUDGET_BYTES = 143 * 1024;
+export const BUNDLE_BUDGET_BYTES = 144 * 1024;
 
 /**
  * The MCP endpoint's budget: both protocol eras (2026-07-28 and 2025-11-25) on the official SDK v2 server

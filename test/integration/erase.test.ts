@@ -236,8 +236,8 @@ describe('a call record', () => {
 });
 
 describe('a dedupe window’s intent', () => {
-  async function intentHeldBy(holder: Claim): Promise<string> {
-    const intentKey = `note#intent#${randomUUID()}`;
+  /** An intent held by `holder`, created under `intentKey` (absent, or a marker it passes). */
+  async function intentHeldBy(holder: Claim, intentKey = `note#intent#${randomUUID()}`): Promise<string> {
     const created = await createIntent(table, {
       intentKey,
       tenant: 't',
@@ -330,21 +330,7 @@ describe('a dedupe window’s intent', () => {
     const window = pastWindow(nowS() - 30);
     const intentKey = await intentItemWritten({ expiration: nowS() + 3_600, replaced_window: window });
     const creator = await claimed();
-    beforeNext('UpdateItemCommand', () =>
-      createIntent(
-        table,
-        {
-          intentKey,
-          tenant: 't',
-          tool: 'note',
-          holder: { recordKey: creator.recordKey, claimId: creator.claimId, callId: creator.callId },
-          downstreamKey: 'dk-new',
-          windowEndsAtS: nowS() + 60,
-          expiresAtS: nowS() + 3_660,
-        },
-        Date.now(),
-      ),
-    );
+    beforeNext('UpdateItemCommand', () => intentHeldBy(creator, intentKey));
 
     expect(await erase(intentKey)).toBe('in_flight');
     expect(await itemOf(intentKey)).toMatchObject({
@@ -357,17 +343,7 @@ describe('a dedupe window’s intent', () => {
   it('a marker remembering no window a call created the intent over between the read and the delete: read again and kept for it', async () => {
     const intentKey = await intentItemWritten({ expiration: nowS() + 3_600 });
     const creator = await claimed();
-    beforeNext('DeleteItemCommand', () =>
-      createIntent(table, {
-        intentKey,
-        tenant: 't',
-        tool: 'note',
-        holder: { recordKey: creator.recordKey, claimId: creator.claimId, callId: creator.callId },
-        downstreamKey: 'dk-new',
-        windowEndsAtS: nowS() + 60,
-        expiresAtS: nowS() + 3_660,
-      }),
-    );
+    beforeNext('DeleteItemCommand', () => intentHeldBy(creator, intentKey));
 
     expect(await erase(intentKey)).toBe('in_flight');
     expect(await itemOf(intentKey)).toMatchObject({ tenant: 't', intent_owner: creator.recordKey });

@@ -118,11 +118,15 @@ function runningOn(record: CallRecord): Extract<IntentClaim, { kind: 'running' }
  * Every way to holding but the first is a conditional write on the holder read: two callers can never
  * both take an intent over.
  */
-export async function claimIntent(
+export function claimIntent(table: IdempotencyTable, request: IntentRequest): Promise<IntentClaim> {
+  return claimOutliving(table, request, 0);
+}
+
+/** `claimIntent`, the intent it creates living at least until `outliving` (epoch s): a marker it met does. */
+async function claimOutliving(
   table: IdempotencyTable,
   request: IntentRequest,
-  /** A marker met lives this long (epoch s): the intent created over it lives as long. */
-  outliving = 0,
+  outliving: number,
 ): Promise<IntentClaim> {
   const askedAtS = Math.floor(request.askedAtMs / 1000);
   const intent: NewIntent = {
@@ -149,7 +153,7 @@ export async function claimIntent(
   // intent (a window it remembers was asked under a longer TTL: created again to live as long, R21-2), or
   // it changed meanwhile.
   if (!isHeld(held))
-    return held.expiresAtS > intent.expiresAtS ? claimIntent(table, request, held.expiresAtS) : RUNNING;
+    return held.expiresAtS > intent.expiresAtS ? claimOutliving(table, request, held.expiresAtS) : RUNNING;
   if (held.windowEndsAtS < request.askedAtMs / 1000) return replaceEnded(table, intent, held);
   if (held.holder.recordKey !== request.holder.recordKey) return takeFromAnother(table, request, held);
   // Another call of this record (claimed anew since): it runs under the intent's key only fixed on its record.

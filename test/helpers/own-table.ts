@@ -8,7 +8,9 @@ import { IDEMPOTENCY_TABLE } from '../../lib/store/tables';
  * An idempotency table of the suite's own, named in the environment before the suite builds its world or
  * server (call it at the top of the file, before the suite's own `beforeAll`): a tenant's erase takes every
  * record with no tenant as its own (a Powertools handler's; rule 6), so a suite that writes such records,
- * or erases and counts what it finds, keeps to a table no other suite writes. Its name.
+ * or erases and counts what it finds, keeps to a table no other suite writes. So does a suite that runs a
+ * completer on the table's stream (`startDevServer` with a completer that passes, `LocalStreamFeed`): its
+ * first read starts at the trim horizon, every record the run's earlier suites wrote. Its name.
  */
 export function ownIdempotencyTable(prefix: string): string {
   const name = `${prefix}-${randomUUID().slice(0, 8)}`;

@@ -4,7 +4,10 @@
  * A write that may run long (`longRunning`) called by a client that takes tasks: the first request comes
  * back as the task at once — its claim written and parked unrun — and `retrysafe dev`'s completer runs it
  * (as the stack's does from the table's stream); `tasks/get` follows it to completed, one effect. Served
- * by the dev server in this process, on the suite's DynamoDB Local, its completer passing every 300 ms.
+ * by the dev server in this process, on the suite's DynamoDB Local, its completer passing every 300 ms —
+ * on an idempotency table of its own: the completer's first pass reads the table's stream from its trim
+ * horizon, and on the run's shared table that was every record every earlier suite wrote (on a CI run, late
+ * in it, the task was still `working` after the test's 60 polls).
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +17,7 @@ import { type DevServer, startDevServer } from '../../lib/dev/dev-server';
 import { DevSigningKey } from '../../lib/local/dev-auth';
 import type { AnyToolModule } from '../../lib/tools/tool-module';
 import example from '../../retrysafe.config';
+import { ownIdempotencyTable } from '../helpers/own-table';
 import { modernRequest, postMcp } from '../helpers/raw-mcp';
 import { newTenant } from '../helpers/world';
 
@@ -36,6 +40,7 @@ const longSendEmail = ((module: AnyToolModule): AnyToolModule => ({
   },
 }))(config.tools.find((tool) => tool.name === 'send_email') as AnyToolModule);
 
+ownIdempotencyTable('hand-off');
 let server: DevServer;
 let key: DevSigningKey;
 beforeAll(async () => {

@@ -55,6 +55,16 @@ export function isInFlight(state: CallState): state is InFlightState {
 export const CLOCK_SKEW_TOLERANCE_MS = 10_000;
 
 /**
+ * The longest `ttlSeconds` a tool with a dedupe window may have, and how long its window's intent lives
+ * past the window's end, whatever the TTL of the call that created it: a call asked in the window lives
+ * at most its own TTL past it — under any TTL a deploy gives the tool — so DynamoDB's sweep (or an erase,
+ * which deletes an intent past its TTL) never takes an intent a call of its window still needs (review 22,
+ * R22-1: living its creator's TTL, an intent expired before a call asked in its window after a deploy had
+ * raised the TTL, and that call created it anew under its own key — a second effect). 7 days.
+ */
+export const MAX_WINDOWED_TTL_SECONDS = 7 * 24 * 60 * 60;
+
+/**
  * The earliest TTL (epoch s) a record may have for a lock that ends at `lockEndsMs` to be taken: the lock
  * ends `CLOCK_SKEW_TOLERANCE_MS` before it (rule 2: no lock ends after its record's TTL, on any worker's
  * clock). `lockEndedOn`'s `notBeforeAtS` for a takeover, and what decides that a refused one is pending.

@@ -1,5 +1,5 @@
 import type * as z from 'zod/mini';
-import { CLOCK_SKEW_TOLERANCE_MS } from './call-state';
+import { CLOCK_SKEW_TOLERANCE_MS, MAX_WINDOWED_TTL_SECONDS } from './call-state';
 import type { Identity, JsonObject } from './types';
 
 /** Default lifetime of a client-key record: 24 hours. */
@@ -147,6 +147,11 @@ export function defineTool<S extends z.ZodMiniObject, R extends JsonObject>(
     if (tool.naturalKey) problems.push('dedupeWindowSeconds and naturalKey exclude each other');
     if (!Number.isInteger(window) || window <= 0 || window >= ttl) {
       problems.push(`dedupeWindowSeconds (${window}) must be a whole number of seconds in (0, ttlSeconds)`);
+    }
+    if (ttl > MAX_WINDOWED_TTL_SECONDS) {
+      problems.push(
+        `ttlSeconds (${ttl}) must be at most ${MAX_WINDOWED_TTL_SECONDS} (7 days) with a dedupe window: its intent lives that long past the window, so that a call asked in it finds it under any TTL`,
+      );
     }
   }
   if (tool.longRunning !== undefined && typeof tool.longRunning !== 'boolean') {

@@ -228,6 +228,7 @@ describe('condition expressions: the in-memory engine answers as DynamoDB Local 
     expiry: 'expiration',
     lock: 'in_progress_expiration',
     stalled: 'stalled_claim',
+    replaced: 'replaced_window',
     key: 'id',
     by0: 'created_by',
     by1: 'refunded_by',
@@ -300,24 +301,27 @@ describe('condition expressions: the in-memory engine answers as DynamoDB Local 
     ],
     ...(
       [
-        ['a marker that expires no later', '1796556913', true],
-        ['a marker that outlives it (review 21, R21-2)', '1796556912', false],
+        ['a marker that expires no later', '1796556913', true, true],
+        ['a marker that outlives it (review 21, R21-2)', '1796556912', true, false],
+        ['a marker remembering no window that outlives it (review 22, R22-2)', '1796556912', false, true],
       ] as const
     ).map(
-      ([what, expiry, passes]): Case => [
+      ([what, expiry, remembers, passes]): Case => [
         `intent created over ${what} (createIntent)`,
         {
           tenant: S('t'),
           tool: S('refund'),
           expiration: N('1796556913'),
-          replaced_window: { M: { end: N('1796470000'), call: S('refund#a@i0'), key: S('dka') } },
+          ...(remembers
+            ? { replaced_window: { M: { end: N('1796470000'), call: S('refund#a@i0'), key: S('dka') } } }
+            : {}),
         },
         {
           command: 'UpdateItem',
           input: {
             UpdateExpression: 'SET #holder = :holder, #expiry = :expiry',
             ConditionExpression:
-              'attribute_not_exists(#holder) AND attribute_not_exists(#status) AND (attribute_not_exists(#replaced) OR #replaced.#end < :asked) AND (attribute_not_exists(#expiry) OR #expiry <= :expiry)',
+              'attribute_not_exists(#holder) AND attribute_not_exists(#status) AND (attribute_not_exists(#replaced) OR (#replaced.#end < :asked AND (attribute_not_exists(#expiry) OR #expiry <= :expiry)))',
             ExpressionAttributeNames: {
               '#holder': 'intent_owner',
               '#status': 'status',
@@ -438,6 +442,46 @@ describe('condition expressions: the in-memory engine answers as DynamoDB Local 
       false,
     ],
     ['erase: an expired record', record, onClaim('DeleteItem', '#expiry < :now', { ':now': N('1796556912.5') }), true],
+    // Erase's delete of an intent, conditioned on what made it deletable as read (review 22, R22-3).
+    ...(
+      [
+        ['a marker remembering no window', false, '1796470000', true],
+        ['a marker now remembering a window', true, '1796470000', false],
+        ['a marker remembering a window, past its TTL', true, '1796556913.5', true],
+      ] as const
+    ).map(
+      ([what, remembers, now, passes]): Case => [
+        `erase: ${what} (deleteIntent)`,
+        {
+          tenant: S('t'),
+          expiration: N('1796556913'),
+          ...(remembers
+            ? { replaced_window: { M: { end: N('1796470000'), call: S('refund#a@i0'), key: S('dka') } } }
+            : {}),
+        },
+        onClaim('DeleteItem', 'attribute_not_exists(#owner) AND (attribute_not_exists(#replaced) OR #expiry <= :now)', {
+          ':now': N(now),
+        }),
+        passes,
+      ],
+    ),
+    ...(
+      [
+        ['past its TTL', '1796556912', true],
+        ['not past its TTL', '1796556911.5', false],
+      ] as const
+    ).map(
+      ([what, now, passes]): Case => [
+        `erase: an intent held by the holder read, ${what} (deleteIntent)`,
+        { ...record, intent_owner: S('refund#owner') },
+        onClaim('DeleteItem', '#owner = :from AND #claim = :fromClaim AND #expiry <= :now', {
+          ':from': S('refund#owner'),
+          ':fromClaim': S('c1'),
+          ':now': N(now),
+        }),
+        passes,
+      ],
+    ),
     [
       'erase: a record not expired',
       record,

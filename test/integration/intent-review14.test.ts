@@ -31,13 +31,17 @@ afterEach(() => jest.restoreAllMocks());
 const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
 const intentIdsOf = (tenant: string) => intentIdsInWorld(world, tenant);
 
-/** Leaves `intentKey` as a version before the runners wrote it: no `intent_runners` (its holder alone). */
+/**
+ * Leaves `intentKey` as a version before the runners wrote it: no `intent_runners` (its holder alone), and
+ * living its window plus its creator's TTL (24 h, the default), as every version before review 22 wrote it.
+ */
 async function asWrittenBeforeRunners(intentKey: string): Promise<void> {
   await world.client.send(
     new UpdateItemCommand({
       TableName: world.idempotencyTable.tableName,
       Key: { id: { S: intentKey } },
-      UpdateExpression: 'REMOVE intent_runners',
+      UpdateExpression: 'SET expiration = window_end + :ttl REMOVE intent_runners',
+      ExpressionAttributeValues: { ':ttl': { N: String(24 * 60 * 60) } },
     }),
   );
 }

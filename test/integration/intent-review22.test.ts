@@ -6,8 +6,9 @@
  * it states the defect (the correct behaviour), and turns green once it is fixed.
  */
 import { randomUUID } from 'node:crypto';
-import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
+import { MAX_WINDOWED_TTL_SECONDS } from '../../lib/idempotency/call-state';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import { claimIntent, intentKeyOf } from '../../lib/idempotency/protocol/intent';
 import type { IntentHolder } from '../../lib/idempotency/protocol/intent-record';
@@ -71,24 +72,25 @@ describe('review 22: an intent’s TTL against the calls of its own window', () 
       downstreamKey: `dk-${a.claimId}`,
       created: true,
     });
+    // The intent lives past W1 the longest TTL a windowed tool may have, not its creator's (the fix): a call
+    // asked in W1 under any TTL a deploy gives the tool expires first.
     const intent = await intentItemOf(world, scope);
-    expect(intent.expiration).toBe(t0 / 1000 + WINDOW_S + TTL_BEFORE_S);
+    expect(intent.expiration).toBe(t0 / 1000 + WINDOW_S + MAX_WINDOWED_TTL_SECONDS);
+    expect(MAX_WINDOWED_TTL_SECONDS).toBeGreaterThanOrEqual(TTL_AFTER_S);
 
-    // While the intent stands (past its TTL, not yet swept), a call asked in W1 under the new TTL runs under dk-A.
-    const q0 = holderOfClaim(await liveCall(world));
-    expect(await claimAt(q0, t0 + 100_000, TTL_AFTER_S)).toEqual({
-      kind: 'holds',
-      downstreamKey: `dk-${a.claimId}`,
-      created: false,
-    });
-
-    // DynamoDB's TTL sweep: the intent is past its `expiration`, so it goes.
-    await world.client.send(
-      new DeleteItemCommand({
-        TableName: world.idempotencyTable.tableName,
-        Key: marshall({ id: intentKeyOf(scope) }),
-      }),
-    );
+    // DynamoDB's TTL sweep deletes only what is past its `expiration`: on the last second of Q's record, the
+    // intent is not.
+    const qRecordExpiresAtS = (t0 + 100_000) / 1000 + TTL_AFTER_S;
+    await expect(
+      world.client.send(
+        new DeleteItemCommand({
+          TableName: world.idempotencyTable.tableName,
+          Key: marshall({ id: intentKeyOf(scope) }),
+          ConditionExpression: 'expiration < :now',
+          ExpressionAttributeValues: marshall({ ':now': qRecordExpiresAtS }),
+        }),
+      ),
+    ).rejects.toThrow(ConditionalCheckFailedException);
 
     // Q, asked in W1 (t0 + 100 s) after the deploy: its record lives to t0 + 100 s + 2 h — still live now.
     const q = holderOfClaim(await liveCall(world));

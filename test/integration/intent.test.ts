@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { CLOCK_SKEW_TOLERANCE_MS } from '../../lib/idempotency/call-state';
+import { CLOCK_SKEW_TOLERANCE_MS, MAX_WINDOWED_TTL_SECONDS } from '../../lib/idempotency/call-state';
 import { type Claim, claim, takeOver } from '../../lib/idempotency/protocol/claim';
 import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { tombstone } from '../../lib/idempotency/protocol/erase';
@@ -130,7 +130,7 @@ async function completedCall(): Promise<Claim> {
 }
 
 describe('claiming a dedupe window’s intent', () => {
-  it('creates a free one: held by this call, under its own downstream key, its window and TTL from when it was asked', async () => {
+  it('creates a free one: held by this call, under its own downstream key, its window from when it was asked, living past it the longest TTL a windowed tool may have (review 22, R22-1)', async () => {
     const scope = newScope();
     const call = await callClaimed();
     const askedAtMs = 1_800_000_000_500;
@@ -148,7 +148,7 @@ describe('claiming a dedupe window’s intent', () => {
       downstream_key: `dk-${call.claimId}`,
       window_end: 1_800_000_000 + WINDOW_S,
       intent_runners: new Set([call.callId]),
-      expiration: 1_800_000_000 + WINDOW_S + TTL_S,
+      expiration: 1_800_000_000 + WINDOW_S + MAX_WINDOWED_TTL_SECONDS,
     });
   });
 
@@ -218,10 +218,12 @@ describe('claiming a dedupe window’s intent', () => {
     expect(end).toBeLessThan(Number(intent.window_end));
   });
 
-  // Review 21, R21-2: an intent written under a shorter TTL than a window it remembers expired first.
+  // Review 21, R21-2: an intent written under a shorter TTL than a window it remembers expired first. Since
+  // review 22 every intent lives MAX_WINDOWED_TTL_SECONDS past its window; a marker an earlier version wrote
+  // may outlive that (its window asked under a longer TTL, which no version before review 22 refused).
   it('a marker that outlives the intent a call would create (a window it remembers asked under a longer TTL): created over it all the same, living as long, in a second write', async () => {
     const scope = newScope();
-    const longer = Math.floor(Date.now() / 1000) + 10 * TTL_S;
+    const longer = Math.floor(Date.now() / 1000) + WINDOW_S + MAX_WINDOWED_TTL_SECONDS + TTL_S;
     const window = { end: Math.floor(Date.now() / 1000) - 5, call: `note#${randomUUID()}@i`, key: 'dk-past' };
     await world.client.send(
       new PutItemCommand({

@@ -77,12 +77,13 @@ export async function createIntent(
       TableName: table.tableName,
       Key: marshall({ [attr.key]: intent.intentKey }),
       UpdateExpression: `SET ${names.map((_, n) => `#a${n} = :a${n}`).join(', ')}`,
-      // No holder (absent, or a marker), nor a status (a call record's, or anything else: refused), the
-      // window a marker remembers, if any, ended before this call was asked, and the marker lives no longer
+      // No holder (absent, or a marker), nor a status (a call record's, or anything else: refused), and the
+      // window a marker remembers, if any, ended before this call was asked and the marker lives no longer
       // than this intent will (a window it remembers may have been asked under a longer TTL: refused, the
-      // claimant creates again to live as long — review 21, R21-2).
+      // claimant creates again to live as long — review 21, R21-2). A marker that remembers no window has
+      // nothing to outlive: its TTL is no reason to refuse (review 22, R22-2: a second write for nothing).
       ConditionExpression:
-        'attribute_not_exists(#holder) AND attribute_not_exists(#status) AND (attribute_not_exists(#replaced) OR #replaced.#end < :asked) AND (attribute_not_exists(#expiry) OR #expiry <= :expiry)',
+        'attribute_not_exists(#holder) AND attribute_not_exists(#status) AND (attribute_not_exists(#replaced) OR (#replaced.#end < :asked AND (attribute_not_exists(#expiry) OR #expiry <= :expiry)))',
       ExpressionAttributeNames: {
         ...Object.fromEntries(names.map((name, n) => [`#a${n}`, name])),
         '#holder': attr.intentHolder,
@@ -255,7 +256,7 @@ export async function eraseIntentItem(
 ): Promise<'erased' | 'changed'> {
   const remembers = isHeld(intent) || intent.replaced !== undefined;
   if (!remembers || nowMs >= intent.expiresAtS * 1000) {
-    return (await deleteIntent(table, intent)) === 'deleted' ? 'erased' : 'changed';
+    return (await deleteIntent(table, intent, nowMs)) === 'deleted' ? 'erased' : 'changed';
   }
   const attr = table.attributes;
   const held = heldOrNone(table, intent);
@@ -312,24 +313,35 @@ function heldOrNone(table: IdempotencyTable, intent: Intent | IntentMarker): Con
 }
 
 /**
- * delete: held by its holder as read ──▶ absent; a marker, held by none ──▶ absent. `changed` when it was
- * taken over since it was read (a call that holds it, or runs under its key, holds a claim of its holder's
- * or is its holder), or a call created the intent over the marker: it stays. Erase deletes only what
- * remembers no window, or is past its TTL (`eraseIntentItem`).
+ * delete: held by its holder as read ──▶ absent; a marker, held by none ──▶ absent — and, either way, still
+ * what made it deletable when read: past its TTL (its expiry still no later than `nowMs`), or, a marker, one
+ * that remembers no window (review 22, R22-3: conditioned on no holder alone, a stale delete passed on the
+ * marker a create and a second erase had left meanwhile, remembering the window created — forgotten, a
+ * call asked in it ran anew). `changed` when it was taken over since it was read (a call that holds it, or
+ * runs under its key, holds a claim of its holder's or is its holder), a call created the intent over the
+ * marker, or the marker now remembers a window: it stays. Erase deletes only what remembers no window, or
+ * is past its TTL (`eraseIntentItem`).
  */
 export async function deleteIntent(
   table: IdempotencyTable,
   intent: Intent | IntentMarker,
+  nowMs: number = Date.now(),
 ): Promise<'deleted' | 'changed'> {
   const held = heldOrNone(table, intent);
+  // A held intent remembers its own window: deletable only past its TTL.
+  const deletable = isHeld(intent) ? '#expiry <= :now' : '(attribute_not_exists(#replaced) OR #expiry <= :now)';
   const written = await conditionally(
     table.client,
     new DeleteItemCommand({
       TableName: table.tableName,
       Key: marshall({ [table.attributes.key]: intent.intentKey }),
-      ConditionExpression: held.expression,
-      ExpressionAttributeNames: held.names,
-      ...(Object.keys(held.values).length > 0 ? { ExpressionAttributeValues: held.values } : {}),
+      ConditionExpression: `${held.expression} AND ${deletable}`,
+      ExpressionAttributeNames: {
+        ...held.names,
+        '#expiry': table.attributes.expiry,
+        ...(isHeld(intent) ? {} : { '#replaced': table.attributes.replacedWindow }),
+      },
+      ExpressionAttributeValues: { ...held.values, ...marshall({ ':now': nowMs / 1000 }) },
     }),
   );
   return written.passed ? 'deleted' : 'changed';

@@ -13,7 +13,14 @@
  */
 import { createHash } from 'node:crypto';
 import { askAgainAfterMs } from '../answers';
-import { classify, holdsIntent, type InFlightState, isInFlight, isParked } from '../call-state';
+import {
+  classify,
+  holdsIntent,
+  type InFlightState,
+  isInFlight,
+  isParked,
+  MAX_WINDOWED_TTL_SECONDS,
+} from '../call-state';
 import type { Identity } from '../types';
 import {
   type Intent,
@@ -136,9 +143,13 @@ async function claimOutliving(
     holder: request.holder,
     downstreamKey: request.downstreamKey,
     windowEndsAtS: askedAtS + request.windowSeconds,
-    // Kept past the window for as long as a call asked inside it may still run (the records' TTL):
-    // DynamoDB's TTL must not delete an intent a late retry or the completer still needs.
-    expiresAtS: Math.max(askedAtS + request.windowSeconds + request.ttlSeconds, outliving),
+    // Kept past the window for as long as a call asked inside it may still run (its record's TTL, under
+    // any TTL a deploy gives the tool: at most MAX_WINDOWED_TTL_SECONDS; R22-1): DynamoDB's TTL must not
+    // delete an intent a late retry or the completer still needs.
+    expiresAtS: Math.max(
+      askedAtS + request.windowSeconds + Math.max(request.ttlSeconds, MAX_WINDOWED_TTL_SECONDS),
+      outliving,
+    ),
   };
   const created = await createIntent(table, intent, request.askedAtMs);
   if (created.kind === 'created') return { kind: 'holds', downstreamKey: request.downstreamKey, created: true };
@@ -149,11 +160,13 @@ async function claimOutliving(
   const past = pastWindowFor(request, held);
   if (past === 'forgotten') return forgotten(request);
   if (past) return fromPastWindow(table, request, past);
-  // A marker whose window ended before this call was asked: create passes it — unless it outlives this
-  // intent (a window it remembers was asked under a longer TTL: created again to live as long, R21-2), or
-  // it changed meanwhile.
-  if (!isHeld(held))
-    return held.expiresAtS > intent.expiresAtS ? claimOutliving(table, request, held.expiresAtS) : RUNNING;
+  // A marker whose window ended before this call was asked: create passes it — unless it remembers a window
+  // and outlives this intent (that window was asked under a longer TTL: created again to live as long,
+  // R21-2), or it changed meanwhile.
+  if (!isHeld(held)) {
+    const outlives = held.replaced !== undefined && held.expiresAtS > intent.expiresAtS;
+    return outlives ? claimOutliving(table, request, held.expiresAtS) : RUNNING;
+  }
   if (held.windowEndsAtS < request.askedAtMs / 1000) return replaceEnded(table, intent, held);
   if (held.holder.recordKey !== request.holder.recordKey) return takeFromAnother(table, request, held);
   // Another call of this record (claimed anew since): it runs under the intent's key only fixed on its record.

@@ -40,9 +40,12 @@ function typeErrors(files: Record<string, string>): string[] {
     .filter((file) => file.endsWith('.ts'))
     .map((file) => join(APP, file));
   const program = ts.createProgram(roots, options, host);
-  return ts
-    .getPreEmitDiagnostics(program)
-    .filter((diagnostic) => diagnostic.file?.fileName.startsWith(`${APP}/`))
+  // The app's own files' diagnostics only: checked against lib/ and node_modules as declared, never those
+  // files' own bodies (getPreEmitDiagnostics checked every .ts source of lib/ the app imports, in every
+  // program of this suite, and dropped what it found there).
+  const app = program.getSourceFiles().filter((file) => file.fileName.startsWith(`${APP}/`));
+  return app
+    .flatMap((file) => [...program.getSyntacticDiagnostics(file), ...program.getSemanticDiagnostics(file)])
     .map((diagnostic) => {
       const line = diagnostic.file!.getLineAndCharacterOfPosition(diagnostic.start!).line + 1;
       return `${diagnostic.file!.fileName.slice(APP.length + 1)}:${line}: ${ts.flattenDiagnosticMessageText(diagnostic.messageText, ' ')}`;

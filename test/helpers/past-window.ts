@@ -9,8 +9,9 @@ import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { NotFoundError } from '../../lib/idempotency/errors';
 import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
-import { type IntentRequest, intentKeyOf } from '../../lib/idempotency/protocol/intent';
+import { claimIntent, type IntentClaim, type IntentRequest, intentKeyOf } from '../../lib/idempotency/protocol/intent';
 import type { IntentHolder } from '../../lib/idempotency/protocol/intent-record';
+import { releaseIntent } from '../../lib/idempotency/protocol/intent-writes';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from './call-records';
 import { movableClock } from './clock';
@@ -122,6 +123,34 @@ export function requestOf(
   askedAtMs: number,
 ): IntentRequest {
   return { scope, holder, downstreamKey: `dk-${holder.claimId}`, windowSeconds, ttlSeconds: REQUEST_TTL_S, askedAtMs };
+}
+
+/**
+ * `scope`'s intent claimed directly, under a tool of `windowSeconds`: `holder`'s claim, asked at `askedAtMs`,
+ * its tool's TTL `ttlSeconds` (a deploy's) — what `claimIntent` answers.
+ */
+export function claimerOf(world: ProtocolWorld, scope: IntentRequest['scope'], windowSeconds: number) {
+  return (holder: IntentHolder, askedAtMs: number, ttlSeconds: number = REQUEST_TTL_S): Promise<IntentClaim> =>
+    claimIntent(world.idempotencyTable, { ...requestOf(scope, holder, windowSeconds, askedAtMs), ttlSeconds });
+}
+
+/**
+ * A call asked at `askedAtMs` that created `scope`'s intent and released it (its first run's business error:
+ * nothing happened), leaving a marker that remembers the window that intent replaced, if any. Its holder.
+ */
+export async function releasedBy(
+  world: ProtocolWorld,
+  scope: IntentRequest['scope'],
+  windowSeconds: number,
+  askedAtMs: number,
+): Promise<IntentHolder> {
+  const holder = goneHolder();
+  const created = await claimIntent(world.idempotencyTable, requestOf(scope, holder, windowSeconds, askedAtMs));
+  if (created.kind !== 'holds' || !created.created) throw new Error(`the intent was not created: ${created.kind}`);
+  if ((await releaseIntent(world.idempotencyTable, intentKeyOf(scope), holder)) !== 'released') {
+    throw new Error('the intent was not released');
+  }
+  return holder;
 }
 
 /** A fresh intent scope: a new caller's `note` with its own fingerprint. */

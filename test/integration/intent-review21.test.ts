@@ -7,8 +7,15 @@
  */
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import { claimIntent } from '../../lib/idempotency/protocol/intent';
-import type { IntentHolder } from '../../lib/idempotency/protocol/intent-record';
-import { goneHolder, holderOfClaim, intentItemOf, liveCall, newScope, requestOf } from '../helpers/past-window';
+import {
+  claimerOf,
+  goneHolder,
+  holderOfClaim,
+  intentItemOf,
+  liveCall,
+  newScope,
+  requestOf,
+} from '../helpers/past-window';
 import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 
 let world: ProtocolWorld;
@@ -32,8 +39,7 @@ describe('review 21: the windows an erase’s marker leaves out', () => {
     // 65 min since W1 ended (t0 + 600 s), on a whole second: past W1's end + 1 h, before W1's end + 2 h and
     // before F's intent's TTL (W2's end, t0 + 1300 s, + 1 h).
     const t0 = Math.floor(Date.now() / 1000) * 1000 - 4_500_000;
-    const claimAt = (holder: IntentHolder, atMs: number, ttlSeconds: number) =>
-      claimIntent(world.idempotencyTable, { ...requestOf(scope, holder, WINDOW_S, atMs), ttlSeconds });
+    const claimAt = claimerOf(world, scope, WINDOW_S);
     const a = goneHolder();
     expect(await claimAt(a, t0, TTL_BEFORE_S)).toEqual({
       kind: 'holds',
@@ -70,8 +76,7 @@ describe('review 21: the windows an erase’s marker leaves out', () => {
     const scope = newScope();
     // 80 min since W1 ended (t0 + 600 s): past F's intent's TTL (t0 + 1300 s + 1 h), before W1's end + 2 h.
     const t0 = Math.floor(Date.now() / 1000) * 1000 - 5_400_000;
-    const claimAt = (holder: IntentHolder, atMs: number, ttlSeconds: number) =>
-      claimIntent(world.idempotencyTable, { ...requestOf(scope, holder, WINDOW_S, atMs), ttlSeconds });
+    const claimAt = claimerOf(world, scope, WINDOW_S);
     const a = goneHolder();
     expect(await claimAt(a, t0, TTL_BEFORE_S)).toMatchObject({ kind: 'holds', created: true });
     expect(await claimAt(goneHolder(), t0 + 700_000, TTL_AFTER_S)).toMatchObject({ kind: 'holds', created: true });

@@ -11,11 +11,18 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import { MAX_WINDOWED_TTL_SECONDS } from '../../lib/idempotency/call-state';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import { claimIntent, intentKeyOf } from '../../lib/idempotency/protocol/intent';
-import type { IntentHolder } from '../../lib/idempotency/protocol/intent-record';
-import { releaseIntent } from '../../lib/idempotency/protocol/intent-writes';
 import { beforeNext } from '../helpers/intercept';
 import { isIntentWrite } from '../helpers/no-effect';
-import { goneHolder, holderOfClaim, intentItemOf, liveCall, newScope, requestOf } from '../helpers/past-window';
+import {
+  claimerOf,
+  goneHolder,
+  holderOfClaim,
+  intentItemOf,
+  liveCall,
+  newScope,
+  releasedBy,
+  requestOf,
+} from '../helpers/past-window';
 import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
 
 let world: ProtocolWorld;
@@ -64,8 +71,7 @@ describe('review 22: an intent’s TTL against the calls of its own window', () 
     const scope = newScope();
     // 75 min since W1 ended (t0 + 600 s): past the intent's TTL (W1's end + 1 h), before Q's record's (t0 + 100 s + 2 h).
     const t0 = Math.floor(Date.now() / 1000) * 1000 - 5_100_000;
-    const claimAt = (holder: IntentHolder, atMs: number, ttlSeconds: number) =>
-      claimIntent(world.idempotencyTable, { ...requestOf(scope, holder, WINDOW_S, atMs), ttlSeconds });
+    const claimAt = claimerOf(world, scope, WINDOW_S);
     const a = goneHolder();
     expect(await claimAt(a, t0, TTL_BEFORE_S)).toEqual({
       kind: 'holds',
@@ -104,8 +110,7 @@ describe('review 22: an intent’s TTL against the calls of its own window', () 
   it('R22-1b the same through the library’s own erase, not the sweep: W1 (A, dk-A) opened under a 1 h TTL, Q asked in W1 after a deploy raised it to 2 h; the tenant’s erase 75 min after W1 ended finds the intent past its TTL and deletes it (`eraseIntentItem`: “past its TTL, deleted”) instead of leaving a marker remembering W1 — Q’s resend creates the intent anew under its own key, where it should run under dk-A', async () => {
     const scope = newScope();
     const t0 = Math.floor(Date.now() / 1000) * 1000 - 5_100_000;
-    const claimAt = (holder: IntentHolder, atMs: number, ttlSeconds: number) =>
-      claimIntent(world.idempotencyTable, { ...requestOf(scope, holder, WINDOW_S, atMs), ttlSeconds });
+    const claimAt = claimerOf(world, scope, WINDOW_S);
     const a = goneHolder();
     expect(await claimAt(a, t0, TTL_BEFORE_S)).toMatchObject({ kind: 'holds', created: true });
 
@@ -130,12 +135,7 @@ describe('review 22: what a create over a marker costs (R21-2’s extra write)',
   it('R22-2 a first call’s create over a release marker that remembers no window costs two intent writes (a create refused by the marker’s later TTL, then claimOutliving’s) where one does: D, asked at t0 + 5 s, creates the intent, its first run’s business error releases it (a marker, no replaced_window, TTL t0 + 5 s + window + TTL); E, asked at t0 (its create later than D’s, or its worker’s clock 5 s behind D’s), same TTL, no deploy between — its claim of the intent should be one write', async () => {
     const scope = newScope();
     const t0 = Math.floor(Date.now() / 1000) * 1000 - 60_000;
-    const d = goneHolder();
-    expect(await claimIntent(world.idempotencyTable, requestOf(scope, d, WINDOW_S, t0 + 5_000))).toMatchObject({
-      kind: 'holds',
-      created: true,
-    });
-    expect(await releaseIntent(world.idempotencyTable, intentKeyOf(scope), d)).toBe('released');
+    await releasedBy(world, scope, WINDOW_S, t0 + 5_000);
     const marker = await intentItemOf(world, scope);
     expect(marker.replaced_window).toBeUndefined(); // it remembers no window
 
@@ -159,11 +159,7 @@ describe('review 22: erase’s delete of a marker it read as remembering no wind
     const scope = newScope();
     const t0 = Math.floor(Date.now() / 1000) * 1000 - 30_000;
     // D created the intent (replacing no window) and released it: a marker remembering no window.
-    const d = goneHolder();
-    expect(await claimIntent(world.idempotencyTable, requestOf(scope, d, WINDOW_S, t0))).toMatchObject({
-      created: true,
-    });
-    expect(await releaseIntent(world.idempotencyTable, intentKeyOf(scope), d)).toBe('released');
+    await releasedBy(world, scope, WINDOW_S, t0);
     const read = await intentItemOf(world, scope);
     expect(read.replaced_window).toBeUndefined();
 

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_WINDOWED_TTL_SECONDS } from '../../lib/idempotency/call-state';
+import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import { claimIntent, intentKeyOf } from '../../lib/idempotency/protocol/intent';
 import { releaseIntent } from '../../lib/idempotency/protocol/intent-writes';
 import { isIntentWrite } from '../helpers/no-effect';
@@ -108,6 +109,7 @@ describe('review 23: a create over a marker that remembers a window (R21-2’s r
 
 describe('review 23: the docs against the intent’s TTL since R22-1', () => {
   const GUARANTEES = readFileSync(join(__dirname, '..', '..', 'docs', 'guarantees.md'), 'utf8');
+  const STATE_MACHINE = readFileSync(join(__dirname, '..', '..', 'docs', 'state-machine.md'), 'utf8');
 
   it('R23-2 docs/guarantees.md (Dedupe window) still gives an intent item’s TTL as “the window’s end plus the records’ TTL”: an intent created under a 1 h TTL lives to its window’s end plus 7 days (MAX_WINDOWED_TTL_SECONDS, R22-1), as docs/state-machine.md now says', async () => {
     const scope = newScope();
@@ -122,5 +124,22 @@ describe('review 23: the docs against the intent’s TTL since R22-1', () => {
       livesPastWindowS: MAX_WINDOWED_TTL_SECONDS,
       stated: expect.stringContaining('7 days'),
     });
+  });
+
+  it('R23-3 docs/state-machine.md rule 3 says an erase’s marker keeps, as priors, only the windows “whose calls may still be in flight (its end plus the records’ TTL not passed…)”: an erase 3 h after W1 ended (records’ TTL 1 h) keeps W1 as the prior all the same — none is left out for its age since R21-1, and since R22-1 a call of W1 may live 7 days past it', async () => {
+    const scope = newScope();
+    const t0 = Math.floor(Date.now() / 1000) * 1000 - 3 * 3_600_000;
+    const a = goneHolder();
+    expect(await claimIntent(world.idempotencyTable, requestOf(scope, a, WINDOW_S, t0))).toMatchObject({
+      created: true,
+    });
+    const d = goneHolder();
+    expect(await claimIntent(world.idempotencyTable, requestOf(scope, d, WINDOW_S, t0 + 700_000))).toMatchObject({
+      created: true,
+    });
+    expect((await eraseItem(world.idempotencyTable, await intentItemOf(world, scope))).outcome).toBe('erased');
+    const kept = ((await intentItemOf(world, scope)).replaced_window as { prior?: { key?: string } }).prior?.key;
+    const pruneByAge = STATE_MACHINE.includes("(its end plus the records' TTL not passed");
+    expect({ kept, pruneByAge }).toEqual({ kept: `dk-${a.claimId}`, pruneByAge: false });
   });
 });

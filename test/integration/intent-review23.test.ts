@@ -12,13 +12,25 @@ import { MAX_WINDOWED_TTL_SECONDS } from '../../lib/idempotency/call-state';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import { claimIntent, intentKeyOf } from '../../lib/idempotency/protocol/intent';
 import { releaseIntent } from '../../lib/idempotency/protocol/intent-writes';
+import type { ToolRuntime } from '../../lib/idempotency/runtime';
+import { defineTool } from '../../lib/idempotency/tool';
 import { isIntentWrite } from '../helpers/no-effect';
-import { goneHolder, intentItemOf, newScope, requestOf } from '../helpers/past-window';
-import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
+import {
+  goneHolder,
+  intentItemOf,
+  newScope,
+  receiptOf,
+  requestOf,
+  sameArgs,
+  windowWithAStraggler,
+} from '../helpers/past-window';
+import { createProtocolWorld, deadline, type ProtocolWorld } from '../helpers/protocol-world';
 
 let world: ProtocolWorld;
+let runtime: ToolRuntime;
 beforeAll(() => {
   world = createProtocolWorld();
+  runtime = world.idempotencyRuntime();
 });
 afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());
@@ -141,5 +153,27 @@ describe('review 23: the docs against the intent’s TTL since R22-1', () => {
     const kept = ((await intentItemOf(world, scope)).replaced_window as { prior?: { key?: string } }).prior?.key;
     const pruneByAge = STATE_MACHINE.includes("(its end plus the records' TTL not passed");
     expect({ kept, pruneByAge }).toEqual({ kept: `dk-${a.claimId}`, pruneByAge: false });
+  });
+});
+
+describe('review 23: a deploy that drops the window to raise the TTL past 7 days (the way R22-1’s cap leaves)', () => {
+  // defineTool now refuses ttlSeconds over 7 days on a tool with a dedupe window; a tool that needs a longer TTL
+  // must drop its window. A call asked in a window under the windowed definition, none of whose attempts ran
+  // (it met the holder, or never reached the intent), is resent after that deploy: `chooseDownstreamKey` sees no
+  // window and runs it under its own key — beside the window holder's effect. Rule 3: “A call's window is the one
+  // it was asked in (its first claim's time), however late an attempt runs it”; guarantees: two fresh keys inside
+  // the window “cause one effect (the loser is pending, its retry the replay)”.
+  it('R23-4 a call asked inside a window (Q, a fresh key, its first attempt failed before it reached the intent) resent after a deploy that dropped the tool’s window and raised its TTL to 30 days runs under its own key: a second effect beside A’s, where Q should be answered A’s receipt (its window’s effect) as it is without the deploy', async () => {
+    const { t, receipt } = await windowWithAStraggler(world, runtime, 'r23');
+    const { dedupeWindowSeconds: _dropped, ...rest } = t.tool;
+    const deployed = defineTool({ ...rest, ttlSeconds: 30 * 24 * 3_600 });
+    const q = await runtime.invoke(deployed, t.caller, sameArgs('q'), deadline());
+    expect({ effects: t.effects.size, q: receiptOf(q) }).toEqual({ effects: 1, q: receipt });
+  });
+
+  it('R23-4 (control) the same resend with the window kept: answered A’s receipt, one effect', async () => {
+    const { t, receipt } = await windowWithAStraggler(world, runtime, 'r23');
+    const q = await t.call('q');
+    expect({ effects: t.effects.size, q: receiptOf(q) }).toEqual({ effects: 1, q: receipt });
   });
 });

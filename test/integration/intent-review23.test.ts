@@ -1,4 +1,4 @@
-// Rule 3 (docs/state-machine.md): a dedupe window's intent — what a create over a marker that remembers a window costs now that every intent lives 7 days past its window.
+// Rule 3 (docs/state-machine.md): a dedupe window's intent living 7 days past its window — what a create over a marker that remembers a window costs, what the docs say of its TTL, and a call of the window resent after a deploy that drops the window.
 /**
  * Review 23 (helper of h-review23), of 2f76d3d (review 22's fixes: an intent lives MAX_WINDOWED_TTL_SECONDS past
  * its window; a create passes a marker that remembers no window whatever its TTL; erase's delete is conditioned

@@ -27,7 +27,10 @@ export interface Intent {
   readonly runners: readonly string[];
   /** False for an earlier version's intent (none listed) or one taken over since (`UNKNOWN_RUNNERS` kept). */
   readonly runnersKnown: boolean;
-  /** Its TTL (epoch s): the window's end plus the records' TTL — when every call asked in it has expired. */
+  /**
+   * Its TTL (epoch s): the window's end plus `MAX_WINDOWED_TTL_SECONDS` (an earlier version's: plus its
+   * records' TTL), or later (a window it remembers) — when every call asked in it has expired.
+   */
   readonly expiresAtS: number;
 }
 

@@ -31,7 +31,7 @@ export interface NewIntent {
   readonly holder: IntentHolder;
   readonly downstreamKey: string;
   readonly windowEndsAtS: number;
-  /** Its TTL (epoch s): the window's end plus the records' TTL. */
+  /** Its TTL (epoch s): the window's end plus `MAX_WINDOWED_TTL_SECONDS`, or later (what it remembers). */
   readonly expiresAtS: number;
   /** The window it replaces (or a marker left), kept to answer the calls asked in it. */
   readonly replaced?: PastWindow | undefined;

@@ -5,7 +5,8 @@
  *
  * Item: `<tool>#intent#<sha256(tenant, user, fingerprint)>`, with its holder (record key, claim id,
  * call id), the downstream key the effect runs under, the window's end (`window_end`), and a TTL past it
- * by the records' TTL, so late calls asked inside the window still find it. What a claimant does with each
+ * by `MAX_WINDOWED_TTL_SECONDS` (7 days, the longest TTL a windowed tool may have), so late calls asked
+ * inside the window still find it under any TTL a deploy gives the tool. What a claimant does with each
  * state it finds is decided here (`claimIntent`), and so are its writes (docs/state-machine.md,
  * "Dedupe-window intent"), one function per transition; every one but the first is conditioned on the
  * holder as it was read (`heldBy`), so two callers can never both take an intent over, and none frees or

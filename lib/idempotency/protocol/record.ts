@@ -61,7 +61,8 @@ export interface RecordAttributes {
   readonly callInstance: string;
   /**
    * On an intent item: the end of its dedupe window (epoch s). Its TTL (`expiry`) is later — the
-   * window's end plus the records' TTL — so the intent outlives every call asked inside the window.
+   * window's end plus `MAX_WINDOWED_TTL_SECONDS` (7 days, the longest TTL a windowed tool may have) — so
+   * the intent outlives every call asked inside the window.
    */
   readonly windowEnd: string;
   /**

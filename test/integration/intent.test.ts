@@ -558,6 +558,25 @@ describe('an intent whose window ended before this call was asked', () => {
     expect((result as { lockEndsMs: number }).lockEndsMs - (now - 500 + 30_000)).toBeLessThan(50);
   });
 
+  it('window over, holder settled, runners unknown (an earlier version’s intent): parked until the intent’s TTL, when every call asked in its window has expired (review 13, R13-2) — not replaced', async () => {
+    const scope = newScope();
+    const holder = await completedCall();
+    await heldBy(holder, scope, WINDOW_S + 5);
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: { id: { S: intentKeyOf(scope) } },
+        UpdateExpression: 'REMOVE intent_runners',
+      }),
+    );
+    const before = await intentItem(scope);
+
+    const result = await claimIntent(table, requestFor(await callClaimed(), scope));
+
+    expect(result).toEqual({ kind: 'running', lockEndsMs: Number(before!.expiration) * 1000, parked: true });
+    expect(await intentItem(scope)).toEqual(before);
+  });
+
   it('holder stalled (given up): parked until its TTL — nothing scheduled moves it sooner, only its own resend', async () => {
     const scope = newScope();
     const holder = await callClaimed(-1_000);

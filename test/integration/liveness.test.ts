@@ -183,7 +183,7 @@ describe('liveness: an abandoned call in its record’s last lock-length — its
 });
 
 describe('liveness: a call parked for a provider’s wait changes only at its lock’s end (rule 8; events table "provider still running the key": nobody runs it before)', () => {
-  it('get_operation on a parked call hints the provider’s wait the call itself was told, not ≤ 1 s (known, not fixed yet: docs/state-machine.md Liveness, “Left open”)', async () => {
+  it('get_operation on a parked call hints the provider’s wait the call itself was told, not ≤ 1 s', async () => {
     const caller = identity();
     const key = `k-${randomUUID()}`;
     const { tool } = noteTool('send_note', async () => {

@@ -369,6 +369,24 @@ describe('a dedupe window’s intent', () => {
     expect(await leftOf(intentKey)).toEqual(NO_TENANT_MARKER);
   });
 
+  it('held by a settled call, its runners unknown (an earlier version’s intent): kept until its TTL, when every call asked in its window has expired — what keeps it named (the intent, unreadable, changing at its TTL)', async () => {
+    const intentKey = await intentHeldBy(await completed());
+    await world.client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: { id: { S: intentKey } },
+        UpdateExpression: 'REMOVE intent_runners',
+      }),
+    );
+    const before = await itemOf(intentKey);
+
+    expect(await eraseItem(table, before!)).toEqual({
+      outcome: 'in_flight',
+      kept: { recordKey: intentKey, tool: 'note', state: 'unreadable', changesAtMs: Number(before!.expiration) * 1000 },
+    });
+    expect(await itemOf(intentKey)).toEqual(before);
+  });
+
   it('held by a call whose record is gone (swept by its TTL): erased to a marker of no tenant', async () => {
     const holder = await completed();
     const intentKey = await intentHeldBy(holder);

@@ -217,3 +217,26 @@ export function landThenFailNextIntentWrite(world: ProtocolWorld, command: strin
 
 /** The note id of a tool answer's receipt (a note tool's), or undefined. */
 export const noteOf = (answer: unknown) => (answer as { receipt?: { note_id?: string } }).receipt?.note_id;
+
+const WRITES = new Set([
+  'PutItemCommand',
+  'UpdateItemCommand',
+  'DeleteItemCommand',
+  'TransactWriteItemsCommand',
+  'BatchWriteItemCommand',
+]);
+
+/** Every intent write sent through `world`'s client (its command name), until `stop()`. */
+export function intentWritesOn(world: ProtocolWorld): { readonly writes: string[]; stop(): void } {
+  const name = `count-intent-writes-${randomUUID()}`;
+  const writes: string[] = [];
+  world.client.middlewareStack.add(
+    (next, context) => async (a) => {
+      const command = context.commandName ?? '';
+      if (WRITES.has(command) && isIntentWrite(a.input as Record<string, unknown>)) writes.push(command);
+      return next(a);
+    },
+    { step: 'initialize', name },
+  );
+  return { writes, stop: () => world.client.middlewareStack.remove(name) };
+}

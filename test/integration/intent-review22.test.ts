@@ -5,14 +5,13 @@
  * `claimOutliving` —, an erase's marker keeps every prior, 24 at most). Each R22 test fails on 6ba1f04's lib/:
  * it states the defect (the correct behaviour), and turns green once it is fixed.
  */
-import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException, DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { MAX_WINDOWED_TTL_SECONDS } from '../../lib/idempotency/call-state';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import { claimIntent, intentKeyOf } from '../../lib/idempotency/protocol/intent';
 import { beforeNext } from '../helpers/intercept';
-import { isIntentWrite } from '../helpers/no-effect';
+import { intentWritesOn } from '../helpers/no-effect';
 import {
   claimerOf,
   goneHolder,
@@ -36,29 +35,6 @@ const WINDOW_S = 600;
 /** The tool's `ttlSeconds` before a deploy (1 h), and after it (2 h): this time the deploy *raises* it. */
 const TTL_BEFORE_S = 3_600;
 const TTL_AFTER_S = 7_200;
-
-const WRITES = new Set([
-  'PutItemCommand',
-  'UpdateItemCommand',
-  'DeleteItemCommand',
-  'TransactWriteItemsCommand',
-  'BatchWriteItemCommand',
-]);
-
-/** Every intent write sent through the world's client (its command), until `stop()`. */
-function countIntentWrites() {
-  const name = `count-intent-writes-${randomUUID()}`;
-  const writes: string[] = [];
-  world.client.middlewareStack.add(
-    (next, context) => async (a) => {
-      const command = context.commandName ?? '';
-      if (WRITES.has(command) && isIntentWrite(a.input as Record<string, unknown>)) writes.push(command);
-      return next(a);
-    },
-    { step: 'initialize', name },
-  );
-  return { writes, stop: () => world.client.middlewareStack.remove(name) };
-}
 
 describe('review 22: an intent’s TTL against the calls of its own window', () => {
   // Review 21 made an intent (or marker) live as long as the longest-lived *past* window it remembers (a replace
@@ -140,7 +116,7 @@ describe('review 22: what a create over a marker costs (R21-2’s extra write)',
     expect(marker.replaced_window).toBeUndefined(); // it remembers no window
 
     const e = goneHolder();
-    const counted = countIntentWrites();
+    const counted = intentWritesOn(world);
     const claimed = await claimIntent(world.idempotencyTable, requestOf(scope, e, WINDOW_S, t0));
     counted.stop();
     expect(claimed).toEqual({ kind: 'holds', downstreamKey: `dk-${e.claimId}`, created: true });

@@ -7,7 +7,6 @@
  * known and left, each a `test.failing` that starts failing once it is fixed (docs/state-machine.md,
  * "Dedupe-window intent" and "Across a deploy").
  */
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_WINDOWED_TTL_SECONDS } from '../../lib/idempotency/call-state';
@@ -16,7 +15,7 @@ import { claimIntent, intentKeyOf } from '../../lib/idempotency/protocol/intent'
 import { releaseIntent } from '../../lib/idempotency/protocol/intent-writes';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { defineTool } from '../../lib/idempotency/tool';
-import { isIntentWrite } from '../helpers/no-effect';
+import { intentWritesOn } from '../helpers/no-effect';
 import {
   goneHolder,
   intentItemOf,
@@ -38,29 +37,6 @@ afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());
 
 const WINDOW_S = 600;
-
-const WRITES = new Set([
-  'PutItemCommand',
-  'UpdateItemCommand',
-  'DeleteItemCommand',
-  'TransactWriteItemsCommand',
-  'BatchWriteItemCommand',
-]);
-
-/** Every intent write sent through the world's client (its command), until `stop()`. */
-function countIntentWrites() {
-  const name = `count-intent-writes-${randomUUID()}`;
-  const writes: string[] = [];
-  world.client.middlewareStack.add(
-    (next, context) => async (a) => {
-      const command = context.commandName ?? '';
-      if (WRITES.has(command) && isIntentWrite(a.input as Record<string, unknown>)) writes.push(command);
-      return next(a);
-    },
-    { step: 'initialize', name },
-  );
-  return { writes, stop: () => world.client.middlewareStack.remove(name) };
-}
 
 /**
  * W1 (A, asked at t0) replaced by D (asked at `dAskedMs`, after W1's end), whose first run's business error
@@ -100,7 +76,7 @@ describe('review 23: a create over a marker that remembers a window (R21-2’s r
     await markerRememberingW1(scope, t0, t0 + 700_000);
 
     const e = goneHolder();
-    const counted = countIntentWrites();
+    const counted = intentWritesOn(world);
     const claimed = await claimIntent(world.idempotencyTable, requestOf(scope, e, WINDOW_S, t0 + 695_000));
     counted.stop();
     expect(claimed).toEqual({ kind: 'holds', downstreamKey: `dk-${e.claimId}`, created: true });
@@ -113,7 +89,7 @@ describe('review 23: a create over a marker that remembers a window (R21-2’s r
     await markerRememberingW1(scope, t0, t0 + 700_000);
 
     const e = goneHolder();
-    const counted = countIntentWrites();
+    const counted = intentWritesOn(world);
     const claimed = await claimIntent(world.idempotencyTable, requestOf(scope, e, 60, t0 + 710_000));
     counted.stop();
     expect(claimed).toEqual({ kind: 'holds', downstreamKey: `dk-${e.claimId}`, created: true });

@@ -267,16 +267,17 @@ describe('a dedupe window’s intent', () => {
 
   it('held by a settled call: what is left remembers its window, ended at the erase plus the clock skew (not at its end), its holder’s call and key, and the window it replaced as its prior', async () => {
     const holder = await completed();
-    const replaced = pastWindow(nowS() - 30);
+    const now = nowS(); // one clock read: the item's times and the expectation's must not straddle a second
+    const replaced = pastWindow(now - 30);
     const intentKey = await intentItemWritten({
       intent_owner: holder.recordKey,
       claim_id: holder.claimId,
       call_id: holder.callId,
       downstream_key: 'dk',
-      window_end: nowS() + 600,
+      window_end: now + 600,
       intent_runners: new Set([holder.callId]),
-      expiration: nowS() + 4_200,
-      replaced_window: { ...replaced, before: nowS() - 90 },
+      expiration: now + 4_200,
+      replaced_window: { ...replaced, before: now - 90 },
     });
     const erasedAtS = Date.now() / 1000;
 
@@ -284,13 +285,13 @@ describe('a dedupe window’s intent', () => {
     const left = await itemOf(intentKey);
     expect(left).toEqual({
       id: intentKey,
-      expiration: nowS() + 4_200,
+      expiration: now + 4_200,
       replaced_window: {
         end: expect.any(Number),
         call: holder.callId,
         key: 'dk',
         before: replaced.end,
-        prior: { ...replaced, before: nowS() - 90 },
+        prior: { ...replaced, before: now - 90 },
       },
     });
     const end = Number((left?.replaced_window as { end?: number } | undefined)?.end);
@@ -299,11 +300,12 @@ describe('a dedupe window’s intent', () => {
   });
 
   it('a marker remembering a window (a release’s, its window’s calls in flight maybe): its tenant and tool removed, the rest kept', async () => {
-    const window = pastWindow(nowS() - 30);
-    const intentKey = await intentItemWritten({ expiration: nowS() + 3_600, replaced_window: window });
+    const expiration = nowS() + 3_600;
+    const window = pastWindow(expiration - 3_630);
+    const intentKey = await intentItemWritten({ expiration, replaced_window: window });
 
     expect(await erase(intentKey)).toBe('erased');
-    expect(await itemOf(intentKey)).toEqual({ id: intentKey, expiration: nowS() + 3_600, replaced_window: window });
+    expect(await itemOf(intentKey)).toEqual({ id: intentKey, expiration, replaced_window: window });
   });
 
   it('a marker remembering no window, and an intent or marker past its TTL: deleted', async () => {

@@ -174,8 +174,15 @@ export type OperationStatus = 'completed' | 'pending' | 'abandoned' | 'stalled';
 export function nextAfterOperation(
   status: OperationStatus,
   afterMs?: number,
-  /** `runsAnew`: Powertools' handler holds it; `queued`: abandoned, none of its attempts ran yet. */
-  { runsAnew = false, queued = false }: { readonly runsAnew?: boolean; readonly queued?: boolean } = {},
+  /**
+   * `runsAnew`: Powertools' handler holds it; `queued`: abandoned, none of its attempts ran yet;
+   * `retriesExhausted`: abandoned, its attempts used up — the server gives up on it then, not re-runs it.
+   */
+  {
+    runsAnew = false,
+    queued = false,
+    retriesExhausted = false,
+  }: { readonly runsAnew?: boolean; readonly queued?: boolean; readonly retriesExhausted?: boolean } = {},
 ): NextStep {
   switch (status) {
     case 'completed':
@@ -194,7 +201,9 @@ export function nextAfterOperation(
       return {
         action: 'call_again',
         after_ms: wait,
-        message: `${queued ? `The call is queued (nothing ran yet): the server starts it within ${secondsOf(wait)}` : `The call stopped before it finished; the server re-runs it in ${secondsOf(wait)}`}: ask again then. Or call the write again now with the same idempotency_key and arguments to run it at once: neither can act twice.`,
+        message: retriesExhausted
+          ? `The call stopped before it finished and its attempts are used up: the server stops retrying it in ${secondsOf(wait)} (it is then stalled). Call the write again with the same idempotency_key and arguments to run it again, now or then (it cannot act twice), or tell the user it did not finish.`
+          : `${queued ? `The call is queued (nothing ran yet): the server starts it within ${secondsOf(wait)}` : `The call stopped before it finished; the server re-runs it in ${secondsOf(wait)}`}: ask again then. Or call the write again now with the same idempotency_key and arguments to run it at once: neither can act twice.`,
       };
     }
     case 'stalled':
@@ -242,6 +251,7 @@ export type ReadResult =
       readonly retry_after_ms?: number;
       readonly runs_anew?: boolean;
       readonly queued?: boolean;
+      readonly retries_exhausted?: boolean;
     }
   | ErrorResult;
 
@@ -253,5 +263,6 @@ export function nextAfterRead(answer: ReadResult): NextStep {
     : nextAfterOperation(answer.status, answer.retry_after_ms, {
         runsAnew: answer.runs_anew === true,
         queued: answer.queued === true,
+        retriesExhausted: answer.retries_exhausted === true,
       });
 }

@@ -43,14 +43,16 @@ export type Operation<R = JsonObject> =
       readonly hint?: string;
     }
   /**
-   * `retry_after_ms`: when the server re-runs it (the same call with the same key runs it now). `queued`:
-   * none of its attempts has run yet (a hand-off, or a dedupe window's holder in the way): nothing happened.
+   * `retry_after_ms`: when the server re-runs it (the same call with the same key runs it now) — or, with
+   * `retries_exhausted`, when it stops retrying it (then `stalled`). `queued`: none of its attempts has run
+   * yet (a hand-off, or a dedupe window's holder in the way): nothing happened.
    */
   | {
       readonly ok: true;
       readonly status: 'abandoned';
       readonly key: string;
       readonly retry_after_ms: number;
+      readonly retries_exhausted?: true;
       readonly queued?: true;
       readonly hint: string;
     }

@@ -2,7 +2,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { completerDueAtMs, completerLooksAtMs, lastRerunStartMs, recheckDelaySeconds } from './backoff';
-import { classify } from './call-state';
+import { classify, retriesExhausted } from './call-state';
 import { markStalled } from './protocol/completer';
 import {
   type CallRecord,
@@ -202,10 +202,8 @@ export class Completer {
     // given up on after `maxAttempts`, and at once when this completer cannot re-run it (its tool is not one
     // it serves: a deploy dropped or renamed it; its stored call cannot be read): nothing else would move it
     // before its TTL, and its poll says why.
-    // Attempts that ran or failed: not those queued (`CallRecord.queuedAttempts`: a hand-off, a window's holder
-    // in the way). A record an earlier version queued counts its hand-off: one run less, never one more.
-    const spent = record.attempt - (record.queuedAttempts ?? 0);
-    if (spent > (this.#options.maxAttempts ?? 8)) return this.#giveUp(record, recheck.claim, 'attempts');
+    // Attempts that ran or failed, not those queued (`retriesExhausted`): what every answer about it says too.
+    if (retriesExhausted(record, this.#options.maxAttempts)) return this.#giveUp(record, recheck.claim, 'attempts');
     const tool = record.tool === undefined ? undefined : this.#tools.get(record.tool);
     if (!tool) return this.#giveUp(record, recheck.claim, 'unknown_tool');
     if (!record.call || record.tenant === undefined) return this.#giveUp(record, recheck.claim, 'unreadable_call');

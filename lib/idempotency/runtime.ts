@@ -15,7 +15,14 @@ import { parseCall } from './arguments';
 import { type Attachment, type AttachOptions, attachmentOf } from './attach';
 import { runAttempt } from './attempt';
 import type { CallPlan } from './call-plan';
-import { allQueued, CLOCK_SKEW_TOLERANCE_MS, classify, neverRan, stalledChangesAtMs } from './call-state';
+import {
+  allQueued,
+  CLOCK_SKEW_TOLERANCE_MS,
+  classify,
+  neverRan,
+  retriesExhausted,
+  stalledChangesAtMs,
+} from './call-state';
 import { idempotencyDisabled, recordKeyOf, validationOf } from './derivation';
 import { type ErrorCode, INTERNAL_MESSAGE, InternalError, StoredFailureError, UnavailableError } from './errors';
 import { fingerprint } from './fingerprint';
@@ -96,10 +103,12 @@ export type Operation<R extends JsonObject> =
    */
   | { status: 'pending'; retryAfterMs: number; runsAnew?: true }
   /**
-   * `retryAfterMs`: when the completer re-runs it (a resend with its key runs it at once). `queued`: every
-   * attempt of it was queued, none ran or failed (`allQueued`: a hand-off, a dedupe window's holder in the way).
+   * `retryAfterMs`: when the completer next looks at it — to re-run it, or (`retriesExhausted`: its attempts
+   * are used up) to give up on it, which leaves it `stalled` (a resend with its key runs it at once either
+   * way). `queued`: every attempt of it was queued, none ran or failed (`allQueued`: a hand-off, a dedupe
+   * window's holder in the way).
    */
-  | { status: 'abandoned'; retryAfterMs: number; queued?: true }
+  | { status: 'abandoned'; retryAfterMs: number; queued?: true; retriesExhausted?: true }
   /**
    * Abandoned, and the completer gave up on it (`reason`: after its attempts, or it cannot re-run it):
    * only a resend with its key finishes it. `retryAfterMs` when nothing retrysafe runs moves it before
@@ -324,6 +333,7 @@ export class ToolRuntime {
           status: 'abandoned',
           retryAfterMs: askAgainAfterMs(record, state, nowMs),
           ...(allQueued(record) ? { queued: true as const } : {}),
+          ...(retriesExhausted(record) ? { retriesExhausted: true as const } : {}),
         };
       case 'stalled': {
         const atMs = stalledChangesAtMs(record);

@@ -22,7 +22,7 @@
  */
 import type * as z from 'zod/mini';
 import { answerOf, askAgainAfterMs, MIN_RETRY_AFTER_MS } from './answers';
-import { allQueued, classify, createdAtOf, neverRan, stalledChangesAtMs } from './call-state';
+import { allQueued, classify, createdAtOf, neverRan, retriesExhausted, stalledChangesAtMs } from './call-state';
 import type { CallRecord, StalledReason } from './protocol/record';
 import type { InvokeOptions, ToolRuntime } from './runtime';
 import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
@@ -57,9 +57,11 @@ export type CallTask = TaskTimes &
         /**
          * What holds it, where its state alone would mislead: `powertools`, live under Powertools' handler
          * (a resend past its TTL runs it anew); `queued`, abandoned with every attempt queued (`allQueued`:
-         * handed off to the completer, behind a window's holder) — nothing happened yet.
+         * handed off to the completer, behind a window's holder) — nothing happened yet; `retries_exhausted`,
+         * abandoned with its attempts used up (`retriesExhausted`): the completer gives up on it at its poll
+         * interval, and only a resend finishes it.
          */
-        readonly note?: 'powertools' | 'queued';
+        readonly note?: 'powertools' | 'queued' | 'retries_exhausted';
         /** Stalled, and none of its attempts made an effect (`neverRan`): nothing happened. */
         readonly neverRan?: true;
         /** When polling it again is worth it. */
@@ -79,6 +81,12 @@ export interface TaskReading {
   readonly clientKey: string;
   /** The tool's TTL: the times of a record an earlier version wrote (no `created_at`) derive from it. */
   readonly ttlSeconds: number;
+}
+
+/** What an abandoned call's task says beside its state, where its state alone would mislead (`CallTask.note`). */
+function abandonedNote(record: CallRecord): { note?: 'queued' | 'retries_exhausted' } {
+  if (allQueued(record)) return { note: 'queued' };
+  return retriesExhausted(record) ? { note: 'retries_exhausted' } : {};
 }
 
 /** A stalled task's poll: when it next changes by anything retrysafe runs, or `STALLED_POLL_MS`. */
@@ -122,7 +130,7 @@ export function taskOf(
         // scheduled, or nothing moves it before `stalledChangesAtMs` (one Powertools' handler left) — then.
         pollIntervalMs: state === 'stalled' ? stalledPollMs(record, nowMs) : askAgainAfterMs(record, state, nowMs),
         ...(state === 'stalled' ? { reason: record.stalledReason ?? 'attempts' } : {}),
-        ...(state === 'abandoned' && allQueued(record) ? { note: 'queued' as const } : {}),
+        ...(state === 'abandoned' ? abandonedNote(record) : {}),
         ...(state === 'stalled' && neverRan(record) ? { neverRan: true as const } : {}),
       };
     case 'completed': {

@@ -30,6 +30,7 @@ import {
   NEVER_RAN_STALLED_HINTS,
   POWERTOOLS_LIVE_HINT,
   QUEUED_HINT,
+  RETRIES_EXHAUSTED_HINT,
   STALLED_HINTS,
 } from '../reads/operation';
 import {
@@ -121,6 +122,7 @@ function wordingOf(tool: string, clientKey: string, era: McpEra = 'legacy'): Tas
       abandoned: ABANDONED_HINT,
       powertools: POWERTOOLS_LIVE_HINT,
       queued: QUEUED_HINT,
+      retries_exhausted: RETRIES_EXHAUSTED_HINT,
     },
     stalled: STALLED_HINTS,
     stalledNeverRan: NEVER_RAN_STALLED_HINTS,

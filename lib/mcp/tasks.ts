@@ -120,7 +120,9 @@ export interface McpTask {
 /** What each kind of task says of itself. */
 export interface TaskWording {
   /** A `working` task's message, by its call's state — or by what holds it, where it says more (`CallTask.note`). */
-  readonly working: Readonly<Record<'live' | 'abandoned' | 'powertools' | 'queued', string>>;
+  readonly working: Readonly<
+    Record<'live' | 'abandoned' | NonNullable<Extract<CallTask, { status: 'working' }>['note']>, string>
+  >;
   /** A stalled task's message (`working`: only a resend finishes it), by why the completer gave up on it. */
   readonly stalled: Readonly<Record<StalledReason, string>>;
   /** The same, for a call none of whose attempts made an effect (`CallTask.neverRan`): nothing happened. */

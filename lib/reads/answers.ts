@@ -39,8 +39,21 @@ export const operationAnswer = z.lazy(() =>
       key: z.string(),
       retry_after_ms: z
         .int()
-        .check(z.describe('When the server re-runs it (ms from now); a resend with the same key runs it at once.')),
+        .check(
+          z.describe(
+            'When the server re-runs it (ms from now), or gives up on it if retries_exhausted; a resend with the same key runs it at once.',
+          ),
+        ),
       hint: z.string().check(z.describe('What happens next: the completer finishes it, or resend with the same key.')),
+      retries_exhausted: z.optional(
+        z
+          .literal(true)
+          .check(
+            z.describe(
+              'Its attempts are used up: at retry_after_ms the server stops retrying it (stalled) instead of re-running it. A resend with the same key runs it.',
+            ),
+          ),
+      ),
       queued: z.optional(
         z
           .literal(true)

@@ -16,6 +16,13 @@ export interface OperationSource {
 export const ABANDONED_HINT =
   'the call stopped before it finished (its worker died, or its attempt failed): the server re-runs it once the wait this answer gives is over, or resend the same arguments with the same key now to run it at once — neither can act twice';
 
+/**
+ * What an abandoned call whose attempts are used up (`retriesExhausted`) is: the server's next look gives up
+ * on it, so only a resend finishes it.
+ */
+export const RETRIES_EXHAUSTED_HINT =
+  'the call stopped before it finished and its attempts are used up: the server stops retrying it once the wait this answer gives is over (it is then stalled) — resend the same arguments with the same key to run it again, now or then; it cannot act twice';
+
 /** What an abandoned call every attempt of which was queued is (`allQueued`: a hand-off, a window's holder in the way). */
 export const QUEUED_HINT =
   'the call is queued: none of its attempts has run yet (nothing happened); the server starts it once the wait this answer gives is over, or resend the same arguments with the same key now to run it at once — neither can act twice';
@@ -70,6 +77,7 @@ export async function readOperation(
     retry_after_ms?: number;
     runs_anew?: true;
     queued?: true;
+    retries_exhausted?: true;
     hint?: string;
   }>
 > {
@@ -100,6 +108,10 @@ export async function readOperation(
     const wait = operation.retryAfterMs === undefined ? {} : { retry_after_ms: operation.retryAfterMs };
     return { ok: true, status: 'stalled', key, ...wait, hint };
   }
-  const queued = operation.queued ? { hint: QUEUED_HINT, queued: true as const } : { hint: ABANDONED_HINT };
-  return { ok: true, status: 'abandoned', key, retry_after_ms: operation.retryAfterMs, ...queued };
+  const which = operation.queued
+    ? { hint: QUEUED_HINT, queued: true as const }
+    : operation.retriesExhausted
+      ? { hint: RETRIES_EXHAUSTED_HINT, retries_exhausted: true as const }
+      : { hint: ABANDONED_HINT };
+  return { ok: true, status: 'abandoned', key, retry_after_ms: operation.retryAfterMs, ...which };
 }

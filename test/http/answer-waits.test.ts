@@ -6,13 +6,14 @@
  * than the record's TTL; and by the review of the hand-off (helper-23): a call Powertools' handler holds with
  * no lock (promised one effect), a call handed off unrun (described as crashed).
  */
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { TOOLS } from '../../app/tools';
 import { recordKeyOf } from '../../lib/idempotency/derivation';
 import { InFlightError } from '../../lib/idempotency/errors';
 import { MIN_TTL_SECONDS } from '../../lib/idempotency/tool';
 import { taskIdOf } from '../../lib/mcp/tasks';
+import { RETRIES_EXHAUSTED_HINT } from '../../lib/reads/operation';
 import { idempotencyTableName } from '../../lib/store/tables';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { advanceClock } from '../helpers/clock';
@@ -268,5 +269,42 @@ describe('a call handed off unrun, 2025-11-25 (review 4, F5: the model’s immed
     expect(created.result._meta['io.modelcontextprotocol/model-immediate-response']).toMatch(
       /^Queued under idempotency_key/,
     );
+  });
+});
+
+describe('a call whose attempts are used up is not promised a re-run (Liveness, rows "attempt > maxAttempts"; retriesExhausted)', () => {
+  it('2026-07-28: get_operation (through its outputSchema) and tasks/get say the server stops retrying it at its wait, and that a resend runs it', async () => {
+    const tenant = newTenant('rx');
+    const token = await api.token(tenant);
+    const key = `rx-${Date.now()}`;
+    const email = { idempotency_key: key, to: 'a@example.com', subject: 'long', body: `b ${key}` };
+    const created = await modern(token, 'tools/call', { name: 'send_email_later', arguments: email });
+    // Nine attempts ran or failed and one was queued: the completer's next look gives it up (MAX_ATTEMPTS 8).
+    await api.services.client.send(
+      new UpdateItemCommand({
+        TableName: idempotencyTableName(),
+        Key: { id: { S: recordKeyOf('send_email_later', [tenant, 'ada', key]) } },
+        UpdateExpression: 'SET attempt = :attempt, queued_attempts = :queued',
+        ExpressionAttributeValues: { ':attempt': { N: '10' }, ':queued': { N: '1' } },
+        ConditionExpression: 'attribute_exists(id)',
+      }),
+    );
+
+    const poll = await modern(token, 'tools/call', {
+      name: 'get_operation',
+      arguments: { tool: 'send_email_later', idempotency_key: key },
+    });
+    const task = await modern(token, 'tasks/get', { taskId: created.result.taskId });
+
+    expect(poll.result.isError).toBeFalsy();
+    expect(poll.result.structuredContent).toMatchObject({
+      status: 'abandoned',
+      retries_exhausted: true,
+      hint: RETRIES_EXHAUSTED_HINT,
+      next: { action: 'call_again', message: expect.stringMatching(/stops retrying it in/) },
+    });
+    expect(poll.result.structuredContent).not.toHaveProperty('queued');
+    expect(task.result).toMatchObject({ status: 'working', statusMessage: RETRIES_EXHAUSTED_HINT });
+    expect(JSON.stringify([poll.result, task.result])).not.toMatch(/re-runs it/);
   });
 });

@@ -2,14 +2,15 @@
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod/mini';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
-import { nextAfterOperation } from '../../lib/api/next-step';
+import { nextAfterRead } from '../../lib/api/next-step';
 import { backoffSeconds, completerLooksAtMs } from '../../lib/idempotency/backoff';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { InFlightError } from '../../lib/idempotency/errors';
 import { DEFAULT_RECORD_ATTRIBUTES, STATUS } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
+import { taskOf } from '../../lib/idempotency/task';
 import { defineTool } from '../../lib/idempotency/tool';
-import { ABANDONED_HINT } from '../../lib/reads/operation';
+import { ABANDONED_HINT, RETRIES_EXHAUSTED_HINT, readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
 import { beforeNext, throttled } from '../helpers/intercept';
 import { ownIdempotencyTable } from '../helpers/own-table';
@@ -251,26 +252,56 @@ describe('rule 6: erase’s wait is bounded by the completer’s schedule, not b
   });
 });
 
-describe('liveness: what an abandoned call’s answer says happens at its due time is what the completer does (rule 8, Liveness table row "attempt > maxAttempts")', () => {
-  it.failing('an abandoned call past maxAttempts is not promised a re-run: at its due time the completer stalls it (known, not fixed yet: docs/state-machine.md Liveness, “Left open”)', async () => {
-    const { tool, execute } = noteTool('send_note');
-    const { completer } = completerWith([tool]);
-    const call = await abandonedCall();
-    await setAttributes(call.recordKey, { attempt: 9 });
+describe('liveness: what an abandoned call’s answer says happens at its due time is what the completer does (rule 8, Liveness table rows "attempt ≤ / > maxAttempts")', () => {
+  // The answer and the completer decide by one rule (`retriesExhausted`): the attempts that ran or failed,
+  // not the queued ones, against MAX_ATTEMPTS (8, the completer's default).
+  it.each([
+    ['attempt 8: re-run at its due time', { attempt: 8 }, 'finished', false],
+    ['attempt 9, its attempts used up: stalled at its due time', { attempt: 9 }, 'gave_up', true],
+    [
+      'attempt 9, one of them queued (8 ran or failed): re-run at its due time',
+      { attempt: 9, queued_attempts: 1 },
+      'finished',
+      false,
+    ],
+  ] as const)(
+    '%s — and its poll, next step, task and hint say so',
+    async (_label, attributes, atDueTime, exhausted) => {
+      const { tool, execute } = noteTool('send_note');
+      const { completer } = completerWith([tool]);
+      const call = await abandonedCall();
+      await setAttributes(call.recordKey, attributes);
 
-    const poll = await runtime.lookup('send_note', call.caller, call.key);
-    const next = nextAfterOperation('abandoned', (poll as { retryAfterMs: number }).retryAfterMs);
-    clockAhead(1_000 + backoffSeconds(8) * 1000);
-    const atDue = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
+      const poll = await runtime.lookup('send_note', call.caller, call.key);
+      const read = await readOperation({ runtime, toolNames: ['send_note'] }, call.caller, 'send_note', call.key);
+      const record = await runtime.readCall('send_note', call.caller, call.key);
+      const task = taskOf(record, { nowMs: Date.now(), clientKey: call.key, ttlSeconds: 86_400 });
+      const wait = (poll as { retryAfterMs: number }).retryAfterMs;
+      const next = nextAfterRead(read as never);
+      clockAhead(1_000 + backoffSeconds(attributes.attempt - 1) * 1000);
+      const atDue = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
 
-    expect(atDue).toBe('gave_up');
-    expect(execute).not.toHaveBeenCalled();
-    // Today both say the server re-runs it ("the server re-runs it in 15 min", ABANDONED_HINT): it will not —
-    // it gives up, and only a resend finishes it. The answer could say so (attempt > maxAttempts is on the record).
-    expect({ message: next.message, hint: ABANDONED_HINT }).not.toEqual(
-      expect.objectContaining({ message: expect.stringMatching(/re-runs it/) }),
-    );
-  });
+      expect(atDue).toBe(atDueTime);
+      expect(execute).toHaveBeenCalledTimes(atDueTime === 'finished' ? 1 : 0);
+      // The wait is the due time either way: the state changes then (re-run, or stalled).
+      expect(wait).toBeGreaterThanOrEqual(backoffSeconds(attributes.attempt - 1) * 1000 - 1_000);
+      expect(next.after_ms).toBe((read as { retry_after_ms: number }).retry_after_ms);
+      if (exhausted) {
+        expect(poll).toMatchObject({ status: 'abandoned', retriesExhausted: true });
+        expect(read).toMatchObject({ status: 'abandoned', retries_exhausted: true, hint: RETRIES_EXHAUSTED_HINT });
+        expect(task).toMatchObject({ status: 'working', state: 'abandoned', note: 'retries_exhausted' });
+        expect(next.message).toMatch(/stops retrying it in .* \(it is then stalled\)\. Call the write again/);
+        // Nothing promises a re-run that will not come.
+        expect(JSON.stringify([read, next])).not.toMatch(/re-runs it/);
+      } else {
+        expect(poll).not.toHaveProperty('retriesExhausted');
+        expect(read).toMatchObject({ status: 'abandoned', hint: ABANDONED_HINT });
+        expect(read).not.toHaveProperty('retries_exhausted');
+        expect(task).not.toHaveProperty('note');
+        expect(next.message).toMatch(/the server re-runs it in/);
+      }
+    },
+  );
 });
 
 describe('liveness: an abandoned call whose re-run would be due past its TTL (Liveness table: only "the last lock-length" is said to expire)', () => {

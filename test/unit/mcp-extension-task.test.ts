@@ -37,7 +37,13 @@ function record(overrides: Partial<CallRecord> = {}): CallRecord {
 }
 
 const wording: TaskWording = {
-  working: { live: 'live', abandoned: 'abandoned', powertools: 'powertools', queued: 'queued' },
+  working: {
+    live: 'live',
+    abandoned: 'abandoned',
+    powertools: 'powertools',
+    queued: 'queued',
+    retries_exhausted: 'retries exhausted',
+  },
   stalled: {
     attempts: 'stalled: attempts',
     unknown_tool: 'stalled: unknown tool',

@@ -23,6 +23,11 @@ export interface CallInFlight {
   readonly attempts: number;
   /** None of its attempts has run its tool yet (a hand-off, a dedupe window's holder in the way): nothing happened. */
   readonly queued: boolean;
+  /**
+   * Abandoned with its attempts used up: the completer gives up on it at its next look (then `stalled`),
+   * not re-run it — only a retry with its key finishes it.
+   */
+  readonly retriesExhausted: boolean;
   /** Since its first claim, in seconds (from its TTL and its tool's `ttlSeconds`), when the tool is known. */
   readonly ageSeconds: number | undefined;
   /** When its lock ends (epoch ms): a `pending` call is answered `pending` until then. */
@@ -38,6 +43,8 @@ export interface CallsInFlightOptions {
   readonly segments?: number;
   /** @default Date.now() */
   readonly nowMs?: number;
+  /** The runtime's `maxAttempts` the stack runs with (`ToolRuntimeOptions.maxAttempts`). @default MAX_ATTEMPTS (8) */
+  readonly maxAttempts?: number;
 }
 
 export interface CallsInFlightReport {
@@ -67,7 +74,7 @@ export async function callsInFlight(
     tenant,
     { segments, filter: inFlightFilter(ATTR) },
     (item) => {
-      const call = inFlightCallOf(item, nowMs, ATTR);
+      const call = inFlightCallOf(item, nowMs, ATTR, options.maxAttempts);
       if (!call) return; // expired: no call any more
       const shown = call.state === 'live' ? 'pending' : call.state;
       if (options.state !== undefined && options.state !== shown) return;
@@ -81,6 +88,7 @@ export async function callsInFlight(
         clientKey: call.clientKey,
         attempts: call.attempt,
         queued: call.queued,
+        retriesExhausted: call.retriesExhausted,
         ageSeconds: Math.max(0, Math.round(nowMs / 1000 - (call.expiresAtS - ttl))),
         lockEndsMs: call.lockEndsMs,
       });

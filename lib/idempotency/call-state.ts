@@ -109,7 +109,7 @@ export function allQueued(record: CallRecord): boolean {
 
 /**
  * How many attempts of one call the completer runs before it gives up on it (`stalled`, `attempts`): those
- * that ran or failed, not the queued ones (`CompleterOptions.maxAttempts`, whose default this is — the
+ * that ran or failed, not the queued ones (`ToolRuntimeOptions.maxAttempts`, whose default this is — the
  * stack, `retrysafe dev` and `retrysafe complete` all run with it).
  */
 export const MAX_ATTEMPTS = 8;

@@ -67,14 +67,6 @@ export interface CompleterOptions extends IdempotencyTableOptions {
   readonly tools: readonly ToolDefinition[];
   /** Delivers rechecks back to {@link Completer.onRecheck} after their delay. */
   readonly queue: RecheckQueue;
-  /**
-   * Attempts of one call after which the completer stops re-running it — those that ran or failed, not the
-   * queued ones (a hand-off, a dedupe window's holder in the way): the call becomes `stalled`
-   * (docs/state-machine.md) — `get_operation` and `retrysafe calls` say so, a retry with its key still
-   * finishes it, erase with the app's tables closes it — logged as an error.
-   * @default 8
-   */
-  readonly maxAttempts?: number;
   /** @default undefined (nothing is logged) */
   readonly logger?: Logger;
 }
@@ -95,7 +87,7 @@ export type RecheckOutcome =
   | 'settled'
   /** Its lock is still live: looked at again when it ends. */
   | 'later'
-  /** Abandoned after `maxAttempts`: marked `stalled` (on the claim read), not re-run, logged. */
+  /** Abandoned after its runtime's `maxAttempts`: marked `stalled` (on the claim read), not re-run, logged. */
   | 'gave_up'
   /**
    * The re-run did not settle it (a transient failure, perhaps before anything was written): it is
@@ -122,11 +114,6 @@ export class Completer {
   readonly #table: IdempotencyTable;
 
   constructor(options: CompleterOptions) {
-    const { maxAttempts } = options;
-    if (maxAttempts !== undefined && !(Number.isInteger(maxAttempts) && maxAttempts >= 1)) {
-      // 0 would give up every handed-off call unrun, NaN never give up (review 3, H1).
-      throw new TypeError(`maxAttempts (${maxAttempts}) must be a whole number, at least 1`);
-    }
     this.#options = options;
     this.#tools = new Map(options.tools.map((tool) => [tool.name, tool]));
     this.#table = idempotencyTable(options);
@@ -203,7 +190,8 @@ export class Completer {
     // it serves: a deploy dropped or renamed it; its stored call cannot be read): nothing else would move it
     // before its TTL, and its poll says why.
     // Attempts that ran or failed, not those queued (`retriesExhausted`): what every answer about it says too.
-    if (retriesExhausted(record, this.#options.maxAttempts)) return this.#giveUp(record, recheck.claim, 'attempts');
+    if (retriesExhausted(record, this.#options.runtime.maxAttempts))
+      return this.#giveUp(record, recheck.claim, 'attempts');
     const tool = record.tool === undefined ? undefined : this.#tools.get(record.tool);
     if (!tool) return this.#giveUp(record, recheck.claim, 'unknown_tool');
     if (!record.call || record.tenant === undefined) return this.#giveUp(record, recheck.claim, 'unreadable_call');

@@ -2,7 +2,7 @@
  * A call in flight as an operator reads it (`retrysafe calls`), from an item of the idempotency table a
  * scan found — the scan itself is the caller's; the state is `classify`'s.
  */
-import { allQueued, classify, isInFlight } from './call-state';
+import { allQueued, classify, isInFlight, retriesExhausted } from './call-state';
 import { callRecordOf, type RecordAttributes, recordAttributes } from './protocol/record';
 
 /** A call whose record may still commit its effect. */
@@ -18,6 +18,11 @@ export interface InFlightCall {
   readonly attempt: number;
   /** Every attempt of it was queued (`allQueued`: a hand-off, a dedupe window's holder in the way): none ran, nothing happened. */
   readonly queued: boolean;
+  /**
+   * Abandoned with its attempts used up (`retriesExhausted`, against `maxAttempts`): the completer gives up
+   * on it at its next look (then `stalled`), rather than re-run it; only a retry with its key finishes it.
+   */
+  readonly retriesExhausted: boolean;
   /** The record's TTL (epoch s): its first claim's time plus the tool's `ttlSeconds`. */
   readonly expiresAtS: number;
   /** When its lock ends (epoch ms). */
@@ -29,6 +34,8 @@ export function inFlightCallOf(
   item: Record<string, unknown>,
   nowMs: number,
   attributes: Partial<RecordAttributes> = {},
+  /** The runtime's `maxAttempts` (`ToolRuntimeOptions.maxAttempts`). @default MAX_ATTEMPTS */
+  maxAttempts?: number,
 ): InFlightCall | undefined {
   const record = callRecordOf(item, recordAttributes(attributes));
   const state = classify(record, nowMs);
@@ -41,6 +48,7 @@ export function inFlightCallOf(
     clientKey: record.call?.clientKey,
     attempt: record.attempt,
     queued: allQueued(record),
+    retriesExhausted: state === 'abandoned' && retriesExhausted(record, maxAttempts),
     expiresAtS: record.expiresAtS,
     lockEndsMs: record.lockEndsMs,
   };

@@ -19,6 +19,7 @@ import {
   allQueued,
   CLOCK_SKEW_TOLERANCE_MS,
   classify,
+  MAX_ATTEMPTS,
   neverRan,
   retriesExhausted,
   stalledChangesAtMs,
@@ -69,6 +70,16 @@ export interface ToolRuntimeOptions extends IdempotencyTableOptions {
    * @default { maxWaitMs: DEFAULT_ATTACH_MAX_WAIT_MS (2000), sleep: a setTimeout promise }
    */
   readonly attach?: AttachOptions;
+  /**
+   * Attempts of one call after which the completer stops re-running it — those that ran or failed, not the
+   * queued ones (a hand-off, a dedupe window's holder in the way): the call becomes `stalled`
+   * (docs/state-machine.md) — `get_operation` and `retrysafe calls` say so, a retry with its key still
+   * finishes it, erase with the app's tables closes it. A setting of the runtime, not of the completer:
+   * the completer runs calls through a runtime and gives up by its number (`retriesExhausted`), and every
+   * answer about a call (`lookup`, a task) says in advance what it will do — one number, both sides.
+   * @default MAX_ATTEMPTS (8)
+   */
+  readonly maxAttempts?: number;
 }
 
 /** One call's outcome, for metrics: never the arguments, the key or the identity. */
@@ -184,9 +195,19 @@ export class ToolRuntime {
   readonly #attach: Attachment;
 
   constructor(options: ToolRuntimeOptions) {
+    const { maxAttempts } = options;
+    if (maxAttempts !== undefined && !(Number.isInteger(maxAttempts) && maxAttempts >= 1)) {
+      // 0 would give up every handed-off call unrun, NaN never give up (review 3, H1).
+      throw new TypeError(`maxAttempts (${maxAttempts}) must be a whole number, at least 1`);
+    }
     this.#options = options;
     this.#attach = attachmentOf(options.attach);
     this.#table = idempotencyTable(options);
+  }
+
+  /** Attempts of one call the completer runs before it gives up on it (`ToolRuntimeOptions.maxAttempts`). */
+  get maxAttempts(): number {
+    return this.#options.maxAttempts ?? MAX_ATTEMPTS;
   }
 
   async invoke<S extends z.ZodMiniObject, R extends JsonObject>(
@@ -333,7 +354,7 @@ export class ToolRuntime {
           status: 'abandoned',
           retryAfterMs: askAgainAfterMs(record, state, nowMs),
           ...(allQueued(record) ? { queued: true as const } : {}),
-          ...(retriesExhausted(record) ? { retriesExhausted: true as const } : {}),
+          ...(retriesExhausted(record, this.maxAttempts) ? { retriesExhausted: true as const } : {}),
         };
       case 'stalled': {
         const atMs = stalledChangesAtMs(record);

@@ -81,12 +81,14 @@ export interface TaskReading {
   readonly clientKey: string;
   /** The tool's TTL: the times of a record an earlier version wrote (no `created_at`) derive from it. */
   readonly ttlSeconds: number;
+  /** The runtime's `maxAttempts`: an abandoned call past it is given up on, not re-run (`retriesExhausted`). */
+  readonly maxAttempts?: number;
 }
 
 /** What an abandoned call's task says beside its state, where its state alone would mislead (`CallTask.note`). */
-function abandonedNote(record: CallRecord): { note?: 'queued' | 'retries_exhausted' } {
+function abandonedNote(record: CallRecord, maxAttempts: number | undefined): { note?: 'queued' | 'retries_exhausted' } {
   if (allQueued(record)) return { note: 'queued' };
-  return retriesExhausted(record) ? { note: 'retries_exhausted' } : {};
+  return retriesExhausted(record, maxAttempts) ? { note: 'retries_exhausted' } : {};
 }
 
 /** A stalled task's poll: when it next changes by anything retrysafe runs, or `STALLED_POLL_MS`. */
@@ -99,10 +101,8 @@ function stalledPollMs(record: CallRecord, nowMs: number): number {
  * The task a call record is at `nowMs`, for the caller who owns `clientKey` (the record was found under
  * their scope), or undefined when there is none.
  */
-export function taskOf(
-  record: CallRecord | undefined,
-  { nowMs, clientKey, ttlSeconds }: TaskReading,
-): CallTask | undefined {
+export function taskOf(record: CallRecord | undefined, reading: TaskReading): CallTask | undefined {
+  const { nowMs, clientKey, ttlSeconds } = reading;
   const state = classify(record, nowMs);
   if (record === undefined) return undefined;
   const createdAtMs = createdAtOf(record, ttlSeconds);
@@ -130,7 +130,7 @@ export function taskOf(
         // scheduled, or nothing moves it before `stalledChangesAtMs` (one Powertools' handler left) — then.
         pollIntervalMs: state === 'stalled' ? stalledPollMs(record, nowMs) : askAgainAfterMs(record, state, nowMs),
         ...(state === 'stalled' ? { reason: record.stalledReason ?? 'attempts' } : {}),
-        ...(state === 'abandoned' ? abandonedNote(record) : {}),
+        ...(state === 'abandoned' ? abandonedNote(record, reading.maxAttempts) : {}),
         ...(state === 'stalled' && neverRan(record) ? { neverRan: true as const } : {}),
       };
     case 'completed': {
@@ -194,7 +194,12 @@ export async function callAsTask<S extends z.ZodMiniObject, R extends JsonObject
 ): Promise<TaskAnswer<R>> {
   const answered = await runtime.invokeForCall(tool, identity, input, deadline, options);
   const { call, clientKey } = answered;
-  const reading = { nowMs: Date.now(), clientKey: clientKey ?? '', ttlSeconds: tool.ttlSeconds ?? DEFAULT_TTL_SECONDS };
+  const reading = {
+    nowMs: Date.now(),
+    clientKey: clientKey ?? '',
+    ttlSeconds: tool.ttlSeconds ?? DEFAULT_TTL_SECONDS,
+    maxAttempts: runtime.maxAttempts,
+  };
   const task = call && clientKey !== undefined ? taskOf(call, reading) : undefined;
   return { result: answered.result, task: task && answered.fresh ? begunTask(task) : task };
 }
@@ -211,5 +216,6 @@ export async function readTask(
   clientKey: string,
 ): Promise<CallTask | undefined> {
   const record = await runtime.readCall(tool.name, identity, clientKey);
-  return taskOf(record, { nowMs: Date.now(), clientKey, ttlSeconds: tool.ttlSeconds ?? DEFAULT_TTL_SECONDS });
+  const ttlSeconds = tool.ttlSeconds ?? DEFAULT_TTL_SECONDS;
+  return taskOf(record, { nowMs: Date.now(), clientKey, ttlSeconds, maxAttempts: runtime.maxAttempts });
 }

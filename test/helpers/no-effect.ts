@@ -17,7 +17,7 @@ import { noteTool } from './tools';
 type NoteTool = ReturnType<typeof noteTool>['tool'];
 
 /** A completer of `tools` on the world's idempotency table (its rechecks sent nowhere: a test delivers them). */
-export function completerOn(world: ProtocolWorld, runtime: ToolRuntime, tools: NoteTool[], maxAttempts?: number) {
+export function completerOn(world: ProtocolWorld, runtime: ToolRuntime, tools: NoteTool[]) {
   return new Completer({
     client: world.client,
     runtime,
@@ -25,7 +25,6 @@ export function completerOn(world: ProtocolWorld, runtime: ToolRuntime, tools: N
     queue: { send: async () => undefined },
     tableName: world.idempotencyTable.tableName,
     attributes: DEFAULT_RECORD_ATTRIBUTES,
-    ...(maxAttempts === undefined ? {} : { maxAttempts }),
   });
 }
 

@@ -1,3 +1,4 @@
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { callsInFlight } from '../../lib/admin/calls-in-flight';
 import { createIntent } from '../../lib/idempotency/protocol/intent-writes';
 import { park, store } from '../../lib/idempotency/protocol/settle';
@@ -64,5 +65,34 @@ describe("callsInFlight's queued", () => {
 
     const queuedOf = Object.fromEntries(report.calls.map((call) => [call.recordKey, call.queued]));
     expect(queuedOf).toEqual({ [unrun.recordKey]: true, [ran.recordKey]: false });
+  });
+});
+
+describe("callsInFlight's retriesExhausted (review 24, F4)", () => {
+  it('says of an abandoned call past maxAttempts that its retries are used up (the completer gives it up at its next look), and not of one it re-runs', async () => {
+    const tenant = newTenant('in-flight-exhausted');
+    const spent = { ...firstClaim(-1_000), tenant };
+    await claimed(spent);
+    await table.client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: { id: { S: spent.recordKey } },
+        UpdateExpression: 'SET attempt = :nine',
+        ExpressionAttributeValues: { ':nine': { N: '9' } },
+      }),
+    );
+    const fresh = { ...firstClaim(-1_000), tenant };
+    await claimed(fresh);
+
+    const report = await callsInFlight(table.client, table.tableName, tenant, { segments: 2 });
+    const raised = await callsInFlight(table.client, table.tableName, tenant, { segments: 2, maxAttempts: 12 });
+
+    const exhaustedOf = (calls: typeof report.calls) =>
+      Object.fromEntries(calls.map((call) => [call.recordKey, [call.state, call.retriesExhausted]]));
+    expect(exhaustedOf(report.calls)).toEqual({
+      [spent.recordKey]: ['abandoned', true],
+      [fresh.recordKey]: ['abandoned', false],
+    });
+    expect(exhaustedOf(raised.calls)[spent.recordKey]).toEqual(['abandoned', false]);
   });
 });

@@ -28,9 +28,7 @@ afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());
 
 /** A completer whose queue records each `send`, and whose logger records what it logs. */
-function completerWith(
-  options: { maxAttempts?: number; tools?: ReturnType<typeof noteTool>['tool'][]; runtime?: ToolRuntime } = {},
-) {
+function completerWith(options: { tools?: ReturnType<typeof noteTool>['tool'][]; runtime?: ToolRuntime } = {}) {
   const sends: Recheck[][] = [];
   const logger = { error: jest.fn(), warn: jest.fn() };
   const { tool, execute } = noteTool('send_note');
@@ -42,7 +40,6 @@ function completerWith(
     tableName: world.idempotencyTable.tableName,
     attributes: DEFAULT_RECORD_ATTRIBUTES,
     logger: logger as unknown as Logger,
-    ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
   });
   return { completer, sends, logger, tool, execute };
 }

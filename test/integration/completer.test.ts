@@ -38,17 +38,16 @@ afterAll(async () => {
 afterEach(() => jest.restoreAllMocks());
 
 /** The completer as the stack runs it: the stream (locally, DynamoDB Local's) and the recheck queue. */
-function completerFor(tools: Parameters<typeof refundTool.bind>[0], options: { maxAttempts?: number } = {}) {
+function completerFor(tools: Parameters<typeof refundTool.bind>[0], options: { runtime?: ToolRuntime } = {}) {
   const queue = new LocalRecheckQueue();
   const feed = new LocalStreamFeed(streams, TABLE);
   const completer = new Completer({
     client: world.client,
-    runtime,
+    runtime: options.runtime ?? runtime,
     tools: [refundTool.bind(tools)],
     queue,
     tableName: TABLE,
     attributes: DEFAULT_RECORD_ATTRIBUTES,
-    ...options,
   });
   return {
     queue,
@@ -175,7 +174,13 @@ describe('the completer', () => {
       },
     };
     const tool = refundTool.bind({ ...world, provider });
-    const completer = completerFor({ ...world, provider }, { maxAttempts: 1 });
+    const onceRuntime = new ToolRuntime({
+      client: world.client,
+      tableName: TABLE,
+      attributes: DEFAULT_RECORD_ATTRIBUTES,
+      maxAttempts: 1,
+    });
+    const completer = completerFor({ ...world, provider }, { runtime: onceRuntime });
     await completer.stream();
     completer.queue.purge();
     const call = { idempotency_key: 'k1', invoice_id: invoice.invoice_id, amount: invoice.amount };
@@ -186,6 +191,8 @@ describe('the completer', () => {
     advanceClock(3_000);
     const rerun = await completer.rechecks();
     await completer.stream();
+    // The runtime's maxAttempts is the completer's: its poll now says the next look gives up, not re-runs.
+    const polledBeforeGiveUp = await onceRuntime.lookup('refund', caller, 'k1');
     jest.restoreAllMocks();
     advanceClock(3_000 + 900_000);
     const givenUp = await completer.rechecks();
@@ -201,6 +208,7 @@ describe('the completer', () => {
     // Assess
     expect(first).toMatchObject({ ok: false, error: { code: 'unavailable' } });
     expect(rerun).toEqual(['unsettled']);
+    expect(polledBeforeGiveUp).toMatchObject({ status: 'abandoned', retriesExhausted: true });
     expect(givenUp).toContain('gave_up');
     expect(givenUp.filter((outcome) => outcome !== 'gave_up').every((outcome) => outcome === 'settled')).toBe(true);
     expect(afterwards).toEqual([]);

@@ -109,18 +109,18 @@ describe('a handed-off call under the completer’s attempt limit (review 3, H1)
   it('maxAttempts 0 is refused naming the field (it would give up every handed-off call unrun), and under maxAttempts 1 a handed-off call still runs once', async () => {
     const caller = identity();
     const { tool, execute } = noteTool('send_note', undefined, { longRunning: true });
+    const runtimeOf = (maxAttempts: number) => world.idempotencyRuntime({ maxAttempts });
     const options = (maxAttempts: number) => ({
       client: world.client,
-      runtime,
+      runtime: runtimeOf(maxAttempts),
       tools: [tool],
       queue: { send: async () => undefined },
       tableName: world.idempotencyTable.tableName,
       attributes: DEFAULT_RECORD_ATTRIBUTES,
-      maxAttempts,
     });
 
-    expect(() => new Completer(options(0))).toThrow('maxAttempts (0) must be a whole number, at least 1');
-    expect(() => new Completer(options(Number.NaN))).toThrow(/maxAttempts \(NaN\)/);
+    expect(() => runtimeOf(0)).toThrow('maxAttempts (0) must be a whole number, at least 1');
+    expect(() => runtimeOf(Number.NaN)).toThrow(/maxAttempts \(NaN\)/);
     const handed = await callAsTask(
       runtime,
       tool,

@@ -1,4 +1,5 @@
 import { inFlightCallOf } from '../../lib/idempotency/in-flight';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import { store } from '../../lib/idempotency/protocol/settle';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
 import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';
@@ -32,11 +33,25 @@ describe('inFlightCallOf', () => {
       clientKey: 'k1',
       attempt: 1,
       queued: false, // its attempt holds the claim: it may be running its tool
+      retriesExhausted: false,
       expiresAtS: first.expiresAtS,
       lockEndsMs: first.lockEndsMs,
     });
     expect(inFlightCallOf(item, first.lockEndsMs + 1)).toMatchObject({ state: 'abandoned' });
     expect(inFlightCallOf(item, first.expiresAtS * 1000 + 1_000)).toBeUndefined();
+  });
+
+  it('reads an abandoned call past maxAttempts as its attempts used up (the completer gives it up at its next look), and no other', async () => {
+    const first = firstClaim(5_000);
+    await claimed(first);
+    const ninth = { ...(await itemOf(first.recordKey))!, [DEFAULT_RECORD_ATTRIBUTES.attempt]: 9 };
+    const ended = first.lockEndsMs + 1;
+
+    expect(inFlightCallOf(ninth, ended)).toMatchObject({ state: 'abandoned', attempt: 9, retriesExhausted: true });
+    expect(inFlightCallOf(ninth, ended, {}, 12)).toMatchObject({ state: 'abandoned', retriesExhausted: false });
+    expect(inFlightCallOf(ninth, first.lockEndsMs - 1)).toMatchObject({ state: 'live', retriesExhausted: false });
+    const eighth = { ...ninth, [DEFAULT_RECORD_ATTRIBUTES.attempt]: 8 };
+    expect(inFlightCallOf(eighth, ended)).toMatchObject({ state: 'abandoned', retriesExhausted: false });
   });
 
   it('reads nothing for a completed call or an item no claim wrote', async () => {

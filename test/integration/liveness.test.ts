@@ -8,7 +8,7 @@ import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { InFlightError } from '../../lib/idempotency/errors';
 import { DEFAULT_RECORD_ATTRIBUTES, STATUS } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
-import { taskOf } from '../../lib/idempotency/task';
+import { readTask } from '../../lib/idempotency/task';
 import { defineTool } from '../../lib/idempotency/tool';
 import { ABANDONED_HINT, RETRIES_EXHAUSTED_HINT, readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
@@ -35,11 +35,11 @@ beforeAll(() => {
 afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());
 
-function completerWith(tools: ReturnType<typeof noteTool>['tool'][]) {
+function completerWith(tools: ReturnType<typeof noteTool>['tool'][], on: ToolRuntime = runtime) {
   const sends: Recheck[][] = [];
   const completer = new Completer({
     client: world.client,
-    runtime,
+    runtime: on,
     tools,
     queue: { send: async (rechecks) => void sends.push([...rechecks]) },
     tableName: world.idempotencyTable.tableName,
@@ -254,28 +254,33 @@ describe('rule 6: erase’s wait is bounded by the completer’s schedule, not b
 
 describe('liveness: what an abandoned call’s answer says happens at its due time is what the completer does (rule 8, Liveness table rows "attempt ≤ / > maxAttempts")', () => {
   // The answer and the completer decide by one rule (`retriesExhausted`): the attempts that ran or failed,
-  // not the queued ones, against MAX_ATTEMPTS (8, the completer's default).
+  // not the queued ones, against the runtime's maxAttempts (MAX_ATTEMPTS, 8, by default) — the completer
+  // reads it from the runtime it runs calls through, so the two cannot differ (review 24, F2: a completer's
+  // own maxAttempts, 3 or 12, was not what the answers read).
   it.each([
-    ['attempt 8: re-run at its due time', { attempt: 8 }, 'finished', false],
-    ['attempt 9, its attempts used up: stalled at its due time', { attempt: 9 }, 'gave_up', true],
+    ['attempt 8: re-run at its due time', { attempt: 8 }, undefined, 'finished', false],
+    ['attempt 9, its attempts used up: stalled at its due time', { attempt: 9 }, undefined, 'gave_up', true],
     [
       'attempt 9, one of them queued (8 ran or failed): re-run at its due time',
       { attempt: 9, queued_attempts: 1 },
+      undefined,
       'finished',
       false,
     ],
+    ['maxAttempts 3, attempt 4: stalled at its due time', { attempt: 4 }, 3, 'gave_up', true],
+    ['maxAttempts 12, attempt 9: re-run at its due time', { attempt: 9 }, 12, 'finished', false],
   ] as const)(
     '%s — and its poll, next step, task and hint say so',
-    async (_label, attributes, atDueTime, exhausted) => {
+    async (_label, attributes, maxAttempts, atDueTime, exhausted) => {
       const { tool, execute } = noteTool('send_note');
-      const { completer } = completerWith([tool]);
+      const on = maxAttempts === undefined ? runtime : world.idempotencyRuntime({ maxAttempts });
+      const { completer } = completerWith([tool], on);
       const call = await abandonedCall();
       await setAttributes(call.recordKey, attributes);
 
-      const poll = await runtime.lookup('send_note', call.caller, call.key);
-      const read = await readOperation({ runtime, toolNames: ['send_note'] }, call.caller, 'send_note', call.key);
-      const record = await runtime.readCall('send_note', call.caller, call.key);
-      const task = taskOf(record, { nowMs: Date.now(), clientKey: call.key, ttlSeconds: 86_400 });
+      const poll = await on.lookup('send_note', call.caller, call.key);
+      const read = await readOperation({ runtime: on, toolNames: ['send_note'] }, call.caller, 'send_note', call.key);
+      const task = await readTask(on, tool, call.caller, call.key);
       const wait = (poll as { retryAfterMs: number }).retryAfterMs;
       const next = nextAfterRead(read as never);
       clockAhead(1_000 + backoffSeconds(attributes.attempt - 1) * 1000);

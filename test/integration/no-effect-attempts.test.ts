@@ -38,8 +38,7 @@ afterEach(() => jest.restoreAllMocks()); // movableClock's Date.now
 
 const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
 
-const completerOf = (tools: ReturnType<typeof noteTool>['tool'][], maxAttempts?: number) =>
-  completerOn(world, runtime, tools, maxAttempts);
+const completerOf = (tools: ReturnType<typeof noteTool>['tool'][]) => completerOn(world, runtime, tools);
 
 describe('attempts that failed before their tool ran: no effect, yet counted by the completer’s budget', () => {
   it('R6-1 a plain call: attempt 1 fails writing the intent (throttled), the retry meets not_found — a fresh key with the same arguments, once the customer exists, runs (nothing of the first call ran)', async () => {

@@ -33,8 +33,7 @@ afterEach(() => jest.restoreAllMocks()); // movableClock's Date.now
 /** An item of the world's idempotency table, read consistently (`callRecords`). */
 const itemOf = (recordKey: string) => callRecords(world, runtime).itemOf(recordKey);
 
-const completerOf = (tools: ReturnType<typeof noteTool>['tool'][], maxAttempts?: number) =>
-  completerOn(world, runtime, tools, maxAttempts);
+const completerOf = (tools: ReturnType<typeof noteTool>['tool'][]) => completerOn(world, runtime, tools);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -24,10 +24,11 @@ export interface CallInFlight {
   /** None of its attempts has run its tool yet (a hand-off, a dedupe window's holder in the way): nothing happened. */
   readonly queued: boolean;
   /**
-   * Abandoned with its attempts used up: the completer gives up on it at its next look (then `stalled`),
-   * not re-run it — only a retry with its key finishes it.
+   * Abandoned, and the completer's next look gives it up (then `stalled`) rather than re-run it: its
+   * attempts are used up, or its re-run would be due past its last look before its TTL. Only a retry with
+   * its key finishes it.
    */
-  readonly retriesExhausted: boolean;
+  readonly givesUp: 'attempts' | 'expiring' | undefined;
   /** Since its first claim, in seconds (from its TTL and its tool's `ttlSeconds`), when the tool is known. */
   readonly ageSeconds: number | undefined;
   /** When its lock ends (epoch ms): a `pending` call is answered `pending` until then. */
@@ -88,7 +89,7 @@ export async function callsInFlight(
         clientKey: call.clientKey,
         attempts: call.attempt,
         queued: call.queued,
-        retriesExhausted: call.retriesExhausted,
+        givesUp: call.givesUp,
         ageSeconds: Math.max(0, Math.round(nowMs / 1000 - (call.expiresAtS - ttl))),
         lockEndsMs: call.lockEndsMs,
       });

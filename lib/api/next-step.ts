@@ -176,13 +176,18 @@ export function nextAfterOperation(
   afterMs?: number,
   /**
    * `runsAnew`: Powertools' handler holds it; `queued`: abandoned, none of its attempts ran yet;
-   * `retriesExhausted`: abandoned, its attempts used up — the server gives up on it then, not re-runs it.
+   * `givesUp`: abandoned, and the server gives up on it then rather than re-run it — its attempts are used
+   * up, or its record expires before another attempt could be due.
    */
   {
     runsAnew = false,
     queued = false,
-    retriesExhausted = false,
-  }: { readonly runsAnew?: boolean; readonly queued?: boolean; readonly retriesExhausted?: boolean } = {},
+    givesUp,
+  }: {
+    readonly runsAnew?: boolean;
+    readonly queued?: boolean;
+    readonly givesUp?: 'attempts' | 'expiring' | undefined;
+  } = {},
 ): NextStep {
   switch (status) {
     case 'completed':
@@ -201,8 +206,8 @@ export function nextAfterOperation(
       return {
         action: 'call_again',
         after_ms: wait,
-        message: retriesExhausted
-          ? `The call stopped before it finished and its attempts are used up: the server stops retrying it in ${secondsOf(wait)} (it is then stalled). Call the write again with the same idempotency_key and arguments to run it again, now or then (it cannot act twice), or tell the user it did not finish.`
+        message: givesUp
+          ? `The call stopped before it finished and ${givesUp === 'attempts' ? 'its attempts are used up' : 'its record expires before another attempt could be due'}: the server stops retrying it in ${secondsOf(wait)} (it is then stalled). Call the write again with the same idempotency_key and arguments to run it again, ${givesUp === 'attempts' ? 'now or then' : 'now'} (it cannot act twice), or tell the user it did not finish.`
           : `${queued ? `The call is queued (nothing ran yet): the server starts it within ${secondsOf(wait)}` : `The call stopped before it finished; the server re-runs it in ${secondsOf(wait)}`}: ask again then. Or call the write again now with the same idempotency_key and arguments to run it at once: neither can act twice.`,
       };
     }
@@ -251,7 +256,7 @@ export type ReadResult =
       readonly retry_after_ms?: number;
       readonly runs_anew?: boolean;
       readonly queued?: boolean;
-      readonly retries_exhausted?: boolean;
+      readonly gives_up?: 'attempts' | 'expiring';
     }
   | ErrorResult;
 
@@ -263,6 +268,6 @@ export function nextAfterRead(answer: ReadResult): NextStep {
     : nextAfterOperation(answer.status, answer.retry_after_ms, {
         runsAnew: answer.runs_anew === true,
         queued: answer.queued === true,
-        retriesExhausted: answer.retries_exhausted === true,
+        givesUp: answer.gives_up,
       });
 }

@@ -68,8 +68,9 @@ client key. pending: an attempt holds the lock (running, or parked until a provi
 the lock ended with no outcome, and the completer or a retry with the same key finishes it; stalled: the
 completer gave up on it after its attempts, and only a retry with the same key finishes it. "(queued)":
 none of its attempts has run the tool yet (a hand-off, a dedupe window's holder in the way): nothing happened.
-"(retries used up)": abandoned past its attempts (8): the completer gives it up at its next look, not re-run
-it; only a retry with the same key finishes it.
+"(gives up: attempts|expiring)": abandoned, and the completer's next look gives it up rather than re-run it
+(its attempts, 8, are used up; or its record expires before a re-run is due): only a retry with the same
+key finishes it.
 Cost: one Scan of the idempotency table filtered on the tenant (record keys are hashes; an index by tenant
 would cost every call a write unit): its read units are printed.
 
@@ -121,7 +122,11 @@ export async function callsCommand(argv: readonly string[], cwd: string, env: No
     if (report.calls.length > 0) {
       const rows = report.calls.map((call) => [
         call.tool,
-        call.queued ? `${call.state} (queued)` : call.retriesExhausted ? `${call.state} (retries used up)` : call.state,
+        call.givesUp
+          ? `${call.state} (gives up: ${call.givesUp})`
+          : call.queued
+            ? `${call.state} (queued)`
+            : call.state,
         seconds(call.ageSeconds),
         String(call.attempts),
         call.lockEndsMs === undefined

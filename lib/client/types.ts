@@ -44,7 +44,8 @@ export type Operation<R = JsonObject> =
     }
   /**
    * `retry_after_ms`: when the server re-runs it (the same call with the same key runs it now) — or, with
-   * `retries_exhausted`, when it stops retrying it (then `stalled`). `queued`: none of its attempts has run
+   * `gives_up` (its attempts used up, or its record expiring first), when it stops retrying it (then
+   * `stalled`). `queued`: none of its attempts has run
    * yet (a hand-off, or a dedupe window's holder in the way): nothing happened.
    */
   | {
@@ -52,7 +53,7 @@ export type Operation<R = JsonObject> =
       readonly status: 'abandoned';
       readonly key: string;
       readonly retry_after_ms: number;
-      readonly retries_exhausted?: true;
+      readonly gives_up?: 'attempts' | 'expiring';
       readonly queued?: true;
       readonly hint: string;
     }

@@ -23,6 +23,8 @@ export interface ScheduledRecord {
   readonly attempt: number;
   /** Epoch s: the record's TTL. */
   readonly expiresAtS: number;
+  /** Attempts of them that were queued (`CallRecord.queuedAttempts`): they count in the backoff, not in `maxAttempts`. */
+  readonly queuedAttempts?: number | undefined;
 }
 
 /**
@@ -88,4 +90,47 @@ export const MAX_RECHECK_DELAY_SECONDS = 900;
 /** A recheck's `DelaySeconds` for a call due at `dueAtMs`: whole seconds from `nowMs`, 0–900. */
 export function recheckDelaySeconds(dueAtMs: number, nowMs: number): number {
   return Math.min(MAX_RECHECK_DELAY_SECONDS, Math.max(0, Math.ceil((dueAtMs - nowMs) / 1000)));
+}
+
+/**
+ * How many attempts of one call the completer runs before it gives up on it (`stalled`, `attempts`): those
+ * that ran or failed, not the queued ones (`ToolRuntimeOptions.maxAttempts`, whose default this is — the
+ * stack, `retrysafe dev` and `retrysafe complete` all run with it).
+ */
+export const MAX_ATTEMPTS = 8;
+
+/**
+ * A call whose attempts that ran or failed (not those queued: `CallRecord.queuedAttempts`) are over
+ * `maxAttempts`: abandoned, the completer gives up on it when it next looks at it, rather than re-run it —
+ * the one rule the completer decides by and every answer about the call says (docs/state-machine.md,
+ * Liveness). A record an earlier version queued counts its hand-off: one run less, never one more.
+ */
+export function retriesExhausted(
+  record: Pick<ScheduledRecord, 'attempt' | 'queuedAttempts'>,
+  maxAttempts: number = MAX_ATTEMPTS,
+): boolean {
+  return record.attempt - (record.queuedAttempts ?? 0) > maxAttempts;
+}
+
+/**
+ * A call whose re-run is due after the completer's last look before its TTL (`lastLookMs`): that look gives
+ * it up (`stalled`, `expiring`) rather than let it expire unfinished — no re-run would start by then.
+ */
+export function expiresBeforeRerun(record: ScheduledRecord): boolean {
+  return completerDueAtMs(record) > lastLookMs(record.expiresAtS);
+}
+
+/**
+ * What the completer's next look at an abandoned call does instead of re-running it, by the record alone:
+ * gives it up because its re-run would be due past its last look (`expiring`), or because its attempts are
+ * used up (`attempts`, against the runtime's `maxAttempts`); undefined: it re-runs it (if its tool is
+ * served and its call readable). The rule the completer decides by, and what every answer about the call
+ * says in advance (`lookup`, a task, `retrysafe calls`; docs/state-machine.md, Liveness).
+ */
+export function givesUpAtNextLook(
+  record: ScheduledRecord,
+  maxAttempts: number = MAX_ATTEMPTS,
+): 'expiring' | 'attempts' | undefined {
+  if (expiresBeforeRerun(record)) return 'expiring';
+  return retriesExhausted(record, maxAttempts) ? 'attempts' : undefined;
 }

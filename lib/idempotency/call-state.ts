@@ -107,26 +107,6 @@ export function allQueued(record: CallRecord): boolean {
   return (record.queuedAttempts ?? 0) >= record.attempt;
 }
 
-/**
- * How many attempts of one call the completer runs before it gives up on it (`stalled`, `attempts`): those
- * that ran or failed, not the queued ones (`ToolRuntimeOptions.maxAttempts`, whose default this is — the
- * stack, `retrysafe dev` and `retrysafe complete` all run with it).
- */
-export const MAX_ATTEMPTS = 8;
-
-/**
- * A call whose attempts that ran or failed (not those queued: `CallRecord.queuedAttempts`) are over
- * `maxAttempts`: abandoned, the completer gives up on it when it next looks at it, rather than re-run it —
- * the one rule the completer decides by and every answer about the call says (docs/state-machine.md,
- * Liveness). A record an earlier version queued counts its hand-off: one run less, never one more.
- */
-export function retriesExhausted(
-  record: Pick<CallRecord, 'attempt' | 'queuedAttempts'>,
-  maxAttempts: number = MAX_ATTEMPTS,
-): boolean {
-  return record.attempt - (record.queuedAttempts ?? 0) > maxAttempts;
-}
-
 /** A live call parked (the claim that parked it still holds it): no holder runs it before its lock ends. */
 export function isParked(record: Pick<CallRecord, 'claimId' | 'parkedClaimId'>): boolean {
   return record.parkedClaimId !== undefined && record.parkedClaimId === record.claimId;

@@ -1,8 +1,15 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { completerDueAtMs, completerLooksAtMs, lastRerunStartMs, recheckDelaySeconds } from './backoff';
-import { classify, retriesExhausted } from './call-state';
+import {
+  completerDueAtMs,
+  completerLooksAtMs,
+  expiresBeforeRerun,
+  lastRerunStartMs,
+  recheckDelaySeconds,
+  retriesExhausted,
+} from './backoff';
+import { classify } from './call-state';
 import { markStalled } from './protocol/completer';
 import {
   type CallRecord,
@@ -170,11 +177,14 @@ export class Completer {
     const nowMs = Date.now();
     const state = classify(record, nowMs);
     if (!record || record.claimId !== recheck.claim || (state !== 'live' && state !== 'abandoned')) return 'settled';
-    // Abandoned, but no re-run could start by its record's last lock-length (rule 2 would refuse its
-    // takeover): given up on now, while the record exists, rather than left to expire unreported.
+    // Abandoned, but its re-run is due past its last look before its TTL (`expiresBeforeRerun`: what every
+    // answer about it says in advance, by the record alone), or no re-run could start by its record's last
+    // lock-length (rule 2 would refuse its takeover — this look came late, or this lock is long): given up
+    // on now, while the record exists, rather than left to expire unreported.
     const dueAtMs = completerDueAtMs(record);
     const lockMs = deadline.getRemainingTimeInMillis();
-    if (state === 'abandoned' && Math.max(dueAtMs, nowMs) > lastRerunStartMs(record, lockMs)) {
+    const tooLate = expiresBeforeRerun(record) || Math.max(dueAtMs, nowMs) > lastRerunStartMs(record, lockMs);
+    if (state === 'abandoned' && tooLate) {
       return this.#giveUp(record, recheck.claim, 'expiring');
     }
     // Not due yet — still live, or abandoned within its backoff (a recheck delivered early, twice, or capped
@@ -189,7 +199,8 @@ export class Completer {
     // given up on after `maxAttempts`, and at once when this completer cannot re-run it (its tool is not one
     // it serves: a deploy dropped or renamed it; its stored call cannot be read): nothing else would move it
     // before its TTL, and its poll says why.
-    // Attempts that ran or failed, not those queued (`retriesExhausted`): what every answer about it says too.
+    // Attempts that ran or failed, not those queued (`retriesExhausted`, against the runtime's `maxAttempts`):
+    // what every answer about it says in advance too (`givesUpAtNextLook`).
     if (retriesExhausted(record, this.#options.runtime.maxAttempts))
       return this.#giveUp(record, recheck.claim, 'attempts');
     const tool = record.tool === undefined ? undefined : this.#tools.get(record.tool);

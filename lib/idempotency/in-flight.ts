@@ -2,7 +2,8 @@
  * A call in flight as an operator reads it (`retrysafe calls`), from an item of the idempotency table a
  * scan found — the scan itself is the caller's; the state is `classify`'s.
  */
-import { allQueued, classify, isInFlight, retriesExhausted } from './call-state';
+import { givesUpAtNextLook } from './backoff';
+import { allQueued, classify, isInFlight } from './call-state';
 import { callRecordOf, type RecordAttributes, recordAttributes } from './protocol/record';
 
 /** A call whose record may still commit its effect. */
@@ -19,10 +20,11 @@ export interface InFlightCall {
   /** Every attempt of it was queued (`allQueued`: a hand-off, a dedupe window's holder in the way): none ran, nothing happened. */
   readonly queued: boolean;
   /**
-   * Abandoned with its attempts used up (`retriesExhausted`, against `maxAttempts`): the completer gives up
-   * on it at its next look (then `stalled`), rather than re-run it; only a retry with its key finishes it.
+   * Abandoned, and the completer's next look gives it up (then `stalled`) rather than re-run it
+   * (`givesUpAtNextLook`): its attempts are used up, or its re-run would be due past its last look before
+   * its TTL. Only a retry with its key finishes it.
    */
-  readonly retriesExhausted: boolean;
+  readonly givesUp: 'attempts' | 'expiring' | undefined;
   /** The record's TTL (epoch s): its first claim's time plus the tool's `ttlSeconds`. */
   readonly expiresAtS: number;
   /** When its lock ends (epoch ms). */
@@ -48,7 +50,7 @@ export function inFlightCallOf(
     clientKey: record.call?.clientKey,
     attempt: record.attempt,
     queued: allQueued(record),
-    retriesExhausted: state === 'abandoned' && retriesExhausted(record, maxAttempts),
+    givesUp: state === 'abandoned' ? givesUpAtNextLook(record, maxAttempts) : undefined,
     expiresAtS: record.expiresAtS,
     lockEndsMs: record.lockEndsMs,
   };

@@ -14,16 +14,9 @@ import {
 import { parseCall } from './arguments';
 import { type Attachment, type AttachOptions, attachmentOf } from './attach';
 import { runAttempt } from './attempt';
+import { givesUpAtNextLook, MAX_ATTEMPTS } from './backoff';
 import type { CallPlan } from './call-plan';
-import {
-  allQueued,
-  CLOCK_SKEW_TOLERANCE_MS,
-  classify,
-  MAX_ATTEMPTS,
-  neverRan,
-  retriesExhausted,
-  stalledChangesAtMs,
-} from './call-state';
+import { allQueued, CLOCK_SKEW_TOLERANCE_MS, classify, neverRan, stalledChangesAtMs } from './call-state';
 import { idempotencyDisabled, recordKeyOf, validationOf } from './derivation';
 import { type ErrorCode, INTERNAL_MESSAGE, InternalError, StoredFailureError, UnavailableError } from './errors';
 import { fingerprint } from './fingerprint';
@@ -75,7 +68,7 @@ export interface ToolRuntimeOptions extends IdempotencyTableOptions {
    * queued ones (a hand-off, a dedupe window's holder in the way): the call becomes `stalled`
    * (docs/state-machine.md) — `get_operation` and `retrysafe calls` say so, a retry with its key still
    * finishes it, erase with the app's tables closes it. A setting of the runtime, not of the completer:
-   * the completer runs calls through a runtime and gives up by its number (`retriesExhausted`), and every
+   * the completer runs calls through a runtime and gives up by its number (`givesUpAtNextLook`), and every
    * answer about a call (`lookup`, a task) says in advance what it will do — one number, both sides.
    * @default MAX_ATTEMPTS (8)
    */
@@ -114,12 +107,12 @@ export type Operation<R extends JsonObject> =
    */
   | { status: 'pending'; retryAfterMs: number; runsAnew?: true }
   /**
-   * `retryAfterMs`: when the completer next looks at it — to re-run it, or (`retriesExhausted`: its attempts
-   * are used up) to give up on it, which leaves it `stalled` (a resend with its key runs it at once either
-   * way). `queued`: every attempt of it was queued, none ran or failed (`allQueued`: a hand-off, a dedupe
+   * `retryAfterMs`: when the completer next looks at it — to re-run it, or (`givesUp`, `givesUpAtNextLook`:
+   * its attempts are used up, or its re-run would be due past its last look before its TTL) to give up on
+   * it, which leaves it `stalled` with that reason (a resend with its key runs it either way). `queued`: every attempt of it was queued, none ran or failed (`allQueued`: a hand-off, a dedupe
    * window's holder in the way).
    */
-  | { status: 'abandoned'; retryAfterMs: number; queued?: true; retriesExhausted?: true }
+  | { status: 'abandoned'; retryAfterMs: number; queued?: true; givesUp?: 'attempts' | 'expiring' }
   /**
    * Abandoned, and the completer gave up on it (`reason`: after its attempts, or it cannot re-run it):
    * only a resend with its key finishes it. `retryAfterMs` when nothing retrysafe runs moves it before
@@ -349,13 +342,15 @@ export class ToolRuntime {
           retryAfterMs: askAgainAfterMs(record, state, nowMs),
           ...(record.writtenBy === 'powertools' ? { runsAnew: true as const } : {}),
         };
-      case 'abandoned':
+      case 'abandoned': {
+        const givesUp = givesUpAtNextLook(record, this.maxAttempts);
         return {
           status: 'abandoned',
           retryAfterMs: askAgainAfterMs(record, state, nowMs),
           ...(allQueued(record) ? { queued: true as const } : {}),
-          ...(retriesExhausted(record, this.maxAttempts) ? { retriesExhausted: true as const } : {}),
+          ...(givesUp ? { givesUp } : {}),
         };
+      }
       case 'stalled': {
         const atMs = stalledChangesAtMs(record);
         const retryAfterMs = atMs && Math.max(MIN_RETRY_AFTER_MS, Math.ceil(atMs - nowMs));

@@ -22,7 +22,8 @@
  */
 import type * as z from 'zod/mini';
 import { answerOf, askAgainAfterMs, MIN_RETRY_AFTER_MS } from './answers';
-import { allQueued, classify, createdAtOf, neverRan, retriesExhausted, stalledChangesAtMs } from './call-state';
+import { givesUpAtNextLook } from './backoff';
+import { allQueued, classify, createdAtOf, neverRan, stalledChangesAtMs } from './call-state';
 import type { CallRecord, StalledReason } from './protocol/record';
 import type { InvokeOptions, ToolRuntime } from './runtime';
 import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
@@ -57,11 +58,15 @@ export type CallTask = TaskTimes &
         /**
          * What holds it, where its state alone would mislead: `powertools`, live under Powertools' handler
          * (a resend past its TTL runs it anew); `queued`, abandoned with every attempt queued (`allQueued`:
-         * handed off to the completer, behind a window's holder) — nothing happened yet; `retries_exhausted`,
-         * abandoned with its attempts used up (`retriesExhausted`): the completer gives up on it at its poll
-         * interval, and only a resend finishes it.
+         * handed off to the completer, behind a window's holder) — nothing happened yet.
          */
-        readonly note?: 'powertools' | 'queued' | 'retries_exhausted';
+        readonly note?: 'powertools' | 'queued';
+        /**
+         * Abandoned, and the completer's next look — at its poll interval — gives it up rather than re-run it
+         * (`givesUpAtNextLook`): its attempts are used up, or its re-run would be due past its last look
+         * before its TTL. Only a resend finishes it.
+         */
+        readonly givesUp?: 'attempts' | 'expiring';
         /** Stalled, and none of its attempts made an effect (`neverRan`): nothing happened. */
         readonly neverRan?: true;
         /** When polling it again is worth it. */
@@ -81,14 +86,17 @@ export interface TaskReading {
   readonly clientKey: string;
   /** The tool's TTL: the times of a record an earlier version wrote (no `created_at`) derive from it. */
   readonly ttlSeconds: number;
-  /** The runtime's `maxAttempts`: an abandoned call past it is given up on, not re-run (`retriesExhausted`). */
+  /** The runtime's `maxAttempts`: an abandoned call past it is given up on, not re-run (`givesUpAtNextLook`). */
   readonly maxAttempts?: number;
 }
 
 /** What an abandoned call's task says beside its state, where its state alone would mislead (`CallTask.note`). */
-function abandonedNote(record: CallRecord, maxAttempts: number | undefined): { note?: 'queued' | 'retries_exhausted' } {
-  if (allQueued(record)) return { note: 'queued' };
-  return retriesExhausted(record, maxAttempts) ? { note: 'retries_exhausted' } : {};
+function abandonedNote(
+  record: CallRecord,
+  maxAttempts: number | undefined,
+): { note?: 'queued'; givesUp?: 'attempts' | 'expiring' } {
+  const givesUp = givesUpAtNextLook(record, maxAttempts);
+  return { ...(allQueued(record) ? { note: 'queued' as const } : {}), ...(givesUp ? { givesUp } : {}) };
 }
 
 /** A stalled task's poll: when it next changes by anything retrysafe runs, or `STALLED_POLL_MS`. */

@@ -27,10 +27,10 @@ import {
 } from '../idempotency';
 import {
   ABANDONED_HINT,
+  GIVES_UP_HINTS,
   NEVER_RAN_STALLED_HINTS,
   POWERTOOLS_LIVE_HINT,
   QUEUED_HINT,
-  RETRIES_EXHAUSTED_HINT,
   STALLED_HINTS,
 } from '../reads/operation';
 import {
@@ -122,8 +122,8 @@ function wordingOf(tool: string, clientKey: string, era: McpEra = 'legacy'): Tas
       abandoned: ABANDONED_HINT,
       powertools: POWERTOOLS_LIVE_HINT,
       queued: QUEUED_HINT,
-      retries_exhausted: RETRIES_EXHAUSTED_HINT,
     },
+    givesUp: GIVES_UP_HINTS,
     stalled: STALLED_HINTS,
     stalledNeverRan: NEVER_RAN_STALLED_HINTS,
     failed(result) {

@@ -123,6 +123,11 @@ export interface TaskWording {
   readonly working: Readonly<
     Record<'live' | 'abandoned' | NonNullable<Extract<CallTask, { status: 'working' }>['note']>, string>
   >;
+  /**
+   * An abandoned task's message when the completer's next look gives it up rather than re-run it
+   * (`CallTask.givesUp`), by why.
+   */
+  readonly givesUp: Readonly<Record<'attempts' | 'expiring', string>>;
   /** A stalled task's message (`working`: only a resend finishes it), by why the completer gave up on it. */
   readonly stalled: Readonly<Record<StalledReason, string>>;
   /** The same, for a call none of whose attempts made an effect (`CallTask.neverRan`): nothing happened. */
@@ -150,7 +155,9 @@ export function mcpTaskOf(taskId: string, task: CallTask, wording: TaskWording):
       statusMessage:
         task.state === 'stalled'
           ? stalledMessage(task.neverRan ? wording.stalledNeverRan : wording.stalled, task.reason)
-          : wording.working[task.note ?? task.state],
+          : task.givesUp
+            ? wording.givesUp[task.givesUp]
+            : wording.working[task.note ?? task.state],
       pollInterval: task.pollIntervalMs,
     };
   }

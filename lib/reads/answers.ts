@@ -41,16 +41,16 @@ export const operationAnswer = z.lazy(() =>
         .int()
         .check(
           z.describe(
-            'When the server re-runs it (ms from now), or gives up on it if retries_exhausted; a resend with the same key runs it at once.',
+            'When the server re-runs it (ms from now), or gives up on it if gives_up says so; a resend with the same key runs it at once.',
           ),
         ),
       hint: z.string().check(z.describe('What happens next: the completer finishes it, or resend with the same key.')),
-      retries_exhausted: z.optional(
+      gives_up: z.optional(
         z
-          .literal(true)
+          .enum(['attempts', 'expiring'])
           .check(
             z.describe(
-              'Its attempts are used up: at retry_after_ms the server stops retrying it (stalled) instead of re-running it. A resend with the same key runs it.',
+              'At retry_after_ms the server stops retrying it (stalled) instead of re-running it: its attempts are used up, or its record expires before another attempt could be due. A resend with the same key runs it.',
             ),
           ),
       ),

@@ -17,11 +17,15 @@ export const ABANDONED_HINT =
   'the call stopped before it finished (its worker died, or its attempt failed): the server re-runs it once the wait this answer gives is over, or resend the same arguments with the same key now to run it at once — neither can act twice';
 
 /**
- * What an abandoned call whose attempts are used up (`retriesExhausted`) is: the server's next look gives up
- * on it, so only a resend finishes it.
+ * What an abandoned call the server's next look gives up on rather than re-run (`givesUpAtNextLook`) is, by
+ * why: only a resend finishes it.
  */
-export const RETRIES_EXHAUSTED_HINT =
-  'the call stopped before it finished and its attempts are used up: the server stops retrying it once the wait this answer gives is over (it is then stalled) — resend the same arguments with the same key to run it again, now or then; it cannot act twice';
+export const GIVES_UP_HINTS: Readonly<Record<'attempts' | 'expiring', string>> = {
+  attempts:
+    'the call stopped before it finished and its attempts are used up: the server stops retrying it once the wait this answer gives is over (it is then stalled) — resend the same arguments with the same key to run it again, now or then; it cannot act twice',
+  expiring:
+    'the call stopped before it finished and its record expires before another attempt could be due: the server stops retrying it once the wait this answer gives is over (it is then stalled) — resend the same arguments with the same key now to run it again; it cannot act twice',
+};
 
 /** What an abandoned call every attempt of which was queued is (`allQueued`: a hand-off, a window's holder in the way). */
 export const QUEUED_HINT =
@@ -77,7 +81,7 @@ export async function readOperation(
     retry_after_ms?: number;
     runs_anew?: true;
     queued?: true;
-    retries_exhausted?: true;
+    gives_up?: 'attempts' | 'expiring';
     hint?: string;
   }>
 > {
@@ -108,10 +112,15 @@ export async function readOperation(
     const wait = operation.retryAfterMs === undefined ? {} : { retry_after_ms: operation.retryAfterMs };
     return { ok: true, status: 'stalled', key, ...wait, hint };
   }
-  const which = operation.queued
-    ? { hint: QUEUED_HINT, queued: true as const }
-    : operation.retriesExhausted
-      ? { hint: RETRIES_EXHAUSTED_HINT, retries_exhausted: true as const }
-      : { hint: ABANDONED_HINT };
-  return { ok: true, status: 'abandoned', key, retry_after_ms: operation.retryAfterMs, ...which };
+  // What happens at its wait comes first: a queued call the server gives up on is not started then.
+  const hint = operation.givesUp ? GIVES_UP_HINTS[operation.givesUp] : operation.queued ? QUEUED_HINT : ABANDONED_HINT;
+  return {
+    ok: true,
+    status: 'abandoned',
+    key,
+    retry_after_ms: operation.retryAfterMs,
+    hint,
+    ...(operation.queued ? { queued: true as const } : {}),
+    ...(operation.givesUp ? { gives_up: operation.givesUp } : {}),
+  };
 }

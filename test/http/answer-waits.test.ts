@@ -13,7 +13,7 @@ import { recordKeyOf } from '../../lib/idempotency/derivation';
 import { InFlightError } from '../../lib/idempotency/errors';
 import { MIN_TTL_SECONDS } from '../../lib/idempotency/tool';
 import { taskIdOf } from '../../lib/mcp/tasks';
-import { RETRIES_EXHAUSTED_HINT } from '../../lib/reads/operation';
+import { GIVES_UP_HINTS } from '../../lib/reads/operation';
 import { idempotencyTableName } from '../../lib/store/tables';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { advanceClock } from '../helpers/clock';
@@ -272,7 +272,7 @@ describe('a call handed off unrun, 2025-11-25 (review 4, F5: the model’s immed
   });
 });
 
-describe('a call whose attempts are used up is not promised a re-run (Liveness, rows "attempt > maxAttempts"; retriesExhausted)', () => {
+describe('a call whose attempts are used up is not promised a re-run (Liveness, rows "attempt > maxAttempts"; givesUpAtNextLook)', () => {
   it('2026-07-28: get_operation (through its outputSchema) and tasks/get say the server stops retrying it at its wait, and that a resend runs it', async () => {
     const tenant = newTenant('rx');
     const token = await api.token(tenant);
@@ -299,12 +299,12 @@ describe('a call whose attempts are used up is not promised a re-run (Liveness, 
     expect(poll.result.isError).toBeFalsy();
     expect(poll.result.structuredContent).toMatchObject({
       status: 'abandoned',
-      retries_exhausted: true,
-      hint: RETRIES_EXHAUSTED_HINT,
+      gives_up: 'attempts',
+      hint: GIVES_UP_HINTS.attempts,
       next: { action: 'call_again', message: expect.stringMatching(/stops retrying it in/) },
     });
     expect(poll.result.structuredContent).not.toHaveProperty('queued');
-    expect(task.result).toMatchObject({ status: 'working', statusMessage: RETRIES_EXHAUSTED_HINT });
+    expect(task.result).toMatchObject({ status: 'working', statusMessage: GIVES_UP_HINTS.attempts });
     expect(JSON.stringify([poll.result, task.result])).not.toMatch(/re-runs it/);
   });
 });

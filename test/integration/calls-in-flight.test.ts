@@ -68,7 +68,7 @@ describe("callsInFlight's queued", () => {
   });
 });
 
-describe("callsInFlight's retriesExhausted (review 24, F4)", () => {
+describe("callsInFlight's givesUp (review 24, F4)", () => {
   it('says of an abandoned call past maxAttempts that its retries are used up (the completer gives it up at its next look), and not of one it re-runs', async () => {
     const tenant = newTenant('in-flight-exhausted');
     const spent = { ...firstClaim(-1_000), tenant };
@@ -88,11 +88,11 @@ describe("callsInFlight's retriesExhausted (review 24, F4)", () => {
     const raised = await callsInFlight(table.client, table.tableName, tenant, { segments: 2, maxAttempts: 12 });
 
     const exhaustedOf = (calls: typeof report.calls) =>
-      Object.fromEntries(calls.map((call) => [call.recordKey, [call.state, call.retriesExhausted]]));
+      Object.fromEntries(calls.map((call) => [call.recordKey, [call.state, call.givesUp]]));
     expect(exhaustedOf(report.calls)).toEqual({
-      [spent.recordKey]: ['abandoned', true],
-      [fresh.recordKey]: ['abandoned', false],
+      [spent.recordKey]: ['abandoned', 'attempts'],
+      [fresh.recordKey]: ['abandoned', undefined],
     });
-    expect(exhaustedOf(raised.calls)[spent.recordKey]).toEqual(['abandoned', false]);
+    expect(exhaustedOf(raised.calls)[spent.recordKey]).toEqual(['abandoned', undefined]);
   });
 });

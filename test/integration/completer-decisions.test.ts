@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { backoffSeconds } from '../../lib/idempotency/backoff';
+import { backoffSeconds, lastLookMs } from '../../lib/idempotency/backoff';
 import { Completer, type Recheck, type StreamChange } from '../../lib/idempotency/completer';
 import { ConflictError, InvalidArgsError, NotFoundError } from '../../lib/idempotency/errors';
 import { DEFAULT_RECORD_ATTRIBUTES, STATUS } from '../../lib/idempotency/protocol/record';
@@ -417,14 +417,15 @@ describe('a recheck', () => {
     expect(execute).not.toHaveBeenCalled();
   });
 
-  it('waits for an abandoned call’s due time when a re-run can still start by then — up to exactly the last start rule 2 allows — and gives it up one ms past it (liveness)', async () => {
+  it('waits for an abandoned call’s due time when a re-run can still start by then — up to exactly the last start rule 2 allows its lock (120 s) — and gives it up one ms past it (liveness)', async () => {
     const { completer, execute, sends, logger } = completerWith();
     const call = await abandonedCall();
     const now = Date.now();
     freezeClock(now);
     const expiresAtS = Math.floor(now / 1000) + 3_600;
-    // Attempt 3, its lock ended now: due 60 s after it. With a 20 s lock a re-run must start by the TTL − 30 s.
-    const lastStartMs = expiresAtS * 1000 - 10_000 - 20_000;
+    // Attempt 3, due 60 s after its lock's end. With a 120 s lock a re-run must start by the TTL − 130 s
+    // (before its last look, TTL − 70 s: the lock is what bounds it).
+    const lastStartMs = expiresAtS * 1000 - 10_000 - 120_000;
     await setAttributes(call.recordKey, {
       attempt: 3,
       in_progress_expiration: lastStartMs - 60_000,
@@ -432,12 +433,37 @@ describe('a recheck', () => {
     });
     freezeClock(lastStartMs - 50_000); // within its backoff: not due yet
 
-    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(20_000))).toBe('later');
-    // Due at the last start exactly: looked at then (not at the last look, 70 s before the TTL).
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(120_000))).toBe('later');
+    // Due at the last start exactly: looked at then.
     expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 50, dueAtMs: lastStartMs }]]);
     expect(logger.error).not.toHaveBeenCalled();
     // One ms later due, and no re-run can start by then: given up on now.
     await setAttributes(call.recordKey, { in_progress_expiration: lastStartMs - 60_000 + 1 });
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(120_000))).toBe('gave_up');
+    expect(await itemOf(call.recordKey)).toMatchObject({ stalled_reason: 'expiring' });
+    expect(execute).not.toHaveBeenCalled();
+  });
+
+  it('gives up, whatever its own lock, an abandoned call due past its last look before its TTL (expiresBeforeRerun: what its answers said in advance, review 24 F1) — and waits for one due at it', async () => {
+    const { completer, execute, sends } = completerWith();
+    const call = await abandonedCall();
+    const now = Date.now();
+    freezeClock(now);
+    const expiresAtS = Math.floor(now / 1000) + 3_600;
+    const lastLook = lastLookMs(expiresAtS); // TTL − 70 s
+    // Attempt 3, due 60 s after its lock's end: exactly at its last look. A 20 s lock could start later.
+    await setAttributes(call.recordKey, {
+      attempt: 3,
+      in_progress_expiration: lastLook - 60_000,
+      expiration: expiresAtS,
+    });
+    freezeClock(lastLook - 50_000);
+
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(20_000))).toBe('later');
+    expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 50, dueAtMs: lastLook }]]);
+    // Due one ms past its last look: its answers said the server stops retrying it; so it does.
+    await setAttributes(call.recordKey, { in_progress_expiration: lastLook - 60_000 + 1 });
+    expect(await runtime.lookup('send_note', call.caller, call.key)).toMatchObject({ givesUp: 'expiring' });
     expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(20_000))).toBe('gave_up');
     expect(await itemOf(call.recordKey)).toMatchObject({ stalled_reason: 'expiring' });
     expect(execute).not.toHaveBeenCalled();

@@ -208,7 +208,7 @@ describe('the completer', () => {
     // Assess
     expect(first).toMatchObject({ ok: false, error: { code: 'unavailable' } });
     expect(rerun).toEqual(['unsettled']);
-    expect(polledBeforeGiveUp).toMatchObject({ status: 'abandoned', retriesExhausted: true });
+    expect(polledBeforeGiveUp).toMatchObject({ status: 'abandoned', givesUp: 'attempts' });
     expect(givenUp).toContain('gave_up');
     expect(givenUp.filter((outcome) => outcome !== 'gave_up').every((outcome) => outcome === 'settled')).toBe(true);
     expect(afterwards).toEqual([]);

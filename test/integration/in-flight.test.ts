@@ -33,7 +33,7 @@ describe('inFlightCallOf', () => {
       clientKey: 'k1',
       attempt: 1,
       queued: false, // its attempt holds the claim: it may be running its tool
-      retriesExhausted: false,
+      givesUp: undefined,
       expiresAtS: first.expiresAtS,
       lockEndsMs: first.lockEndsMs,
     });
@@ -47,11 +47,11 @@ describe('inFlightCallOf', () => {
     const ninth = { ...(await itemOf(first.recordKey))!, [DEFAULT_RECORD_ATTRIBUTES.attempt]: 9 };
     const ended = first.lockEndsMs + 1;
 
-    expect(inFlightCallOf(ninth, ended)).toMatchObject({ state: 'abandoned', attempt: 9, retriesExhausted: true });
-    expect(inFlightCallOf(ninth, ended, {}, 12)).toMatchObject({ state: 'abandoned', retriesExhausted: false });
-    expect(inFlightCallOf(ninth, first.lockEndsMs - 1)).toMatchObject({ state: 'live', retriesExhausted: false });
+    expect(inFlightCallOf(ninth, ended)).toMatchObject({ state: 'abandoned', attempt: 9, givesUp: 'attempts' });
+    expect(inFlightCallOf(ninth, ended, {}, 12)).toMatchObject({ state: 'abandoned', givesUp: undefined });
+    expect(inFlightCallOf(ninth, first.lockEndsMs - 1)).toMatchObject({ state: 'live', givesUp: undefined });
     const eighth = { ...ninth, [DEFAULT_RECORD_ATTRIBUTES.attempt]: 8 };
-    expect(inFlightCallOf(eighth, ended)).toMatchObject({ state: 'abandoned', retriesExhausted: false });
+    expect(inFlightCallOf(eighth, ended)).toMatchObject({ state: 'abandoned', givesUp: undefined });
   });
 
   it('reads nothing for a completed call or an item no claim wrote', async () => {

@@ -10,7 +10,7 @@ import { DEFAULT_RECORD_ATTRIBUTES, STATUS } from '../../lib/idempotency/protoco
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { readTask } from '../../lib/idempotency/task';
 import { defineTool } from '../../lib/idempotency/tool';
-import { ABANDONED_HINT, RETRIES_EXHAUSTED_HINT, readOperation } from '../../lib/reads/operation';
+import { ABANDONED_HINT, GIVES_UP_HINTS, readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
 import { beforeNext, throttled } from '../helpers/intercept';
 import { ownIdempotencyTable } from '../helpers/own-table';
@@ -253,7 +253,7 @@ describe('rule 6: erase’s wait is bounded by the completer’s schedule, not b
 });
 
 describe('liveness: what an abandoned call’s answer says happens at its due time is what the completer does (rule 8, Liveness table rows "attempt ≤ / > maxAttempts")', () => {
-  // The answer and the completer decide by one rule (`retriesExhausted`): the attempts that ran or failed,
+  // The answer and the completer decide by one rule (`givesUpAtNextLook`): the attempts that ran or failed,
   // not the queued ones, against the runtime's maxAttempts (MAX_ATTEMPTS, 8, by default) — the completer
   // reads it from the runtime it runs calls through, so the two cannot differ (review 24, F2: a completer's
   // own maxAttempts, 3 or 12, was not what the answers read).
@@ -292,16 +292,17 @@ describe('liveness: what an abandoned call’s answer says happens at its due ti
       expect(wait).toBeGreaterThanOrEqual(backoffSeconds(attributes.attempt - 1) * 1000 - 1_000);
       expect(next.after_ms).toBe((read as { retry_after_ms: number }).retry_after_ms);
       if (exhausted) {
-        expect(poll).toMatchObject({ status: 'abandoned', retriesExhausted: true });
-        expect(read).toMatchObject({ status: 'abandoned', retries_exhausted: true, hint: RETRIES_EXHAUSTED_HINT });
-        expect(task).toMatchObject({ status: 'working', state: 'abandoned', note: 'retries_exhausted' });
+        expect(poll).toMatchObject({ status: 'abandoned', givesUp: 'attempts' });
+        expect(read).toMatchObject({ status: 'abandoned', gives_up: 'attempts', hint: GIVES_UP_HINTS.attempts });
+        expect(task).toMatchObject({ status: 'working', state: 'abandoned', givesUp: 'attempts' });
         expect(next.message).toMatch(/stops retrying it in .* \(it is then stalled\)\. Call the write again/);
         // Nothing promises a re-run that will not come.
         expect(JSON.stringify([read, next])).not.toMatch(/re-runs it/);
       } else {
-        expect(poll).not.toHaveProperty('retriesExhausted');
+        expect(poll).not.toHaveProperty('givesUp');
         expect(read).toMatchObject({ status: 'abandoned', hint: ABANDONED_HINT });
-        expect(read).not.toHaveProperty('retries_exhausted');
+        expect(read).not.toHaveProperty('gives_up');
+        expect(task).not.toHaveProperty('givesUp');
         expect(task).not.toHaveProperty('note');
         expect(next.message).toMatch(/the server re-runs it in/);
       }

@@ -42,8 +42,8 @@ const wording: TaskWording = {
     abandoned: 'abandoned',
     powertools: 'powertools',
     queued: 'queued',
-    retries_exhausted: 'retries exhausted',
   },
+  givesUp: { attempts: 'gives up: attempts', expiring: 'gives up: expiring' },
   stalled: {
     attempts: 'stalled: attempts',
     unknown_tool: 'stalled: unknown tool',

@@ -11,6 +11,7 @@ export default {
     'lib/idempotency/call-state.ts',
     'lib/idempotency/protocol/**/*.ts',
     'lib/idempotency/runtime.ts',
+    'lib/idempotency/operation.ts',
     'lib/idempotency/attempt.ts',
     'lib/idempotency/answers.ts',
     'lib/idempotency/completer.ts',

@@ -105,10 +105,7 @@ export const MAX_ATTEMPTS = 8;
  * the one rule the completer decides by and every answer about the call says (docs/state-machine.md,
  * Liveness). A record an earlier version queued counts its hand-off: one run less, never one more.
  */
-export function retriesExhausted(
-  record: Pick<ScheduledRecord, 'attempt' | 'queuedAttempts'>,
-  maxAttempts: number = MAX_ATTEMPTS,
-): boolean {
+export function retriesExhausted(record: ScheduledRecord, maxAttempts: number = MAX_ATTEMPTS): boolean {
   return record.attempt - (record.queuedAttempts ?? 0) > maxAttempts;
 }
 

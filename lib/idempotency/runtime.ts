@@ -1,38 +1,29 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import * as z from 'zod/mini';
-import {
-  answerOf,
-  askAgainAfterMs,
-  type Ending,
-  type EndingCall,
-  failureOf,
-  MIN_RETRY_AFTER_MS,
-  pendingAnswer,
-  type ReplayKind,
-  toToolError,
-} from './answers';
+import { answerOf, type Ending, type EndingCall, pendingAnswer, type ReplayKind, toToolError } from './answers';
 import { parseCall } from './arguments';
 import { type Attachment, type AttachOptions, attachmentOf } from './attach';
 import { runAttempt } from './attempt';
-import { givesUpAtNextLook, MAX_ATTEMPTS } from './backoff';
+import { MAX_ATTEMPTS } from './backoff';
 import type { CallPlan } from './call-plan';
-import { allQueued, CLOCK_SKEW_TOLERANCE_MS, classify, neverRan, stalledChangesAtMs } from './call-state';
+import { CLOCK_SKEW_TOLERANCE_MS } from './call-state';
 import { idempotencyDisabled, recordKeyOf, validationOf } from './derivation';
-import { type ErrorCode, INTERNAL_MESSAGE, InternalError, StoredFailureError, UnavailableError } from './errors';
+import { type ErrorCode, INTERNAL_MESSAGE, InternalError, UnavailableError } from './errors';
 import { fingerprint } from './fingerprint';
-import type { CallRecord, StalledReason } from './protocol/record';
+import { type Operation, operationOf } from './operation';
+import type { CallRecord } from './protocol/record';
 import {
   type IdempotencyTable,
   type IdempotencyTableOptions,
   idempotencyTable,
   readCallRecord,
 } from './protocol/table';
-import { decodeReceipt } from './receipt';
 import { DEFAULT_TTL_SECONDS, type ToolDefinition } from './tool';
 import type { Identity, InvocationDeadline, JsonObject, ToolResult } from './types';
 
 export { MAX_RETRY_AFTER_MS, MIN_RETRY_AFTER_MS, type ReplayKind } from './answers';
 export { type AttachOptions, DEFAULT_ATTACH_MAX_WAIT_MS } from './attach';
+export type { Operation } from './operation';
 
 /** The runtime's table (`client`, `tableName`, `attributes`: {@link IdempotencyTableOptions}) and how it runs calls. */
 export interface ToolRuntimeOptions extends IdempotencyTableOptions {
@@ -93,32 +84,6 @@ export function outcomeOf(result: ToolResult): CallOutcome['outcome'] {
   if (result.ok) return result.idempotent ? 'replayed' : 'executed';
   return 'status' in result ? 'pending' : result.error.code;
 }
-
-/**
- * A client key's record as its caller may read it: completed with its receipt; pending while its call
- * holds a live lock; abandoned when the lock expired without a result (its worker died) — a resend
- * with the same key, or the completer, finishes it.
- */
-export type Operation<R extends JsonObject> =
-  | { status: 'completed'; receipt: R }
-  /**
-   * `retryAfterMs`: when asking again is worth it (`askAgainAfterMs`: soon, never past its lock). `runsAnew`:
-   * Powertools' handler holds it, not a claim of retrysafe's — past its TTL a resend runs it anew.
-   */
-  | { status: 'pending'; retryAfterMs: number; runsAnew?: true }
-  /**
-   * `retryAfterMs`: when the completer next looks at it — to re-run it, or (`givesUp`, `givesUpAtNextLook`:
-   * its attempts are used up, or its re-run would be due past its last look before its TTL) to give up on
-   * it, which leaves it `stalled` with that reason (a resend with its key runs it either way). `queued`: every attempt of it was queued, none ran or failed (`allQueued`: a hand-off, a dedupe
-   * window's holder in the way).
-   */
-  | { status: 'abandoned'; retryAfterMs: number; queued?: true; givesUp?: 'attempts' | 'expiring' }
-  /**
-   * Abandoned, and the completer gave up on it (`reason`: after its attempts, or it cannot re-run it):
-   * only a resend with its key finishes it. `retryAfterMs` when nothing retrysafe runs moves it before
-   * then (`stalledChangesAtMs`: one Powertools' handler left, until its TTL — past it a resend runs it anew).
-   */
-  | { status: 'stalled'; reason: StalledReason; retryAfterMs?: number | undefined; neverRan?: true };
 
 /** How an invocation is run. */
 export interface InvokeOptions {
@@ -187,6 +152,12 @@ export class ToolRuntime {
   readonly #table: IdempotencyTable;
   readonly #attach: Attachment;
 
+  /**
+   * Attempts of one call the completer runs before it gives up on it (`ToolRuntimeOptions.maxAttempts`). A
+   * plain property, not a getter of a private field: a runtime wrapped by `Object.create` reads it too.
+   */
+  readonly maxAttempts: number;
+
   constructor(options: ToolRuntimeOptions) {
     const { maxAttempts } = options;
     if (maxAttempts !== undefined && !(Number.isInteger(maxAttempts) && maxAttempts >= 1)) {
@@ -194,13 +165,9 @@ export class ToolRuntime {
       throw new TypeError(`maxAttempts (${maxAttempts}) must be a whole number, at least 1`);
     }
     this.#options = options;
+    this.maxAttempts = maxAttempts ?? MAX_ATTEMPTS;
     this.#attach = attachmentOf(options.attach);
     this.#table = idempotencyTable(options);
-  }
-
-  /** Attempts of one call the completer runs before it gives up on it (`ToolRuntimeOptions.maxAttempts`). */
-  get maxAttempts(): number {
-    return this.#options.maxAttempts ?? MAX_ATTEMPTS;
   }
 
   async invoke<S extends z.ZodMiniObject, R extends JsonObject>(
@@ -331,41 +298,7 @@ export class ToolRuntime {
    * unreachable).
    */
   async lookup(toolName: string, identity: Identity, clientKey: string): Promise<Operation<JsonObject> | undefined> {
-    const record = await this.readCall(toolName, identity, clientKey);
-    if (!record) return undefined;
-    const nowMs = Date.now();
-    const state = classify(record, nowMs);
-    switch (state) {
-      case 'live':
-        return {
-          status: 'pending',
-          retryAfterMs: askAgainAfterMs(record, state, nowMs),
-          ...(record.writtenBy === 'powertools' ? { runsAnew: true as const } : {}),
-        };
-      case 'abandoned': {
-        const givesUp = givesUpAtNextLook(record, this.maxAttempts);
-        return {
-          status: 'abandoned',
-          retryAfterMs: askAgainAfterMs(record, state, nowMs),
-          ...(allQueued(record) ? { queued: true as const } : {}),
-          ...(givesUp ? { givesUp } : {}),
-        };
-      }
-      case 'stalled': {
-        const atMs = stalledChangesAtMs(record);
-        const retryAfterMs = atMs && Math.max(MIN_RETRY_AFTER_MS, Math.ceil(atMs - nowMs));
-        const never = neverRan(record) ? { neverRan: true as const } : {};
-        return { status: 'stalled', reason: record.stalledReason ?? 'attempts', retryAfterMs, ...never };
-      }
-      case 'completed': {
-        const outcome = record.outcome;
-        // A stored failure answers the poll as it answered the call.
-        if (outcome?.receipt === undefined) throw new StoredFailureError(failureOf(outcome ?? { replayed: false }));
-        return { status: 'completed', receipt: decodeReceipt(outcome.receipt) };
-      }
-      default:
-        return undefined;
-    }
+    return operationOf(await this.readCall(toolName, identity, clientKey), Date.now(), this.maxAttempts);
   }
 
   /**

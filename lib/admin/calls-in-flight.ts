@@ -1,5 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DEFAULT_TTL_SECONDS, inFlightCallOf, inFlightFilter } from '../idempotency';
+import { maxAttemptsOf } from '../idempotency/backoff';
 import { DEFAULT_RECORD_ATTRIBUTES as ATTR } from '../idempotency/protocol/record';
 import { scanTenantRecords } from './tenant-scan';
 
@@ -67,6 +68,7 @@ export async function callsInFlight(
 ): Promise<CallsInFlightReport> {
   const nowMs = options.nowMs ?? Date.now();
   const segments = options.segments ?? 4;
+  const maxAttempts = maxAttemptsOf(options.maxAttempts);
   const calls: CallInFlight[] = [];
   // Intents (dedupe windows) carry no call: only call records.
   const readUnits = await scanTenantRecords(
@@ -75,7 +77,7 @@ export async function callsInFlight(
     tenant,
     { segments, filter: inFlightFilter(ATTR) },
     (item) => {
-      const call = inFlightCallOf(item, nowMs, ATTR, options.maxAttempts);
+      const call = inFlightCallOf(item, nowMs, ATTR, maxAttempts);
       if (!call) return; // expired: no call any more
       const shown = call.state === 'live' ? 'pending' : call.state;
       if (options.state !== undefined && options.state !== shown) return;

@@ -207,7 +207,7 @@ export function nextAfterOperation(
         action: 'call_again',
         after_ms: wait,
         message: givesUp
-          ? `The call stopped before it finished and ${givesUp === 'attempts' ? 'its attempts are used up' : 'its record expires before another attempt could be due'}: the server stops retrying it in ${secondsOf(wait)} (it is then stalled). Call the write again with the same idempotency_key and arguments to run it again, ${givesUp === 'attempts' ? 'now or then' : 'now'} (it cannot act twice), or tell the user it did not finish.`
+          ? givesUpMessage(givesUp, queued, secondsOf(wait))
           : `${queued ? `The call is queued (nothing ran yet): the server starts it within ${secondsOf(wait)}` : `The call stopped before it finished; the server re-runs it in ${secondsOf(wait)}`}: ask again then. Or call the write again now with the same idempotency_key and arguments to run it at once: neither can act twice.`,
       };
     }
@@ -219,6 +219,15 @@ export function nextAfterOperation(
           'The server stopped retrying this call. Call the write again with the same idempotency_key and arguments to run it again (it cannot act twice), or tell the user it did not finish. Polling will not change this answer.',
       };
   }
+}
+
+/** What a poll says of an abandoned call the server gives up on at its wait (`gives_up`) rather than run. */
+function givesUpMessage(givesUp: 'attempts' | 'expiring', queued: boolean, wait: string): string {
+  const why = queued
+    ? 'The call is queued and nothing ran yet, but its record expires before the server could start it'
+    : `The call stopped before it finished and ${givesUp === 'attempts' ? 'its attempts are used up' : 'its record expires before another attempt could be due'}`;
+  const when = givesUp === 'attempts' ? 'now or then' : 'while an attempt still fits before its record expires';
+  return `${why}: the server ${queued ? 'gives it up' : 'stops retrying it'} in ${wait} (it is then stalled). Call the write again with the same idempotency_key and arguments to run it, ${when} (it cannot act twice), or tell the user it did not finish.`;
 }
 
 /**

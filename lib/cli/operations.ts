@@ -61,6 +61,12 @@ function configFor(cwd: string, given: string | undefined, optional: boolean): R
   }
 }
 
+/** A call's state as `retrysafe calls` prints it: with "(queued)" and "(gives up: …)" where they hold. */
+function stateShown(call: CallInFlight): string {
+  const notes = [call.queued ? 'queued' : undefined, call.givesUp && `gives up: ${call.givesUp}`].filter(Boolean);
+  return notes.length === 0 ? call.state : `${call.state} (${notes.join(', ')})`;
+}
+
 const CALLS_USAGE = `usage: retrysafe calls --tenant T [--state ${CALL_IN_FLIGHT_STATES.join('|')}] [--json] [--config FILE] [store flags]
 
 Lists a tenant's calls in flight, oldest first: tool, state, age, attempts, when the lock ends, user and
@@ -122,11 +128,7 @@ export async function callsCommand(argv: readonly string[], cwd: string, env: No
     if (report.calls.length > 0) {
       const rows = report.calls.map((call) => [
         call.tool,
-        call.givesUp
-          ? `${call.state} (gives up: ${call.givesUp})`
-          : call.queued
-            ? `${call.state} (queued)`
-            : call.state,
+        stateShown(call),
         seconds(call.ageSeconds),
         String(call.attempts),
         call.lockEndsMs === undefined

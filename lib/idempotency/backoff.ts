@@ -110,11 +110,35 @@ export function retriesExhausted(record: ScheduledRecord, maxAttempts: number = 
 }
 
 /**
- * A call whose re-run is due after the completer's last look before its TTL (`lastLookMs`): that look gives
- * it up (`stalled`, `expiring`) rather than let it expire unfinished — no re-run would start by then.
+ * A call whose re-run is due at or after the completer's last look before its TTL (`lastLookMs`): that look
+ * gives it up (`stalled`, `expiring`) rather than let it expire unfinished — a look then is too late for any
+ * re-run, whatever the completer's lock (`tooLateToRerun`; a call parked to wait until its last look,
+ * `parkLimitMs`, is given up there).
  */
 export function expiresBeforeRerun(record: ScheduledRecord): boolean {
-  return completerDueAtMs(record) > lastLookMs(record.expiresAtS);
+  return completerDueAtMs(record) >= lastLookMs(record.expiresAtS);
+}
+
+/**
+ * Whether a look at an abandoned call at `nowMs`, whose re-run would hold a lock `lockMs` long, is too late
+ * to re-run it: its due time or now is at or past its last look before its TTL — the same for every
+ * completer (the stack's and `retrysafe complete`'s 60 s, `retrysafe dev`'s 10 s), and what the answers say in
+ * advance (`expiresBeforeRerun`) — or past the last start rule 2 allows a lock that long (a lock over
+ * `LAST_LOOK_BEFORE_TTL_MS` ends later than the last look allows for).
+ */
+export function tooLateToRerun(record: ScheduledRecord, nowMs: number, lockMs: number): boolean {
+  const atMs = Math.max(completerDueAtMs(record), nowMs);
+  return atMs >= lastLookMs(record.expiresAtS) || atMs > lastRerunStartMs(record, lockMs);
+}
+
+/** `maxAttempts` as given, or `MAX_ATTEMPTS`; a value below 1 or not whole is refused naming the field. */
+export function maxAttemptsOf(maxAttempts: number | undefined): number {
+  if (maxAttempts === undefined) return MAX_ATTEMPTS;
+  // 0 would give up every handed-off call unrun, NaN never give up (review 3, H1).
+  if (!(Number.isInteger(maxAttempts) && maxAttempts >= 1)) {
+    throw new TypeError(`maxAttempts (${maxAttempts}) must be a whole number, at least 1`);
+  }
+  return maxAttempts;
 }
 
 /**

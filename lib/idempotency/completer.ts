@@ -1,14 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import {
-  completerDueAtMs,
-  completerLooksAtMs,
-  expiresBeforeRerun,
-  lastRerunStartMs,
-  recheckDelaySeconds,
-  retriesExhausted,
-} from './backoff';
+import { completerDueAtMs, completerLooksAtMs, recheckDelaySeconds, retriesExhausted, tooLateToRerun } from './backoff';
 import { classify } from './call-state';
 import { markStalled } from './protocol/completer';
 import {
@@ -121,6 +114,12 @@ export class Completer {
   readonly #table: IdempotencyTable;
 
   constructor(options: CompleterOptions) {
+    if ('maxAttempts' in options) {
+      // Before, a completer's own option: ignored now, it would give up by another number than the answers say.
+      throw new TypeError(
+        'maxAttempts is the runtime’s (ToolRuntimeOptions.maxAttempts), not the completer’s: set it on the runtime the completer runs calls through',
+      );
+    }
     this.#options = options;
     this.#tools = new Map(options.tools.map((tool) => [tool.name, tool]));
     this.#table = idempotencyTable(options);
@@ -177,14 +176,12 @@ export class Completer {
     const nowMs = Date.now();
     const state = classify(record, nowMs);
     if (!record || record.claimId !== recheck.claim || (state !== 'live' && state !== 'abandoned')) return 'settled';
-    // Abandoned, but its re-run is due past its last look before its TTL (`expiresBeforeRerun`: what every
-    // answer about it says in advance, by the record alone), or no re-run could start by its record's last
-    // lock-length (rule 2 would refuse its takeover — this look came late, or this lock is long): given up
-    // on now, while the record exists, rather than left to expire unreported.
+    // Abandoned, but its re-run is due at or past its last look before its TTL (`expiresBeforeRerun`: what
+    // every answer about it says in advance, by the record alone), or this look came that late, or no re-run
+    // could start by its record's last lock-length (rule 2 would refuse its takeover — a lock over 60 s):
+    // given up on now, while the record exists, rather than left to expire unreported (`tooLateToRerun`).
     const dueAtMs = completerDueAtMs(record);
-    const lockMs = deadline.getRemainingTimeInMillis();
-    const tooLate = expiresBeforeRerun(record) || Math.max(dueAtMs, nowMs) > lastRerunStartMs(record, lockMs);
-    if (state === 'abandoned' && tooLate) {
+    if (state === 'abandoned' && tooLateToRerun(record, nowMs, deadline.getRemainingTimeInMillis())) {
       return this.#giveUp(record, recheck.claim, 'expiring');
     }
     // Not due yet — still live, or abandoned within its backoff (a recheck delivered early, twice, or capped

@@ -4,7 +4,7 @@ import { answerOf, type Ending, type EndingCall, pendingAnswer, type ReplayKind,
 import { parseCall } from './arguments';
 import { type Attachment, type AttachOptions, attachmentOf } from './attach';
 import { runAttempt } from './attempt';
-import { MAX_ATTEMPTS } from './backoff';
+import { maxAttemptsOf } from './backoff';
 import type { CallPlan } from './call-plan';
 import { CLOCK_SKEW_TOLERANCE_MS } from './call-state';
 import { idempotencyDisabled, recordKeyOf, validationOf } from './derivation';
@@ -159,13 +159,8 @@ export class ToolRuntime {
   readonly maxAttempts: number;
 
   constructor(options: ToolRuntimeOptions) {
-    const { maxAttempts } = options;
-    if (maxAttempts !== undefined && !(Number.isInteger(maxAttempts) && maxAttempts >= 1)) {
-      // 0 would give up every handed-off call unrun, NaN never give up (review 3, H1).
-      throw new TypeError(`maxAttempts (${maxAttempts}) must be a whole number, at least 1`);
-    }
+    this.maxAttempts = maxAttemptsOf(options.maxAttempts);
     this.#options = options;
-    this.maxAttempts = maxAttempts ?? MAX_ATTEMPTS;
     this.#attach = attachmentOf(options.attach);
     this.#table = idempotencyTable(options);
   }

@@ -127,7 +127,7 @@ export interface TaskWording {
    * An abandoned task's message when the completer's next look gives it up rather than re-run it
    * (`CallTask.givesUp`), by why.
    */
-  readonly givesUp: Readonly<Record<'attempts' | 'expiring', string>>;
+  readonly givesUp: Readonly<Record<'attempts' | 'expiring' | 'queued', string>>;
   /** A stalled task's message (`working`: only a resend finishes it), by why the completer gave up on it. */
   readonly stalled: Readonly<Record<StalledReason, string>>;
   /** The same, for a call none of whose attempts made an effect (`CallTask.neverRan`): nothing happened. */
@@ -156,7 +156,7 @@ export function mcpTaskOf(taskId: string, task: CallTask, wording: TaskWording):
         task.state === 'stalled'
           ? stalledMessage(task.neverRan ? wording.stalledNeverRan : wording.stalled, task.reason)
           : task.givesUp
-            ? wording.givesUp[task.givesUp]
+            ? wording.givesUp[task.note === 'queued' ? 'queued' : task.givesUp]
             : wording.working[task.note ?? task.state],
       pollInterval: task.pollIntervalMs,
     };

@@ -18,14 +18,22 @@ export const ABANDONED_HINT =
 
 /**
  * What an abandoned call the server's next look gives up on rather than re-run (`givesUpAtNextLook`) is, by
- * why: only a resend finishes it.
+ * why — `queued`: one none of whose attempts ran (nothing happened), its record expiring first: only a
+ * resend finishes it, while an attempt still fits before its record expires.
  */
-export const GIVES_UP_HINTS: Readonly<Record<'attempts' | 'expiring', string>> = {
+export const GIVES_UP_HINTS: Readonly<Record<'attempts' | 'expiring' | 'queued', string>> = {
   attempts:
     'the call stopped before it finished and its attempts are used up: the server stops retrying it once the wait this answer gives is over (it is then stalled) — resend the same arguments with the same key to run it again, now or then; it cannot act twice',
   expiring:
-    'the call stopped before it finished and its record expires before another attempt could be due: the server stops retrying it once the wait this answer gives is over (it is then stalled) — resend the same arguments with the same key now to run it again; it cannot act twice',
+    'the call stopped before it finished and its record expires before another attempt could be due: the server stops retrying it once the wait this answer gives is over (it is then stalled) — resend the same arguments with the same key to run it again while an attempt still fits before its record expires (it cannot act twice); after that it stays unfinished until its record expires',
+  queued:
+    'the call is queued and none of its attempts has run (nothing happened), but its record expires before the server could start it: the server gives it up once the wait this answer gives is over (it is then stalled) — resend the same arguments with the same key to run it while an attempt still fits before its record expires (it cannot act twice)',
 };
+
+/** Which of `GIVES_UP_HINTS` an abandoned call's next look is (`givesUp`; `queued`: none of its attempts ran). */
+export function givesUpWording(givesUp: 'attempts' | 'expiring', queued: boolean): keyof typeof GIVES_UP_HINTS {
+  return queued ? 'queued' : givesUp;
+}
 
 /** What an abandoned call every attempt of which was queued is (`allQueued`: a hand-off, a window's holder in the way). */
 export const QUEUED_HINT =
@@ -113,7 +121,11 @@ export async function readOperation(
     return { ok: true, status: 'stalled', key, ...wait, hint };
   }
   // What happens at its wait comes first: a queued call the server gives up on is not started then.
-  const hint = operation.givesUp ? GIVES_UP_HINTS[operation.givesUp] : operation.queued ? QUEUED_HINT : ABANDONED_HINT;
+  const hint = operation.givesUp
+    ? GIVES_UP_HINTS[givesUpWording(operation.givesUp, operation.queued === true)]
+    : operation.queued
+      ? QUEUED_HINT
+      : ABANDONED_HINT;
   return {
     ok: true,
     status: 'abandoned',

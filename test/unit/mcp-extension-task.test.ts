@@ -43,7 +43,7 @@ const wording: TaskWording = {
     powertools: 'powertools',
     queued: 'queued',
   },
-  givesUp: { attempts: 'gives up: attempts', expiring: 'gives up: expiring' },
+  givesUp: { attempts: 'gives up: attempts', expiring: 'gives up: expiring', queued: 'gives up: queued' },
   stalled: {
     attempts: 'stalled: attempts',
     unknown_tool: 'stalled: unknown tool',

@@ -202,13 +202,13 @@ export async function callAsTask<S extends z.ZodMiniObject, R extends JsonObject
 ): Promise<TaskAnswer<R>> {
   const answered = await runtime.invokeForCall(tool, identity, input, deadline, options);
   const { call, clientKey } = answered;
-  const reading = {
+  // No record, no task (`taskOf`): a call refused before its claim. A record is read under its client key.
+  const task = taskOf(call, {
     nowMs: Date.now(),
     clientKey: clientKey ?? '',
     ttlSeconds: tool.ttlSeconds ?? DEFAULT_TTL_SECONDS,
     maxAttempts: runtime.maxAttempts,
-  };
-  const task = call && clientKey !== undefined ? taskOf(call, reading) : undefined;
+  });
   return { result: answered.result, task: task && answered.fresh ? begunTask(task) : task };
 }
 

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { Completer } from '../../lib/idempotency/completer';
+import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { NotFoundError } from '../../lib/idempotency/errors';
 import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
@@ -18,14 +18,21 @@ type NoteTool = ReturnType<typeof noteTool>['tool'];
 
 /** A completer of `tools` on the world's idempotency table (its rechecks sent nowhere: a test delivers them). */
 export function completerOn(world: ProtocolWorld, runtime: ToolRuntime, tools: NoteTool[]) {
-  return new Completer({
+  return completerRecordingOn(world, runtime, tools).completer;
+}
+
+/** The same, with every batch of rechecks it sends kept in `sends` (when it would look again). */
+export function completerRecordingOn(world: ProtocolWorld, runtime: ToolRuntime, tools: NoteTool[]) {
+  const sends: Recheck[][] = [];
+  const completer = new Completer({
     client: world.client,
     runtime,
     tools,
-    queue: { send: async () => undefined },
+    queue: { send: async (rechecks) => void sends.push([...rechecks]) },
     tableName: world.idempotencyTable.tableName,
     attributes: DEFAULT_RECORD_ATTRIBUTES,
   });
+  return { completer, sends };
 }
 
 /** Whether a request's key or item is a dedupe window's intent. */

@@ -58,3 +58,16 @@ export function runGates(count: number) {
     },
   };
 }
+
+/** send_note as a later deploy defines it: the text must now be at least 5 characters (a stored "hi" no longer parses). */
+export function tightenedSendNote() {
+  const execute = jest.fn(async () => ({ receipt: { note_id: 'n' }, replayed: false }));
+  const tool = defineTool({
+    name: 'send_note',
+    description: 'send_note after a deploy: the text must now be at least 5 characters',
+    args: z.strictObject({ text: z.string().check(z.minLength(5)) }),
+    annotations: { destructiveHint: false, openWorldHint: false },
+    execute,
+  });
+  return { tool, execute };
+}

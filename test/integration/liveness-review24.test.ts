@@ -9,19 +9,17 @@
  * under the tool the completer serves — a `test.failing` here, listed under Liveness's "Left open".
  */
 import { randomUUID } from 'node:crypto';
-import * as z from 'zod/mini';
 import { nextAfterRead } from '../../lib/api/next-step';
 import { completerLooksAtMs } from '../../lib/idempotency/backoff';
-import { Completer, type Recheck } from '../../lib/idempotency/completer';
-import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { taskOf } from '../../lib/idempotency/task';
-import { defineTool, type ToolDefinition } from '../../lib/idempotency/tool';
+import type { ToolDefinition } from '../../lib/idempotency/tool';
 import { GIVES_UP_HINTS, readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
+import { completerRecordingOn } from '../helpers/no-effect';
 import { ownIdempotencyTable } from '../helpers/own-table';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
-import { noteTool } from '../helpers/tools';
+import { noteTool, tightenedSendNote } from '../helpers/tools';
 
 ownIdempotencyTable('liveness-review24');
 let world: ProtocolWorld;
@@ -33,18 +31,7 @@ beforeAll(() => {
 afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());
 
-function completerWith(tools: ToolDefinition[]) {
-  const sends: Recheck[][] = [];
-  const completer = new Completer({
-    client: world.client,
-    runtime,
-    tools,
-    queue: { send: async (rechecks) => void sends.push([...rechecks]) },
-    tableName: world.idempotencyTable.tableName,
-    attributes: DEFAULT_RECORD_ATTRIBUTES,
-  });
-  return { completer, sends };
-}
+const completerWith = (tools: ToolDefinition[]) => completerRecordingOn(world, runtime, tools as never);
 
 const abandonedCall = (text?: string) => callRecords(world, runtime).abandonedCall(text);
 const setAttributes = (key: string, values: Record<string, unknown>) =>
@@ -143,19 +130,6 @@ describe('review24 F1: an abandoned call within its budget that the completer gi
     expect(said.length).toBeGreaterThan(1);
   });
 });
-
-/** send_note as a later deploy defines it: the text must now be at least 5 characters. */
-function tightenedSendNote() {
-  const execute = jest.fn(async () => ({ receipt: { note_id: 'n' }, replayed: false }));
-  const tool = defineTool({
-    name: 'send_note',
-    description: 'send_note after a deploy: the text must now be at least 5 characters',
-    args: z.strictObject({ text: z.string().check(z.minLength(5)) }),
-    annotations: { destructiveHint: false, openWorldHint: false },
-    execute,
-  });
-  return { tool, execute };
-}
 
 describe('review24 F3 (pre-existing, same rule): an abandoned call the completer cannot re-run (unreadable_call) is promised a re-run', () => {
   it.failing('review24 (known, not fixed: docs/state-machine.md Liveness, “Left open”): its stored arguments no longer parse under the deployed tool: the poll says "re-runs it", the completer stalls it at that wait', async () => {

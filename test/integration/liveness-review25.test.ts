@@ -12,14 +12,13 @@
 import { randomUUID } from 'node:crypto';
 import { nextAfterRead } from '../../lib/api/next-step';
 import { lastLookMs } from '../../lib/idempotency/backoff';
-import { Completer } from '../../lib/idempotency/completer';
 import { InFlightError } from '../../lib/idempotency/errors';
 import { inFlightCallOf } from '../../lib/idempotency/in-flight';
-import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { taskOf } from '../../lib/idempotency/task';
 import { readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
+import { completerOn } from '../helpers/no-effect';
 import { ownIdempotencyTable } from '../helpers/own-table';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
@@ -77,16 +76,7 @@ async function queuedUntilItsLastLook() {
   return { tool, execute, caller, recordKey: String(qItem.id), claim: String(qItem.claim_id), expiresAtS };
 }
 
-function completerWith(tool: ReturnType<typeof noteTool>['tool']) {
-  return new Completer({
-    client: world.client,
-    runtime,
-    tools: [tool],
-    queue: { send: async () => undefined },
-    tableName: world.idempotencyTable.tableName,
-    attributes: DEFAULT_RECORD_ATTRIBUTES,
-  });
-}
+const completerWith = (tool: ReturnType<typeof noteTool>['tool']) => completerOn(world, runtime, [tool]);
 
 describe('review25 F1: a call queued behind a window holder, parked until its own last look (attempt 1): its answers say “queued: the server starts it”, the stack’s completer gives it up (expiring) at that wait', () => {
   it('review25 F1: get_operation (gives_up, hint, next) at the abandoned call’s wait vs what the completer (60 s lock) does then', async () => {

@@ -4,18 +4,18 @@ import * as z from 'zod/mini';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { nextAfterRead } from '../../lib/api/next-step';
 import { backoffSeconds, completerLooksAtMs } from '../../lib/idempotency/backoff';
-import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { InFlightError } from '../../lib/idempotency/errors';
-import { DEFAULT_RECORD_ATTRIBUTES, STATUS } from '../../lib/idempotency/protocol/record';
+import { STATUS } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { readTask } from '../../lib/idempotency/task';
 import { defineTool } from '../../lib/idempotency/tool';
 import { ABANDONED_HINT, GIVES_UP_HINTS, readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
 import { beforeNext, throttled } from '../helpers/intercept';
+import { completerRecordingOn } from '../helpers/no-effect';
 import { ownIdempotencyTable } from '../helpers/own-table';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
-import { noteTool } from '../helpers/tools';
+import { noteTool, tightenedSendNote } from '../helpers/tools';
 
 /**
  * Liveness (docs/state-machine.md, rule 8 and "Liveness"): what the completer does with a call it cannot
@@ -35,18 +35,8 @@ beforeAll(() => {
 afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());
 
-function completerWith(tools: ReturnType<typeof noteTool>['tool'][], on: ToolRuntime = runtime) {
-  const sends: Recheck[][] = [];
-  const completer = new Completer({
-    client: world.client,
-    runtime: on,
-    tools,
-    queue: { send: async (rechecks) => void sends.push([...rechecks]) },
-    tableName: world.idempotencyTable.tableName,
-    attributes: DEFAULT_RECORD_ATTRIBUTES,
-  });
-  return { completer, sends };
-}
+const completerWith = (tools: ReturnType<typeof noteTool>['tool'][], on: ToolRuntime = runtime) =>
+  completerRecordingOn(world, on, tools);
 
 /** The call records these tests set up (the world and runtime exist once `beforeAll` ran). */
 const abandonedCall = (text?: string) => callRecords(world, runtime).abandonedCall(text);
@@ -58,19 +48,6 @@ const setAttributes = (key: string, values: Record<string, unknown>) =>
 function clockAhead(byMs: number): void {
   const now = Date.now();
   jest.spyOn(Date, 'now').mockImplementation(() => now + byMs);
-}
-
-/** send_note as a later deploy defines it: the same name, arguments the stored call no longer satisfies. */
-function tightenedSendNote() {
-  const execute = jest.fn(async () => ({ receipt: { note_id: 'n' }, replayed: false }));
-  const tool = defineTool({
-    name: 'send_note',
-    description: 'send_note after a deploy: the text must now be at least 5 characters',
-    args: z.strictObject({ text: z.string().check(z.minLength(5)) }),
-    annotations: { destructiveHint: false, openWorldHint: false },
-    execute,
-  });
-  return { tool, execute };
 }
 
 /** send_note as a later deploy defines it: a new defaulted argument (the stored call's fingerprint no longer matches). */

@@ -15,7 +15,9 @@ import { IDEMPOTENCY_TABLE } from '../../lib/store/tables';
 export function ownIdempotencyTable(prefix: string): string {
   const name = `${prefix}-${randomUUID().slice(0, 8)}`;
   let client: DynamoDBClient | undefined;
+  let before: string | undefined;
   beforeAll(async () => {
+    before = process.env[IDEMPOTENCY_TABLE.envVar];
     process.env[IDEMPOTENCY_TABLE.envVar] = name;
     client = createDynamoDBClient(process.env);
     await client.send(new CreateTableCommand(createTableInput(IDEMPOTENCY_TABLE, name)));
@@ -23,6 +25,9 @@ export function ownIdempotencyTable(prefix: string): string {
   afterAll(async () => {
     await client?.send(new DeleteTableCommand({ TableName: name }));
     client?.destroy();
+    // Called inside a describe, the suite's later blocks are back on the table they used before.
+    if (before === undefined) delete process.env[IDEMPOTENCY_TABLE.envVar];
+    else process.env[IDEMPOTENCY_TABLE.envVar] = before;
   });
   return name;
 }

@@ -20,6 +20,7 @@ import { FIXTURE_ENTRY_DIR, TOOLS_WITH_FIXTURE } from '../fixtures/registry';
 import { ACCESS_EXERCISES } from '../helpers/access-exercises';
 import { type CompleterAccess, observeCompleterAccess } from '../helpers/completer-access';
 import { type ObservedAccess, observeAccess } from '../helpers/observed-access';
+import { ownIdempotencyTable } from '../helpers/own-table';
 import { createWorld, deadline, newTenant } from '../helpers/world';
 import { bundleBudgetOf, entriesFor } from './entries';
 import { withoutBundlingProgress } from './quiet-bundling';
@@ -391,6 +392,10 @@ describe('the completer', () => {
 });
 
 describe('tenant erase', () => {
+  // The erase below must find the calls of its tenant alone: the shared table holds other suites' records
+  // of no tenant (Powertools' handler's), which every tenant's erase reports as its own.
+  ownIdempotencyTable('stack-erase');
+
   it('may send exactly what an erase sends on DynamoDB Local, and nothing reaches it over the API', async () => {
     const world = createWorld();
     const tenant = newTenant('erase-grants');

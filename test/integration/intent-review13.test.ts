@@ -27,7 +27,10 @@ import {
   throttleNextRecordUpdate,
 } from '../helpers/no-effect';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { ownIdempotencyTable } from '../helpers/own-table';
 import { noteTool } from '../helpers/tools';
+
+ownIdempotencyTable('intent-review13');
 
 let world: ProtocolWorld;
 let runtime: ToolRuntime;

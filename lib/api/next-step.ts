@@ -177,7 +177,7 @@ export function nextAfterOperation(
   /**
    * `runsAnew`: Powertools' handler holds it; `queued`: abandoned, none of its attempts ran yet;
    * `givesUp`: abandoned, and the server gives up on it then rather than re-run it — its attempts are used
-   * up, or its record expires before another attempt could be due.
+   * up, or its record expires before the server could re-run it.
    */
   {
     runsAnew = false,
@@ -225,7 +225,7 @@ export function nextAfterOperation(
 function givesUpMessage(givesUp: 'attempts' | 'expiring', queued: boolean, wait: string): string {
   const why = queued
     ? 'The call is queued and nothing ran yet, but its record expires before the server could start it'
-    : `The call stopped before it finished and ${givesUp === 'attempts' ? 'its attempts are used up' : 'its record expires before another attempt could be due'}`;
+    : `The call stopped before it finished and ${givesUp === 'attempts' ? 'its attempts are used up' : 'its record expires before the server could re-run it'}`;
   const when = givesUp === 'attempts' ? 'now or then' : 'while an attempt still fits before its record expires';
   return `${why}: the server ${queued ? 'gives it up' : 'stops retrying it'} in ${wait} (it is then stalled). Call the write again with the same idempotency_key and arguments to run it, ${when} (it cannot act twice), or tell the user it did not finish.`;
 }

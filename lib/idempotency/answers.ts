@@ -2,8 +2,8 @@
  * How an attempt ends (`Ending`) and what the caller is told: the stored outcome's answer, the one
  * `pending` answer, and every failure in the closed set of error codes (`toToolError`).
  */
-import { completerLooksAtMs, STREAM_BATCHING_WINDOW_SECONDS } from './backoff';
-import { isParked, neverRan } from './call-state';
+import { nextLookAtMs } from './backoff';
+import { isParked } from './call-state';
 import {
   ConflictError,
   type ErrorCode,
@@ -101,9 +101,6 @@ export function retryAfterMs(lockEndsMs: number | undefined, nowMs: number = Dat
   return Math.min(MAX_RETRY_AFTER_MS, Math.max(MIN_RETRY_AFTER_MS, Math.ceil(untilLockEnds)));
 }
 
-/** The least wait an abandoned call's answer hints: its re-run is due, but not this instant. */
-export const MIN_ABANDONED_WAIT_MS = 1_000;
-
 /**
  * When asking about a call in flight again is worth it, ms after `nowMs` — the one rule every surface's
  * hint follows (a poll's `next.after_ms`, `Retry-After`, an MCP task's `pollInterval`; docs/state-machine.md,
@@ -120,10 +117,9 @@ export function askAgainAfterMs(record: CallRecord, state: 'live' | 'abandoned',
     return Math.max(MIN_RETRY_AFTER_MS, Math.ceil(record.lockEndsMs - nowMs));
   }
   if (state === 'live') return retryAfterMs(record.lockEndsMs, nowMs);
-  // Queued (none of its attempts ran: parked before its run, its lock ended at the park): the completer
-  // learns of it from the park's stream image, after the stream's batching window.
-  const seenMs = neverRan(record) ? record.lockEndsMs + STREAM_BATCHING_WINDOW_SECONDS * 1000 : 0;
-  return Math.max(MIN_ABANDONED_WAIT_MS, Math.ceil(Math.max(completerLooksAtMs(record), seenMs) - nowMs));
+  // The completer's next look (`nextLookAtMs`): a queued call (none of its attempts ran: parked before its
+  // run, its lock ended at the park) no sooner than its park's stream image reaches the completer.
+  return Math.ceil(nextLookAtMs(record, nowMs) - nowMs);
 }
 
 /** The message of a call whose effect may have run but whose outcome is not stored (or not its own). */

@@ -5,7 +5,7 @@
  * `retrysafe complete` run every minute from cron re-run a call at the same time, and every answer about
  * the call (a poll, a task's `pollInterval`, `Retry-After`) can say when that is.
  */
-import { CLOCK_SKEW_TOLERANCE_MS, latestLockEndMs } from './call-state';
+import { CLOCK_SKEW_TOLERANCE_MS, latestLockEndMs, neverRan } from './call-state';
 
 /**
  * Backoff between the completer's re-runs of one call, by attempt: 30 s, 60 s, … at most 15 min (SQS's
@@ -25,7 +25,16 @@ export interface ScheduledRecord {
   readonly expiresAtS: number;
   /** Attempts of them that were queued (`CallRecord.queuedAttempts`): they count in the backoff, not in `maxAttempts`. */
   readonly queuedAttempts?: number | undefined;
+  /** Attempts of them that made no effect (`CallRecord.unrunAttempts`): all of them, and the completer learns of it from the stream. */
+  readonly unrunAttempts?: number | undefined;
 }
+
+/**
+ * How exactly a look at a call in flight is timed: an SQS recheck's delay is whole seconds (a look comes up
+ * to a second after it is due), and an answer about an abandoned call waits at least this long
+ * (`nextLookAtMs`: its re-run is due, but not this instant).
+ */
+export const LOOK_GRANULARITY_MS = 1_000;
 
 /**
  * How long before a record's last 10 s (rule 2's `CLOCK_SKEW_TOLERANCE_MS`) the completer looks at a call
@@ -49,13 +58,29 @@ export function lastLookMs(expiresAtS: number): number {
 }
 
 /**
- * The latest a call parked to wait (queued behind a call that changes later, or whose window nothing
- * remembers) may be parked until: its last look, so the completer can still give it up before its TTL — or,
- * that passed already (a resend after it), its last lock end (rule 2): nothing changes it before then, so a
- * wait ending sooner would only be asked about again and again (review 18, R18-4).
+ * How long before its last look a call parked to wait for another (queued behind a dedupe window's holder
+ * that is parked itself, or whose window nothing remembers) is looked at first (`parkLimitMs`): a re-run
+ * then finds that call settled (it replays its outcome, or runs) — or not, and parks again until the last
+ * look, which gives it up. A minute: a completer a minute late (`retrysafe complete` from cron) still
+ * comes before the last look, and a re-run's lock (at most a minute, the stack's) still ends by it.
  */
-export function parkLimitMs(expiresAtS: number, nowMs: number): number {
+export const WAIT_LOOK_BEFORE_LAST_LOOK_MS = 60_000;
+
+/**
+ * The latest a call parked to wait (queued behind a call that changes later, or whose window nothing
+ * remembers) may be parked until: while what it waits for can still change (`mayChange`: a holder that may
+ * settle, an intent that expires), a minute before its last look (`WAIT_LOOK_BEFORE_LAST_LOOK_MS`), so that
+ * a look can still run it once that changed (review 26, F2: parked until its last look, it was given up
+ * there though its holder had settled long before); after that look (a re-run's park), or for a wait on
+ * nothing that changes (a window nothing remembers: it never runs), its last look, so the completer can
+ * still give it up before its TTL; that passed too (a resend after it), its last lock end (rule 2):
+ * nothing changes it before then, so a wait ending sooner would only be asked about again and again
+ * (review 18, R18-4).
+ */
+export function parkLimitMs(expiresAtS: number, nowMs: number, mayChange: boolean): number {
   const lastLook = lastLookMs(expiresAtS);
+  const waitLook = lastLook - WAIT_LOOK_BEFORE_LAST_LOOK_MS;
+  if (mayChange && waitLook > nowMs) return waitLook;
   return lastLook > nowMs ? lastLook : latestLockEndMs(expiresAtS);
 }
 
@@ -84,6 +109,17 @@ export function completerDueAtMs(record: ScheduledRecord): number {
  */
 export const STREAM_BATCHING_WINDOW_SECONDS = 10;
 
+/**
+ * When the completer next looks at an abandoned call, as every answer about it states it (epoch ms; the
+ * answer's wait is this less `nowMs`): when the schedule says (`completerLooksAtMs`: its re-run when due,
+ * or its last look) — for a call none of whose attempts made an effect (a hand-off, a queued call), no
+ * sooner than the stack's stream delivers its park — and never sooner than `LOOK_GRANULARITY_MS` from now.
+ */
+export function nextLookAtMs(record: ScheduledRecord, nowMs: number): number {
+  const seenMs = neverRan(record) ? record.lockEndsMs + STREAM_BATCHING_WINDOW_SECONDS * 1000 : 0;
+  return Math.max(nowMs + LOOK_GRANULARITY_MS, completerLooksAtMs(record), seenMs);
+}
+
 /** SQS's longest `DelaySeconds`: a recheck due later is delivered then, and schedules itself again. */
 export const MAX_RECHECK_DELAY_SECONDS = 900;
 
@@ -110,23 +146,26 @@ export function retriesExhausted(record: ScheduledRecord, maxAttempts: number = 
 }
 
 /**
- * A call whose re-run is due at or after the completer's last look before its TTL (`lastLookMs`): that look
- * gives it up (`stalled`, `expiring`) rather than let it expire unfinished — a look then is too late for any
- * re-run, whatever the completer's lock (`tooLateToRerun`; a call parked to wait until its last look,
- * `parkLimitMs`, is given up there).
+ * A call whose re-run is due at or after the completer's last look before its TTL (`lastLookMs`), or less
+ * than `LOOK_GRANULARITY_MS` before it (a recheck due then may come after it): that look gives it up
+ * (`stalled`, `expiring`) rather than let it expire unfinished, whatever the completer's lock — the record
+ * alone says so (`tooLateToRerun`; a call parked to wait until its last look, `parkLimitMs`, is given up
+ * there).
  */
 export function expiresBeforeRerun(record: ScheduledRecord): boolean {
-  return completerDueAtMs(record) >= lastLookMs(record.expiresAtS);
+  return completerDueAtMs(record) + LOOK_GRANULARITY_MS > lastLookMs(record.expiresAtS);
 }
 
 /**
  * Whether a look at an abandoned call at `nowMs`, whose re-run would hold a lock `lockMs` long, is too late
- * to re-run it: its due time or now is at or past its last look before its TTL — the same for every
- * completer (the stack's and `retrysafe complete`'s 60 s, `retrysafe dev`'s 10 s), and what the answers say in
- * advance (`expiresBeforeRerun`) — or past the last start rule 2 allows a lock that long (a lock over
- * `LAST_LOOK_BEFORE_TTL_MS` ends later than the last look allows for).
+ * to re-run it: its record says so (`expiresBeforeRerun`), or this look is at or past its last look before
+ * its TTL (no completer looked while it was due: a late recheck, a dev pass or a cron run after it) — the
+ * same for every completer (the stack's and `retrysafe complete`'s 60 s, `retrysafe dev`'s 10 s), and what
+ * the answers say of the look at the wait they give (`givesUpAtNextLook`) — or past the last start rule 2
+ * allows a lock that long (a lock over `LAST_LOOK_BEFORE_TTL_MS` ends later than the last look allows for).
  */
 export function tooLateToRerun(record: ScheduledRecord, nowMs: number, lockMs: number): boolean {
+  if (expiresBeforeRerun(record)) return true;
   const atMs = Math.max(completerDueAtMs(record), nowMs);
   return atMs >= lastLookMs(record.expiresAtS) || atMs > lastRerunStartMs(record, lockMs);
 }
@@ -142,16 +181,20 @@ export function maxAttemptsOf(maxAttempts: number | undefined): number {
 }
 
 /**
- * What the completer's next look at an abandoned call does instead of re-running it, by the record alone:
- * gives it up because its re-run would be due past its last look (`expiring`), or because its attempts are
- * used up (`attempts`, against the runtime's `maxAttempts`); undefined: it re-runs it (if its tool is
- * served and its call readable). The rule the completer decides by, and what every answer about the call
- * says in advance (`lookup`, a task, `retrysafe calls`; docs/state-machine.md, Liveness).
+ * What the completer's next look at an abandoned call (`nextLookAtMs`: at the wait the answer at `nowMs`
+ * gives) does instead of re-running it: gives it up because its record expires before a re-run (`expiring`:
+ * `expiresBeforeRerun`, or that look is at or past its last look), or because its attempts are used up
+ * (`attempts`, against the runtime's `maxAttempts`); undefined: it re-runs it (if its tool is served and its
+ * call readable). The rule the completer decides by (`tooLateToRerun`, `retriesExhausted`), and what every
+ * answer about the call says in advance (`lookup`, a task, `retrysafe calls`; docs/state-machine.md,
+ * Liveness). A look sooner than that wait (a recheck due before it, a dev pass) may still re-run a call
+ * due before its last look that this says is given up — never the other way round.
  */
 export function givesUpAtNextLook(
   record: ScheduledRecord,
+  nowMs: number,
   maxAttempts: number = MAX_ATTEMPTS,
 ): 'expiring' | 'attempts' | undefined {
-  if (expiresBeforeRerun(record)) return 'expiring';
+  if (expiresBeforeRerun(record) || nextLookAtMs(record, nowMs) >= lastLookMs(record.expiresAtS)) return 'expiring';
   return retriesExhausted(record, maxAttempts) ? 'attempts' : undefined;
 }

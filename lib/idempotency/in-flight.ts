@@ -50,7 +50,7 @@ export function inFlightCallOf(
     clientKey: record.call?.clientKey,
     attempt: record.attempt,
     queued: allQueued(record),
-    givesUp: state === 'abandoned' ? givesUpAtNextLook(record, maxAttempts) : undefined,
+    givesUp: state === 'abandoned' ? givesUpAtNextLook(record, nowMs, maxAttempts) : undefined,
     expiresAtS: record.expiresAtS,
     lockEndsMs: record.lockEndsMs,
   };

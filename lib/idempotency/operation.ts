@@ -56,7 +56,7 @@ export function operationOf(
         ...(record.writtenBy === 'powertools' ? { runsAnew: true as const } : {}),
       };
     case 'abandoned': {
-      const givesUp = givesUpAtNextLook(record, maxAttempts);
+      const givesUp = givesUpAtNextLook(record, nowMs, maxAttempts);
       return {
         status: 'abandoned',
         retryAfterMs: askAgainAfterMs(record, state, nowMs),

@@ -93,9 +93,10 @@ export interface TaskReading {
 /** What an abandoned call's task says beside its state, where its state alone would mislead (`CallTask.note`). */
 function abandonedNote(
   record: CallRecord,
+  nowMs: number,
   maxAttempts: number | undefined,
 ): { note?: 'queued'; givesUp?: 'attempts' | 'expiring' } {
-  const givesUp = givesUpAtNextLook(record, maxAttempts);
+  const givesUp = givesUpAtNextLook(record, nowMs, maxAttempts);
   return { ...(allQueued(record) ? { note: 'queued' as const } : {}), ...(givesUp ? { givesUp } : {}) };
 }
 
@@ -138,7 +139,7 @@ export function taskOf(record: CallRecord | undefined, reading: TaskReading): Ca
         // scheduled, or nothing moves it before `stalledChangesAtMs` (one Powertools' handler left) — then.
         pollIntervalMs: state === 'stalled' ? stalledPollMs(record, nowMs) : askAgainAfterMs(record, state, nowMs),
         ...(state === 'stalled' ? { reason: record.stalledReason ?? 'attempts' } : {}),
-        ...(state === 'abandoned' ? abandonedNote(record, reading.maxAttempts) : {}),
+        ...(state === 'abandoned' ? abandonedNote(record, nowMs, reading.maxAttempts) : {}),
         ...(state === 'stalled' && neverRan(record) ? { neverRan: true as const } : {}),
       };
     case 'completed': {

@@ -50,7 +50,7 @@ export const operationAnswer = z.lazy(() =>
           .enum(['attempts', 'expiring'])
           .check(
             z.describe(
-              'At retry_after_ms the server stops retrying it (stalled) instead of re-running it: its attempts are used up, or its record expires before another attempt could be due. A resend with the same key runs it.',
+              'At retry_after_ms the server stops retrying it (stalled) instead of re-running it: its attempts are used up, or its record expires before the server could re-run it. A resend with the same key runs it.',
             ),
           ),
       ),

@@ -25,7 +25,7 @@ export const GIVES_UP_HINTS: Readonly<Record<'attempts' | 'expiring' | 'queued',
   attempts:
     'the call stopped before it finished and its attempts are used up: the server stops retrying it once the wait this answer gives is over (it is then stalled) — resend the same arguments with the same key to run it again, now or then; it cannot act twice',
   expiring:
-    'the call stopped before it finished and its record expires before another attempt could be due: the server stops retrying it once the wait this answer gives is over (it is then stalled) — resend the same arguments with the same key to run it again while an attempt still fits before its record expires (it cannot act twice); after that it stays unfinished until its record expires',
+    'the call stopped before it finished and its record expires before the server could re-run it: the server stops retrying it once the wait this answer gives is over (it is then stalled) — resend the same arguments with the same key to run it again while an attempt still fits before its record expires (it cannot act twice); after that it stays unfinished until its record expires',
   queued:
     'the call is queued and none of its attempts has run (nothing happened), but its record expires before the server could start it: the server gives it up once the wait this answer gives is over (it is then stalled) — resend the same arguments with the same key to run it while an attempt still fits before its record expires (it cannot act twice)',
 };

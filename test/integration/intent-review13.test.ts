@@ -26,8 +26,8 @@ import {
   throttleNextIntentWrite,
   throttleNextRecordUpdate,
 } from '../helpers/no-effect';
-import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { ownIdempotencyTable } from '../helpers/own-table';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
 
 ownIdempotencyTable('intent-review13');

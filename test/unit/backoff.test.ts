@@ -3,8 +3,16 @@ import {
   backoffSeconds,
   completerDueAtMs,
   completerLooksAtMs,
+  expiresBeforeRerun,
+  givesUpAtNextLook,
+  LOOK_GRANULARITY_MS,
+  lastLookMs,
   lastRerunStartMs,
+  nextLookAtMs,
+  parkLimitMs,
   recheckDelaySeconds,
+  tooLateToRerun,
+  WAIT_LOOK_BEFORE_LAST_LOOK_MS,
 } from '../../lib/idempotency/backoff';
 
 /**
@@ -79,5 +87,64 @@ describe('recheckDelaySeconds', () => {
     ['due in an hour (SQS’s cap: it looks again then)', 3_600_000, 900],
   ])('%s: %i ms → %i s', (_label, inMs, seconds) => {
     expect(recheckDelaySeconds(NOW + inMs, NOW)).toBe(seconds);
+  });
+});
+
+describe('the look an answer points at, and what it does (review 26, F1)', () => {
+  const expiresAtS = NOW / 1000 + 3_600;
+  const lastLook = lastLookMs(expiresAtS);
+  const due = (atMs: number) => ({ lockEndsMs: atMs, attempt: 1, expiresAtS });
+
+  it('a re-run due less than a second before the last look is given up by the record alone; a second before is not', () => {
+    expect(LOOK_GRANULARITY_MS).toBe(1_000);
+    expect(expiresBeforeRerun(due(lastLook - 999))).toBe(true);
+    expect(expiresBeforeRerun(due(lastLook - 1_000))).toBe(false);
+    // A recheck for the latter, sent at any time before it is due, comes before the last look.
+    const sentAt = lastLook - 50_500;
+    expect(sentAt + recheckDelaySeconds(lastLook - 1_000, sentAt) * 1000).toBeLessThan(lastLook);
+  });
+
+  it('the next look is the due time, at least a second from now, and for a call none of whose attempts ran no sooner than the stream delivers its park', () => {
+    expect(nextLookAtMs(due(NOW + 30_000), NOW)).toBe(NOW + 30_000);
+    expect(nextLookAtMs(due(NOW - 30_000), NOW)).toBe(NOW + 1_000);
+    expect(nextLookAtMs({ ...due(NOW - 5_000), unrunAttempts: 1 }, NOW)).toBe(NOW + 5_000);
+  });
+
+  it('an answer says `expiring` exactly when the look at the wait it gives is too late to re-run it, under every lock up to a minute', () => {
+    for (const [lockEndsMs, nowMs] of [
+      [lastLook - 30_000, lastLook - 40_000], // due well before, asked before: re-run
+      [lastLook - 30_000, lastLook + 1_000], // due well before, asked past the last look (a late completer)
+      [lastLook - 30_000, lastLook - 500], // asked half a second before the last look: its wait ends past it
+      [lastLook - 300, lastLook - 400], // due 300 ms before the last look
+      [lastLook - 2_000, lastLook - 2_500], // due two seconds before: re-run
+    ] as const) {
+      const record = due(lockEndsMs);
+      const lookAt = nextLookAtMs(record, nowMs);
+      const says = givesUpAtNextLook(record, nowMs) === 'expiring';
+      for (const lockMs of [10_000, 60_000])
+        expect([lockEndsMs, nowMs, lockMs, tooLateToRerun(record, lookAt, lockMs)]).toEqual([
+          lockEndsMs,
+          nowMs,
+          lockMs,
+          says,
+        ]);
+    }
+  });
+});
+
+describe('parkLimitMs', () => {
+  const expiresAtS = NOW / 1000 + 3_600;
+  const lastLook = lastLookMs(expiresAtS);
+
+  it('a wait on what may change ends at the wait look, a minute before the last look; then the last look; then the last lock end', () => {
+    expect(WAIT_LOOK_BEFORE_LAST_LOOK_MS).toBe(60_000);
+    expect(parkLimitMs(expiresAtS, NOW, true)).toBe(lastLook - 60_000);
+    expect(parkLimitMs(expiresAtS, lastLook - 60_000, true)).toBe(lastLook);
+    expect(parkLimitMs(expiresAtS, lastLook, true)).toBe(expiresAtS * 1000 - 10_000);
+  });
+
+  it('a wait on nothing that changes (a window nothing remembers) takes no wait look', () => {
+    expect(parkLimitMs(expiresAtS, NOW, false)).toBe(lastLook);
+    expect(parkLimitMs(expiresAtS, lastLook, false)).toBe(expiresAtS * 1000 - 10_000);
   });
 });

@@ -42,7 +42,10 @@ beforeAll(async () => {
 
 afterAll(() => memory.stop());
 
-/** Per scenario: its base schedule, two forced faults on it, three random schedules. */
+/**
+ * Per scenario: its base schedule, two forced faults on it, two random schedules (three until the CI run
+ * neared its 15 minutes; `npm run explore -- --cross-check` runs any number on both engines).
+ */
 const SCHEDULES: ReadonlyArray<ScheduleOptions> = Object.keys(SCENARIOS).flatMap((scenario, index) => {
   const base = 1_000_000 * (index + 1);
   return [
@@ -51,7 +54,6 @@ const SCHEDULES: ReadonlyArray<ScheduleOptions> = Object.keys(SCENARIOS).flatMap
     { scenario, seed: base, at: [{ step: 2, fault: 'lose_answer' as const }] },
     { scenario, seed: base + 1 },
     { scenario, seed: base + 2 },
-    { scenario, seed: base + 3 },
   ];
 });
 

@@ -5,7 +5,7 @@
  * `retrysafe complete` run every minute from cron re-run a call at the same time, and every answer about
  * the call (a poll, a task's `pollInterval`, `Retry-After`) can say when that is.
  */
-import { CLOCK_SKEW_TOLERANCE_MS, latestLockEndMs, neverRan } from './call-state';
+import { CLOCK_SKEW_TOLERANCE_MS, latestLockEndMs } from './call-state';
 
 /**
  * Backoff between the completer's re-runs of one call, by attempt: 30 s, 60 s, … at most 15 min (SQS's
@@ -25,16 +25,22 @@ export interface ScheduledRecord {
   readonly expiresAtS: number;
   /** Attempts of them that were queued (`CallRecord.queuedAttempts`): they count in the backoff, not in `maxAttempts`. */
   readonly queuedAttempts?: number | undefined;
-  /** Attempts of them that made no effect (`CallRecord.unrunAttempts`): all of them, and the completer learns of it from the stream. */
-  readonly unrunAttempts?: number | undefined;
+  /** The claim holding it, and the one that parked it (`CallRecord.parkedClaimId`): the same, its lock's end was a park's. */
+  readonly claimId?: string | undefined;
+  readonly parkedClaimId?: string | undefined;
 }
 
+/** The least wait an answer about an abandoned call gives (`nextLookAtMs`): its re-run is due, but not this instant. */
+export const LEAST_WAIT_MS = 1_000;
+
 /**
- * How exactly a look at a call in flight is timed: an SQS recheck's delay is whole seconds (a look comes up
- * to a second after it is due), and an answer about an abandoned call waits at least this long
- * (`nextLookAtMs`: its re-run is due, but not this instant).
+ * How late after a call is due the slowest completer retrysafe ships may look at it: `retrysafe complete`
+ * run from cron once a minute (the stack's recheck comes within a second of it — its delay is whole seconds
+ * — and `retrysafe dev` passes every 5 s). A re-run due less than this before the call's last look is given
+ * up by the record alone (`expiresBeforeRerun`), so every completer decides it alike (review 27, F1: dev's
+ * pass and cron's run came after the last look and gave up a call told it is re-run).
  */
-export const LOOK_GRANULARITY_MS = 1_000;
+export const LATEST_LOOK_AFTER_DUE_MS = 60_000;
 
 /**
  * How long before a record's last 10 s (rule 2's `CLOCK_SKEW_TOLERANCE_MS`) the completer looks at a call
@@ -59,12 +65,13 @@ export function lastLookMs(expiresAtS: number): number {
 
 /**
  * How long before its last look a call parked to wait for another (queued behind a dedupe window's holder
- * that is parked itself, or whose window nothing remembers) is looked at first (`parkLimitMs`): a re-run
+ * that is parked itself, or held back by an old window's call) is looked at first (`parkLimitMs`): a re-run
  * then finds that call settled (it replays its outcome, or runs) — or not, and parks again until the last
- * look, which gives it up. A minute: a completer a minute late (`retrysafe complete` from cron) still
- * comes before the last look, and a re-run's lock (at most a minute, the stack's) still ends by it.
+ * look, which gives it up. The latest a re-run may be due (`LATEST_LOOK_AFTER_DUE_MS`): every completer,
+ * cron's a minute late too, still comes before the last look, and a re-run's lock (at most a minute, the
+ * stack's) still ends by it.
  */
-export const WAIT_LOOK_BEFORE_LAST_LOOK_MS = 60_000;
+export const WAIT_LOOK_BEFORE_LAST_LOOK_MS = LATEST_LOOK_AFTER_DUE_MS;
 
 /**
  * The latest a call parked to wait (queued behind a call that changes later, or whose window nothing
@@ -112,12 +119,16 @@ export const STREAM_BATCHING_WINDOW_SECONDS = 10;
 /**
  * When the completer next looks at an abandoned call, as every answer about it states it (epoch ms; the
  * answer's wait is this less `nowMs`): when the schedule says (`completerLooksAtMs`: its re-run when due,
- * or its last look) — for a call none of whose attempts made an effect (a hand-off, a queued call), no
- * sooner than the stack's stream delivers its park — and never sooner than `LOOK_GRANULARITY_MS` from now.
+ * or its last look); for a call whose lock's end a park wrote (a hand-off, a queued call, a failed attempt:
+ * `parkedClaimId` is its claim), no sooner than the stack's stream delivers that park, the batching window
+ * after it (it only matters after a first attempt, due at its lock's end; review 27, F3); and never sooner
+ * than `LEAST_WAIT_MS` from now. A completer that looks later (`retrysafe dev`'s pass, cron's run:
+ * `LATEST_LOOK_AFTER_DUE_MS`) decides it alike (`expiresBeforeRerun`).
  */
 export function nextLookAtMs(record: ScheduledRecord, nowMs: number): number {
-  const seenMs = neverRan(record) ? record.lockEndsMs + STREAM_BATCHING_WINDOW_SECONDS * 1000 : 0;
-  return Math.max(nowMs + LOOK_GRANULARITY_MS, completerLooksAtMs(record), seenMs);
+  const parked = record.parkedClaimId !== undefined && record.parkedClaimId === record.claimId;
+  const seenMs = parked ? record.lockEndsMs + STREAM_BATCHING_WINDOW_SECONDS * 1000 : 0;
+  return Math.max(nowMs + LEAST_WAIT_MS, completerLooksAtMs(record), seenMs);
 }
 
 /** SQS's longest `DelaySeconds`: a recheck due later is delivered then, and schedules itself again. */
@@ -146,14 +157,14 @@ export function retriesExhausted(record: ScheduledRecord, maxAttempts: number = 
 }
 
 /**
- * A call whose re-run is due at or after the completer's last look before its TTL (`lastLookMs`), or less
- * than `LOOK_GRANULARITY_MS` before it (a recheck due then may come after it): that look gives it up
- * (`stalled`, `expiring`) rather than let it expire unfinished, whatever the completer's lock — the record
- * alone says so (`tooLateToRerun`; a call parked to wait until its last look, `parkLimitMs`, is given up
- * there).
+ * A call whose re-run is due less than `LATEST_LOOK_AFTER_DUE_MS` before the completer's last look before
+ * its TTL (`lastLookMs`), or after it: a completer looking as late as any shipped one may would come past
+ * that look, so every completer gives it up (`stalled`, `expiring`) when it looks, rather than re-run it or
+ * let it expire unfinished, whatever its lock or its pace — the record alone says so (`tooLateToRerun`; a
+ * call parked to wait until its last look, `parkLimitMs`, is given up there).
  */
 export function expiresBeforeRerun(record: ScheduledRecord): boolean {
-  return completerDueAtMs(record) + LOOK_GRANULARITY_MS > lastLookMs(record.expiresAtS);
+  return completerDueAtMs(record) + LATEST_LOOK_AFTER_DUE_MS > lastLookMs(record.expiresAtS);
 }
 
 /**

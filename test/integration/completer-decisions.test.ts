@@ -444,28 +444,28 @@ describe('a recheck', () => {
     expect(execute).not.toHaveBeenCalled();
   });
 
-  it('gives up, whatever its own lock, an abandoned call due at, past or less than a second before its last look before its TTL (expiresBeforeRerun: what its answers said in advance, reviews 24 F1, 25 F1b and 26 F1) — and waits for one due a second and a ms before it', async () => {
+  it('gives up, whatever its own lock, an abandoned call due at, past or less than a minute before its last look before its TTL (expiresBeforeRerun: what its answers said in advance, reviews 24 F1, 25 F1b, 26 F1 and 27 F1) — and waits for one due a minute before it', async () => {
     const { completer, execute, sends } = completerWith();
     const call = await abandonedCall();
     const now = Date.now();
     freezeClock(now);
     const expiresAtS = Math.floor(now / 1000) + 3_600;
     const lastLook = lastLookMs(expiresAtS); // TTL − 70 s
-    // Attempt 3, due 60 s after its lock's end: a second and a ms before its last look (a recheck due then,
-    // its delay whole seconds, still comes before it). A 20 s lock could start later.
+    // Attempt 3, due 60 s after its lock's end: a minute before its last look (cron's run, a minute late,
+    // still comes before it). A 20 s lock could start later.
     await setAttributes(call.recordKey, {
       attempt: 3,
-      in_progress_expiration: lastLook - 61_001,
+      in_progress_expiration: lastLook - 120_000,
       expiration: expiresAtS,
     });
-    freezeClock(lastLook - 50_000);
+    freezeClock(lastLook - 110_000);
 
     expect(await runtime.lookup('send_note', call.caller, call.key)).not.toHaveProperty('givesUp');
     expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(20_000))).toBe('later');
-    expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 49, dueAtMs: lastLook - 1_001 }]]);
-    // Due less than a second before its last look (LOOK_GRANULARITY_MS: a recheck due then may come after it):
+    expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 50, dueAtMs: lastLook - 60_000 }]]);
+    // Due less than a minute before its last look (LATEST_LOOK_AFTER_DUE_MS: cron's run may come after it):
     // its answers said the server stops retrying it; so it does, with a 20 s lock too.
-    await setAttributes(call.recordKey, { in_progress_expiration: lastLook - 60_999 });
+    await setAttributes(call.recordKey, { in_progress_expiration: lastLook - 119_999 });
     expect(await runtime.lookup('send_note', call.caller, call.key)).toMatchObject({ givesUp: 'expiring' });
     expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(20_000))).toBe('gave_up');
     expect(await itemOf(call.recordKey)).toMatchObject({ stalled_reason: 'expiring' });

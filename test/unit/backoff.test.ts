@@ -5,7 +5,8 @@ import {
   completerLooksAtMs,
   expiresBeforeRerun,
   givesUpAtNextLook,
-  LOOK_GRANULARITY_MS,
+  LATEST_LOOK_AFTER_DUE_MS,
+  LEAST_WAIT_MS,
   lastLookMs,
   lastRerunStartMs,
   nextLookAtMs,
@@ -90,44 +91,48 @@ describe('recheckDelaySeconds', () => {
   });
 });
 
-describe('the look an answer points at, and what it does (review 26, F1)', () => {
+describe('the look an answer points at, and what it does (reviews 26 and 27, F1)', () => {
   const expiresAtS = NOW / 1000 + 3_600;
   const lastLook = lastLookMs(expiresAtS);
-  const due = (atMs: number) => ({ lockEndsMs: atMs, attempt: 1, expiresAtS });
+  const due = (atMs: number, attempt = 2) => ({ lockEndsMs: atMs - 30_000, attempt, expiresAtS });
 
-  it('a re-run due less than a second before the last look is given up by the record alone; a second before is not', () => {
-    expect(LOOK_GRANULARITY_MS).toBe(1_000);
-    expect(expiresBeforeRerun(due(lastLook - 999))).toBe(true);
-    expect(expiresBeforeRerun(due(lastLook - 1_000))).toBe(false);
-    // A recheck for the latter, sent at any time before it is due, comes before the last look.
-    const sentAt = lastLook - 50_500;
-    expect(sentAt + recheckDelaySeconds(lastLook - 1_000, sentAt) * 1000).toBeLessThan(lastLook);
+  it('a re-run due less than a minute before the last look (cron’s pace) is given up by the record alone; a minute before is not', () => {
+    expect(LATEST_LOOK_AFTER_DUE_MS).toBe(60_000);
+    expect(expiresBeforeRerun(due(lastLook - 59_999))).toBe(true);
+    expect(expiresBeforeRerun(due(lastLook - 60_000))).toBe(false);
+    // Every shipped completer looks before the last look at such a call: the stack's recheck (whole
+    // seconds), dev's pass every 5 s, cron's run within the minute.
+    const sentAt = lastLook - 100_500;
+    expect(sentAt + recheckDelaySeconds(lastLook - 60_000, sentAt) * 1000).toBeLessThan(lastLook);
+    expect(lastLook - 60_000 + 59_999).toBeLessThan(lastLook);
   });
 
-  it('the next look is the due time, at least a second from now, and for a call none of whose attempts ran no sooner than the stream delivers its park', () => {
+  it('the next look is the due time, no sooner than the stream delivers the image of its lock’s end, and at least a second from now', () => {
+    expect(LEAST_WAIT_MS).toBe(1_000);
     expect(nextLookAtMs(due(NOW + 30_000), NOW)).toBe(NOW + 30_000);
     expect(nextLookAtMs(due(NOW - 30_000), NOW)).toBe(NOW + 1_000);
-    expect(nextLookAtMs({ ...due(NOW - 5_000), unrunAttempts: 1 }, NOW)).toBe(NOW + 5_000);
+    // A first attempt parked (failed) 5 s ago: the stack sees the park 10 s after it (review 27, F3); one
+    // whose worker died (no park) is looked at from its claim's image, at its lock's end.
+    const first = { lockEndsMs: NOW - 5_000, attempt: 1, expiresAtS, claimId: 'c1' };
+    expect(nextLookAtMs({ ...first, parkedClaimId: 'c1' }, NOW)).toBe(NOW + 5_000);
+    expect(nextLookAtMs({ ...first, parkedClaimId: 'c0' }, NOW)).toBe(NOW + 1_000);
+    expect(nextLookAtMs(first, NOW)).toBe(NOW + 1_000);
   });
 
   it('an answer says `expiring` exactly when the look at the wait it gives is too late to re-run it, under every lock up to a minute', () => {
-    for (const [lockEndsMs, nowMs] of [
-      [lastLook - 30_000, lastLook - 40_000], // due well before, asked before: re-run
-      [lastLook - 30_000, lastLook + 1_000], // due well before, asked past the last look (a late completer)
-      [lastLook - 30_000, lastLook - 500], // asked half a second before the last look: its wait ends past it
-      [lastLook - 300, lastLook - 400], // due 300 ms before the last look
-      [lastLook - 2_000, lastLook - 2_500], // due two seconds before: re-run
+    for (const [dueMs, nowMs] of [
+      [lastLook - 90_000, lastLook - 100_000], // due well before, asked before: re-run
+      [lastLook - 90_000, lastLook + 1_000], // due well before, asked past the last look (no completer looked)
+      [lastLook - 90_000, lastLook - 500], // asked half a second before the last look: its wait ends past it
+      [lastLook - 30_000, lastLook - 40_000], // due 30 s before the last look: given up
+      [lastLook - 60_000, lastLook - 61_000], // due a minute before: re-run
     ] as const) {
-      const record = due(lockEndsMs);
+      const record = due(dueMs);
       const lookAt = nextLookAtMs(record, nowMs);
       const says = givesUpAtNextLook(record, nowMs) === 'expiring';
-      for (const lockMs of [10_000, 60_000])
-        expect([lockEndsMs, nowMs, lockMs, tooLateToRerun(record, lookAt, lockMs)]).toEqual([
-          lockEndsMs,
-          nowMs,
-          lockMs,
-          says,
-        ]);
+      for (const lockMs of [10_000, 60_000]) {
+        expect([dueMs, nowMs, lockMs, tooLateToRerun(record, lookAt, lockMs)]).toEqual([dueMs, nowMs, lockMs, says]);
+      }
     }
   });
 });

@@ -85,11 +85,10 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
     case 'running': {
       // Pending, and pollable: in flight until a retry (or the completer) takes it over and finds the holder's
       // outcome. A parked holder: nobody runs it before its lock ends, so all of it (as `askAgainAfterMs`) —
-      // but never past this call's wait look (a look then runs it once what it waits for changed), nor past its
-      // last look when nothing changes it (a window nothing remembers), so the completer can still give it
-      // up before its TTL (`parkLimitMs`; past that look, its last lock end).
+      // but never past this call's wait look if a resend may move it sooner (`movable`), nor its last look,
+      // so the completer can still give it up before its TTL (`parkLimitMs`; past it, its last lock end).
       const nowMs = Date.now();
-      const limitMs = parkLimitMs(claim.expiresAtS, nowMs, Number.isFinite(chosen.lockEndsMs));
+      const limitMs = parkLimitMs(claim.expiresAtS, nowMs, chosen.movable);
       const waitMs =
         chosen.parked && chosen.lockEndsMs !== undefined
           ? Math.max(MIN_RETRY_AFTER_MS, Math.min(chosen.lockEndsMs, limitMs) - nowMs)
@@ -127,6 +126,7 @@ type DownstreamKeyChoice =
       readonly lockEndsMs: number | undefined;
       readonly parked?: true;
       readonly waitedOn?: string;
+      readonly movable?: true;
     }
   | { readonly kind: 'claim_lost' };
 

@@ -5,7 +5,7 @@
  * `retrysafe complete` run every minute from cron re-run a call at the same time, and every answer about
  * the call (a poll, a task's `pollInterval`, `Retry-After`) can say when that is.
  */
-import { CLOCK_SKEW_TOLERANCE_MS, latestLockEndMs } from './call-state';
+import { CLOCK_SKEW_TOLERANCE_MS, latestLockEndMs, neverRan } from './call-state';
 
 /**
  * Backoff between the completer's re-runs of one call, by attempt: 30 s, 60 s, … at most 15 min (SQS's
@@ -25,9 +25,8 @@ export interface ScheduledRecord {
   readonly expiresAtS: number;
   /** Attempts of them that were queued (`CallRecord.queuedAttempts`): they count in the backoff, not in `maxAttempts`. */
   readonly queuedAttempts?: number | undefined;
-  /** The claim holding it, and the one that parked it (`CallRecord.parkedClaimId`): the same, its lock's end was a park's. */
-  readonly claimId?: string | undefined;
-  readonly parkedClaimId?: string | undefined;
+  /** Attempts of them that made no effect (`CallRecord.unrunAttempts`): all of them (`neverRan`), its lock's end was the park that queued or handed it off. */
+  readonly unrunAttempts?: number | undefined;
 }
 
 /** The least wait an answer about an abandoned call gives (`nextLookAtMs`): its re-run is due, but not this instant. */
@@ -64,27 +63,26 @@ export function lastLookMs(expiresAtS: number): number {
 }
 
 /**
- * How long before its last look a call parked to wait for another (queued behind a dedupe window's holder
- * that is parked itself, or held back by an old window's call) is looked at first (`parkLimitMs`): a re-run
- * then finds that call settled (it replays its outcome, or runs) — or not, and parks again until the last
- * look, which gives it up. The latest a re-run may be due (`LATEST_LOOK_AFTER_DUE_MS`): every completer,
- * cron's a minute late too, still comes before the last look, and a re-run's lock (at most a minute, the
- * stack's) still ends by it.
+ * How long before its last look a call parked to wait for an abandoned or stalled call in its way (a dedupe
+ * window's, or an old window's held back) is looked at first (`parkLimitMs`): a re-run then finds that call
+ * settled by its resend (it replays its outcome, or runs) — or not, and parks again, due past the last look,
+ * which gives it up. A second before the latest a re-run may be due (`LATEST_LOOK_AFTER_DUE_MS`): every
+ * completer, cron's a minute late too, still comes before the last look (review 28, F1), and a re-run's
+ * lock (at most a minute, the stack's) still ends by it.
  */
-export const WAIT_LOOK_BEFORE_LAST_LOOK_MS = LATEST_LOOK_AFTER_DUE_MS;
+export const WAIT_LOOK_BEFORE_LAST_LOOK_MS = LATEST_LOOK_AFTER_DUE_MS + 1_000;
 
 /**
  * The latest a call parked to wait (queued behind a call that changes later, or whose window nothing
- * remembers) may be parked until: while what it waits for can still change (`mayChange`: a holder that may
- * settle, an intent that expires), a minute before its last look (`WAIT_LOOK_BEFORE_LAST_LOOK_MS`), so that
- * a look can still run it once that changed (review 26, F2: parked until its last look, it was given up
- * there though its holder had settled long before); after that look (a re-run's park), or for a wait on
- * nothing that changes (a window nothing remembers: it never runs), its last look, so the completer can
- * still give it up before its TTL; that passed too (a resend after it), its last lock end (rule 2):
- * nothing changes it before then, so a wait ending sooner would only be asked about again and again
- * (review 18, R18-4).
+ * remembers) may be parked until: while a resend may move what it waits for sooner than the wait's end
+ * (`mayChange`: an abandoned or stalled call in its way), its wait look (`WAIT_LOOK_BEFORE_LAST_LOOK_MS`),
+ * so that a look can still run it once that changed (review 26, F2); after that look, or for a wait that
+ * ends at a set time and no sooner (a parked holder's lock, an intent's TTL, a window nothing remembers:
+ * review 28, F2), its last look, so the completer can still give it up before its TTL; that passed too (a
+ * resend after it), its last lock end (rule 2): nothing changes it before then, so a wait ending sooner
+ * would only be asked about again and again (review 18, R18-4).
  */
-export function parkLimitMs(expiresAtS: number, nowMs: number, mayChange: boolean): number {
+export function parkLimitMs(expiresAtS: number, nowMs: number, mayChange: boolean | undefined): number {
   const lastLook = lastLookMs(expiresAtS);
   const waitLook = lastLook - WAIT_LOOK_BEFORE_LAST_LOOK_MS;
   if (mayChange && waitLook > nowMs) return waitLook;
@@ -119,15 +117,16 @@ export const STREAM_BATCHING_WINDOW_SECONDS = 10;
 /**
  * When the completer next looks at an abandoned call, as every answer about it states it (epoch ms; the
  * answer's wait is this less `nowMs`): when the schedule says (`completerLooksAtMs`: its re-run when due,
- * or its last look); for a call whose lock's end a park wrote (a hand-off, a queued call, a failed attempt:
- * `parkedClaimId` is its claim), no sooner than the stack's stream delivers that park, the batching window
- * after it (it only matters after a first attempt, due at its lock's end; review 27, F3); and never sooner
- * than `LEAST_WAIT_MS` from now. A completer that looks later (`retrysafe dev`'s pass, cron's run:
- * `LATEST_LOOK_AFTER_DUE_MS`) decides it alike (`expiresBeforeRerun`).
+ * or its last look); for a call none of whose attempts ran (a hand-off, a queued call: `neverRan`), no
+ * sooner than the stack's stream delivers the park that ended its lock, the batching window after it; and
+ * never sooner than `LEAST_WAIT_MS` from now. A completer that looks later (`retrysafe dev`'s pass, cron's
+ * run: `LATEST_LOOK_AFTER_DUE_MS`) decides it alike (`expiresBeforeRerun`). (A first attempt that ran and
+ * failed is seen the batching window after its failure too, but the record does not tell a park that ended
+ * its lock at once from one that ends it later — a provider's wait, seen long before: review 27 F3, review
+ * 28 F3 — so its hint may be up to 10 s short; its give-up words are right, `expiresBeforeRerun`.)
  */
 export function nextLookAtMs(record: ScheduledRecord, nowMs: number): number {
-  const parked = record.parkedClaimId !== undefined && record.parkedClaimId === record.claimId;
-  const seenMs = parked ? record.lockEndsMs + STREAM_BATCHING_WINDOW_SECONDS * 1000 : 0;
+  const seenMs = neverRan(record) ? record.lockEndsMs + STREAM_BATCHING_WINDOW_SECONDS * 1000 : 0;
   return Math.max(nowMs + LEAST_WAIT_MS, completerLooksAtMs(record), seenMs);
 }
 
@@ -157,14 +156,14 @@ export function retriesExhausted(record: ScheduledRecord, maxAttempts: number = 
 }
 
 /**
- * A call whose re-run is due less than `LATEST_LOOK_AFTER_DUE_MS` before the completer's last look before
- * its TTL (`lastLookMs`), or after it: a completer looking as late as any shipped one may would come past
- * that look, so every completer gives it up (`stalled`, `expiring`) when it looks, rather than re-run it or
+ * A call whose re-run is due `LATEST_LOOK_AFTER_DUE_MS` or less before the completer's last look before its
+ * TTL (`lastLookMs`), or after it: a completer looking as late as any shipped one may would come at or past
+ * that look (review 28, F1), so every completer gives it up (`stalled`, `expiring`) when it looks, rather than re-run it or
  * let it expire unfinished, whatever its lock or its pace — the record alone says so (`tooLateToRerun`; a
  * call parked to wait until its last look, `parkLimitMs`, is given up there).
  */
 export function expiresBeforeRerun(record: ScheduledRecord): boolean {
-  return completerDueAtMs(record) + LATEST_LOOK_AFTER_DUE_MS > lastLookMs(record.expiresAtS);
+  return completerDueAtMs(record) + LATEST_LOOK_AFTER_DUE_MS >= lastLookMs(record.expiresAtS);
 }
 
 /**

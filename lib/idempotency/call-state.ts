@@ -95,7 +95,7 @@ export function classify(record: CallRecord | undefined, nowMs: number): CallSta
  * A call none of whose attempts made an effect (`CallRecord.unrunAttempts`): queued, failed before its tool
  * ran, or met a business error — nothing happened.
  */
-export function neverRan(record: CallRecord): boolean {
+export function neverRan(record: { readonly attempt: number; readonly unrunAttempts?: number | undefined }): boolean {
   return (record.unrunAttempts ?? 0) >= record.attempt;
 }
 

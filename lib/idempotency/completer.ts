@@ -1,7 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { completerDueAtMs, completerLooksAtMs, recheckDelaySeconds, retriesExhausted, tooLateToRerun } from './backoff';
+import { completerLooksAtMs, recheckDelaySeconds, retriesExhausted, tooLateToRerun } from './backoff';
 import { classify } from './call-state';
 import { markStalled } from './protocol/completer';
 import {
@@ -176,21 +176,22 @@ export class Completer {
     const nowMs = Date.now();
     const state = classify(record, nowMs);
     if (!record || record.claimId !== recheck.claim || (state !== 'live' && state !== 'abandoned')) return 'settled';
-    // Abandoned, but its re-run is due at or past its last look before its TTL (`expiresBeforeRerun`: what
-    // every answer about it says in advance, by the record alone), or this look came that late, or no re-run
-    // could start by its record's last lock-length (rule 2 would refuse its takeover — a lock over 60 s):
-    // given up on now, while the record exists, rather than left to expire unreported (`tooLateToRerun`).
-    const dueAtMs = completerDueAtMs(record);
-    if (state === 'abandoned' && tooLateToRerun(record, nowMs, deadline.getRemainingTimeInMillis())) {
-      return this.#giveUp(record, recheck.claim, 'expiring');
-    }
-    // Not due yet — still live, or abandoned within its backoff (a recheck delivered early, twice, or capped
-    // at SQS's 15 min): looked at again when the record says, not when this message came.
-    if (state === 'live' || nowMs < dueAtMs) {
-      const lookAtMs = state === 'live' ? completerLooksAtMs(record) : dueAtMs;
+    // Not to be looked at yet — still live, or abandoned before its re-run or its give-up is due (a recheck
+    // delivered early, twice, or capped at SQS's 15 min): looked at again when the record says, not when this
+    // message came — a give-up too, no sooner than every answer about it said (review 28, F4).
+    const lookAtMs = completerLooksAtMs(record);
+    if (state === 'live' || nowMs < lookAtMs) {
       const delaySeconds = Math.max(1, recheckDelaySeconds(lookAtMs, nowMs));
       await this.#options.queue.send([{ key: recheck.key, claim: recheck.claim, delaySeconds, dueAtMs: lookAtMs }]);
       return 'later';
+    }
+    // Abandoned, but its re-run is due within a minute of its last look before its TTL, or past it
+    // (`expiresBeforeRerun`: what every answer about it says in advance, by the record alone), or this look
+    // came at or past that last look, or no re-run could start by its record's last lock-length (rule 2 would
+    // refuse its takeover — a lock over 60 s): given up on now, while the record exists, rather than left to
+    // expire unreported (`tooLateToRerun`).
+    if (tooLateToRerun(record, nowMs, deadline.getRemainingTimeInMillis())) {
+      return this.#giveUp(record, recheck.claim, 'expiring');
     }
     // The record is abandoned on the claim the recheck names: that claim is what is given up on or resumed —
     // given up on after `maxAttempts`, and at once when this completer cannot re-run it (its tool is not one

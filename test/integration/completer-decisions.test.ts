@@ -417,15 +417,15 @@ describe('a recheck', () => {
     expect(execute).not.toHaveBeenCalled();
   });
 
-  it('waits for an abandoned call’s due time when a re-run can still start by then — up to exactly the last start rule 2 allows its lock (120 s) — and gives it up one ms past it (liveness)', async () => {
+  it('waits for an abandoned call’s due time when a re-run can still start by then — up to exactly the last start rule 2 allows its lock (130 s) — and gives it up, at its due time, when due one ms past it (liveness)', async () => {
     const { completer, execute, sends, logger } = completerWith();
     const call = await abandonedCall();
     const now = Date.now();
     freezeClock(now);
     const expiresAtS = Math.floor(now / 1000) + 3_600;
-    // Attempt 3, due 60 s after its lock's end. With a 120 s lock a re-run must start by the TTL − 130 s
-    // (before its last look, TTL − 70 s: the lock is what bounds it).
-    const lastStartMs = expiresAtS * 1000 - 10_000 - 120_000;
+    // Attempt 3, due 60 s after its lock's end. With a 130 s lock a re-run must start by the TTL − 140 s
+    // (70 s before its last look, TTL − 70 s: the lock is what bounds it, not LATEST_LOOK_AFTER_DUE_MS).
+    const lastStartMs = expiresAtS * 1000 - 10_000 - 130_000;
     await setAttributes(call.recordKey, {
       attempt: 3,
       in_progress_expiration: lastStartMs - 60_000,
@@ -433,40 +433,45 @@ describe('a recheck', () => {
     });
     freezeClock(lastStartMs - 50_000); // within its backoff: not due yet
 
-    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(120_000))).toBe('later');
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(130_000))).toBe('later');
     // Due at the last start exactly: looked at then.
     expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 50, dueAtMs: lastStartMs }]]);
     expect(logger.error).not.toHaveBeenCalled();
-    // One ms later due, and no re-run can start by then: given up on now.
+    // One ms later due, and no re-run can start by then: given up on at its due time (no sooner: review 28, F4).
     await setAttributes(call.recordKey, { in_progress_expiration: lastStartMs - 60_000 + 1 });
-    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(120_000))).toBe('gave_up');
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(130_000))).toBe('later');
+    freezeClock(lastStartMs + 1);
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(130_000))).toBe('gave_up');
     expect(await itemOf(call.recordKey)).toMatchObject({ stalled_reason: 'expiring' });
     expect(execute).not.toHaveBeenCalled();
   });
 
-  it('gives up, whatever its own lock, an abandoned call due at, past or less than a minute before its last look before its TTL (expiresBeforeRerun: what its answers said in advance, reviews 24 F1, 25 F1b, 26 F1 and 27 F1) — and waits for one due a minute before it', async () => {
+  it('gives up, whatever its own lock and at its due time, an abandoned call due at, past or a minute or less before its last look before its TTL (expiresBeforeRerun: what its answers said in advance, reviews 24 F1, 25 F1b, 26 F1, 27 F1 and 28 F1, F4) — and waits for one due a minute and a ms before it', async () => {
     const { completer, execute, sends } = completerWith();
     const call = await abandonedCall();
     const now = Date.now();
     freezeClock(now);
     const expiresAtS = Math.floor(now / 1000) + 3_600;
     const lastLook = lastLookMs(expiresAtS); // TTL − 70 s
-    // Attempt 3, due 60 s after its lock's end: a minute before its last look (cron's run, a minute late,
-    // still comes before it). A 20 s lock could start later.
+    // Attempt 3, due 60 s after its lock's end: a minute and a ms before its last look (cron's run, a minute
+    // late, still comes before it). A 20 s lock could start later.
     await setAttributes(call.recordKey, {
       attempt: 3,
-      in_progress_expiration: lastLook - 120_000,
+      in_progress_expiration: lastLook - 120_001,
       expiration: expiresAtS,
     });
     freezeClock(lastLook - 110_000);
 
     expect(await runtime.lookup('send_note', call.caller, call.key)).not.toHaveProperty('givesUp');
     expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(20_000))).toBe('later');
-    expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 50, dueAtMs: lastLook - 60_000 }]]);
-    // Due less than a minute before its last look (LATEST_LOOK_AFTER_DUE_MS: cron's run may come after it):
-    // its answers said the server stops retrying it; so it does, with a 20 s lock too.
-    await setAttributes(call.recordKey, { in_progress_expiration: lastLook - 119_999 });
+    expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 50, dueAtMs: lastLook - 60_001 }]]);
+    // Due a minute before its last look (LATEST_LOOK_AFTER_DUE_MS: cron's run may come at it): its answers
+    // say the server stops retrying it then; so it does, at that time (not at this early recheck), with a
+    // 20 s lock too.
+    await setAttributes(call.recordKey, { in_progress_expiration: lastLook - 120_000 });
     expect(await runtime.lookup('send_note', call.caller, call.key)).toMatchObject({ givesUp: 'expiring' });
+    expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(20_000))).toBe('later');
+    freezeClock(lastLook - 60_000);
     expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(20_000))).toBe('gave_up');
     expect(await itemOf(call.recordKey)).toMatchObject({ stalled_reason: 'expiring' });
     expect(execute).not.toHaveBeenCalled();

@@ -1,5 +1,6 @@
 // Rule 3 (docs/state-machine.md): an intent's downstream key is fixed once.
 // Rule 6 (docs/state-machine.md): erase keeps what a call in flight may still need.
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
 /**
  * An intent's runners: every call that may run under its key (its creator, each call that took it over;
  * review 13 dropped the join: a call that never ran under the key is answered a replay). The intent is never deleted, nor started
@@ -14,6 +15,7 @@ import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
 import { beforeNext } from '../helpers/intercept';
 import {
+  completerOn,
   intentIdsOf as intentIdsInWorld,
   isIntentWriteOf,
   keyedMissingCustomerTool,
@@ -347,7 +349,7 @@ describe('checked sound: a window is not replaced while a stalled runner (a rese
 });
 
 describe('liveness: a new window’s call parked behind an old window’s stalled call', () => {
-  it('is parked no later than its wait look, a minute before its own last look before its TTL, however far the stalled call’s TTL (so a look can still run it once a resend moved that call, and the completer can still give it up, `expiring`, before it expires unreported)', async () => {
+  it('is parked no later than its wait look, a minute before its own last look before its TTL, however far the stalled call’s TTL — a look then runs it once a resend settled that call (review 26, F2), and the completer can still give it up, `expiring`, before it expires unreported', async () => {
     const clock = movableClock();
     const t = keyedMissingCustomerTool();
     t.createCustomer();
@@ -375,6 +377,17 @@ describe('liveness: a new window’s call parked behind an old window’s stalle
     expect(f).toMatchObject({ status: 'pending' });
     expect(Math.abs(Number(fItem.in_progress_expiration) - waitLookMs)).toBeLessThan(1_000);
     expect(Math.abs(Date.now() + (f as { retry_after_ms: number }).retry_after_ms - waitLookMs)).toBeLessThan(1_000);
+
+    // A's resend settles it (its own effect, under dA) long before F's wait look (review 26, F2: F was parked
+    // until its last look, and given up there though A had settled).
+    expect(await runtime.invoke(t.tool, t.caller, args('a2'), deadline())).toMatchObject({ ok: true });
+    // F's wait look: the completer re-runs it, and it runs — its window's intent is free of A now.
+    clock.advance(Number(fItem.in_progress_expiration) + 1_000 - Date.now());
+    const outcome = await completerOn(world, runtime, [t.tool]).onRecheck(
+      { key: fKey, claim: String(fItem.claim_id) },
+      deadline(60_000),
+    );
+    expect({ outcome, f: (await itemOf(fKey)).status }).toEqual({ outcome: 'finished', f: 'COMPLETED' });
   });
 });
 

@@ -9,7 +9,7 @@
  */
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { nextAfterRead } from '../../lib/api/next-step';
-import { completerLooksAtMs, lastLookMs, WAIT_LOOK_BEFORE_LAST_LOOK_MS } from '../../lib/idempotency/backoff';
+import { completerLooksAtMs, lastLookMs } from '../../lib/idempotency/backoff';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { expiresAtSOf } from '../../lib/idempotency/derivation';
 import { InFlightError } from '../../lib/idempotency/errors';
@@ -112,7 +112,7 @@ describe('review27 F1: the completers that look later than the stated wait (`ret
 });
 
 describe('review27 F3: a first attempt that ran and failed just before its last look — the stack sees its park only after the stream batching window', () => {
-  it('was told “re-runs it in 1 s” (now: once the stream delivers its park); the stack’s completer, from the park’s stream image, gives it up, as its answers say', async () => {
+  it.failing('review27 (known, not fixed: docs/state-machine.md Liveness, “Left open”; the record does not tell a park that ended its lock at once from a provider’s wait, review 28 F3) F3: is told “re-runs it in 1 s”; the stack’s completer looks at it from the park’s stream image 10 s later', async () => {
     // Attempt 1 failed (PARK_NOW: its lock ends at the failure) 5 s before its last look; its tool ran, so
     // `nextLookAtMs` added no stream delay (it did so only for calls none of whose attempts ran; now for every
     // lock's end a park wrote).
@@ -120,8 +120,7 @@ describe('review27 F3: a first attempt that ran and failed just before its last 
     const parkedAtMs = c.lastLook - 5_000;
     clockAt(parkedAtMs + 1);
     const { read, says } = await poll(c);
-    // Fixed (was 1 s): no sooner than the stream delivers its park.
-    expect(read).toMatchObject({ status: 'abandoned', retry_after_ms: 9_999 });
+    expect(read).toMatchObject({ status: 'abandoned' });
     // The stack: the park's image reaches the completer after the stream's batching window (10 s; the
     // window `nextLookAtMs` itself allows a queued call), its recheck is due at once (delay 0).
     clockAt(parkedAtMs + 10_000);
@@ -152,7 +151,7 @@ describe('review27 F3: a first attempt that ran and failed just before its last 
 describe.each([
   ['retrysafe dev (10 s lock)', 10_000],
   ['the stack / retrysafe complete (60 s lock)', 60_000],
-])('review27 F2: the wait look’s queued attempt backs the next look off past the last look — %s', (_name, lockMs) => {
+])('review27 F2: a waiter whose holder settles within the minute before its last look — %s', (_name, lockMs) => {
   it('a queued call whose (parked) holder ends and settles 20 s before the waiter’s last look is given up (decided: every completer gives up a call due within a minute of its last look, and its answers say so); its resend is answered by the holder’s outcome', async () => {
     let runs = 0;
     const { tool } = noteTool(
@@ -187,18 +186,11 @@ describe.each([
     const itemOf = (key: unknown) => callRecords(world, runtime).itemOf(String(key));
     expect(Number(q.expiration)).toBe(qExpiresAtS);
     expect(h).toMatchObject({ in_progress_expiration: holderEndsMs });
-    const waitLook = qLastLook - WAIT_LOOK_BEFORE_LAST_LOOK_MS;
-    // Before 40337c2 Q was parked until H's lock end (attempt 1, due then: it ran, or took H's outcome);
-    // now until its wait look, which comes first.
-    expect(q).toMatchObject({ attempt: 1, in_progress_expiration: waitLook });
-
-    // The wait look (the stack's recheck comes at a whole second; at its lock's end exactly Q is still live):
-    // H still parked — Q is parked again until H's lock end (a second queued attempt).
-    clockAt(waitLook + 1_000);
+    // A parked holder changes at its lock's end and no sooner (review 28, F2): Q is parked until then, as
+    // before 40337c2 (attempt 1, due then), no wait look.
+    expect(q).toMatchObject({ attempt: 1, in_progress_expiration: holderEndsMs });
+    const parkedAgain = q;
     const completer = completerFor([tool]);
-    await completer.onRecheck({ key: String(q.id), claim: String(q.claim_id) }, deadline(lockMs));
-    const parkedAgain = await itemOf(q.id);
-    expect(parkedAgain).toMatchObject({ attempt: 2, in_progress_expiration: holderEndsMs });
 
     // H's wait ends 20 s before Q's last look, and H's resend settles it at once.
     clockAt(holderEndsMs + 1_000);
@@ -215,7 +207,7 @@ describe.each([
     clockAt(holderEndsMs + 2_000);
     const read = await readOperation({ runtime, toolNames: [tool.name] }, caller, tool.name, 'q');
     expect(read).toMatchObject({ status: 'abandoned', gives_up: 'expiring' });
-    clockAt(lookMs);
+    clockAt(lookMs + 2_000); // its lock's end, and the stack's recheck a whole second after it
     const outcome = await completer.onRecheck(
       { key: String(q.id), claim: String(parkedAgain.claim_id) },
       deadline(lockMs),

@@ -96,26 +96,25 @@ describe('the look an answer points at, and what it does (reviews 26 and 27, F1)
   const lastLook = lastLookMs(expiresAtS);
   const due = (atMs: number, attempt = 2) => ({ lockEndsMs: atMs - 30_000, attempt, expiresAtS });
 
-  it('a re-run due less than a minute before the last look (cron’s pace) is given up by the record alone; a minute before is not', () => {
+  it('a re-run due a minute or less before the last look (cron’s pace) is given up by the record alone; a minute and a ms before is not (review 28, F1)', () => {
     expect(LATEST_LOOK_AFTER_DUE_MS).toBe(60_000);
-    expect(expiresBeforeRerun(due(lastLook - 59_999))).toBe(true);
-    expect(expiresBeforeRerun(due(lastLook - 60_000))).toBe(false);
+    expect(expiresBeforeRerun(due(lastLook - 60_000))).toBe(true);
+    expect(expiresBeforeRerun(due(lastLook - 60_001))).toBe(false);
     // Every shipped completer looks before the last look at such a call: the stack's recheck (whole
     // seconds), dev's pass every 5 s, cron's run within the minute.
     const sentAt = lastLook - 100_500;
-    expect(sentAt + recheckDelaySeconds(lastLook - 60_000, sentAt) * 1000).toBeLessThan(lastLook);
-    expect(lastLook - 60_000 + 59_999).toBeLessThan(lastLook);
+    expect(sentAt + recheckDelaySeconds(lastLook - 60_001, sentAt) * 1000).toBeLessThan(lastLook);
+    expect(lastLook - 60_001 + 60_000).toBeLessThan(lastLook);
   });
 
   it('the next look is the due time, no sooner than the stream delivers the image of its lock’s end, and at least a second from now', () => {
     expect(LEAST_WAIT_MS).toBe(1_000);
     expect(nextLookAtMs(due(NOW + 30_000), NOW)).toBe(NOW + 30_000);
     expect(nextLookAtMs(due(NOW - 30_000), NOW)).toBe(NOW + 1_000);
-    // A first attempt parked (failed) 5 s ago: the stack sees the park 10 s after it (review 27, F3); one
-    // whose worker died (no park) is looked at from its claim's image, at its lock's end.
-    const first = { lockEndsMs: NOW - 5_000, attempt: 1, expiresAtS, claimId: 'c1' };
-    expect(nextLookAtMs({ ...first, parkedClaimId: 'c1' }, NOW)).toBe(NOW + 5_000);
-    expect(nextLookAtMs({ ...first, parkedClaimId: 'c0' }, NOW)).toBe(NOW + 1_000);
+    // A call none of whose attempts ran (queued, handed off), parked 5 s ago: the stack sees the park 10 s
+    // after it. One whose tool ran is hinted a second (review 27 F3, left open: see nextLookAtMs).
+    const first = { lockEndsMs: NOW - 5_000, attempt: 1, expiresAtS };
+    expect(nextLookAtMs({ ...first, unrunAttempts: 1 }, NOW)).toBe(NOW + 5_000);
     expect(nextLookAtMs(first, NOW)).toBe(NOW + 1_000);
   });
 
@@ -125,7 +124,8 @@ describe('the look an answer points at, and what it does (reviews 26 and 27, F1)
       [lastLook - 90_000, lastLook + 1_000], // due well before, asked past the last look (no completer looked)
       [lastLook - 90_000, lastLook - 500], // asked half a second before the last look: its wait ends past it
       [lastLook - 30_000, lastLook - 40_000], // due 30 s before the last look: given up
-      [lastLook - 60_000, lastLook - 61_000], // due a minute before: re-run
+      [lastLook - 60_000, lastLook - 61_000], // due a minute before: given up (a look a minute late is at it)
+      [lastLook - 61_000, lastLook - 62_000], // due a minute and a second before: re-run
     ] as const) {
       const record = due(dueMs);
       const lookAt = nextLookAtMs(record, nowMs);
@@ -142,9 +142,11 @@ describe('parkLimitMs', () => {
   const lastLook = lastLookMs(expiresAtS);
 
   it('a wait on what may change ends at the wait look, a minute before the last look; then the last look; then the last lock end', () => {
-    expect(WAIT_LOOK_BEFORE_LAST_LOOK_MS).toBe(60_000);
-    expect(parkLimitMs(expiresAtS, NOW, true)).toBe(lastLook - 60_000);
-    expect(parkLimitMs(expiresAtS, lastLook - 60_000, true)).toBe(lastLook);
+    expect(WAIT_LOOK_BEFORE_LAST_LOOK_MS).toBe(61_000);
+    expect(parkLimitMs(expiresAtS, NOW, true)).toBe(lastLook - 61_000);
+    expect(parkLimitMs(expiresAtS, lastLook - 61_000, true)).toBe(lastLook);
+    // The wait look's re-run is due a minute and a second before the last look: run, under every completer.
+    expect(expiresBeforeRerun({ lockEndsMs: lastLook - 61_000, attempt: 1, expiresAtS })).toBe(false);
     expect(parkLimitMs(expiresAtS, lastLook, true)).toBe(expiresAtS * 1000 - 10_000);
   });
 

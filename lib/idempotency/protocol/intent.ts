@@ -79,13 +79,17 @@ export type IntentClaim =
   | { readonly kind: 'done'; readonly outcome: StoredOutcome }
   /**
    * Another call is doing it now; its lock ends at `lockEndsMs`; `parked`: nobody runs it before then;
-   * `waitedOn`: that call, the holder of this call's own window (its outcome, once stored, answers this one).
+   * `waitedOn`: that call, the holder of this call's own window (its outcome, once stored, answers this one);
+   * `movable`: that call is abandoned or stalled, and its resend may change it before then (a call parked
+   * behind it is looked at by its wait look, `parkLimitMs`) — a parked live call, a window nothing remembers
+   * or an intent's TTL change at that time and no sooner (review 28, F2).
    */
   | {
       readonly kind: 'running';
       readonly lockEndsMs: number | undefined;
       readonly parked?: true;
       readonly waitedOn?: string;
+      readonly movable?: true;
     }
   /** This call's own claim was lost (taken over, erased) before it could take the intent over. */
   | { readonly kind: 'claim_lost' };
@@ -305,7 +309,7 @@ function heldBackBy(record: CallRecord, state: InFlightState): IntentClaim {
   if (state === 'live') return runningOn(record);
   const nowMs = Date.now();
   const untilMs = state === 'abandoned' ? nowMs + askAgainAfterMs(record, state, nowMs) : record.expiresAtS * 1000;
-  return { kind: 'running', lockEndsMs: untilMs, parked: true };
+  return { kind: 'running', lockEndsMs: untilMs, parked: true, movable: true };
 }
 
 /** An intent inside its window, held by another call: that call's state decides. */

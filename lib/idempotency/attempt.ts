@@ -14,7 +14,7 @@ import {
   StoreWriteError,
 } from './answers';
 import { attach } from './attach';
-import { parkLimitMs, STREAM_BATCHING_WINDOW_SECONDS } from './backoff';
+import { dueAfterParkMs, parkLimitMs, STREAM_BATCHING_WINDOW_SECONDS } from './backoff';
 import type { CallPlan } from './call-plan';
 import { latestLockEndMs, ttlNeededFor } from './call-state';
 import { expiresAtSOf } from './derivation';
@@ -88,7 +88,7 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
       // but never past this call's wait look if a resend may move it sooner (`movable`), nor its last look,
       // so the completer can still give it up before its TTL (`parkLimitMs`; past it, its last lock end).
       const nowMs = Date.now();
-      const limitMs = parkLimitMs(claim.expiresAtS, nowMs, chosen.movable);
+      const limitMs = parkLimitMs(claim.expiresAtS, nowMs, chosen.movable, dueAfterParkMs(claim.attempt));
       const waitMs =
         chosen.parked && chosen.lockEndsMs !== undefined
           ? Math.max(MIN_RETRY_AFTER_MS, Math.min(chosen.lockEndsMs, limitMs) - nowMs)
@@ -313,12 +313,12 @@ function leftAs<S extends z.ZodMiniObject, R extends JsonObject>(
   plan: CallPlan<S, R>,
   claim: Claim,
   lockEndsMs: number,
-  /** As the park wrote them (`CallRecord.unrunAttempts`, `queuedAttempts`). */
-  counts: { readonly unrunAttempts?: number; readonly queuedAttempts?: number } = {},
+  /** As a park wrote them (`CallRecord.unrunAttempts`, `queuedAttempts`, `parkedClaimId`: review 29, F3). */
+  parked?: { readonly unrunAttempts?: number | undefined; readonly queuedAttempts: number },
 ): CallRecord {
   return {
-    ...(counts.unrunAttempts === undefined ? {} : { unrunAttempts: counts.unrunAttempts }),
-    ...(counts.queuedAttempts === undefined ? {} : { queuedAttempts: counts.queuedAttempts }),
+    ...(parked?.unrunAttempts === undefined ? {} : { unrunAttempts: parked.unrunAttempts }),
+    ...(parked ? { queuedAttempts: parked.queuedAttempts, parkedClaimId: claim.claimId } : {}),
     recordKey: claim.recordKey,
     status: STATUS.inProgress,
     claimId: claim.claimId,

@@ -5,7 +5,7 @@
  * `retrysafe complete` run every minute from cron re-run a call at the same time, and every answer about
  * the call (a poll, a task's `pollInterval`, `Retry-After`) can say when that is.
  */
-import { CLOCK_SKEW_TOLERANCE_MS, latestLockEndMs, neverRan } from './call-state';
+import { CLOCK_SKEW_TOLERANCE_MS, latestLockEndMs } from './call-state';
 
 /**
  * Backoff between the completer's re-runs of one call, by attempt: 30 s, 60 s, … at most 15 min (SQS's
@@ -25,8 +25,12 @@ export interface ScheduledRecord {
   readonly expiresAtS: number;
   /** Attempts of them that were queued (`CallRecord.queuedAttempts`): they count in the backoff, not in `maxAttempts`. */
   readonly queuedAttempts?: number | undefined;
-  /** Attempts of them that made no effect (`CallRecord.unrunAttempts`): all of them (`neverRan`), its lock's end was the park that queued or handed it off. */
+  /** Attempts of them that made no effect (`CallRecord.unrunAttempts`). */
   readonly unrunAttempts?: number | undefined;
+  /** The claim that holds it (`CallRecord.claimId`). */
+  readonly claimId?: string | undefined;
+  /** The claim that parked it (`CallRecord.parkedClaimId`): its lock's end was written by that park. */
+  readonly parkedClaimId?: string | undefined;
 }
 
 /** The least wait an answer about an abandoned call gives (`nextLookAtMs`): its re-run is due, but not this instant. */
@@ -51,10 +55,10 @@ export const LAST_LOOK_BEFORE_TTL_MS = 60_000;
 /**
  * When the completer looks at a call in flight, epoch ms: when it is due (`completerDueAtMs`), but no later
  * than its last look before its TTL (`LAST_LOOK_BEFORE_TTL_MS` before the record's last 10 s), and never
- * before its lock's end (nothing is to be done while an attempt holds it).
+ * before every completer can see its lock's end (`seenAtMs`: nothing is to be done while an attempt holds it).
  */
 export function completerLooksAtMs(record: ScheduledRecord): number {
-  return Math.max(record.lockEndsMs, Math.min(completerDueAtMs(record), lastLookMs(record.expiresAtS)));
+  return Math.max(seenAtMs(record), Math.min(completerDueAtMs(record), lastLookMs(record.expiresAtS)));
 }
 
 /** The completer's last look at a call in flight whose record expires at `expiresAtS` (epoch ms). */
@@ -73,17 +77,24 @@ export function lastLookMs(expiresAtS: number): number {
 export const WAIT_LOOK_BEFORE_LAST_LOOK_MS = LATEST_LOOK_AFTER_DUE_MS + 1_000;
 
 /**
- * The latest a call parked to wait (queued behind a call that changes later, or whose window nothing
- * remembers) may be parked until: while a resend may move what it waits for sooner than the wait's end
- * (`mayChange`: an abandoned or stalled call in its way), its wait look (`WAIT_LOOK_BEFORE_LAST_LOOK_MS`),
- * so that a look can still run it once that changed (review 26, F2); after that look, or for a wait that
- * ends at a set time and no sooner (a parked holder's lock, an intent's TTL, a window nothing remembers:
- * review 28, F2), its last look, so the completer can still give it up before its TTL; that passed too (a
- * resend after it), its last lock end (rule 2): nothing changes it before then, so a wait ending sooner
- * would only be asked about again and again (review 18, R18-4).
+ * The latest lock's end a call parked to wait (queued behind a call that changes later, or whose window
+ * nothing remembers) may be given, for a park after which it is due `dueAfterMs` past its lock's end
+ * (`dueAfterLockEndMs`: its backoff, the stream's window): while a resend may move what it waits for sooner
+ * than the wait's end (`mayChange`: an abandoned or stalled call in its way), so that it is due at its wait
+ * look (`WAIT_LOOK_BEFORE_LAST_LOOK_MS`) and a look can still run it once that changed (review 26, F2; at any
+ * attempt: review 29, F2); after that look, or for a wait that ends at a set time and no sooner (a parked
+ * holder's lock, an intent's TTL, a window nothing remembers: review 28, F2), so that it is due at its last
+ * look, where the completer can still give it up before its TTL; that passed too (a resend after it), its
+ * last lock end (rule 2): nothing changes it before then, so a wait ending sooner would only be asked about
+ * again and again (review 18, R18-4).
  */
-export function parkLimitMs(expiresAtS: number, nowMs: number, mayChange: boolean | undefined): number {
-  const lastLook = lastLookMs(expiresAtS);
+export function parkLimitMs(
+  expiresAtS: number,
+  nowMs: number,
+  mayChange: boolean | undefined,
+  dueAfterMs: number,
+): number {
+  const lastLook = lastLookMs(expiresAtS) - dueAfterMs;
   const waitLook = lastLook - WAIT_LOOK_BEFORE_LAST_LOOK_MS;
   if (mayChange && waitLook > nowMs) return waitLook;
   return lastLook > nowMs ? lastLook : latestLockEndMs(expiresAtS);
@@ -98,36 +109,62 @@ export function lastRerunStartMs(record: ScheduledRecord, lockMs: number): numbe
 }
 
 /**
- * When the completer re-runs a call in flight, epoch ms: at its lock's end after the first attempt, and
- * `backoffSeconds(attempt − 1)` after it after later ones (a failed attempt parks its lock at the moment
- * it failed, so the backoff counts from that failure). Until then an abandoned call changes only if its
- * caller resends it; a live one may be stored by its holder at any moment, and is abandoned by this time.
+ * How long the stack's stream mapping gathers changes before the completer sees them (the stack's
+ * default, `COMPLETER_DEFAULTS.streamBatchingWindowSeconds`, is this number).
  */
-export function completerDueAtMs(record: ScheduledRecord): number {
-  return record.lockEndsMs + (record.attempt > 1 ? backoffSeconds(record.attempt - 1) * 1000 : 0);
+export const STREAM_BATCHING_WINDOW_SECONDS = 10;
+
+/** Whether the call's lock's end was written by a park (the claim that parked it still holds it). */
+function parked(record: ScheduledRecord): boolean {
+  return record.parkedClaimId !== undefined && record.parkedClaimId === record.claimId;
 }
 
 /**
- * How long the stack's stream mapping gathers changes before the completer sees them (the stack's
- * default, `COMPLETER_DEFAULTS.streamBatchingWindowSeconds`, is this number): a call queued now (parked before it ran, its lock
- * ended) is started no sooner — `retrysafe dev`'s passes start it sooner, within a second or so.
+ * When every completer can know the call's lock has ended, epoch ms: a park (a hand-off, a queue, a failed
+ * attempt's, a provider's wait) may end the lock the moment it writes it, and the stack's stream delivers
+ * that write up to its batching window later — so the window after the lock's end, whenever the park was
+ * written (review 27, F3; review 29, F1: the record does not say when); a claim's lock (a minute on the
+ * stack) outlasts the window, so its end itself.
  */
-export const STREAM_BATCHING_WINDOW_SECONDS = 10;
+function seenAtMs(record: ScheduledRecord): number {
+  return record.lockEndsMs + (parked(record) ? STREAM_BATCHING_WINDOW_SECONDS * 1000 : 0);
+}
+
+/** The backoff before a re-run of a call `attempt` attempts have claimed: none after the first. */
+function backoffMs(attempt: number): number {
+  return attempt > 1 ? backoffSeconds(attempt - 1) * 1000 : 0;
+}
+
+/**
+ * How long after the lock's end a park writes a call is due (`completerDueAtMs`), for a park by its
+ * `attempt`-th attempt: its backoff, and no sooner than every completer sees the park (`seenAtMs`). A park
+ * that means the call to be due by a time subtracts this (`parkLimitMs`).
+ */
+export function dueAfterParkMs(attempt: number): number {
+  return Math.max(backoffMs(attempt), STREAM_BATCHING_WINDOW_SECONDS * 1000);
+}
+
+/**
+ * When the completer re-runs a call in flight, epoch ms: `backoffSeconds(attempt − 1)` after its lock's end
+ * after later attempts (a failed attempt parks its lock at the moment it failed, so the backoff counts from
+ * that failure), and no sooner than every completer can see its lock's end (`seenAtMs`, `dueAfterParkMs`).
+ * Until then an abandoned call changes only if its caller resends it; a live one may be stored by its holder
+ * at any moment, and is abandoned by this time. The same for every completer: each schedules its looks by
+ * it (`completerLooksAtMs`), and every answer states it (`nextLookAtMs`).
+ */
+export function completerDueAtMs(record: ScheduledRecord): number {
+  return record.lockEndsMs + (parked(record) ? dueAfterParkMs(record.attempt) : backoffMs(record.attempt));
+}
 
 /**
  * When the completer next looks at an abandoned call, as every answer about it states it (epoch ms; the
  * answer's wait is this less `nowMs`): when the schedule says (`completerLooksAtMs`: its re-run when due,
- * or its last look); for a call none of whose attempts ran (a hand-off, a queued call: `neverRan`), no
- * sooner than the stack's stream delivers the park that ended its lock, the batching window after it; and
- * never sooner than `LEAST_WAIT_MS` from now. A completer that looks later (`retrysafe dev`'s pass, cron's
- * run: `LATEST_LOOK_AFTER_DUE_MS`) decides it alike (`expiresBeforeRerun`). (A first attempt that ran and
- * failed is seen the batching window after its failure too, but the record does not tell a park that ended
- * its lock at once from one that ends it later — a provider's wait, seen long before: review 27 F3, review
- * 28 F3 — so its hint may be up to 10 s short; its give-up words are right, `expiresBeforeRerun`.)
+ * or its last look) — the time every completer schedules its look by, the stack's stream included
+ * (`seenAtMs`) — and never sooner than `LEAST_WAIT_MS` from now. A completer that looks later
+ * (`retrysafe dev`'s pass, cron's run: `LATEST_LOOK_AFTER_DUE_MS`) decides it alike (`expiresBeforeRerun`).
  */
 export function nextLookAtMs(record: ScheduledRecord, nowMs: number): number {
-  const seenMs = neverRan(record) ? record.lockEndsMs + STREAM_BATCHING_WINDOW_SECONDS * 1000 : 0;
-  return Math.max(nowMs + LEAST_WAIT_MS, completerLooksAtMs(record), seenMs);
+  return Math.max(nowMs + LEAST_WAIT_MS, completerLooksAtMs(record));
 }
 
 /** SQS's longest `DelaySeconds`: a recheck due later is delivered then, and schedules itself again. */

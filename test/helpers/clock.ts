@@ -1,3 +1,5 @@
+import { dueAfterParkMs } from '../../lib/idempotency/backoff';
+
 /**
  * Moves the clock `ms` ahead for everything that reads `Date.now()` — the claim's conditions, the
  * locks, the completer — so a lock's expiry is an event the test makes happen, not a race with a timer.
@@ -21,4 +23,13 @@ export function movableClock(): { advance(ms: number): void } {
       offset += ms;
     },
   };
+}
+
+/**
+ * Moves the clock past the look at a call parked now with its lock ended (handed off, queued, failed): the
+ * stream's batching window after its park (`dueAfterParkMs`), when every completer looks at it — the stack's
+ * from the park's stream image. Undone by `jest.restoreAllMocks()`.
+ */
+export function pastTheStreamWindow(): void {
+  advanceClock(dueAfterParkMs(1) + 1);
 }

@@ -11,6 +11,7 @@ import { Completer } from '../../lib/idempotency/completer';
 import { recordKeyOf } from '../../lib/idempotency/derivation';
 import { idempotencyTableName } from '../../lib/store/tables';
 import { startTestApi, type TestApi } from '../helpers/api';
+import { pastTheStreamWindow } from '../helpers/clock';
 import { longRunningEmail } from '../helpers/long-running-email';
 import { modernRequest } from '../helpers/raw-mcp';
 import { deadline, newTenant } from '../helpers/world';
@@ -23,6 +24,7 @@ beforeAll(async () => {
   api = await startTestApi({ tools: [...TOOLS, laterEmail] });
 });
 afterAll(() => api.close());
+afterEach(() => jest.restoreAllMocks());
 
 describe('a handed-off call given up before it ever ran, as its MCP task says it', () => {
   it('tasks/get says none of its attempts ran (as get_operation does), not that its effect may have happened', async () => {
@@ -50,6 +52,7 @@ describe('a handed-off call given up before it ever ran, as its MCP task says it
       queue: { send: async () => undefined },
       tableName,
     });
+    pastTheStreamWindow(); // when the completer looks at a handed-off call
     expect(await completer.onRecheck({ key: recordKey, claim }, deadline(60_000))).toBe('gave_up');
 
     const poll = await modern('tools/call', {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { backoffSeconds, lastLookMs } from '../../lib/idempotency/backoff';
+import { dueAfterParkMs, lastLookMs } from '../../lib/idempotency/backoff';
 import { Completer, type Recheck, type StreamChange } from '../../lib/idempotency/completer';
 import { ConflictError, InvalidArgsError, NotFoundError } from '../../lib/idempotency/errors';
 import { DEFAULT_RECORD_ATTRIBUTES, STATUS } from '../../lib/idempotency/protocol/record';
@@ -187,16 +187,15 @@ describe('a recheck', () => {
     beforeNext(world.client, 'UpdateItemCommand', change);
   }
 
-  /** Moves the clock past the parked lock (the park set it to now). */
+  /** Moves the clock past the re-run of a first attempt parked now: its lock (the park set it to now), and the stream's window after it. */
   function pastTheLock(): void {
-    const now = Date.now();
-    jest.spyOn(Date, 'now').mockImplementation(() => now + 1_000);
+    pastItsDue(1);
   }
 
-  /** Moves the clock past the re-run of an attempt `attempt` parked now: its lock, then its backoff (liveness). */
+  /** Moves the clock past the re-run of an attempt `attempt` parked now: its lock, then its backoff, at least the stream's window (liveness). */
   function pastItsDue(attempt: number): void {
     const now = Date.now();
-    jest.spyOn(Date, 'now').mockImplementation(() => now + 1_000 + backoffSeconds(attempt - 1) * 1000);
+    jest.spyOn(Date, 'now').mockImplementation(() => now + 1_000 + dueAfterParkMs(attempt));
   }
 
   it('finishes an abandoned call: the same arguments, caller and key, taking over only the claim it names', async () => {
@@ -238,7 +237,8 @@ describe('a recheck', () => {
     freezeClock(now);
     const outcomes: string[] = [];
     for (const lockInMs of [300, 10_500, 3_600_000, 0]) {
-      await setAttributes(call.recordKey, { in_progress_expiration: now + lockInMs });
+      // A claim's lock (a park's is seen the stream's window after its end: `seenAtMs`).
+      await setAttributes(call.recordKey, { in_progress_expiration: now + lockInMs, parked_claim: 'an-earlier-claim' });
       outcomes.push(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline()));
     }
 
@@ -405,6 +405,7 @@ describe('a recheck', () => {
     await setAttributes(call.recordKey, {
       attempt: 3,
       in_progress_expiration: now + 20_000,
+      parked_claim: 'an-earlier-claim', // a claim's lock, not a park's
       expiration: Math.floor(now / 1000) + 90,
     });
     const expiresAtMs = (Math.floor(now / 1000) + 90) * 1000;

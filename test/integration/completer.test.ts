@@ -4,6 +4,7 @@ import { CreateTableCommand, DeleteItemCommand, DeleteTableCommand, ScanCommand 
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { RefundRequest } from '../../app/payments/provider';
 import { refund as refundTool } from '../../app/tools/refund';
+import { dueAfterParkMs } from '../../lib/idempotency/backoff';
 import { Completer } from '../../lib/idempotency/completer';
 import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import { ToolRuntime } from '../../lib/idempotency/runtime';
@@ -20,6 +21,8 @@ import { createWorld, deadline, identity, type World } from '../helpers/world';
 // This suite feeds the completer a key store of its own: the shared one holds other suites' dead
 // workers, which a completer here would finish under their feet.
 const TABLE = `completer-keys-${randomUUID().slice(0, 8)}`;
+/** Past the completer's first look at a call whose first attempt failed now: the stream's window after its park. */
+const PAST_THE_FIRST_LOOK_MS = dueAfterParkMs(1) + 1_000;
 
 let world: World;
 let streams: DynamoDBStreamsClient;
@@ -188,17 +191,17 @@ describe('the completer', () => {
     // Act: attempt 1 (the caller) fails; the completer re-runs it once (attempt 2), fails; then gives up.
     const first = await runtime.invoke(tool, caller, call, deadline());
     await completer.stream();
-    advanceClock(3_000);
+    advanceClock(PAST_THE_FIRST_LOOK_MS);
     const rerun = await completer.rechecks();
     await completer.stream();
     // The runtime's maxAttempts is the completer's: its poll now says the next look gives up, not re-runs.
     const polledBeforeGiveUp = await onceRuntime.lookup('refund', caller, 'k1');
     jest.restoreAllMocks();
-    advanceClock(3_000 + 900_000);
+    advanceClock(PAST_THE_FIRST_LOOK_MS + 900_000);
     const givenUp = await completer.rechecks();
     await completer.stream(); // the give-up's own change: nothing is scheduled for it
     jest.restoreAllMocks();
-    advanceClock(3_000 + 1_800_000);
+    advanceClock(PAST_THE_FIRST_LOOK_MS + 1_800_000);
     const afterwards = await completer.rechecks();
     const polled = await runtime.lookup('refund', caller, 'k1');
     const attemptsWhileStalled = attempts;

@@ -7,6 +7,7 @@ import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask } from '../../lib/idempotency/task';
 import { callRecords } from '../helpers/call-records';
+import { pastTheStreamWindow } from '../helpers/clock';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
 
@@ -23,6 +24,7 @@ beforeAll(() => {
   runtime = world.idempotencyRuntime();
 });
 afterAll(() => world.destroy());
+afterEach(() => jest.restoreAllMocks());
 
 function completerOf(tools: ReturnType<typeof noteTool>['tool'][]) {
   const sent: Recheck[] = [];
@@ -57,7 +59,9 @@ describe('a call handed off to the completer', () => {
     const parked = await itemOf(recordKey);
     expect(parked).toMatchObject({ status: 'INPROGRESS', attempt: 1, parked_claim: parked?.claim_id });
     expect(parked?.in_progress_expiration).toBeLessThanOrEqual(Date.now());
-    // What the table's stream delivers: the completer schedules its recheck now (DelaySeconds 0).
+    // What the table's stream delivers, its batching window after the park: the completer schedules its
+    // recheck then, due (DelaySeconds 0).
+    pastTheStreamWindow();
     await completer.onStream([
       {
         eventName: 'MODIFY',
@@ -133,6 +137,7 @@ describe('a handed-off call under the completer’s attempt limit (review 3, H1)
     );
     const recordKey = handed.task?.callId.split('@')[0] ?? '';
     const parked = await itemOf(recordKey);
+    pastTheStreamWindow();
     const outcome = await new Completer(options(1)).onRecheck(
       { key: recordKey, claim: String(parked?.claim_id) },
       deadline(60_000),
@@ -184,6 +189,7 @@ describe('a handed-off call’s first run meets a business error (review 3, H3):
     });
     const recordKey = handed.task?.callId.split('@')[0] ?? '';
     const parked = await itemOf(recordKey);
+    pastTheStreamWindow();
     await completer.onRecheck({ key: recordKey, claim: String(parked?.claim_id) }, deadline(60_000));
     expect(execute).toHaveBeenCalledTimes(1);
     // The caller creates the customer, then asks again with a fresh key (the old one is burned, as documented).

@@ -8,8 +8,9 @@
  * under its key only as one of them. Review 11 (helper-32) found each case; each test failed on 07e56bd.
  */
 import { TransactionCanceledException, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { WAIT_LOOK_BEFORE_LAST_LOOK_MS } from '../../lib/idempotency/backoff';
+import { completerLooksAtMs, dueAfterParkMs, WAIT_LOOK_BEFORE_LAST_LOOK_MS } from '../../lib/idempotency/backoff';
 import { closeStalled, eraseItem, eraseRecord } from '../../lib/idempotency/protocol/erase';
+import { callRecordOf, DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
@@ -375,14 +376,19 @@ describe('liveness: a new window’s call parked behind an old window’s stalle
     const fItem = await itemOf(fKey);
     const waitLookMs = Number(fItem.expiration) * 1000 - 10_000 - 60_000 - WAIT_LOOK_BEFORE_LAST_LOOK_MS;
     expect(f).toMatchObject({ status: 'pending' });
-    expect(Math.abs(Number(fItem.in_progress_expiration) - waitLookMs)).toBeLessThan(1_000);
-    expect(Math.abs(Date.now() + (f as { retry_after_ms: number }).retry_after_ms - waitLookMs)).toBeLessThan(1_000);
+    // Due at its wait look: parked until the stream's window before it (review 29, F2: its due, not its lock).
+    const lookAtMs = completerLooksAtMs(callRecordOf(fItem, DEFAULT_RECORD_ATTRIBUTES)!);
+    expect(Math.abs(lookAtMs - waitLookMs)).toBeLessThan(1_000);
+    expect(lookAtMs - Number(fItem.in_progress_expiration)).toBe(dueAfterParkMs(1));
+    // Its caller may resend it once its lock ends: its answer says so.
+    const retryAtMs = Date.now() + (f as { retry_after_ms: number }).retry_after_ms;
+    expect(Math.abs(retryAtMs - Number(fItem.in_progress_expiration))).toBeLessThan(1_000);
 
     // A's resend settles it (its own effect, under dA) long before F's wait look (review 26, F2: F was parked
     // until its last look, and given up there though A had settled).
     expect(await runtime.invoke(t.tool, t.caller, args('a2'), deadline())).toMatchObject({ ok: true });
     // F's wait look: the completer re-runs it, and it runs — its window's intent is free of A now.
-    clock.advance(Number(fItem.in_progress_expiration) + 1_000 - Date.now());
+    clock.advance(lookAtMs + 1_000 - Date.now());
     const outcome = await completerOn(world, runtime, [t.tool]).onRecheck(
       { key: fKey, claim: String(fItem.claim_id) },
       deadline(60_000),

@@ -11,6 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { nextAfterRead } from '../../lib/api/next-step';
 import { completerLooksAtMs } from '../../lib/idempotency/backoff';
+import { callRecordOf, DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { taskOf } from '../../lib/idempotency/task';
 import type { ToolDefinition } from '../../lib/idempotency/tool';
@@ -106,12 +107,7 @@ describe('review24 F1: an abandoned call within its budget that the completer gi
         next: nextAfterRead(read as never).message,
         givesUp: (read as { gives_up?: string }).gives_up,
       };
-      clock =
-        completerLooksAtMs({
-          lockEndsMs: item.in_progress_expiration as number,
-          attempt: item.attempt as number,
-          expiresAtS: item.expiration as number,
-        }) + 1;
+      clock = completerLooksAtMs(callRecordOf(item, DEFAULT_RECORD_ATTRIBUTES)!) + 1;
       outcome = await completer.onRecheck({ key: recordKey, claim: item.claim_id as string }, deadline());
       said.push([lastMessages.givesUp, outcome]);
       if (outcome === 'settled' || outcome === 'gave_up') break;

@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { nextAfterRead } from '../../lib/api/next-step';
-import { lastLookMs } from '../../lib/idempotency/backoff';
+import { dueAfterParkMs, lastLookMs } from '../../lib/idempotency/backoff';
 import { InFlightError } from '../../lib/idempotency/errors';
 import { inFlightCallOf } from '../../lib/idempotency/in-flight';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
@@ -71,8 +71,13 @@ async function queuedUntilItsLastLook() {
   const items = await Promise.all(keys.map(itemOf));
   const qItem = items.find((item) => item.queued_attempts === 1)!;
   const expiresAtS = Number(qItem.expiration);
-  // Parked until exactly its last look, attempt 1, queued (nothing ran).
-  expect(qItem).toMatchObject({ attempt: 1, queued_attempts: 1, in_progress_expiration: lastLookMs(expiresAtS) });
+  // Due at exactly its last look (parked until the stream's window before it: review 29, F1), attempt 1,
+  // queued (nothing ran).
+  expect(qItem).toMatchObject({
+    attempt: 1,
+    queued_attempts: 1,
+    in_progress_expiration: lastLookMs(expiresAtS) - dueAfterParkMs(1),
+  });
   return { tool, execute, caller, recordKey: String(qItem.id), claim: String(qItem.claim_id), expiresAtS };
 }
 

@@ -13,7 +13,7 @@ import { completerLooksAtMs, lastLookMs } from '../../lib/idempotency/backoff';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { expiresAtSOf } from '../../lib/idempotency/derivation';
 import { InFlightError } from '../../lib/idempotency/errors';
-import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
+import { callRecordOf, DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import type { ToolDefinition } from '../../lib/idempotency/tool';
 import { readOperation } from '../../lib/reads/operation';
@@ -57,15 +57,9 @@ function completerFor(tools: readonly ToolDefinition[], sent: Recheck[] = []) {
   });
 }
 
-/** The schedule's fields of a stored call record. */
+/** The schedule's fields of a stored call record (its lock, its attempts, its TTL, the claim that parked it). */
 function scheduleOf(item: Record<string, unknown>) {
-  return {
-    lockEndsMs: Number(item.in_progress_expiration),
-    attempt: Number(item.attempt),
-    expiresAtS: Number(item.expiration),
-    queuedAttempts: item.queued_attempts === undefined ? undefined : Number(item.queued_attempts),
-    unrunAttempts: item.unrun_attempts === undefined ? undefined : Number(item.unrun_attempts),
-  };
+  return callRecordOf(item, DEFAULT_RECORD_ATTRIBUTES)!;
 }
 
 /** An abandoned send_note call (attempt `attempt`, its tool ran and failed: not unrun) whose lock ends at `lockEndsMs(expiresAtS)`. */
@@ -112,10 +106,9 @@ describe('review27 F1: the completers that look later than the stated wait (`ret
 });
 
 describe('review27 F3: a first attempt that ran and failed just before its last look — the stack sees its park only after the stream batching window', () => {
-  it.failing('review27 (known, not fixed: docs/state-machine.md Liveness, “Left open”; the record does not tell a park that ended its lock at once from a provider’s wait, review 28 F3) F3: is told “re-runs it in 1 s”; the stack’s completer looks at it from the park’s stream image 10 s later', async () => {
-    // Attempt 1 failed (PARK_NOW: its lock ends at the failure) 5 s before its last look; its tool ran, so
-    // `nextLookAtMs` added no stream delay (it did so only for calls none of whose attempts ran; now for every
-    // lock's end a park wrote).
+  it('review27 F3 (fixed with review 29, F1: every completer looks at a lock’s end a park wrote the stream’s window after it, and the answers say so): its poll states the look the stack makes, 10 s after the park, and what it does', async () => {
+    // Attempt 1 failed (PARK_NOW: its lock ends at the failure) 5 s before its last look; its tool ran. Its
+    // answers used to say "re-runs it in 1 s" (a stream delay only for calls none of whose attempts ran).
     const c = await abandonedAt((expiresAtS) => lastLookMs(expiresAtS) - 5_000);
     const parkedAtMs = c.lastLook - 5_000;
     clockAt(parkedAtMs + 1);

@@ -12,8 +12,8 @@ import { nextAfterRead } from '../../lib/api/next-step';
 import {
   completerLooksAtMs,
   LATEST_LOOK_AFTER_DUE_MS,
-  LEAST_WAIT_MS,
   lastLookMs,
+  STREAM_BATCHING_WINDOW_SECONDS,
   WAIT_LOOK_BEFORE_LAST_LOOK_MS,
 } from '../../lib/idempotency/backoff';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
@@ -171,7 +171,7 @@ describe('review28 F2: the wait look re-runs a waiter whose holder is parked pas
 });
 
 describe('review28 F3: `nextLookAtMs` adds the stream window to every park, also one whose lock ends in the future (a provider wait): the stack saw that park long before, and re-runs it at its lock end', () => {
-  it('a first attempt parked by its provider for 2 min: just past the park’s end its poll hints ~10 s, the stack re-runs it a second after the end', async () => {
+  it('a first attempt parked by its provider for 2 min: the stack re-runs it when its poll said, the stream’s window after the park’s end (review 29: one look time for every park, stated and kept, rather than a hint 10 s late)', async () => {
     let runs = 0;
     const { tool } = noteTool(`wait_${Math.random().toString(36).slice(2, 10)}`, async (a) => {
       runs += 1;
@@ -194,22 +194,24 @@ describe('review28 F3: `nextLookAtMs` adds the stream window to every park, also
     const sent: Recheck[] = [];
     const completer = completerFor([tool], sent);
     await streamImage(completer, record!.id, item);
-    expect(sent).toMatchObject([{ delaySeconds: 110, dueAtMs: endsMs }]);
-    // Just past the park's end: abandoned, attempt 1, due now.
+    const lookMs = endsMs + STREAM_BATCHING_WINDOW_SECONDS * 1000;
+    expect(sent).toMatchObject([{ delaySeconds: 120, dueAtMs: lookMs }]);
+    // Just past the park's end: abandoned, attempt 1, due the stream's window after its lock's end.
     clockAt(endsMs + 1);
-    const { read } = await poll({ caller, key: 'p' }, tool.name);
+    const { read, says } = await poll({ caller, key: 'p' }, tool.name);
     expect(read).toMatchObject({ status: 'abandoned' });
-    // The recheck is delivered at the park's end (still live then: looked at again a second later) and re-runs it.
-    clockAt(endsMs);
+    expect(says).toBe('runs it');
+    // A recheck before then (delivered early) is sent again for that time; at it, the call is re-run.
+    clockAt(endsMs + 1_000);
     expect(await completer.onRecheck({ key: record!.id, claim: String(item.claim_id) }, deadline(60_000))).toBe(
       'later',
     );
-    clockAt(endsMs + 1_000);
+    clockAt(lookMs);
     expect(await completer.onRecheck({ key: record!.id, claim: String(item.claim_id) }, deadline(60_000))).toBe(
       'finished',
     );
     // The liveness table: an abandoned call's answers hint "exactly that due time (at least 1 s)".
-    expect(read.retry_after_ms).toBeLessThanOrEqual(LEAST_WAIT_MS);
+    expect(endsMs + 1 + (read.retry_after_ms ?? 0)).toBe(lookMs);
   });
 });
 

@@ -3,9 +3,9 @@ import { randomUUID } from 'node:crypto';
 import * as z from 'zod/mini';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { nextAfterRead } from '../../lib/api/next-step';
-import { backoffSeconds, completerLooksAtMs } from '../../lib/idempotency/backoff';
+import { backoffSeconds, completerLooksAtMs, dueAfterParkMs } from '../../lib/idempotency/backoff';
 import { InFlightError } from '../../lib/idempotency/errors';
-import { STATUS } from '../../lib/idempotency/protocol/record';
+import { callRecordOf, DEFAULT_RECORD_ATTRIBUTES, STATUS } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { readTask } from '../../lib/idempotency/task';
 import { defineTool } from '../../lib/idempotency/tool';
@@ -44,6 +44,9 @@ const itemOf = (key: string) => callRecords(world, runtime).itemOf(key);
 const setAttributes = (key: string, values: Record<string, unknown>) =>
   callRecords(world, runtime).setAttributes(key, values);
 
+/** Past the re-run of a first attempt parked now (`abandonedCall`): its lock's end, and the stream's window after it. */
+const PAST_A_PARK_MS = 1_000 + dueAfterParkMs(1);
+
 /** Moves every `Date.now()` reader `byMs` ahead of now. */
 function clockAhead(byMs: number): void {
   const now = Date.now();
@@ -68,7 +71,7 @@ describe('liveness: a call the completer cannot re-run is stalled with its reaso
     const { tool, execute } = tightenedSendNote();
     const { completer, sends } = completerWith([tool as never]);
     const call = await abandonedCall('hi'); // 'hi' is shorter than the deployed tool's 5 characters
-    clockAhead(1_000);
+    clockAhead(PAST_A_PARK_MS);
 
     const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
 
@@ -90,7 +93,7 @@ describe('liveness: a call the completer cannot re-run is stalled with its reaso
     const { tool, execute } = widenedSendNote();
     const { completer, sends } = completerWith([tool as never]);
     const call = await abandonedCall('hi');
-    clockAhead(1_000);
+    clockAhead(PAST_A_PARK_MS);
 
     const outcome = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
 
@@ -111,7 +114,7 @@ describe('liveness: an abandoned call in its record’s last lock-length — its
   /** Abandoned (attempt 1, lock ended), its TTL `ttlInS` away: no takeover with a 60 s lock may pass rule 2. */
   async function nearTtlCall(ttlInS: number) {
     const call = await abandonedCall();
-    clockAhead(1_000);
+    clockAhead(PAST_A_PARK_MS);
     await setAttributes(call.recordKey, { expiration: Math.floor(Date.now() / 1000) + ttlInS });
     return call;
   }
@@ -186,7 +189,7 @@ describe('liveness: the completer’s next look after a re-run it could not star
     const { tool, execute } = noteTool('send_note');
     const { completer, sends } = completerWith([tool]);
     const call = await abandonedCall();
-    clockAhead(1_000);
+    clockAhead(PAST_A_PARK_MS);
     // The completer's takeover (its UpdateItem) is throttled: nothing is written, the record stays as read.
     beforeNext(world.client, 'UpdateItemCommand', async () => {
       throw throttled();
@@ -209,7 +212,7 @@ describe('rule 6: erase’s wait is bounded by the completer’s schedule, not b
     const { tool } = tightenedSendNote();
     const { completer } = completerWith([tool as never]);
     const call = await abandonedCall('hi');
-    clockAhead(1_000);
+    clockAhead(PAST_A_PARK_MS);
     await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
 
     const report = await eraseTenant(
@@ -260,7 +263,7 @@ describe('liveness: what an abandoned call’s answer says happens at its due ti
       const task = await readTask(on, tool, call.caller, call.key);
       const wait = (poll as { retryAfterMs: number }).retryAfterMs;
       const next = nextAfterRead(read as never);
-      clockAhead(1_000 + backoffSeconds(attributes.attempt - 1) * 1000);
+      clockAhead(1_000 + dueAfterParkMs(attributes.attempt));
       const atDue = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
 
       expect(atDue).toBe(atDueTime);
@@ -298,7 +301,7 @@ describe('liveness: an abandoned call whose re-run would be due past its TTL (Li
     await setAttributes(call.recordKey, { attempt: 8, expiration: ttlS });
 
     const poll = await runtime.lookup('send_note', call.caller, call.key);
-    clockAhead(1_000 + backoffSeconds(7) * 1000);
+    clockAhead(1_000 + dueAfterParkMs(8));
     const atDue = await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline());
 
     // At its due time it is gone (expired): 'settled', never re-run, never stalled.
@@ -333,14 +336,8 @@ async function driveAlwaysFailing(ttlSeconds?: number) {
   for (let i = 0; i < 12; i += 1) {
     const item = await itemOf(recordKey);
     if (item.claim_id === undefined) break;
-    const attempt = item.attempt as number;
     // When the completer looks (completerLooksAtMs): due, or its last look before the TTL.
-    clock =
-      completerLooksAtMs({
-        lockEndsMs: item.in_progress_expiration as number,
-        attempt,
-        expiresAtS: item.expiration as number,
-      }) + 1;
+    clock = completerLooksAtMs(callRecordOf(item, DEFAULT_RECORD_ATTRIBUTES)!) + 1;
     const outcome = await completer.onRecheck({ key: recordKey, claim: item.claim_id as string }, deadline());
     outcomes.push(outcome);
     if (outcome === 'settled' || outcome === 'gave_up') break;

@@ -16,7 +16,7 @@ import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask } from '../../lib/idempotency/task';
 import { readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
-import { movableClock } from '../helpers/clock';
+import { movableClock, pastTheStreamWindow } from '../helpers/clock';
 import {
   asQueuedByAnEarlierVersion,
   completerOn,
@@ -69,6 +69,7 @@ describe('attempts that failed before their tool ran: no effect, yet counted by 
     const recordKey = handed.task?.callId.split('@')[0] ?? '';
     const parked = await itemOf(recordKey);
     throttleNextIntentWrite(world, 'create');
+    pastTheStreamWindow();
     const second = await completerOf([t.tool]).onRecheck(
       { key: recordKey, claim: String(parked.claim_id) },
       deadline(),
@@ -127,6 +128,7 @@ describe('a first run’s failure whose intent release fails: parked as having m
     const parked = await itemOf(recordKey);
     // Attempt 2 (the completer): the call's first run, not_found; the release of the intent it created fails.
     throttleNextIntentWrite(world, 'release');
+    pastTheStreamWindow();
     await completerOf([t.tool]).onRecheck({ key: recordKey, claim: String(parked.claim_id) }, deadline());
     expect(t.execute).toHaveBeenCalledTimes(1);
     expect(await itemOf(recordKey)).toMatchObject({ attempt: 2, status: 'INPROGRESS' });
@@ -153,6 +155,7 @@ describe('answers of a call whose only run met a business error (its intent rele
     const recordKey = handed.task?.callId.split('@')[0] ?? '';
     const parked = await itemOf(recordKey);
     throttleNextIntentWrite(world, 'release');
+    pastTheStreamWindow();
     await completerOf([t.tool]).onRecheck({ key: recordKey, claim: String(parked.claim_id) }, deadline());
     expect(t.execute).toHaveBeenCalledTimes(1); // its tool ran
     expect(await itemOf(recordKey)).toMatchObject({ attempt: 2, unrun_attempts: 2, status: 'INPROGRESS' });

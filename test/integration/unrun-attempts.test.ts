@@ -15,7 +15,7 @@ import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask } from '../../lib/idempotency/task';
 import { readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
-import { movableClock } from '../helpers/clock';
+import { movableClock, pastTheStreamWindow } from '../helpers/clock';
 import { beforeNext, throttled } from '../helpers/intercept';
 import { completerOn, isIntentWriteOf, missingCustomerTool, throttleIntentPuts } from '../helpers/no-effect';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
@@ -65,6 +65,7 @@ async function handedOffBehindALiveHolder() {
   });
   const recordKey = handed.task?.callId.split('@')[0] ?? '';
   const parked = await itemOf(recordKey);
+  pastTheStreamWindow(); // the completer looks at a handed-off call then
   const second = await completerOf([tool]).onRecheck(
     { key: recordKey, claim: String(parked?.claim_id) },
     deadline(60_000),
@@ -129,7 +130,8 @@ describe('a handed-off call the completer gives up on before it ever ran', () =>
     });
     const recordKey = handed.task?.callId.split('@')[0] ?? '';
     const parked = await itemOf(recordKey);
-    // The deployed completer no longer serves the tool (renamed by a deploy): it gives up at once.
+    // The deployed completer no longer serves the tool (renamed by a deploy): it gives up at its look.
+    pastTheStreamWindow();
     const outcome = await completerOf([]).onRecheck(
       { key: recordKey, claim: String(parked?.claim_id) },
       deadline(60_000),
@@ -185,6 +187,7 @@ async function handedOffCallOfAMissingCustomer() {
       beforeNext(world.client, 'UpdateItemCommand', beforeRelease, (input) =>
         isIntentWriteOf('release', 'UpdateItemCommand', input),
       );
+      pastTheStreamWindow();
       return completerOf([tool]).onRecheck({ key: recordKey, claim: String(parked.claim_id) }, deadline());
     },
   };

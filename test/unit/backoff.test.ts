@@ -3,6 +3,7 @@ import {
   backoffSeconds,
   completerDueAtMs,
   completerLooksAtMs,
+  dueAfterParkMs,
   expiresBeforeRerun,
   givesUpAtNextLook,
   LATEST_LOOK_AFTER_DUE_MS,
@@ -53,6 +54,16 @@ describe('completerDueAtMs', () => {
     expect(completerDueAtMs({ ...record, attempt: 2 })).toBe(NOW + 30_000);
     expect(completerDueAtMs({ ...record, attempt: 3 })).toBe(NOW + 60_000);
     expect(completerDueAtMs({ ...record, attempt: 9 })).toBe(NOW + 900_000);
+  });
+
+  it('after a park (its claim parked it), no sooner than the stream’s batching window after the lock’s end: the stack may see the park only then (review 27 F3, review 29 F1)', () => {
+    const parked = { lockEndsMs: NOW, expiresAtS: NOW / 1000 + DAY_S, claimId: 'c', parkedClaimId: 'c' };
+
+    expect(completerDueAtMs({ ...parked, attempt: 1 })).toBe(NOW + 10_000);
+    expect(completerDueAtMs({ ...parked, attempt: 2 })).toBe(NOW + 30_000);
+    // Parked by an earlier claim, since taken over: the lock is the takeover's claim.
+    expect(completerDueAtMs({ ...parked, attempt: 1, claimId: 'd' })).toBe(NOW);
+    expect([1, 2, 3].map(dueAfterParkMs)).toEqual([10_000, 30_000, 60_000]);
   });
 });
 
@@ -111,11 +122,13 @@ describe('the look an answer points at, and what it does (reviews 26 and 27, F1)
     expect(LEAST_WAIT_MS).toBe(1_000);
     expect(nextLookAtMs(due(NOW + 30_000), NOW)).toBe(NOW + 30_000);
     expect(nextLookAtMs(due(NOW - 30_000), NOW)).toBe(NOW + 1_000);
-    // A call none of whose attempts ran (queued, handed off), parked 5 s ago: the stack sees the park 10 s
-    // after it. One whose tool ran is hinted a second (review 27 F3, left open: see nextLookAtMs).
+    // A call parked 5 s ago, its lock ended by the park (queued, handed off, or its first attempt failed):
+    // the stack sees the park up to 10 s after it, whether its tool ran or not (review 27, F3). A crashed
+    // claim's lock outlasts the window: its end itself.
     const first = { lockEndsMs: NOW - 5_000, attempt: 1, expiresAtS };
-    expect(nextLookAtMs({ ...first, unrunAttempts: 1 }, NOW)).toBe(NOW + 5_000);
-    expect(nextLookAtMs(first, NOW)).toBe(NOW + 1_000);
+    expect(nextLookAtMs({ ...first, unrunAttempts: 1, claimId: 'c', parkedClaimId: 'c' }, NOW)).toBe(NOW + 5_000);
+    expect(nextLookAtMs({ ...first, claimId: 'c', parkedClaimId: 'c' }, NOW)).toBe(NOW + 5_000);
+    expect(nextLookAtMs({ ...first, claimId: 'c' }, NOW)).toBe(NOW + 1_000);
   });
 
   it('an answer says `expiring` exactly when the look at the wait it gives is too late to re-run it, under every lock up to a minute', () => {
@@ -140,18 +153,45 @@ describe('the look an answer points at, and what it does (reviews 26 and 27, F1)
 describe('parkLimitMs', () => {
   const expiresAtS = NOW / 1000 + 3_600;
   const lastLook = lastLookMs(expiresAtS);
+  const parkedAt = (lockEndsMs: number, attempt: number) => ({
+    lockEndsMs,
+    attempt,
+    expiresAtS,
+    claimId: 'c',
+    parkedClaimId: 'c',
+  });
 
-  it('a wait on what may change ends at the wait look, a minute before the last look; then the last look; then the last lock end', () => {
+  it('a wait on what may change is due at the wait look, a minute before the last look; then at the last look; then its last lock end', () => {
     expect(WAIT_LOOK_BEFORE_LAST_LOOK_MS).toBe(61_000);
-    expect(parkLimitMs(expiresAtS, NOW, true)).toBe(lastLook - 61_000);
-    expect(parkLimitMs(expiresAtS, lastLook - 61_000, true)).toBe(lastLook);
+    const after = dueAfterParkMs(1);
+    expect(parkLimitMs(expiresAtS, NOW, true, after)).toBe(lastLook - 61_000 - after);
+    expect(parkLimitMs(expiresAtS, lastLook - 61_000 - after, true, after)).toBe(lastLook - after);
     // The wait look's re-run is due a minute and a second before the last look: run, under every completer.
-    expect(expiresBeforeRerun({ lockEndsMs: lastLook - 61_000, attempt: 1, expiresAtS })).toBe(false);
-    expect(parkLimitMs(expiresAtS, lastLook, true)).toBe(expiresAtS * 1000 - 10_000);
+    const waitPark = parkedAt(parkLimitMs(expiresAtS, NOW, true, after), 1);
+    expect(completerLooksAtMs(waitPark)).toBe(lastLook - 61_000);
+    expect(expiresBeforeRerun(waitPark)).toBe(false);
+    expect(parkLimitMs(expiresAtS, lastLook, true, after)).toBe(expiresAtS * 1000 - 10_000);
+  });
+
+  it('at every attempt: a waiter parked by its later attempts is due at the wait look too, its backoff counted (review 29, F2)', () => {
+    for (const attempt of [1, 2, 3, 5, 8]) {
+      const park = parkedAt(parkLimitMs(expiresAtS, NOW, true, dueAfterParkMs(attempt)), attempt);
+      expect([attempt, completerLooksAtMs(park), expiresBeforeRerun(park)]).toEqual([
+        attempt,
+        lastLook - 61_000,
+        false,
+      ]);
+      const last = parkedAt(parkLimitMs(expiresAtS, NOW, false, dueAfterParkMs(attempt)), attempt);
+      expect([attempt, completerLooksAtMs(last), givesUpAtNextLook(last, NOW)]).toEqual([
+        attempt,
+        lastLook,
+        'expiring',
+      ]);
+    }
   });
 
   it('a wait on nothing that changes (a window nothing remembers) takes no wait look', () => {
-    expect(parkLimitMs(expiresAtS, NOW, false)).toBe(lastLook);
-    expect(parkLimitMs(expiresAtS, lastLook, false)).toBe(expiresAtS * 1000 - 10_000);
+    expect(parkLimitMs(expiresAtS, NOW, false, 10_000)).toBe(lastLook - 10_000);
+    expect(parkLimitMs(expiresAtS, lastLook, false, 10_000)).toBe(expiresAtS * 1000 - 10_000);
   });
 });

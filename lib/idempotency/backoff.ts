@@ -94,9 +94,11 @@ export function parkLimitMs(
   mayChange: boolean | undefined,
   dueAfterMs: number,
 ): number {
-  const lastLook = lastLookMs(expiresAtS) - dueAfterMs;
-  const waitLook = lastLook - WAIT_LOOK_BEFORE_LAST_LOOK_MS;
+  const waitLook = lastLookMs(expiresAtS) - WAIT_LOOK_BEFORE_LAST_LOOK_MS - dueAfterMs;
   if (mayChange && waitLook > nowMs) return waitLook;
+  // A look due past the last look comes at it (`completerLooksAtMs`): only the park's being seen, not its
+  // backoff, is in the way there (review 30, F2: a waiter at its 4th attempt fell through to its last lock end).
+  const lastLook = lastLookMs(expiresAtS) - STREAM_BATCHING_WINDOW_SECONDS * 1000;
   return lastLook > nowMs ? lastLook : latestLockEndMs(expiresAtS);
 }
 
@@ -127,7 +129,14 @@ function parked(record: ScheduledRecord): boolean {
  * stack) outlasts the window, so its end itself.
  */
 function seenAtMs(record: ScheduledRecord): number {
-  return record.lockEndsMs + (parked(record) ? STREAM_BATCHING_WINDOW_SECONDS * 1000 : 0);
+  if (!parked(record)) return record.lockEndsMs;
+  // Never past the last look for a lock that ends by it, nor past a lock's end that is later still (a park
+  // written that close to its last look is seen a few seconds late; the completer then gives it up, as its
+  // answers said): a look at the TTL would find the record expired, never given up (review 30, F1).
+  return Math.min(
+    record.lockEndsMs + STREAM_BATCHING_WINDOW_SECONDS * 1000,
+    Math.max(record.lockEndsMs, lastLookMs(record.expiresAtS)),
+  );
 }
 
 /** The backoff before a re-run of a call `attempt` attempts have claimed: none after the first. */

@@ -78,8 +78,8 @@ export interface ItemErasure {
 /**
  * When a call in flight can next change by itself (epoch ms): a live one at its lock's end (its attempt
  * stores, parks or dies by then); an abandoned one when the completer next looks at it, as its record says
- * (`completerLooksAtMs`, the schedule every answer follows: its lock's end plus its attempts' backoff, before
- * its TTL); a stalled one never (undefined) — but one Powertools' handler left at its TTL (`stalledChangesAtMs`).
+ * (`completerLooksAtMs`, the schedule every answer follows: its lock's end plus its attempts' backoff — at
+ * least the stream's window after a park's — before its TTL); a stalled one never (undefined) — but one Powertools' handler left at its TTL (`stalledChangesAtMs`).
  */
 export function nextChangeAtMs(record: CallRecord, state: InFlightState): number | undefined {
   if (state === 'live') return record.lockEndsMs;

@@ -2,7 +2,7 @@
  * How an attempt ends (`Ending`) and what the caller is told: the stored outcome's answer, the one
  * `pending` answer, and every failure in the closed set of error codes (`toToolError`).
  */
-import { LEAST_WAIT_MS, nextLookAtMs } from './backoff';
+import { nextLookAtMs } from './backoff';
 import { isParked } from './call-state';
 import {
   ConflictError,
@@ -114,11 +114,7 @@ export function retryAfterMs(lockEndsMs: number | undefined, nowMs: number = Dat
 export function askAgainAfterMs(record: CallRecord, state: 'live' | 'abandoned', nowMs: number): number {
   // Parked (the claim that parked it still holds it): nobody runs it before its lock ends, so all of it.
   if (state === 'live' && isParked(record)) {
-    // A park that ends its lock within the least wait (a hand-off, a queue or a failure ends it at once):
-    // nothing changes it before the completer's look (review 30, F3: a handed-off call's task polled in 100 ms).
-    const untilLockEndsMs = Math.ceil(record.lockEndsMs - nowMs);
-    if (untilLockEndsMs >= LEAST_WAIT_MS) return untilLockEndsMs;
-    return Math.ceil(nextLookAtMs(record, nowMs) - nowMs);
+    return Math.max(MIN_RETRY_AFTER_MS, Math.ceil(record.lockEndsMs - nowMs));
   }
   if (state === 'live') return retryAfterMs(record.lockEndsMs, nowMs);
   // The completer's next look (`nextLookAtMs`): a lock's end a park wrote no sooner than the stream's

@@ -14,9 +14,9 @@ import {
   StoreWriteError,
 } from './answers';
 import { attach } from './attach';
-import { dueAfterParkMs, parkLimitMs, STREAM_BATCHING_WINDOW_SECONDS } from './backoff';
+import { dueAfterParkMs, latestParkEndMs, parkLimitMs, STREAM_BATCHING_WINDOW_SECONDS } from './backoff';
 import type { CallPlan } from './call-plan';
-import { latestLockEndMs, ttlNeededFor } from './call-state';
+import { ttlNeededFor } from './call-state';
 import { expiresAtSOf } from './derivation';
 import { InFlightError, RELEASING_CODES, ToolError } from './errors';
 import { downstreamKey } from './fingerprint';
@@ -375,8 +375,8 @@ async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
     }
     return settled; // released: no call of these arguments is left under the key
   }
-  // Rule 2: no lock (a provider's wait included), nor a pending answer's wait (rule 4), outlives TTL − skew.
-  const latestMs = latestLockEndMs(claim.expiresAtS);
+  // Rule 2, and a look by the last look (`latestParkEndMs`): no lock, a provider's wait included, nor a pending answer's wait.
+  const latestMs = latestParkEndMs(claim.expiresAtS, Date.now());
   const untilMs = Math.min(settlement.untilMs ?? Date.now(), latestMs);
   const unrunAttempts = settlement.unrun && !claim.ranBefore ? claim.attempt : undefined;
   const queued = settlement.queued === true;

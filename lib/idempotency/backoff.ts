@@ -96,10 +96,22 @@ export function parkLimitMs(
 ): number {
   const waitLook = lastLookMs(expiresAtS) - WAIT_LOOK_BEFORE_LAST_LOOK_MS - dueAfterMs;
   if (mayChange && waitLook > nowMs) return waitLook;
-  // A look due past the last look comes at it (`completerLooksAtMs`): only the park's being seen, not its
-  // backoff, is in the way there (review 30, F2: a waiter at its 4th attempt fell through to its last lock end).
-  const lastLook = lastLookMs(expiresAtS) - STREAM_BATCHING_WINDOW_SECONDS * 1000;
-  return lastLook > nowMs ? lastLook : latestLockEndMs(expiresAtS);
+  return latestParkEndMs(expiresAtS, nowMs);
+}
+
+/**
+ * The latest lock's end a park at `nowMs` may write (`settle`'s cut of a provider's wait, `parkLimitMs`'s
+ * last branch): before its last look, one the completer looks at by that look (`seenAtMs`: the stream's
+ * window before it, or now within that window) — whatever its backoff (a look due past the last look comes
+ * at it: review 30, F2), however late the look that parks it (review 31, F3), and so that cron, a minute
+ * late, still gives it up before its TTL (review 31, F1: a provider's wait cut to the TTL − 10 s was looked
+ * at there, a minute late past the TTL); at or past its last look (a resend then), its last lock end (rule
+ * 2): pending until then, as the answers say.
+ */
+export function latestParkEndMs(expiresAtS: number, nowMs: number): number {
+  const lastLook = lastLookMs(expiresAtS);
+  if (nowMs >= lastLook) return latestLockEndMs(expiresAtS);
+  return Math.max(lastLook - STREAM_BATCHING_WINDOW_SECONDS * 1000, nowMs);
 }
 
 /**

@@ -128,21 +128,24 @@ describe('review29 F1: a queued call parked until a later time (behind a window�
     const w = await queuedBehindParkedHolder((qLastLook, t0) => qLastLook + 600_000 - t0);
     // Q is parked (live, unrun, queued) so that it is due at its last look: nothing runs it before (review 28,
     // F2); its lock ends the stream's window before (fixed: it ended at the last look, looked at 10 s past it).
+    // (Since review 31, F1, H's provider wait is cut to its own last look's window, a second before Q's.)
     const lockEndsMs = Number(w.q.in_progress_expiration);
-    expect(lockEndsMs).toBe(w.qLastLook - dueAfterParkMs(1));
+    expect(lockEndsMs).toBe(Math.min(Number(w.h.in_progress_expiration), w.qLastLook - dueAfterParkMs(1)));
+    const qLookMs = completerLooksAtMs(callRecordOf(w.q, DEFAULT_RECORD_ATTRIBUTES)!);
+    expect(qLookMs).toBeLessThanOrEqual(w.qLastLook);
     expect(w.q).toMatchObject({ parked_claim: w.q.claim_id, attempt: 1 });
     // The stack: Q's park image reaches the completer within its batching window — ~1 h before the lock ends.
     clockAt(w.t0 + 11_000);
     const sent: Recheck[] = [];
     const completer = completerFor([w.tool], sent);
     await streamImage(completer, String(w.q.id), w.q);
-    expect(sent).toMatchObject([{ dueAtMs: w.qLastLook }]);
+    expect(sent).toMatchObject([{ dueAtMs: qLookMs }]);
     // Just past Q's lock's end: abandoned, queued — what every answer says of the next look.
     clockAt(lockEndsMs + 1);
     const { read, says } = await poll({ caller: w.caller, key: 'q' }, w.tool.name);
     expect({ status: read.status, says }).toEqual({ status: 'abandoned', says: 'gives up' });
     const statedMs = Date.now() + (read.retry_after_ms ?? 0);
-    expect(statedMs).toBe(w.qLastLook);
+    expect(statedMs).toBe(qLookMs);
     // A recheck before the stated look (at the lock's end, a second after it): looked at again then.
     for (const atMs of [lockEndsMs, lockEndsMs + 1_000]) {
       clockAt(atMs);

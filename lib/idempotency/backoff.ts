@@ -102,7 +102,7 @@ export function parkLimitMs(
 /**
  * The latest lock's end a park at `nowMs` may write (`settle`'s cut of a provider's wait, `parkLimitMs`'s
  * last branch): before its last look, one the completer looks at by that look (`seenAtMs`: the stream's
- * window before it, or now within that window) — whatever its backoff (a look due past the last look comes
+ * window before it, or the last look itself within that window) — whatever its backoff (a look due past the last look comes
  * at it: review 30, F2), however late the look that parks it (review 31, F3), and so that cron, a minute
  * late, still gives it up before its TTL (review 31, F1: a provider's wait cut to the TTL − 10 s was looked
  * at there, a minute late past the TTL); at or past its last look (a resend then), its last lock end (rule
@@ -111,7 +111,10 @@ export function parkLimitMs(
 export function latestParkEndMs(expiresAtS: number, nowMs: number): number {
   const lastLook = lastLookMs(expiresAtS);
   if (nowMs >= lastLook) return latestLockEndMs(expiresAtS);
-  return Math.max(lastLook - STREAM_BATCHING_WINDOW_SECONDS * 1000, nowMs);
+  const windowBefore = lastLook - STREAM_BATCHING_WINDOW_SECONDS * 1000;
+  // Within the window before it: the last look itself, not now (review 32, F2: a provider's wait cut to now
+  // answered 100 ms, and the resend took the call over and ran its tool again).
+  return nowMs < windowBefore ? windowBefore : lastLook;
 }
 
 /**

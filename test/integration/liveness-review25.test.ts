@@ -50,19 +50,20 @@ function clockAt(atMs: number): void {
  */
 async function queuedUntilItsLastLook() {
   let runs = 0;
-  const { tool, execute } = noteTool(
-    `window_${randomUUID().slice(0, 8)}`,
-    async (a) => {
-      runs += 1;
-      if (runs === 1) throw new InFlightError('the provider still runs this key', 10 * 3_600_000);
-      return { receipt: { note_id: `note_${randomUUID()}`, text: a.text }, replayed: false };
-    },
-    { dedupeWindowSeconds: 600, ttlSeconds: 3_600 },
-  );
+  const execute = jest.fn(async (a: { text: string }) => {
+    runs += 1;
+    if (runs === 1) throw new InFlightError('the provider still runs this key', 10 * 3_600_000);
+    return { receipt: { note_id: `note_${randomUUID()}`, text: a.text }, replayed: false };
+  });
+  const name = `window_${randomUUID().slice(0, 8)}`;
+  const { tool } = noteTool(name, execute, { dedupeWindowSeconds: 600, ttlSeconds: 3_600 });
+  // H asked under a 2 h TTL before a deploy lowered it to 1 h: its provider's wait, cut by its own last look
+  // (review 31), still outlasts Q's.
+  const { tool: holderTool } = noteTool(name, execute, { dedupeWindowSeconds: 600, ttlSeconds: 7_200 });
   const caller = identity();
   const t0 = Date.now();
   clockAt(t0);
-  const h = await runtime.invoke(tool, caller, { idempotency_key: 'h', text: 'same' }, deadline());
+  const h = await runtime.invoke(holderTool, caller, { idempotency_key: 'h', text: 'same' }, deadline());
   expect(h).toMatchObject({ ok: false, status: 'pending' });
   clockAt(t0 + 1_000);
   const q = await runtime.invoke(tool, caller, { idempotency_key: 'q', text: 'same' }, deadline());

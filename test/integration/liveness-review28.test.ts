@@ -98,26 +98,36 @@ async function poll(c: { caller: ReturnType<typeof identity>; key: string }, too
   return { read, says: runs ? 'runs it' : 'gives up' };
 }
 
-/** H (parked by its provider for `holderWaitMs`), then Q asked a second later with the same arguments: queued behind H. */
-async function queuedBehindParkedHolder(holderWait: (qLastLook: number, t0: number) => number) {
+/**
+ * H (parked by its provider for `holderWaitMs`), then Q asked a second later with the same arguments: queued
+ * behind H. H is asked under `holderTtlSeconds` (a deploy lowered the TTL to 1 h before Q was asked).
+ */
+async function queuedBehindParkedHolder(
+  holderWait: (qLastLook: number, t0: number) => number,
+  holderTtlSeconds = 3_600,
+) {
   let runs = 0;
   let holderWaitMs = 0;
-  const { tool } = noteTool(
-    `window_${Math.random().toString(36).slice(2, 10)}`,
-    async (a) => {
-      runs += 1;
-      if (runs === 1) throw new InFlightError('the provider still runs this key', holderWaitMs);
-      return { receipt: { note_id: `note_${runs}`, text: a.text }, replayed: false };
-    },
-    { dedupeWindowSeconds: 600, ttlSeconds: 3_600 },
-  );
+  const name = `window_${Math.random().toString(36).slice(2, 10)}`;
+  const toolWith = (ttlSeconds: number) =>
+    noteTool(
+      name,
+      async (a) => {
+        runs += 1;
+        if (runs === 1) throw new InFlightError('the provider still runs this key', holderWaitMs);
+        return { receipt: { note_id: `note_${runs}`, text: a.text }, replayed: false };
+      },
+      { dedupeWindowSeconds: 600, ttlSeconds },
+    ).tool;
+  const tool = toolWith(3_600);
+  const holderTool = toolWith(holderTtlSeconds);
   const caller = identity();
   const t0 = Date.now();
   const qExpiresAtS = expiresAtSOf(3_600, t0 + 1_000);
   const qLastLook = lastLookMs(qExpiresAtS);
   holderWaitMs = holderWait(qLastLook, t0);
   clockAt(t0);
-  expect(await runtime.invoke(tool, caller, { idempotency_key: 'h', text: 'same' }, deadline())).toMatchObject({
+  expect(await runtime.invoke(holderTool, caller, { idempotency_key: 'h', text: 'same' }, deadline())).toMatchObject({
     status: 'pending',
   });
   clockAt(t0 + 1_000);
@@ -151,7 +161,9 @@ describe('review28 F1: `expiresBeforeRerun` keeps a call due exactly LATEST_LOOK
 
 describe('review28 F2: the wait look re-runs a waiter whose holder is parked past it — nothing can have changed (a parked holder changes only at its lock end): an extra takeover and park, then given up anyway', () => {
   it('Q queued behind H parked by its provider past Q’s last look is parked until that last look, not re-run at its wait look', async () => {
-    const w = await queuedBehindParkedHolder((qLastLook, t0) => qLastLook + 600_000 - t0);
+    // H asked under a 2 h TTL before a deploy lowered it (its provider's wait may end past Q's last look only
+    // so: a park ends its lock by its own last look, review 31).
+    const w = await queuedBehindParkedHolder((qLastLook, t0) => qLastLook + 600_000 - t0, 7_200);
     const waitLook = w.qLastLook - WAIT_LOOK_BEFORE_LAST_LOOK_MS;
     // H is live and parked past Q's last look: nobody runs it, its resend only attaches, erase keeps it.
     const hEndsMs = Number(w.h.in_progress_expiration);

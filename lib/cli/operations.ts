@@ -4,6 +4,7 @@ import { parseEraseRequest } from '../admin/erase-request';
 import { eraseTenant } from '../admin/erase-tenant';
 import type { RetrysafeConfig } from '../dev/config';
 import { DevError } from '../dev/dev-error';
+import { RERUN_LOCK_MS } from '../idempotency/backoff';
 import { createToolRuntime } from '../lambda/runtime';
 import { type CompleterPassReport, completerPass } from '../local/completer-pass';
 import { DevSigningKey } from '../local/dev-auth';
@@ -172,8 +173,8 @@ by itself.
 
 ${STORE_USAGE}`;
 
-/** One pass's deadline, as one completer invocation's. */
-const PASS_MS = 60_000;
+/** One pass's deadline, as one completer invocation's: a re-run's lock the schedule allows for. */
+const PASS_MS = RERUN_LOCK_MS;
 /** Rechecks due within this long are waited for (an abandoned call's first one is due at once). */
 const WAIT_FOR_DUE_MS = 5_000;
 /** `--until-settled`'s default bound. */

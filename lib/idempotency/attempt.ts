@@ -86,7 +86,7 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
       // Pending, and pollable: in flight until a retry (or the completer) takes it over and finds the holder's
       // outcome. A parked holder: nobody runs it before its lock ends, so all of it (as `askAgainAfterMs`) —
       // but never past this call's wait look if a resend may move it sooner (`movable`), nor its last look,
-      // so the completer can still give it up before its TTL (`parkLimitMs`; past it, its last lock end).
+      // so the completer can still give it up before its TTL (`parkLimitMs`: no lock ends later).
       const nowMs = Date.now();
       const limitMs = parkLimitMs(claim.expiresAtS, nowMs, chosen.movable, dueAfterParkMs(claim.attempt));
       const waitMs =

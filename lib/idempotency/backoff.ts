@@ -5,7 +5,9 @@
  * `retrysafe complete` run every minute from cron re-run a call at the same time, and every answer about
  * the call (a poll, a task's `pollInterval`, `Retry-After`) can say when that is.
  */
-import { CLOCK_SKEW_TOLERANCE_MS, latestLockEndMs } from './call-state';
+import { LAST_LOOK_BEFORE_TTL_MS, latestLockEndMs } from './call-state';
+
+export { LAST_LOOK_BEFORE_TTL_MS };
 
 /**
  * Backoff between the completer's re-runs of one call, by attempt: 30 s, 60 s, … at most 15 min (SQS's
@@ -25,8 +27,6 @@ export interface ScheduledRecord {
   readonly expiresAtS: number;
   /** Attempts of them that were queued (`CallRecord.queuedAttempts`): they count in the backoff, not in `maxAttempts`. */
   readonly queuedAttempts?: number | undefined;
-  /** Attempts of them that made no effect (`CallRecord.unrunAttempts`). */
-  readonly unrunAttempts?: number | undefined;
   /** The claim that holds it (`CallRecord.claimId`). */
   readonly claimId?: string | undefined;
   /** The claim that parked it (`CallRecord.parkedClaimId`): its lock's end was written by that park. */
@@ -46,47 +46,52 @@ export const LEAST_WAIT_MS = 1_000;
 export const LATEST_LOOK_AFTER_DUE_MS = 60_000;
 
 /**
- * How long before a record's last 10 s (rule 2's `CLOCK_SKEW_TOLERANCE_MS`) the completer looks at a call
- * whose re-run is not due before then: time to give it up (`stalled`, `expiring`) while the record still
- * exists, rather than let it expire unfinished and unreported.
+ * The longest lock a completer retrysafe ships takes for a re-run: the stack's completer's timeout
+ * (`COMPLETER_DEFAULTS.timeoutSeconds`, this number) and a `retrysafe complete` pass (`retrysafe dev`'s is
+ * 10 s). A re-run's lock ends by the call's last look (`latestLockEndMs`), so one due less than this and
+ * `LATEST_LOOK_AFTER_DUE_MS` before it is given up by the record alone (`expiresBeforeRerun`).
  */
-export const LAST_LOOK_BEFORE_TTL_MS = 60_000;
+export const RERUN_LOCK_MS = 60_000;
 
 /**
- * When the completer looks at a call in flight, epoch ms: when it is due (`completerDueAtMs`), but no later
- * than its last look before its TTL (`LAST_LOOK_BEFORE_TTL_MS` before the record's last 10 s), and never
- * before every completer can see its lock's end (`seenAtMs`: nothing is to be done while an attempt holds it).
+ * When the completer looks at a call in flight, epoch ms: when it is due (`completerDueAtMs`: never before
+ * every completer can see a park's lock end), but no later than its last look before its TTL (`lastLookMs`),
+ * and never while an attempt holds it (its lock's end; no lock ends past the last look: `latestLockEndMs`).
  */
 export function completerLooksAtMs(record: ScheduledRecord): number {
-  return Math.max(seenAtMs(record), Math.min(completerDueAtMs(record), lastLookMs(record.expiresAtS)));
+  return Math.max(record.lockEndsMs, Math.min(completerDueAtMs(record), lastLookMs(record.expiresAtS)));
 }
 
-/** The completer's last look at a call in flight whose record expires at `expiresAtS` (epoch ms). */
+/**
+ * The completer's last look at a call in flight whose record expires at `expiresAtS` (epoch ms):
+ * `LAST_LOOK_BEFORE_TTL_MS` before the record's last 10 s (rule 2's `CLOCK_SKEW_TOLERANCE_MS`) — time to give
+ * it up (`stalled`, `expiring`) while the record still exists, rather than let it expire unfinished and
+ * unreported — and the latest any lock on it ends (`latestLockEndMs`, the same time).
+ */
 export function lastLookMs(expiresAtS: number): number {
-  return expiresAtS * 1000 - CLOCK_SKEW_TOLERANCE_MS - LAST_LOOK_BEFORE_TTL_MS;
+  return latestLockEndMs(expiresAtS);
 }
 
 /**
  * How long before its last look a call parked to wait for an abandoned or stalled call in its way (a dedupe
  * window's, or an old window's held back) is looked at first (`parkLimitMs`): a re-run then finds that call
  * settled by its resend (it replays its outcome, or runs) — or not, and parks again, due past the last look,
- * which gives it up. A second before the latest a re-run may be due (`LATEST_LOOK_AFTER_DUE_MS`): every
- * completer, cron's a minute late too, still comes before the last look (review 28, F1), and a re-run's
- * lock (at most a minute, the stack's) still ends by it.
+ * which gives it up. A second before the latest a re-run may be due (`expiresBeforeRerun`): every completer,
+ * cron's a minute late too, still comes before the last look (review 28, F1), and a re-run's lock
+ * (`RERUN_LOCK_MS`) still ends by it (review 32, F3).
  */
-export const WAIT_LOOK_BEFORE_LAST_LOOK_MS = LATEST_LOOK_AFTER_DUE_MS + 1_000;
+export const WAIT_LOOK_BEFORE_LAST_LOOK_MS = LATEST_LOOK_AFTER_DUE_MS + RERUN_LOCK_MS + 1_000;
 
 /**
  * The latest lock's end a call parked to wait (queued behind a call that changes later, or whose window
  * nothing remembers) may be given, for a park after which it is due `dueAfterMs` past its lock's end
- * (`dueAfterLockEndMs`: its backoff, the stream's window): while a resend may move what it waits for sooner
+ * (`dueAfterParkMs`: its backoff, the stream's window): while a resend may move what it waits for sooner
  * than the wait's end (`mayChange`: an abandoned or stalled call in its way), so that it is due at its wait
  * look (`WAIT_LOOK_BEFORE_LAST_LOOK_MS`) and a look can still run it once that changed (review 26, F2; at any
  * attempt: review 29, F2); after that look, or for a wait that ends at a set time and no sooner (a parked
  * holder's lock, an intent's TTL, a window nothing remembers: review 28, F2), so that it is due at its last
- * look, where the completer can still give it up before its TTL; that passed too (a resend after it), its
- * last lock end (rule 2): nothing changes it before then, so a wait ending sooner would only be asked about
- * again and again (review 18, R18-4).
+ * look, where the completer can still give it up before its TTL (`latestParkEndMs`: no lock ends later, rule
+ * 2; a wait ending sooner would only be asked about again and again: review 18, R18-4).
  */
 export function parkLimitMs(
   expiresAtS: number,
@@ -101,28 +106,26 @@ export function parkLimitMs(
 
 /**
  * The latest lock's end a park at `nowMs` may write (`settle`'s cut of a provider's wait, `parkLimitMs`'s
- * last branch): before its last look, one the completer looks at by that look (`seenAtMs`: the stream's
- * window before it, or the last look itself within that window) — whatever its backoff (a look due past the last look comes
- * at it: review 30, F2), however late the look that parks it (review 31, F3), and so that cron, a minute
- * late, still gives it up before its TTL (review 31, F1: a provider's wait cut to the TTL − 10 s was looked
- * at there, a minute late past the TTL); at or past its last look (a resend then), its last lock end (rule
- * 2): pending until then, as the answers say.
+ * last branch): one every completer sees by the call's last look — the stream's window before it — whatever
+ * its backoff (a look due past the last look comes at it: review 30, F2), however late the look that parks
+ * it (review 31, F3), and so that cron, a minute late, still gives it up before its TTL (review 31, F1: a
+ * provider's wait cut to the TTL − 10 s was looked at there, a minute late past the TTL); within that window,
+ * or past it (a holder whose clock runs behind), the last look itself, the latest any lock ends
+ * (`latestLockEndMs`), not now (review 32, F2: a provider's wait cut to now answered 100 ms, and the resend
+ * took the call over and ran its tool again).
  */
 export function latestParkEndMs(expiresAtS: number, nowMs: number): number {
   const lastLook = lastLookMs(expiresAtS);
-  if (nowMs >= lastLook) return latestLockEndMs(expiresAtS);
   const windowBefore = lastLook - STREAM_BATCHING_WINDOW_SECONDS * 1000;
-  // Within the window before it: the last look itself, not now (review 32, F2: a provider's wait cut to now
-  // answered 100 ms, and the resend took the call over and ran its tool again).
   return nowMs < windowBefore ? windowBefore : lastLook;
 }
 
 /**
- * The latest a re-run may start and still take the call over (rule 2: its lock, `lockMs` long, must end
- * 10 s before the record's TTL): a call not due by then is given up on, not left to expire.
+ * The latest a re-run may start and still take the call over (rules 2 and 8: its lock, `lockMs` long, must
+ * end by the call's last look, `latestLockEndMs`): a call not due by then is given up on, not left to expire.
  */
 export function lastRerunStartMs(record: ScheduledRecord, lockMs: number): number {
-  return record.expiresAtS * 1000 - CLOCK_SKEW_TOLERANCE_MS - lockMs;
+  return latestLockEndMs(record.expiresAtS) - lockMs;
 }
 
 /**
@@ -136,24 +139,6 @@ function parked(record: ScheduledRecord): boolean {
   return record.parkedClaimId !== undefined && record.parkedClaimId === record.claimId;
 }
 
-/**
- * When every completer can know the call's lock has ended, epoch ms: a park (a hand-off, a queue, a failed
- * attempt's, a provider's wait) may end the lock the moment it writes it, and the stack's stream delivers
- * that write up to its batching window later — so the window after the lock's end, whenever the park was
- * written (review 27, F3; review 29, F1: the record does not say when); a claim's lock (a minute on the
- * stack) outlasts the window, so its end itself.
- */
-function seenAtMs(record: ScheduledRecord): number {
-  if (!parked(record)) return record.lockEndsMs;
-  // Never past the last look for a lock that ends by it, nor past a lock's end that is later still (a park
-  // written that close to its last look is seen a few seconds late; the completer then gives it up, as its
-  // answers said): a look at the TTL would find the record expired, never given up (review 30, F1).
-  return Math.min(
-    record.lockEndsMs + STREAM_BATCHING_WINDOW_SECONDS * 1000,
-    Math.max(record.lockEndsMs, lastLookMs(record.expiresAtS)),
-  );
-}
-
 /** The backoff before a re-run of a call `attempt` attempts have claimed: none after the first. */
 function backoffMs(attempt: number): number {
   return attempt > 1 ? backoffSeconds(attempt - 1) * 1000 : 0;
@@ -161,8 +146,11 @@ function backoffMs(attempt: number): number {
 
 /**
  * How long after the lock's end a park writes a call is due (`completerDueAtMs`), for a park by its
- * `attempt`-th attempt: its backoff, and no sooner than every completer sees the park (`seenAtMs`). A park
- * that means the call to be due by a time subtracts this (`parkLimitMs`).
+ * `attempt`-th attempt: its backoff, and no sooner than every completer sees the park — a park may end the
+ * lock the moment it writes it (a hand-off, a queue, a failed attempt's, a provider's wait), and the stack's
+ * stream delivers that write up to its batching window later, whenever the park was written (review 27, F3;
+ * review 29, F1: the record does not say when); a claim's lock (a minute on the stack) outlasts the window.
+ * A park that means the call to be due by a time subtracts this (`parkLimitMs`).
  */
 export function dueAfterParkMs(attempt: number): number {
   return Math.max(backoffMs(attempt), STREAM_BATCHING_WINDOW_SECONDS * 1000);
@@ -171,7 +159,7 @@ export function dueAfterParkMs(attempt: number): number {
 /**
  * When the completer re-runs a call in flight, epoch ms: `backoffSeconds(attempt − 1)` after its lock's end
  * after later attempts (a failed attempt parks its lock at the moment it failed, so the backoff counts from
- * that failure), and no sooner than every completer can see its lock's end (`seenAtMs`, `dueAfterParkMs`).
+ * that failure), and no sooner than every completer can see a park's lock end (`dueAfterParkMs`).
  * Until then an abandoned call changes only if its caller resends it; a live one may be stored by its holder
  * at any moment, and is abandoned by this time. The same for every completer: each schedules its looks by
  * it (`completerLooksAtMs`), and every answer states it (`nextLookAtMs`).
@@ -184,7 +172,7 @@ export function completerDueAtMs(record: ScheduledRecord): number {
  * When the completer next looks at an abandoned call, as every answer about it states it (epoch ms; the
  * answer's wait is this less `nowMs`): when the schedule says (`completerLooksAtMs`: its re-run when due,
  * or its last look) — the time every completer schedules its look by, the stack's stream included
- * (`seenAtMs`) — and never sooner than `LEAST_WAIT_MS` from now. A completer that looks later
+ * (`dueAfterParkMs`) — and never sooner than `LEAST_WAIT_MS` from now. A completer that looks later
  * (`retrysafe dev`'s pass, cron's run: `LATEST_LOOK_AFTER_DUE_MS`) decides it alike (`expiresBeforeRerun`).
  */
 export function nextLookAtMs(record: ScheduledRecord, nowMs: number): number {
@@ -217,28 +205,28 @@ export function retriesExhausted(record: ScheduledRecord, maxAttempts: number = 
 }
 
 /**
- * A call whose re-run is due `LATEST_LOOK_AFTER_DUE_MS` or less before the completer's last look before its
- * TTL (`lastLookMs`), or after it: a completer looking as late as any shipped one may would come at or past
- * that look (review 28, F1), so every completer gives it up (`stalled`, `expiring`) when it looks, rather than re-run it or
- * let it expire unfinished, whatever its lock or its pace — the record alone says so (`tooLateToRerun`; a
- * call parked to wait until its last look, `parkLimitMs`, is given up there).
+ * A call whose re-run is due `LATEST_LOOK_AFTER_DUE_MS` and a re-run's lock (`RERUN_LOCK_MS`) or less before
+ * the completer's last look before its TTL (`lastLookMs`), or after it: a completer looking as late as any
+ * shipped one may would come at or past that look (review 28, F1), or take a lock ending past it, which no
+ * takeover may (`latestLockEndMs`; review 32, F3) — so every completer gives it up (`stalled`, `expiring`)
+ * when it looks, rather than re-run it or let it expire unfinished, whatever its pace — the record alone says
+ * so (`tooLateToRerun`; a call parked to wait until its last look, `parkLimitMs`, is given up there).
  */
 export function expiresBeforeRerun(record: ScheduledRecord): boolean {
-  return completerDueAtMs(record) + LATEST_LOOK_AFTER_DUE_MS >= lastLookMs(record.expiresAtS);
+  return completerDueAtMs(record) + LATEST_LOOK_AFTER_DUE_MS + RERUN_LOCK_MS >= lastLookMs(record.expiresAtS);
 }
 
 /**
  * Whether a look at an abandoned call at `nowMs`, whose re-run would hold a lock `lockMs` long, is too late
- * to re-run it: its record says so (`expiresBeforeRerun`), or this look is at or past its last look before
- * its TTL (no completer looked while it was due: a late recheck, a dev pass or a cron run after it) — the
- * same for every completer (the stack's and `retrysafe complete`'s 60 s, `retrysafe dev`'s 10 s), and what
- * the answers say of the look at the wait they give (`givesUpAtNextLook`) — or past the last start rule 2
- * allows a lock that long (a lock over `LAST_LOOK_BEFORE_TTL_MS` ends later than the last look allows for).
+ * to re-run it: its record says so (`expiresBeforeRerun`), or this look is past the last start that lock
+ * allows (`lastRerunStartMs`: it would end past the call's last look, which no takeover may) — so at or past
+ * its last look (no completer looked while it was due: a late recheck, a dev pass or a cron run after it),
+ * the same for every completer (the stack's and `retrysafe complete`'s 60 s, `retrysafe dev`'s 10 s), and
+ * what the answers say of the look at the wait they give (`givesUpAtNextLook`).
  */
 export function tooLateToRerun(record: ScheduledRecord, nowMs: number, lockMs: number): boolean {
   if (expiresBeforeRerun(record)) return true;
-  const atMs = Math.max(completerDueAtMs(record), nowMs);
-  return atMs >= lastLookMs(record.expiresAtS) || atMs > lastRerunStartMs(record, lockMs);
+  return Math.max(completerDueAtMs(record), nowMs) > lastRerunStartMs(record, lockMs);
 }
 
 /** `maxAttempts` as given, or `MAX_ATTEMPTS`; a value below 1 or not whole is refused naming the field. */
@@ -254,7 +242,7 @@ export function maxAttemptsOf(maxAttempts: number | undefined): number {
 /**
  * What the completer's next look at an abandoned call (`nextLookAtMs`: at the wait the answer at `nowMs`
  * gives) does instead of re-running it: gives it up because its record expires before a re-run (`expiring`:
- * `expiresBeforeRerun`, or that look is at or past its last look), or because its attempts are used up
+ * `tooLateToRerun` at that look, under the longest lock a shipped completer takes, `RERUN_LOCK_MS`), or because its attempts are used up
  * (`attempts`, against the runtime's `maxAttempts`); undefined: it re-runs it (if its tool is served and its
  * call readable). The rule the completer decides by (`tooLateToRerun`, `retriesExhausted`), and what every
  * answer about the call says in advance (`lookup`, a task, `retrysafe calls`; docs/state-machine.md,
@@ -266,6 +254,6 @@ export function givesUpAtNextLook(
   nowMs: number,
   maxAttempts: number = MAX_ATTEMPTS,
 ): 'expiring' | 'attempts' | undefined {
-  if (expiresBeforeRerun(record) || nextLookAtMs(record, nowMs) >= lastLookMs(record.expiresAtS)) return 'expiring';
+  if (tooLateToRerun(record, nextLookAtMs(record, nowMs), RERUN_LOCK_MS)) return 'expiring';
   return retriesExhausted(record, maxAttempts) ? 'attempts' : undefined;
 }

@@ -65,17 +65,32 @@ export const CLOCK_SKEW_TOLERANCE_MS = 10_000;
 export const MAX_WINDOWED_TTL_SECONDS = 7 * 24 * 60 * 60;
 
 /**
+ * How long before a record's last `CLOCK_SKEW_TOLERANCE_MS` the completer last looks at a call in flight
+ * (backoff.ts's `lastLookMs`), and so the latest any lock on it may end (`latestLockEndMs`): a completer that
+ * looks at a lock's end as late as any shipped one may (cron's minute) still comes before the TTL and gives
+ * the call up (`stalled`, `expiring`) rather than let it expire unreported.
+ */
+export const LAST_LOOK_BEFORE_TTL_MS = 60_000;
+
+/**
  * The earliest TTL (epoch s) a record may have for a lock that ends at `lockEndsMs` to be taken: the lock
- * ends `CLOCK_SKEW_TOLERANCE_MS` before it (rule 2: no lock ends after its record's TTL, on any worker's
- * clock). `lockEndedOn`'s `notBeforeAtS` for a takeover, and what decides that a refused one is pending.
+ * ends by the record's last look, `LAST_LOOK_BEFORE_TTL_MS` and `CLOCK_SKEW_TOLERANCE_MS` before it (rule 2:
+ * no lock ends after its record's TTL, on any worker's clock; rule 8: nor after the completer's last look,
+ * review 32, F1 and F3 — a resend's takeover, or cron's re-run, a minute before that look took a lock a
+ * minute past it, and its crash was looked at a minute late past the TTL). A first claim's TTL, `lockEndedOn`'s
+ * `notBeforeAtS` for a takeover — the completer's re-run and a caller's resend alike —, and what decides that
+ * a refused one is pending.
  */
 export function ttlNeededFor(lockEndsMs: number): number {
-  return Math.ceil((lockEndsMs + CLOCK_SKEW_TOLERANCE_MS) / 1000);
+  return Math.ceil((lockEndsMs + CLOCK_SKEW_TOLERANCE_MS + LAST_LOOK_BEFORE_TTL_MS) / 1000);
 }
 
-/** The latest a lock may end on a record expiring at `expiresAtS` (rule 2; `ttlNeededFor`'s inverse). */
+/**
+ * The latest a lock may end on a record expiring at `expiresAtS` (rules 2 and 8; `ttlNeededFor`'s inverse):
+ * the completer's last look at the call (`lastLookMs`).
+ */
 export function latestLockEndMs(expiresAtS: number): number {
-  return expiresAtS * 1000 - CLOCK_SKEW_TOLERANCE_MS;
+  return expiresAtS * 1000 - CLOCK_SKEW_TOLERANCE_MS - LAST_LOOK_BEFORE_TTL_MS;
 }
 
 /** The one rule for "is this record's lock live, abandoned, completed…", at time `nowMs`. */

@@ -4,7 +4,7 @@
  * never a function's bundle). Each value is what a deployment gets unless a prop or context says otherwise.
  */
 import { Runtime } from 'aws-cdk-lib/aws-lambda';
-import { STREAM_BATCHING_WINDOW_SECONDS } from '../idempotency/backoff';
+import { RERUN_LOCK_MS, STREAM_BATCHING_WINDOW_SECONDS } from '../idempotency/backoff';
 
 /**
  * The Lambda runtime every function runs on. Whatever stands for a deployed function outside AWS runs
@@ -91,8 +91,11 @@ export function stackEsbuildOptions(externalModules: readonly string[] = []) {
  * recheck queue.
  */
 export const COMPLETER_DEFAULTS = {
-  /** How long one invocation (a stream batch, or a batch of rechecks) may take. */
-  timeoutSeconds: 60,
+  /**
+   * How long one invocation (a stream batch, or a batch of rechecks) may take: a re-run's lock, which the
+   * schedule's last re-run allows for (`RERUN_LOCK_MS`), so this is that number.
+   */
+  timeoutSeconds: RERUN_LOCK_MS / 1000,
   /**
    * How long the stream mapping gathers changes before it invokes the completer. A call that starts and
    * completes within the window is folded away in the batch: it costs the completer nothing — no

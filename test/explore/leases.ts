@@ -1,4 +1,4 @@
-import { CLOCK_SKEW_TOLERANCE_MS } from '../../lib/idempotency/call-state';
+import { latestLockEndMs } from '../../lib/idempotency/call-state';
 import { DEFAULT_RECORD_ATTRIBUTES as ATTR, STATUS } from '../../lib/idempotency/protocol/record';
 import type { ObservedWrite } from './world';
 
@@ -7,9 +7,10 @@ import type { ObservedWrite } from './world';
  * lease on a call record — from its claim or takeover to the end of its lock, or to its own store, park
  * or release if that came first — and every claim of the record anew.
  *
- * - **No lock ends after its record's TTL**, as written: a claim's or a takeover's lock ends at least the
- *   clock skew the protocol tolerates before the TTL the record holds then (`CLOCK_SKEW_TOLERANCE_MS`:
- *   the conditions' promise, in the writer's own clock).
+ * - **No lock ends after its record's last look**, as written: a claim's or a takeover's lock ends by the
+ *   completer's last look at the call, a minute and the clock skew the protocol tolerates before the TTL the
+ *   record holds then (`latestLockEndMs`: the conditions' promise, in the writer's own clock; rule 8: a
+ *   completer a minute late at its end still gives the call up before its TTL — review 32, F1 and F3).
  * - **A record is claimed anew only once every attempt on it has ended**: no fresh claim (a PutItem over
  *   an expired or deleted record) while an earlier attempt's lock is still live by that attempt's own
  *   clock. Times are compared as the simulation's (each write's time less its writer's clock offset), so
@@ -48,9 +49,9 @@ export function leaseViolations(writes: readonly ObservedWrite[], offsetOf: (act
       }
       record.claims += 1;
       record.expiryS = expiryS;
-      if (lockMs > expiryS * 1000) {
+      if (lockMs > latestLockEndMs(expiryS)) {
         violations.push(
-          `2 lock outlives the TTL: ${write.actor}'s claim of ${label} locks ${lockMs - expiryS * 1000} ms past it`,
+          `2 lock outlives the last look: ${write.actor}'s claim of ${label} locks ${lockMs - latestLockEndMs(expiryS)} ms past it`,
         );
       }
       record.attempts.push(leaseOf(write.actor, claimId, simulatedAt, lockMs, offsetOf(write.actor)));
@@ -59,9 +60,9 @@ export function leaseViolations(writes: readonly ObservedWrite[], offsetOf: (act
       const claimId = text(values[':id']);
       const lockMs = number(values[':lock']);
       if (claimId === undefined || lockMs === undefined) continue;
-      if (record.expiryS !== undefined && lockMs + CLOCK_SKEW_TOLERANCE_MS > record.expiryS * 1000) {
+      if (record.expiryS !== undefined && lockMs > latestLockEndMs(record.expiryS)) {
         violations.push(
-          `2 lock outlives the TTL: ${write.actor}'s takeover of ${label} locks until ${record.expiryS * 1000 - lockMs} ms before it`,
+          `2 lock outlives the last look: ${write.actor}'s takeover of ${label} locks ${lockMs - latestLockEndMs(record.expiryS)} ms past it`,
         );
       }
       record.attempts.push(leaseOf(write.actor, claimId, simulatedAt, lockMs, offsetOf(write.actor)));

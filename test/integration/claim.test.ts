@@ -506,7 +506,7 @@ describe('a resume (the completer finishing the claim it read)', () => {
 
   it('of a claim another attempt took over and abandoned, near its TTL: nothing to resume (not pending)', async () => {
     const now = Date.now();
-    const asked = request({ expiresAtS: Math.ceil(now / 1000) + 20, lockEndsMs: now + 15_000 });
+    const asked = request({ expiresAtS: Math.ceil(now / 1000) + 80, lockEndsMs: now + 15_000 });
     const held = await abandonedClaim(asked);
     await seed(() => takeOver(table, { ...asked, fromClaimId: held.claimId, lockEndsMs: now - 500 }, now));
 
@@ -515,10 +515,10 @@ describe('a resume (the completer finishing the claim it read)', () => {
     expect(error).toBeInstanceOf(NotFoundError);
   });
 
-  it('with another hash, its lock ending exactly 10 s before the TTL (rule 2’s boundary): conflict, not pending', async () => {
+  it('with another hash, its lock ending exactly at the last look, 70 s before the TTL (rule 2’s boundary): conflict, not pending', async () => {
     const now = Date.now();
-    const expiresAtS = Math.ceil(now / 1000) + 30;
-    const asked = request({ expiresAtS, lockEndsMs: (expiresAtS - 10) * 1000 });
+    const expiresAtS = Math.ceil(now / 1000) + 90;
+    const asked = request({ expiresAtS, lockEndsMs: (expiresAtS - 70) * 1000 });
     const held = await abandonedClaim(asked);
 
     const error = errorOf(await claimCall(table, { ...asked, validation: 'v2', resume: held.claimId }));
@@ -552,8 +552,9 @@ describe('a resume (the completer finishing the claim it read)', () => {
 
   it('of an abandoned claim too near its TTL for the new lock: pending until the TTL, not taken', async () => {
     const now = Date.now();
-    // The lock would end 5 s before the TTL: less than the clock skew the protocol tolerates (10 s).
-    const asked = request({ expiresAtS: Math.ceil(now / 1000) + 20, lockEndsMs: now + 15_000 });
+    // The lock would end 65 s before the TTL: past the completer's last look, a minute and the clock skew the
+    // protocol tolerates (10 s) before it (rule 2; review 32, F1).
+    const asked = request({ expiresAtS: Math.ceil(now / 1000) + 80, lockEndsMs: now + 15_000 });
     const held = await abandonedClaim(asked);
     const stored = await itemOf(asked.recordKey);
 

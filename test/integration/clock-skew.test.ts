@@ -6,7 +6,7 @@ import type { RefundRequest } from '../../app/payments/provider';
 import { TABLES } from '../../app/tables';
 import { refund as refundTool } from '../../app/tools/refund';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
-import { CLOCK_SKEW_TOLERANCE_MS } from '../../lib/idempotency/call-state';
+import { CLOCK_SKEW_TOLERANCE_MS, LAST_LOOK_BEFORE_TTL_MS } from '../../lib/idempotency/call-state';
 import { claim, takeOver } from '../../lib/idempotency/protocol/claim';
 import { type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
 import type { ToolResult } from '../../lib/idempotency/types';
@@ -36,11 +36,17 @@ beforeAll(() => {
 afterAll(() => world.destroy());
 afterEach(() => jest.restoreAllMocks());
 
-describe('a takeover near the TTL, on clocks that disagree', () => {
+describe('a takeover near the TTL, on clocks that disagree (and the last look before it: rule 2)', () => {
   it.each([
     ['1 s before the TTL', 1_000, 'refused'],
     ['the tolerance less 1 ms before it', CLOCK_SKEW_TOLERANCE_MS - 1, 'refused'],
-    ['the tolerance before it', CLOCK_SKEW_TOLERANCE_MS, 'claimed'],
+    ['the tolerance before it, past the last look', CLOCK_SKEW_TOLERANCE_MS, 'refused'],
+    ['at the last look less 1 ms', CLOCK_SKEW_TOLERANCE_MS + LAST_LOOK_BEFORE_TTL_MS - 1, 'refused'],
+    [
+      'at the last look, the tolerance and a minute before it',
+      CLOCK_SKEW_TOLERANCE_MS + LAST_LOOK_BEFORE_TTL_MS,
+      'claimed',
+    ],
   ])('a lock ending %s is %s', async (_label, beforeTtlMs, kind) => {
     const now = Date.now();
     const recordKey = `skew#${randomUUID()}`;

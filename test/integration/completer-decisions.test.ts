@@ -447,32 +447,34 @@ describe('a recheck', () => {
     expect(execute).not.toHaveBeenCalled();
   });
 
-  it('gives up, whatever its own lock and at its due time, an abandoned call due at, past or a minute or less before its last look before its TTL (expiresBeforeRerun: what its answers said in advance, reviews 24 F1, 25 F1b, 26 F1, 27 F1 and 28 F1, F4) — and waits for one due a minute and a ms before it', async () => {
+  it('gives up, whatever its own lock and at its due time, an abandoned call due at, past or a minute and a re-run’s lock or less before its last look before its TTL (expiresBeforeRerun: what its answers said in advance, reviews 24 F1, 25 F1b, 26 F1, 27 F1, 28 F1, F4 and 32 F3) — and waits for one due two minutes and a ms before it', async () => {
     const { completer, execute, sends } = completerWith();
     const call = await abandonedCall();
     const now = Date.now();
     freezeClock(now);
     const expiresAtS = Math.floor(now / 1000) + 3_600;
     const lastLook = lastLookMs(expiresAtS); // TTL − 70 s
-    // Attempt 3, due 60 s after its lock's end: a minute and a ms before its last look (cron's run, a minute
-    // late, still comes before it). A 20 s lock could start later.
+    // Attempt 3, due 60 s after its lock's end: two minutes and a ms before its last look (cron's run, a minute
+    // late, still takes a minute's lock that ends before it). A 20 s lock could start later.
     await setAttributes(call.recordKey, {
       attempt: 3,
-      in_progress_expiration: lastLook - 120_001,
+      in_progress_expiration: lastLook - 180_001,
       expiration: expiresAtS,
     });
-    freezeClock(lastLook - 110_000);
+    freezeClock(lastLook - 170_000);
 
     expect(await runtime.lookup('send_note', call.caller, call.key)).not.toHaveProperty('givesUp');
     expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(20_000))).toBe('later');
-    expect(sends).toEqual([[{ key: call.recordKey, claim: call.claim, delaySeconds: 50, dueAtMs: lastLook - 60_001 }]]);
-    // Due a minute before its last look (LATEST_LOOK_AFTER_DUE_MS: cron's run may come at it): its answers
-    // say the server stops retrying it then; so it does, at that time (not at this early recheck), with a
-    // 20 s lock too.
-    await setAttributes(call.recordKey, { in_progress_expiration: lastLook - 120_000 });
+    expect(sends).toEqual([
+      [{ key: call.recordKey, claim: call.claim, delaySeconds: 50, dueAtMs: lastLook - 120_001 }],
+    ]);
+    // Due two minutes before its last look (LATEST_LOOK_AFTER_DUE_MS: cron's run may come a minute later, and
+    // its minute's lock, RERUN_LOCK_MS, would end past the last look): its answers say the server stops
+    // retrying it then; so it does, at that time (not at this early recheck), with a 20 s lock too.
+    await setAttributes(call.recordKey, { in_progress_expiration: lastLook - 180_000 });
     expect(await runtime.lookup('send_note', call.caller, call.key)).toMatchObject({ givesUp: 'expiring' });
     expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(20_000))).toBe('later');
-    freezeClock(lastLook - 60_000);
+    freezeClock(lastLook - 120_000);
     expect(await completer.onRecheck({ key: call.recordKey, claim: call.claim }, deadline(20_000))).toBe('gave_up');
     expect(await itemOf(call.recordKey)).toMatchObject({ stalled_reason: 'expiring' });
     expect(execute).not.toHaveBeenCalled();

@@ -6,8 +6,9 @@
  * re-run due at it is said to — `expiresBeforeRerun` with `>=`, `tooLateToRerun`), F2 (a queued call given
  * up is told nothing happened), F3 (the `expiring` words promise a resend's run only while an attempt still
  * fits). Known and left, `test.failing`: F7 (a parked queued call is told "Still running" until its lock's
- * end gives it up: a `pending` answer carries no `gives_up`) and F8 (a queued call parked to its last lock
- * end after a deploy lowered the TTL is told the server gives it up at the TTL: it expires instead).
+ * end gives it up: a `pending` answer carries no `gives_up`). F8 (a queued call parked to its last lock end
+ * after a deploy lowered the TTL was told the server gives it up at the TTL: it expired instead) is fixed by
+ * rule 2's last look (review 32): no lock ends past it, so nothing parks there.
  */
 import { randomUUID } from 'node:crypto';
 import { nextAfterRead } from '../../lib/api/next-step';
@@ -156,11 +157,12 @@ describe('review25 F1b: the same record at the same time, the decision depends o
 });
 
 describe('review25 F2: a queued call (nothing ran) whose next look gives it up is told it “stopped before it finished”, not that nothing happened (docs/guarantees.md: while every attempt was queued the answers say it is queued and nothing happened, not that it stopped)', () => {
-  it('review25 F2: Q resent at its last look, queued behind H again (attempt 2, queued 2, parked to its last lock end): get_operation says queued: true and gives_up: expiring, and its hint and next say it stopped before it finished', async () => {
+  it('review25 F2: Q resent 9 s before its last look, queued behind H again (attempt 2, queued 2, parked to its last look): get_operation says queued: true and gives_up: expiring, and its hint and next say it stopped before it finished', async () => {
     const q = await queuedUntilItsLastLook();
-    clockAt(lastLookMs(q.expiresAtS) + 1_000);
-    // Its caller resends it: a takeover (its lock fits), queued behind H again, parked.
-    const resent = await runtime.invoke(q.tool, q.caller, { idempotency_key: 'q', text: 'same' }, deadline());
+    // Its caller resends it once its lock ended, in an invocation that ends by its last look (no lock may end
+    // later: rule 2): a takeover, queued behind H again, parked.
+    clockAt(lastLookMs(q.expiresAtS) - 9_000);
+    const resent = await runtime.invoke(q.tool, q.caller, { idempotency_key: 'q', text: 'same' }, deadline(5_000));
     expect(resent).toMatchObject({ ok: false, status: 'pending' });
     const item = await itemOf(q.recordKey);
     expect(item).toMatchObject({ attempt: 2, queued_attempts: 2 });
@@ -182,7 +184,7 @@ describe('review25 F2: a queued call (nothing ran) whose next look gives it up i
 });
 
 describe('review25 F3 (fixed): the `expiring` words (GIVES_UP_HINTS.expiring, next) told the caller to resend now to run it again — in the record’s last seconds a resend cannot take it over and is `pending` until the TTL (docs/state-machine.md Liveness, the expiring row)', () => {
-  it('review25 F3: a resend in the last 20 s whose attempt failed: the poll says “resend now to run it again”; the resend (the API’s 10 s deadline) is pending, nothing runs', async () => {
+  it('review25 F3: a resend 11 s before the last look whose attempt failed: the poll says “resend now to run it again”; the resend (the API’s 10 s deadline) is pending, nothing runs', async () => {
     let clock = Date.now();
     jest.spyOn(Date, 'now').mockImplementation(() => clock);
     let failing = true;
@@ -202,8 +204,8 @@ describe('review25 F3 (fixed): the `expiring` words (GIVES_UP_HINTS.expiring, ne
     expect(first).toMatchObject({ ok: false, error: { code: 'unavailable' } });
     const [found] = await world.idempotencyRecordKeys(caller.tenant);
     const expiresAtS = Number((await itemOf(found!.id)).expiration);
-    // Its caller resends it 20 s before the TTL (a 10 s lock still fits); that attempt fails too, 2 s in.
-    clock = expiresAtS * 1000 - 20_000;
+    // Its caller resends it 11 s before its last look (a 10 s lock still fits); that attempt fails too, 2 s in.
+    clock = lastLookMs(expiresAtS) - 11_000;
     const resent = await runtime.invoke(tool, caller, { idempotency_key: 'k', text: 'hi' }, deadline());
     expect(resent).toMatchObject({ ok: false, error: { code: 'unavailable' } });
     expect(execute).toHaveBeenCalledTimes(2);
@@ -216,7 +218,7 @@ describe('review25 F3 (fixed): the `expiring` words (GIVES_UP_HINTS.expiring, ne
     failing = false;
     const now = await runtime.invoke(tool, caller, { idempotency_key: 'k', text: 'hi' }, deadline(10_000));
     const words = `${(read as { hint: string }).hint} ${next.message}`;
-    // A resend this late takes no lock that ends 10 s before the TTL (rule 2): pending, nothing runs.
+    // A resend this late takes no lock that ends past the last look (rule 2): pending, nothing runs.
     expect({
       answer: (now as { status?: string; ok: boolean }).status ?? 'ran',
       runs: execute.mock.calls.length,
@@ -230,10 +232,10 @@ describe('review25 F3 (fixed): the `expiring` words (GIVES_UP_HINTS.expiring, ne
 });
 
 describe('review25 F7: a queued call parked behind a window holder (live, parked: nothing runs it) whose lock’s end is its give-up is told “Still running”, never that the server stops then', () => {
-  it.failing('review25 (known, not fixed: docs/state-machine.md Liveness, “Left open”) F7: Q resent at its last look and queued again (attempt 2, parked to ~its last lock end): until then get_operation says pending, “Still running”, no gives_up; the completer’s look at that wait gives it up (expiring)', async () => {
+  it.failing('review25 (known, not fixed: docs/state-machine.md Liveness, “Left open”) F7: Q resent 9 s before its last look and queued again (attempt 2, parked to its last look): until then get_operation says pending, “Still running”, no gives_up; the completer’s look at that wait gives it up (expiring)', async () => {
     const q = await queuedUntilItsLastLook();
-    clockAt(lastLookMs(q.expiresAtS) + 1_000);
-    await runtime.invoke(q.tool, q.caller, { idempotency_key: 'q', text: 'same' }, deadline());
+    clockAt(lastLookMs(q.expiresAtS) - 9_000);
+    await runtime.invoke(q.tool, q.caller, { idempotency_key: 'q', text: 'same' }, deadline(5_000));
     const item = await itemOf(q.recordKey);
     expect(item).toMatchObject({ attempt: 2, queued_attempts: 2 });
 
@@ -262,8 +264,8 @@ describe('review25 F7: a queued call parked behind a window holder (live, parked
   });
 });
 
-describe('review25 F8: a queued call parked to its last lock end (TTL − 10 s) is told the server stops retrying it in 10 s — at its TTL: a poll then finds no call at all, not the stalled call it was told of', () => {
-  it.failing('review25 (known, not fixed: docs/state-machine.md Liveness, “Left open”) F8: H claimed under a longer TTL (a deploy lowered it since); Q resent past its last look, parked to TTL − 10 s; its poll’s wait lands on the TTL', async () => {
+describe('review25 F8 (fixed by rule 2: no lock ends past the last look): a queued call parked to its last lock end (TTL − 10 s) was told the server stops retrying it in 10 s — at its TTL: a poll then found no call at all, not the stalled call it was told of', () => {
+  it('review25 F8: H claimed under a longer TTL (a deploy lowered it since); Q resent past its last look is not taken over (pending until its TTL, nothing parked past the last look); the completer gives it up at its look, and a poll at the wait it gave finds it stalled', async () => {
     const name = `window_${randomUUID().slice(0, 8)}`;
     const behaviour = async (a: { text: string }) => {
       throw new InFlightError(`the provider still runs ${a.text}`, 10 * 3_600_000);
@@ -284,29 +286,31 @@ describe('review25 F8: a queued call parked to its last lock end (TTL − 10 s) 
     const qItem = (await Promise.all(keys.map(itemOf))).find((item) => item.queued_attempts === 1)!;
     const expiresAtS = Number(qItem.expiration);
     clockAt(lastLookMs(expiresAtS) + 1_000);
-    await runtime.invoke(short, caller, { idempotency_key: 'q', text: 'same' }, deadline());
+    const resent = await runtime.invoke(short, caller, { idempotency_key: 'q', text: 'same' }, deadline());
+    expect(resent).toMatchObject({ ok: false, status: 'pending', retry_after_ms: expiresAtS * 1000 - Date.now() });
     const parked = await itemOf(String(qItem.id));
     expect(parked).toMatchObject({
-      attempt: 2,
-      queued_attempts: 2,
-      in_progress_expiration: expiresAtS * 1000 - 10_000,
+      attempt: 1,
+      queued_attempts: 1,
+      in_progress_expiration: lastLookMs(expiresAtS) - dueAfterParkMs(1),
     });
 
-    clockAt(expiresAtS * 1000 - 10_000 + 1);
     const read = await readOperation({ runtime, toolNames: [name] }, caller, name, 'q');
     expect(read).toMatchObject({ status: 'abandoned', gives_up: 'expiring' });
     const wait = (read as { retry_after_ms: number }).retry_after_ms;
-    // Asked again when told (and a millisecond of network later): it should find the stalled call it was told of.
-    clockAt(Date.now() + wait + 1);
+    // The stack's recheck at that wait gives it up, before its TTL.
+    clockAt(Date.now() + wait);
+    expect(
+      await completerWith(short).onRecheck({ key: String(qItem.id), claim: String(qItem.claim_id) }, deadline(60_000)),
+    ).toBe('gave_up');
+    // Asked again when told (and a millisecond of network later): it finds the stalled call it was told of.
+    clockAt(Date.now() + 1);
     const later = await readOperation({ runtime, toolNames: [name] }, caller, name, 'q');
     expect({
-      wait,
+      beforeTtl: Date.now() < expiresAtS * 1000,
       atWait:
         (later as { status?: string; error?: { code: string } }).status ??
         (later as { error: { code: string } }).error.code,
-    }).toEqual({
-      wait: expect.any(Number),
-      atWait: 'stalled',
-    });
+    }).toEqual({ beforeTtl: true, atWait: 'stalled' });
   });
 });

@@ -6,7 +6,12 @@
  */
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { nextAfterRead } from '../../lib/api/next-step';
-import { completerLooksAtMs, LATEST_LOOK_AFTER_DUE_MS, lastLookMs } from '../../lib/idempotency/backoff';
+import {
+  completerLooksAtMs,
+  LATEST_LOOK_AFTER_DUE_MS,
+  lastLookMs,
+  WAIT_LOOK_BEFORE_LAST_LOOK_MS,
+} from '../../lib/idempotency/backoff';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { InFlightError } from '../../lib/idempotency/errors';
 import { callRecordOf, DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
@@ -191,7 +196,7 @@ describe('review31 F2 (the common case): the same on a clock that moves — a wa
   });
 });
 
-describe('review31 F3: a waiter re-run at its wait look by `retrysafe complete` from cron, as late as LATEST_LOOK_AFTER_DUE_MS allows (WAIT_LOOK_BEFORE_LAST_LOOK_MS is a minute and a second so that cron still comes before the last look), parks again behind the same stalled call: `parkLimitMs`’s last-look branch (lastLook − the 10 s window, review 30 F2) is already past, so it falls through to the last lock end (TTL − 10 s), looked at then — cron’s next run comes past the TTL and the call expires, never given up', () => {
+describe('review31 F3: a waiter re-run at its wait look by `retrysafe complete` from cron, as late as LATEST_LOOK_AFTER_DUE_MS allows (WAIT_LOOK_BEFORE_LAST_LOOK_MS, so that cron still comes before the last look), parks again behind the same stalled call: `parkLimitMs`’s last-look branch (lastLook − the 10 s window, review 30 F2) is already past, so it falls through to the last lock end (TTL − 10 s), looked at then — cron’s next run comes past the TTL and the call expires, never given up', () => {
   it('F queued behind stalled A, parked to its wait look; cron re-runs it 55 s after that look, A still stalled: F is parked to TTL − 10 s; cron’s next runs find it live, then expired', async () => {
     const t = keyedMissingCustomerTool();
     t.createCustomer();
@@ -219,7 +224,7 @@ describe('review31 F3: a waiter re-run at its wait look by `retrysafe complete` 
     const ttlMs = Number(f1.expiration) * 1000;
     const lastLook = lastLookMs(Number(f1.expiration));
     const waitLookMs = completerLooksAtMs(scheduleOf(f1));
-    expect(lastLook - waitLookMs).toBe(61_000);
+    expect(lastLook - waitLookMs).toBe(WAIT_LOOK_BEFORE_LAST_LOOK_MS);
 
     // Cron's run 55 s after the wait look (within its minute): before the last look, so it re-runs F.
     const cron = completerFor([t.tool]);
@@ -251,10 +256,16 @@ describe('review31 F3: a waiter re-run at its wait look by `retrysafe complete` 
     const after = await itemOf(fKey);
     // Expected (docs: the wait look "parks it again, queued, due past its last look, which gives it up"):
     // looked at by its last look, so that cron, a minute late, still gives it up before its TTL.
-    expect({ lookedAtByLastLook: lookMs <= lastLook, stalled: after.stalled_reason, outcomes }).toEqual({
+    expect({
+      lookedAtByLastLook: lookMs <= lastLook,
+      stalled: after.stalled_reason,
+      givenUpBeforeTtl: outcomes.at(-1),
+      outcomes,
+    }).toEqual({
       lookedAtByLastLook: true,
       stalled: 'expiring',
-      outcomes: [expect.stringMatching(/^gave_up/)],
+      givenUpBeforeTtl: expect.stringMatching(/^gave_up at TTL − /),
+      outcomes,
     });
   });
 });

@@ -74,69 +74,84 @@ async function poll(caller: ReturnType<typeof identity>, tool: string, key: stri
   return { read, next: read.status ? nextAfterRead(read as never) : undefined };
 }
 
-describe('review32 F1: a caller’s resend that takes an abandoned call over within a minute of its last look writes a claim’s lock past that look (rule 2’s claim limit only keeps it by TTL − 10 s: `takeOver`/`claimCall`’s `ttlNeededFor`); its holder dies, and the completer looks at that lock’s end (`seenAtMs`: a claim’s lock, its end itself) — cron, a minute late, comes past the TTL and the call expires, never given up, though every poll said the next look gives it up', () => {
-  // Left open (docs/state-machine.md, Liveness): a claim's lock taken within a minute of the last look may end
-  // past it; the fix is a rule for every lock, not only parks (see the Left open item).
-  it.failing('resend at the last look − 5 s with a 60 s invocation, its worker dies before its store: lock ends TTL − 15 s; poll says gives_up expiring; cron 15 s after the stated look finds it expired', async () => {
-    const { tool } = noteTool(
-      `resent_${Math.random().toString(36).slice(2, 10)}`,
-      async (args) => {
-        // The worker dies after the effect, before its store (the store's write fails; nothing settles it).
-        throttleNextRecordUpdate(world);
-        return { receipt: { note_id: `note_${Math.random()}`, text: args.text }, replayed: false };
-      },
-      { ttlSeconds: 3_600 },
-    );
-    const caller = identity();
-    const t0 = Date.now();
-    clockAt(t0);
-    // The first attempt: its worker dies before its store; live until its lock's end, then abandoned.
-    expect(await runtime.invoke(tool, caller, { idempotency_key: 'r', text: 'x' }, deadline())).toMatchObject({
-      ok: false,
-    });
-    const [key] = await recordIdsOf(world, caller.tenant);
-    const first = await itemOf(key);
-    const ttlMs = Number(first.expiration) * 1000;
-    const lastLook = lastLookMs(Number(first.expiration));
+describe('review32 F1: a caller’s resend that took an abandoned call over within a minute of its last look wrote a claim’s lock past that look (rule 2’s claim limit only kept it by TTL − 10 s: `takeOver`/`claimCall`’s `ttlNeededFor`); its holder died, and the completer looked at that lock’s end — cron, a minute late, came past the TTL and the call expired, never given up, though every poll said the next look gives it up', () => {
+  // Fixed by one rule for every lock (`latestLockEndMs`: no lock ends past the call's last look). A resend whose
+  // invocation would hold the call past it does not take it over; one whose invocation ends by it does.
+  it.each([
+    ['a 60 s invocation: not taken over (its lock would end past the last look), answered pending', 60_000, false],
+    ['a 4 s invocation: taken over, its lock ending by the last look', 4_000, true],
+  ])(
+    'resend at the last look − 5 s with %s; its worker dies; cron a minute late still gives the call up before its TTL',
+    async (_label, invocationMs, takenOver) => {
+      const { tool } = noteTool(
+        `resent_${Math.random().toString(36).slice(2, 10)}`,
+        async (args) => {
+          // The worker dies after the effect, before its store (the store's write fails; nothing settles it).
+          throttleNextRecordUpdate(world);
+          return { receipt: { note_id: `note_${Math.random()}`, text: args.text }, replayed: false };
+        },
+        { ttlSeconds: 3_600 },
+      );
+      const caller = identity();
+      const t0 = Date.now();
+      clockAt(t0);
+      // The first attempt: its worker dies before its store; live until its lock's end, then abandoned.
+      expect(await runtime.invoke(tool, caller, { idempotency_key: 'r', text: 'x' }, deadline())).toMatchObject({
+        ok: false,
+      });
+      const [key] = await recordIdsOf(world, caller.tenant);
+      const first = await itemOf(key);
+      const ttlMs = Number(first.expiration) * 1000;
+      const lastLook = lastLookMs(Number(first.expiration));
 
-    // The caller resends 5 s before the call's last look, in an invocation with a minute left: it takes the
-    // abandoned call over (its lock ends TTL − 15 s, by rule 2's TTL − 10 s) and its worker dies too.
-    const resendMs = lastLook - 5_000;
-    clockAt(resendMs);
-    expect(await runtime.invoke(tool, caller, { idempotency_key: 'r', text: 'x' }, deadline(60_000))).toMatchObject({
-      ok: false,
-    });
-    const item = await itemOf(key);
-    expect(item.claim_id).not.toBe(first.claim_id);
-    const lockEndsMs = Number(item.in_progress_expiration);
-    const lookMs = completerLooksAtMs(scheduleOf(item));
+      // The caller resends 5 s before the call's last look.
+      const resendMs = lastLook - 5_000;
+      clockAt(resendMs);
+      const resent = (await runtime.invoke(
+        tool,
+        caller,
+        { idempotency_key: 'r', text: 'x' },
+        deadline(invocationMs),
+      )) as {
+        ok: boolean;
+        status?: string;
+        retry_after_ms?: number;
+      };
+      const item = await itemOf(key);
+      const lockEndsMs = Number(item.in_progress_expiration);
+      expect([item.claim_id !== first.claim_id, lockEndsMs <= lastLook]).toEqual([takenOver, true]);
+      if (!takenOver) {
+        // Nothing may run it before its TTL (no lock ends past its last look), and a fresh claim runs it then.
+        expect(resent).toMatchObject({ ok: false, status: 'pending' });
+        expect(resendMs + (resent.retry_after_ms ?? 0)).toBe(ttlMs);
+      }
+      const lookMs = completerLooksAtMs(scheduleOf(item));
 
-    // Past its lock's end: abandoned; its poll says the next look gives it up, at the wait it states.
-    clockAt(lockEndsMs + 1);
-    const { read } = await poll(caller, tool.name, 'r');
-    expect(read).toMatchObject({ status: 'abandoned', gives_up: 'expiring' });
-    const statedMs = Date.now() + (read.retry_after_ms ?? 0);
+      // Past its lock's end: abandoned; its poll says the next look gives it up, at the wait it states.
+      clockAt(Math.max(lockEndsMs + 1, resendMs));
+      const { read } = await poll(caller, tool.name, 'r');
+      expect(read).toMatchObject({ status: 'abandoned', gives_up: 'expiring' });
+      const statedMs = Date.now() + (read.retry_after_ms ?? 0);
 
-    // `retrysafe complete` from cron: its run after the look is due comes within a minute of it
-    // (LATEST_LOOK_AFTER_DUE_MS): here 15 s after the stated look.
-    const cronRunMs = Math.max(lookMs, statedMs) + 15_000;
-    clockAt(cronRunMs);
-    const sent: Recheck[] = [];
-    const cron = completerFor([tool], sent);
-    const scheduled = (await streamImage(cron, item)).rechecksScheduled;
-    const outcome = await cron.onRecheck({ key: String(key), claim: String(item.claim_id) }, deadline(60_000));
-    const after = await itemOf(key);
-    // Expected (docs/state-machine.md, Liveness: every completer, cron a minute late too, gives a call up before
-    // its TTL): no lock written before the last look ends past it, so the look plus cron's minute is before the TTL.
-    const values = `lock ends ${Math.round((lockEndsMs - lastLook) / 1000)} s past the last look (TTL − ${Math.round((ttlMs - lockEndsMs) / 1000)} s), look at TTL − ${Math.round((ttlMs - lookMs) / 1000)} s, cron at TTL ${cronRunMs >= ttlMs ? '+' : '−'} ${Math.abs(Math.round((cronRunMs - ttlMs) / 1000))} s`;
-    expect({
-      lookPlusCronLagBeforeTtl: lookMs + LATEST_LOOK_AFTER_DUE_MS < ttlMs,
-      scheduled,
-      outcome,
-      stalled: after.stalled_reason,
-      values,
-    }).toEqual({ lookPlusCronLagBeforeTtl: true, scheduled: 1, outcome: 'gave_up', stalled: 'expiring', values });
-  });
+      // `retrysafe complete` from cron: its run after the look is due comes within a minute of it
+      // (LATEST_LOOK_AFTER_DUE_MS): here 59 s after the stated look.
+      const cronRunMs = Math.max(lookMs, statedMs) + 59_000;
+      clockAt(cronRunMs);
+      const cron = completerFor([tool]);
+      const scheduled = (await streamImage(cron, item)).rechecksScheduled;
+      const outcome = await cron.onRecheck({ key: String(key), claim: String(item.claim_id) }, deadline(60_000));
+      const after = await itemOf(key);
+      // Every completer, cron a minute late too, gives a call up before its TTL (docs/state-machine.md, Liveness).
+      const values = `lock ends ${Math.round((lastLook - lockEndsMs) / 1000)} s before the last look, look at TTL − ${Math.round((ttlMs - lookMs) / 1000)} s, cron at TTL − ${Math.round((ttlMs - cronRunMs) / 1000)} s`;
+      expect({
+        lookPlusCronLagBeforeTtl: lookMs + LATEST_LOOK_AFTER_DUE_MS < ttlMs,
+        scheduled,
+        outcome,
+        stalled: after.stalled_reason,
+        values,
+      }).toEqual({ lookPlusCronLagBeforeTtl: true, scheduled: 1, outcome: 'gave_up', stalled: 'expiring', values });
+    },
+  );
 });
 
 describe('review32 F2: a provider’s wait (InFlightError) asked within the stream’s window before the last look is parked to now (`latestParkEndMs`: max(lastLook − 10 s, now)) — answered `pending` in 100 ms (the floor) and abandoned at once: the caller’s resend 100 ms later takes it over and runs the tool again though the provider said it still runs the key for hours, and its takeover writes a claim’s lock a minute past the last look (F1)', () => {
@@ -188,10 +203,9 @@ describe('review32 F2: a provider’s wait (InFlightError) asked within the stre
   });
 });
 
-describe('review32 F3: cron’s re-run of a call due a minute and a second before its last look, 59 s late (within LATEST_LOOK_AFTER_DUE_MS), is allowed (`tooLateToRerun`: before the last look, not past `lastRerunStartMs`) and takes it over with a 60 s claim lock ending 58 s past the last look; its worker dies — the look at that lock’s end is TTL − 12 s, and cron’s next run finds the record expired, never given up', () => {
-  // Left open (docs/state-machine.md, Liveness): a claim's lock taken within a minute of the last look may end
-  // past it; the fix is a rule for every lock, not only parks (see the Left open item).
-  it.failing('cron re-runs at the last look − 2 s; the re-run dies before its store; cron’s next run a minute later is past the TTL', async () => {
+describe('review32 F3: cron’s re-run of a call due a minute and a second before its last look, 59 s late (within LATEST_LOOK_AFTER_DUE_MS), was allowed (`tooLateToRerun`: before the last look, not past `lastRerunStartMs`) and took it over with a 60 s claim lock ending 58 s past the last look; its worker died — the look at that lock’s end was TTL − 12 s, and cron’s next run found the record expired, never given up', () => {
+  // Fixed by one rule for every lock (`latestLockEndMs`: no lock ends past the call's last look).
+  it('cron looks at the last look − 2 s, a call due a minute and a second before it: given up there (a re-run’s lock would end past the last look), before the TTL', async () => {
     const { tool } = noteTool(
       `cron_${Math.random().toString(36).slice(2, 10)}`,
       async (args) => {
@@ -230,7 +244,7 @@ describe('review32 F3: cron’s re-run of a call due a minute and a second befor
     clockAt(Number(taken.in_progress_expiration) + 1);
     const { read } = await poll(caller, tool.name, 'c');
     // Cron's next runs, a minute apart, each reading the stream from its start and delivering what is due.
-    const outcomes: string[] = [];
+    const outcomes: string[] = [`${outcome1} at TTL − ${Math.round((ttlMs - runMs) / 1000)} s`];
     for (let atMs = runMs + 60_000; !outcomes.at(-1)?.startsWith('gave_up') && atMs < ttlMs + 120_000; atMs += 60_000) {
       clockAt(atMs);
       const sent: Recheck[] = [];
@@ -243,7 +257,7 @@ describe('review32 F3: cron’s re-run of a call due a minute and a second befor
       outcomes.push(`${outcome} at TTL ${atMs >= ttlMs ? '+' : '−'} ${Math.abs(Math.round((atMs - ttlMs) / 1000))} s`);
     }
     const after = await itemOf(key);
-    const values = `re-run: ${outcome1}, attempt ${taken.attempt}, lock ends ${(Number(taken.in_progress_expiration) - lastLook) / 1000} s past the last look; poll then: ${read.status}/${read.gives_up}; look at TTL − ${(ttlMs - lookMs) / 1000} s`;
+    const values = `first look: ${outcome1}, attempt ${taken.attempt}, lock ends ${(lastLook - Number(taken.in_progress_expiration)) / 1000} s before the last look; poll then: ${read.status}/${read.gives_up}; look at TTL − ${(ttlMs - lookMs) / 1000} s`;
     // Expected: looked at by its last look, so that cron, a minute late, still gives it up before its TTL.
     expect({
       lookPlusCronLagBeforeTtl: lookMs + LATEST_LOOK_AFTER_DUE_MS < ttlMs,
@@ -253,7 +267,7 @@ describe('review32 F3: cron’s re-run of a call due a minute and a second befor
     }).toEqual({
       lookPlusCronLagBeforeTtl: true,
       stalled: 'expiring',
-      outcomes: [expect.stringMatching(/^gave_up/)],
+      outcomes: [expect.stringMatching(/^gave_up at TTL − /)],
       values,
     });
   });

@@ -12,6 +12,7 @@ import {
   lastRerunStartMs,
   nextLookAtMs,
   parkLimitMs,
+  RERUN_LOCK_MS,
   recheckDelaySeconds,
   tooLateToRerun,
   WAIT_LOOK_BEFORE_LAST_LOOK_MS,
@@ -83,9 +84,9 @@ describe('completerLooksAtMs', () => {
 });
 
 describe('lastRerunStartMs', () => {
-  it('leaves a re-run’s whole lock and the 10 s margin before the TTL (rule 2)', () => {
+  it('leaves a re-run’s whole lock before the last look, a minute and 10 s before the TTL (rules 2 and 8)', () => {
     expect(lastRerunStartMs({ lockEndsMs: NOW, attempt: 1, expiresAtS: NOW / 1000 + 3_600 }, 60_000)).toBe(
-      NOW + 3_600_000 - 10_000 - 60_000,
+      NOW + 3_600_000 - 10_000 - 60_000 - 60_000,
     );
   });
 });
@@ -107,15 +108,19 @@ describe('the look an answer points at, and what it does (reviews 26 and 27, F1)
   const lastLook = lastLookMs(expiresAtS);
   const due = (atMs: number, attempt = 2) => ({ lockEndsMs: atMs - 30_000, attempt, expiresAtS });
 
-  it('a re-run due a minute or less before the last look (cron’s pace) is given up by the record alone; a minute and a ms before is not (review 28, F1)', () => {
+  it('a re-run due a minute (cron’s pace) and a re-run’s lock or less before the last look is given up by the record alone; a ms more before is not (review 28, F1; review 32, F3)', () => {
     expect(LATEST_LOOK_AFTER_DUE_MS).toBe(60_000);
-    expect(expiresBeforeRerun(due(lastLook - 60_000))).toBe(true);
-    expect(expiresBeforeRerun(due(lastLook - 60_001))).toBe(false);
-    // Every shipped completer looks before the last look at such a call: the stack's recheck (whole
-    // seconds), dev's pass every 5 s, cron's run within the minute.
-    const sentAt = lastLook - 100_500;
-    expect(sentAt + recheckDelaySeconds(lastLook - 60_001, sentAt) * 1000).toBeLessThan(lastLook);
-    expect(lastLook - 60_001 + 60_000).toBeLessThan(lastLook);
+    expect(RERUN_LOCK_MS).toBe(60_000);
+    expect(expiresBeforeRerun(due(lastLook - 120_000))).toBe(true);
+    expect(expiresBeforeRerun(due(lastLook - 120_001))).toBe(false);
+    // Every shipped completer re-runs such a call with its lock ending by the last look: the stack's recheck
+    // (whole seconds), dev's pass every 5 s, cron's run within the minute — each a lock of a minute at most.
+    const sentAt = lastLook - 160_500;
+    expect(sentAt + recheckDelaySeconds(lastLook - 120_001, sentAt) * 1000 + RERUN_LOCK_MS).toBeLessThanOrEqual(
+      lastLook,
+    );
+    expect(lastLook - 120_001 + 60_000 + RERUN_LOCK_MS).toBeLessThan(lastLook);
+    expect(tooLateToRerun(due(lastLook - 120_001), lastLook - 120_001 + 60_000, RERUN_LOCK_MS)).toBe(false);
   });
 
   it('the next look is the due time, no sooner than the stream delivers the image of its lock’s end, and at least a second from now', () => {
@@ -126,26 +131,36 @@ describe('the look an answer points at, and what it does (reviews 26 and 27, F1)
     // the stack sees the park up to 10 s after it, whether its tool ran or not (review 27, F3). A crashed
     // claim's lock outlasts the window: its end itself.
     const first = { lockEndsMs: NOW - 5_000, attempt: 1, expiresAtS };
-    expect(nextLookAtMs({ ...first, unrunAttempts: 1, claimId: 'c', parkedClaimId: 'c' }, NOW)).toBe(NOW + 5_000);
     expect(nextLookAtMs({ ...first, claimId: 'c', parkedClaimId: 'c' }, NOW)).toBe(NOW + 5_000);
     expect(nextLookAtMs({ ...first, claimId: 'c' }, NOW)).toBe(NOW + 1_000);
   });
 
-  it('an answer says `expiring` exactly when the look at the wait it gives is too late to re-run it, under every lock up to a minute', () => {
+  it('a poll of a call due well before says `expiring` once the look at its least wait leaves less than a re-run’s lock before the last look', () => {
+    const record = due(lastLook - 150_000);
+    expect(nextLookAtMs(record, lastLook - 61_000)).toBe(lastLook - 60_000);
+    expect(givesUpAtNextLook(record, lastLook - 61_000)).toBeUndefined();
+    expect(givesUpAtNextLook(record, lastLook - 60_999)).toBe('expiring');
+    expect(givesUpAtNextLook(record, lastLook - 1_000)).toBe('expiring');
+  });
+
+  it('an answer says `expiring` exactly when the look at the wait it gives is too late to re-run it under a minute’s lock; a shorter lock re-runs what it says is re-run', () => {
     for (const [dueMs, nowMs] of [
-      [lastLook - 90_000, lastLook - 100_000], // due well before, asked before: re-run
-      [lastLook - 90_000, lastLook + 1_000], // due well before, asked past the last look (no completer looked)
-      [lastLook - 90_000, lastLook - 500], // asked half a second before the last look: its wait ends past it
+      [lastLook - 150_000, lastLook - 160_000], // due well before, asked before: re-run
+      [lastLook - 150_000, lastLook + 1_000], // due well before, asked past the last look (no completer looked)
+      [lastLook - 150_000, lastLook - 500], // asked half a second before the last look: its wait ends past it
+      [lastLook - 150_000, lastLook - 61_000], // its wait ends a re-run's lock before the last look: re-run
+      [lastLook - 150_000, lastLook - 60_999], // a ms later: that lock would end past the last look
       [lastLook - 30_000, lastLook - 40_000], // due 30 s before the last look: given up
-      [lastLook - 60_000, lastLook - 61_000], // due a minute before: given up (a look a minute late is at it)
-      [lastLook - 61_000, lastLook - 62_000], // due a minute and a second before: re-run
+      [lastLook - 120_000, lastLook - 121_000], // due two minutes before: given up (a look a minute late, a minute's lock)
+      [lastLook - 121_000, lastLook - 122_000], // due two minutes and a second before: re-run
     ] as const) {
       const record = due(dueMs);
       const lookAt = nextLookAtMs(record, nowMs);
       const says = givesUpAtNextLook(record, nowMs) === 'expiring';
-      for (const lockMs of [10_000, 60_000]) {
-        expect([dueMs, nowMs, lockMs, tooLateToRerun(record, lookAt, lockMs)]).toEqual([dueMs, nowMs, lockMs, says]);
-      }
+      // The stack's and cron's lock: exactly; dev's shorter one re-runs whatever the answer says is re-run (it
+      // may also re-run a call the answer gave up on: never the other way round).
+      expect([dueMs, nowMs, tooLateToRerun(record, lookAt, RERUN_LOCK_MS)]).toEqual([dueMs, nowMs, says]);
+      if (!says) expect([dueMs, nowMs, tooLateToRerun(record, lookAt, 10_000)]).toEqual([dueMs, nowMs, false]);
     }
   });
 });
@@ -161,16 +176,17 @@ describe('parkLimitMs', () => {
     parkedClaimId: 'c',
   });
 
-  it('a wait on what may change is due at the wait look, a minute before the last look; then at the last look; then its last lock end', () => {
-    expect(WAIT_LOOK_BEFORE_LAST_LOOK_MS).toBe(61_000);
+  it('a wait on what may change is due at the wait look, two minutes before the last look; then at the last look, which ends every lock', () => {
+    expect(WAIT_LOOK_BEFORE_LAST_LOOK_MS).toBe(121_000);
     const after = dueAfterParkMs(1);
-    expect(parkLimitMs(expiresAtS, NOW, true, after)).toBe(lastLook - 61_000 - after);
-    expect(parkLimitMs(expiresAtS, lastLook - 61_000 - after, true, after)).toBe(lastLook - after);
-    // The wait look's re-run is due a minute and a second before the last look: run, under every completer.
+    expect(parkLimitMs(expiresAtS, NOW, true, after)).toBe(lastLook - 121_000 - after);
+    expect(parkLimitMs(expiresAtS, lastLook - 121_000 - after, true, after)).toBe(lastLook - after);
+    // The wait look's re-run is due two minutes and a second before the last look: run, under every completer.
     const waitPark = parkedAt(parkLimitMs(expiresAtS, NOW, true, after), 1);
-    expect(completerLooksAtMs(waitPark)).toBe(lastLook - 61_000);
+    expect(completerLooksAtMs(waitPark)).toBe(lastLook - 121_000);
     expect(expiresBeforeRerun(waitPark)).toBe(false);
-    expect(parkLimitMs(expiresAtS, lastLook, true, after)).toBe(expiresAtS * 1000 - 10_000);
+    expect(parkLimitMs(expiresAtS, lastLook, true, after)).toBe(lastLook);
+    expect(lastLook).toBe(expiresAtS * 1000 - 70_000);
   });
 
   it('at every attempt: a waiter parked by its later attempts is due at the wait look too, its backoff counted (review 29, F2)', () => {
@@ -178,7 +194,7 @@ describe('parkLimitMs', () => {
       const park = parkedAt(parkLimitMs(expiresAtS, NOW, true, dueAfterParkMs(attempt)), attempt);
       expect([attempt, completerLooksAtMs(park), expiresBeforeRerun(park)]).toEqual([
         attempt,
-        lastLook - 61_000,
+        lastLook - 121_000,
         false,
       ]);
       const last = parkedAt(parkLimitMs(expiresAtS, NOW, false, dueAfterParkMs(attempt)), attempt);
@@ -192,6 +208,6 @@ describe('parkLimitMs', () => {
 
   it('a wait on nothing that changes (a window nothing remembers) takes no wait look', () => {
     expect(parkLimitMs(expiresAtS, NOW, false, 10_000)).toBe(lastLook - 10_000);
-    expect(parkLimitMs(expiresAtS, lastLook, false, 10_000)).toBe(expiresAtS * 1000 - 10_000);
+    expect(parkLimitMs(expiresAtS, lastLook, false, 10_000)).toBe(lastLook);
   });
 });

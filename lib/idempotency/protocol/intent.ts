@@ -212,7 +212,7 @@ function earliest(request: IntentRequest, window: PastWindow): PastWindow | 'for
 
 /**
  * A call whose window nothing remembers (`forgotten`): whether it had an effect cannot be told, so it never
- * runs — parked until its last look (the attempt caps the wait there; past it, its last lock end), when the
+ * runs — parked until its last look (the attempt caps the wait there: no lock ends later), when the
  * completer gives it up (stalled, `expiring`) — unless its record names its window's key. It takes its
  * window being replaced, and that one replaced in turn, while none of the call's attempts reached the
  * intent: its store throttled, its completer down, for over two windows.

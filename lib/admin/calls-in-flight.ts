@@ -92,7 +92,9 @@ export async function callsInFlight(
         attempts: call.attempt,
         queued: call.queued,
         givesUp: call.givesUp,
-        ageSeconds: Math.max(0, Math.round(nowMs / 1000 - (call.expiresAtS - ttl))),
+        // From its `created_at`, a first claim may have lengthened its TTL (review 33, F3); a record an earlier
+        // version claimed has none: its TTL less the tool's.
+        ageSeconds: Math.max(0, Math.round((nowMs - (call.createdAtMs ?? (call.expiresAtS - ttl) * 1000)) / 1000)),
         lockEndsMs: call.lockEndsMs,
       });
     },

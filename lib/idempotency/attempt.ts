@@ -16,7 +16,7 @@ import {
 import { attach } from './attach';
 import { dueAfterParkMs, latestParkEndMs, parkLimitMs, STREAM_BATCHING_WINDOW_SECONDS } from './backoff';
 import type { CallPlan } from './call-plan';
-import { ttlNeededFor } from './call-state';
+import { ttlLookedAtFor } from './call-state';
 import { expiresAtSOf } from './derivation';
 import { InFlightError, RELEASING_CODES, ToolError } from './errors';
 import { downstreamKey } from './fingerprint';
@@ -43,7 +43,7 @@ export async function runAttempt<S extends z.ZodMiniObject, R extends JsonObject
     tool: plan.tool.name,
     validation: plan.validation,
     // Rule 2 on the first claim too, however the TTL's seconds round (review 3, L1).
-    expiresAtS: Math.max(expiresAtSOf(plan.ttlSeconds, Date.now()), ttlNeededFor(plan.lockEndsMs)),
+    expiresAtS: Math.max(expiresAtSOf(plan.ttlSeconds, Date.now()), ttlLookedAtFor(plan.lockEndsMs)),
     lockEndsMs: plan.lockEndsMs,
     ttlSeconds: plan.ttlSeconds,
     // The claim carries what it takes to finish the call if this worker dies (the completer).

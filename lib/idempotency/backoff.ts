@@ -5,9 +5,9 @@
  * `retrysafe complete` run every minute from cron re-run a call at the same time, and every answer about
  * the call (a poll, a task's `pollInterval`, `Retry-After`) can say when that is.
  */
-import { LAST_LOOK_BEFORE_TTL_MS, latestLockEndMs } from './call-state';
+import { LAST_LOOK_BEFORE_TTL_MS, lastLookMs, latestLockEndMs } from './call-state';
 
-export { LAST_LOOK_BEFORE_TTL_MS };
+export { LAST_LOOK_BEFORE_TTL_MS, lastLookMs };
 
 /**
  * Backoff between the completer's re-runs of one call, by attempt: 30 s, 60 s, … at most 15 min (SQS's
@@ -48,7 +48,7 @@ export const LATEST_LOOK_AFTER_DUE_MS = 60_000;
 /**
  * The longest lock a completer retrysafe ships takes for a re-run: the stack's completer's timeout
  * (`COMPLETER_DEFAULTS.timeoutSeconds`, this number) and a `retrysafe complete` pass (`retrysafe dev`'s is
- * 10 s). A re-run's lock ends by the call's last look (`latestLockEndMs`), so one due less than this and
+ * 10 s). A re-run's lock ends by the call's last look (`ttlLookedAtFor`), so one due less than this and
  * `LATEST_LOOK_AFTER_DUE_MS` before it is given up by the record alone (`expiresBeforeRerun`).
  */
 export const RERUN_LOCK_MS = 60_000;
@@ -56,20 +56,11 @@ export const RERUN_LOCK_MS = 60_000;
 /**
  * When the completer looks at a call in flight, epoch ms: when it is due (`completerDueAtMs`: never before
  * every completer can see a park's lock end), but no later than its last look before its TTL (`lastLookMs`),
- * and never while an attempt holds it (its lock's end; no lock ends past the last look: `latestLockEndMs`).
+ * and never while an attempt holds it (its lock's end: past the last look only for a takeover that gave its
+ * call up in advance, which is stalled then by its record alone).
  */
 export function completerLooksAtMs(record: ScheduledRecord): number {
   return Math.max(record.lockEndsMs, Math.min(completerDueAtMs(record), lastLookMs(record.expiresAtS)));
-}
-
-/**
- * The completer's last look at a call in flight whose record expires at `expiresAtS` (epoch ms):
- * `LAST_LOOK_BEFORE_TTL_MS` before the record's last 10 s (rule 2's `CLOCK_SKEW_TOLERANCE_MS`) — time to give
- * it up (`stalled`, `expiring`) while the record still exists, rather than let it expire unfinished and
- * unreported — and the latest any lock on it ends (`latestLockEndMs`, the same time).
- */
-export function lastLookMs(expiresAtS: number): number {
-  return latestLockEndMs(expiresAtS);
 }
 
 /**
@@ -110,22 +101,24 @@ export function parkLimitMs(
  * its backoff (a look due past the last look comes at it: review 30, F2), however late the look that parks
  * it (review 31, F3), and so that cron, a minute late, still gives it up before its TTL (review 31, F1: a
  * provider's wait cut to the TTL − 10 s was looked at there, a minute late past the TTL); within that window,
- * or past it (a holder whose clock runs behind), the last look itself, the latest any lock ends
- * (`latestLockEndMs`), not now (review 32, F2: a provider's wait cut to now answered 100 ms, and the resend
- * took the call over and ran its tool again).
+ * the last look itself, not now (review 32, F2: a provider's wait cut to now answered 100 ms, and the resend
+ * took the call over and ran its tool again); at or past its last look (only an attempt that took the call
+ * over near it parks then, and its takeover gave the call up in advance: `TakeOver.givesUpInAdvance`), its
+ * last lock end (rule 2): pending until then, as the answers say, and stalled by its record alone after it.
  */
 export function latestParkEndMs(expiresAtS: number, nowMs: number): number {
   const lastLook = lastLookMs(expiresAtS);
+  if (nowMs >= lastLook) return latestLockEndMs(expiresAtS);
   const windowBefore = lastLook - STREAM_BATCHING_WINDOW_SECONDS * 1000;
   return nowMs < windowBefore ? windowBefore : lastLook;
 }
 
 /**
  * The latest a re-run may start and still take the call over (rules 2 and 8: its lock, `lockMs` long, must
- * end by the call's last look, `latestLockEndMs`): a call not due by then is given up on, not left to expire.
+ * end by the call's last look, `ttlLookedAtFor`): a call not due by then is given up on, not left to expire.
  */
 export function lastRerunStartMs(record: ScheduledRecord, lockMs: number): number {
-  return latestLockEndMs(record.expiresAtS) - lockMs;
+  return lastLookMs(record.expiresAtS) - lockMs;
 }
 
 /**
@@ -208,7 +201,7 @@ export function retriesExhausted(record: ScheduledRecord, maxAttempts: number = 
  * A call whose re-run is due `LATEST_LOOK_AFTER_DUE_MS` and a re-run's lock (`RERUN_LOCK_MS`) or less before
  * the completer's last look before its TTL (`lastLookMs`), or after it: a completer looking as late as any
  * shipped one may would come at or past that look (review 28, F1), or take a lock ending past it, which no
- * takeover may (`latestLockEndMs`; review 32, F3) — so every completer gives it up (`stalled`, `expiring`)
+ * re-run may (`ttlLookedAtFor`; review 32, F3) — so every completer gives it up (`stalled`, `expiring`)
  * when it looks, rather than re-run it or let it expire unfinished, whatever its pace — the record alone says
  * so (`tooLateToRerun`; a call parked to wait until its last look, `parkLimitMs`, is given up there).
  */

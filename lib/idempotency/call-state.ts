@@ -65,32 +65,51 @@ export const CLOCK_SKEW_TOLERANCE_MS = 10_000;
 export const MAX_WINDOWED_TTL_SECONDS = 7 * 24 * 60 * 60;
 
 /**
+ * The earliest TTL (epoch s) a record may have for a lock that ends at `lockEndsMs` to be taken: the lock
+ * ends `CLOCK_SKEW_TOLERANCE_MS` before it (rule 2: no lock ends after its record's TTL, on any worker's
+ * clock). `lockEndedOn`'s `notBeforeAtS` for a takeover that gives its call up in advance (`lastLookMs`),
+ * and what decides that a refused one is pending.
+ */
+export function ttlNeededFor(lockEndsMs: number): number {
+  return Math.ceil((lockEndsMs + CLOCK_SKEW_TOLERANCE_MS) / 1000);
+}
+
+/** The latest a lock may end on a record expiring at `expiresAtS` (rule 2; `ttlNeededFor`'s inverse). */
+export function latestLockEndMs(expiresAtS: number): number {
+  return expiresAtS * 1000 - CLOCK_SKEW_TOLERANCE_MS;
+}
+
+/**
  * How long before a record's last `CLOCK_SKEW_TOLERANCE_MS` the completer last looks at a call in flight
- * (backoff.ts's `lastLookMs`), and so the latest any lock on it may end (`latestLockEndMs`): a completer that
- * looks at a lock's end as late as any shipped one may (cron's minute) still comes before the TTL and gives
- * the call up (`stalled`, `expiring`) rather than let it expire unreported.
+ * (`lastLookMs`): time to give it up (`stalled`, `expiring`) while the record still exists, rather than let
+ * it expire unfinished and unreported — a completer that looks a minute late (cron) still comes before the
+ * TTL.
  */
 export const LAST_LOOK_BEFORE_TTL_MS = 60_000;
 
+/** The completer's last look at a call in flight whose record expires at `expiresAtS` (epoch ms). */
+export function lastLookMs(expiresAtS: number): number {
+  return latestLockEndMs(expiresAtS) - LAST_LOOK_BEFORE_TTL_MS;
+}
+
 /**
- * The earliest TTL (epoch s) a record may have for a lock that ends at `lockEndsMs` to be taken: the lock
- * ends by the record's last look, `LAST_LOOK_BEFORE_TTL_MS` and `CLOCK_SKEW_TOLERANCE_MS` before it (rule 2:
- * no lock ends after its record's TTL, on any worker's clock; rule 8: nor after the completer's last look,
- * review 32, F1 and F3 — a resend's takeover, or cron's re-run, a minute before that look took a lock a
- * minute past it, and its crash was looked at a minute late past the TTL). A first claim's TTL, `lockEndedOn`'s
- * `notBeforeAtS` for a takeover — the completer's re-run and a caller's resend alike —, and what decides that
- * a refused one is pending.
+ * The earliest TTL (epoch s) under which a lock that ends at `lockEndsMs` ends by the record's last look
+ * (`lastLookMs`): a first claim's TTL is at least this, and so is a takeover's that does not give its call up
+ * in advance — the completer's re-run, a caller's resend whose lock ends by that look (rule 2; review 32, F1
+ * and F3: a lock past the last look whose attempt died was looked at there, and cron, a minute late, came
+ * past the TTL: the call expired unreported).
  */
-export function ttlNeededFor(lockEndsMs: number): number {
+export function ttlLookedAtFor(lockEndsMs: number): number {
   return Math.ceil((lockEndsMs + CLOCK_SKEW_TOLERANCE_MS + LAST_LOOK_BEFORE_TTL_MS) / 1000);
 }
 
 /**
- * The latest a lock may end on a record expiring at `expiresAtS` (rules 2 and 8; `ttlNeededFor`'s inverse):
- * the completer's last look at the call (`lastLookMs`).
+ * The first instant (epoch ms) every reader counts a record expiring at `expiresAtS` expired (`classify`,
+ * and a claim's `#expiry < :now`, count a record alive at its TTL): a wait to the TTL stated as this, so the
+ * caller who comes back then finds it gone, not `pending` again (review 33, F4).
  */
-export function latestLockEndMs(expiresAtS: number): number {
-  return expiresAtS * 1000 - CLOCK_SKEW_TOLERANCE_MS - LAST_LOOK_BEFORE_TTL_MS;
+export function expiredFromMs(expiresAtS: number): number {
+  return expiresAtS * 1000 + 1_000;
 }
 
 /** The one rule for "is this record's lock live, abandoned, completed…", at time `nowMs`. */
@@ -131,12 +150,12 @@ export function isParked(record: Pick<CallRecord, 'claimId' | 'parkedClaimId'>):
  * When a stalled call can next change by anything retrysafe runs (epoch ms), or undefined when nothing
  * scheduled moves it. One the completer gave up on: only a resend moves it, at once (undefined). One
  * Powertools' handler left in flight (no claim, `callRecordOf`): nothing before its TTL — a resend is
- * `pending` until then — and past it a fresh claim runs it anew, under retrysafe's downstream key, not the
+ * `pending` until then (`expiredFromMs`) — and past it a fresh claim runs it anew, under retrysafe's downstream key, not the
  * one Powertools' function used: it may act twice. Every answer about it waits for this (the poll's
  * `retry_after_ms` and `next`, a resend's `pending`, erase's `retryAfter`).
  */
 export function stalledChangesAtMs(record: Pick<CallRecord, 'claimId' | 'expiresAtS'>): number | undefined {
-  return record.claimId ? undefined : record.expiresAtS * 1000;
+  return record.claimId ? undefined : expiredFromMs(record.expiresAtS);
 }
 
 /**

@@ -25,8 +25,10 @@ export interface InFlightCall {
    * its TTL. Only a retry with its key finishes it.
    */
   readonly givesUp: 'attempts' | 'expiring' | undefined;
-  /** The record's TTL (epoch s): its first claim's time plus the tool's `ttlSeconds`. */
+  /** The record's TTL (epoch s): its first claim's time plus the tool's `ttlSeconds` (or more: `ttlLookedAtFor`). */
   readonly expiresAtS: number;
+  /** When it was first claimed (epoch ms, its record's `created_at`); undefined on a record an earlier version claimed. */
+  readonly createdAtMs: number | undefined;
   /** When its lock ends (epoch ms). */
   readonly lockEndsMs: number;
 }
@@ -52,6 +54,7 @@ export function inFlightCallOf(
     queued: allQueued(record),
     givesUp: state === 'abandoned' ? givesUpAtNextLook(record, nowMs, maxAttempts) : undefined,
     expiresAtS: record.expiresAtS,
+    createdAtMs: record.createdAtMs,
     lockEndsMs: record.lockEndsMs,
   };
 }

@@ -63,7 +63,7 @@ function stalledHints(effect: string): Readonly<Record<StalledReason, string>> {
     attempts: `the server stopped retrying this call after its attempts failed ${effect}: ${RESEND}`,
     unknown_tool: `the server no longer serves this tool (a deployment removed or renamed it) and will not finish this call ${effect}: once it is served again, ${RESEND}`,
     unreadable_call: `the server cannot read what this call asked, or the tool no longer accepts it, and will not finish it ${effect}: ${RESEND}`,
-    expiring: `the server will not re-run this call again: its record expires before another attempt could end ${effect}: ${RESEND}`,
+    expiring: `the server will not re-run this call again: its record expires before another attempt could end ${effect}: resend the same arguments with the same key to run it again while an attempt still fits before its record expires — it cannot act twice — otherwise it stays unfinished until its record expires`,
     powertools: `a Powertools handler on the same table started this call and stopped before it finished (its effect may or may not have happened): nothing here re-runs it — a resend with the same key waits until its record expires (retry_after_ms), then runs it anew, which can act twice: check the effect first`,
   };
 }

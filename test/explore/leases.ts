@@ -1,4 +1,4 @@
-import { latestLockEndMs } from '../../lib/idempotency/call-state';
+import { lastLookMs, latestLockEndMs } from '../../lib/idempotency/call-state';
 import { DEFAULT_RECORD_ATTRIBUTES as ATTR, STATUS } from '../../lib/idempotency/protocol/record';
 import type { ObservedWrite } from './world';
 
@@ -7,17 +7,20 @@ import type { ObservedWrite } from './world';
  * lease on a call record — from its claim or takeover to the end of its lock, or to its own store, park
  * or release if that came first — and every claim of the record anew.
  *
- * - **No lock ends after its record's last look**, as written: a claim's or a takeover's lock ends by the
- *   completer's last look at the call, a minute and the clock skew the protocol tolerates before the TTL the
- *   record holds then (`latestLockEndMs`: the conditions' promise, in the writer's own clock; rule 8: a
- *   completer a minute late at its end still gives the call up before its TTL — review 32, F1 and F3).
+ * - **No lock ends after its record's TTL, nor after its last look unless its call was given up in
+ *   advance**, as written: every lock ends at least the clock skew the protocol tolerates before the TTL the
+ *   record holds then (`latestLockEndMs`: the conditions' promise, in the writer's own clock); a claim's, a
+ *   takeover's or a park's ends by the completer's last look (`lastLookMs`) — a completer a minute late at
+ *   its end still gives the call up before its TTL — unless the takeover that holds it gave the call up in
+ *   the same write (`:expiring`: stalled on its own claim; review 32, F1 and F3; review 33, F1 and F2).
  * - **A record is claimed anew only once every attempt on it has ended**: no fresh claim (a PutItem over
  *   an expired or deleted record) while an earlier attempt's lock is still live by that attempt's own
  *   clock. Times are compared as the simulation's (each write's time less its writer's clock offset), so
  *   two workers whose clocks disagree are held to one timeline: the second attempt would be another call
  *   instance running beside the first (nobody told `idempotent: false`, erase counting it gone).
  *
- * A park is not a lease: the attempt that parks has stopped (its lock says when to look again).
+ * A park is not a lease: the attempt that parks has stopped (its lock says when to look again); its lock ends
+ * as a lease's does all the same.
  */
 export function leaseViolations(writes: readonly ObservedWrite[], offsetOf: (actor: string) => number): string[] {
   const violations: string[] = [];
@@ -27,7 +30,7 @@ export function leaseViolations(writes: readonly ObservedWrite[], offsetOf: (act
     const key = keyOf(write.input);
     if (key === undefined || key.includes('#intent#')) continue;
     const simulatedAt = write.at - offsetOf(write.actor);
-    const record = records.get(key) ?? { expiryS: undefined, attempts: [], claims: 0 };
+    const record = records.get(key) ?? { expiryS: undefined, attempts: [], claims: 0, givenUp: new Set<string>() };
     records.set(key, record);
     const values = (write.input.ExpressionAttributeValues ?? {}) as Record<string, Attribute>;
     const label = `${key.slice(0, 14)}…`;
@@ -49,25 +52,24 @@ export function leaseViolations(writes: readonly ObservedWrite[], offsetOf: (act
       }
       record.claims += 1;
       record.expiryS = expiryS;
-      if (lockMs > latestLockEndMs(expiryS)) {
-        violations.push(
-          `2 lock outlives the last look: ${write.actor}'s claim of ${label} locks ${lockMs - latestLockEndMs(expiryS)} ms past it`,
-        );
-      }
+      violations.push(...pastLimits(`${write.actor}'s claim of ${label}`, lockMs, expiryS, false));
       record.attempts.push(leaseOf(write.actor, claimId, simulatedAt, lockMs, offsetOf(write.actor)));
-    } else if (write.command === 'UpdateItem' && values[':lock'] !== undefined && values[':id'] !== undefined) {
+    } else if (write.command === 'UpdateItem' && values[':lockEnd'] !== undefined && values[':id'] !== undefined) {
       // A takeover: the new claim and its lock, the TTL kept.
       const claimId = text(values[':id']);
-      const lockMs = number(values[':lock']);
+      const lockMs = number(values[':lockEnd']);
       if (claimId === undefined || lockMs === undefined) continue;
-      if (record.expiryS !== undefined && lockMs > latestLockEndMs(record.expiryS)) {
-        violations.push(
-          `2 lock outlives the last look: ${write.actor}'s takeover of ${label} locks ${lockMs - latestLockEndMs(record.expiryS)} ms past it`,
-        );
-      }
+      const givenUp = values[':expiring'] !== undefined;
+      if (givenUp) record.givenUp.add(claimId);
+      violations.push(...pastLimits(`${write.actor}'s takeover of ${label}`, lockMs, record.expiryS, givenUp));
       record.attempts.push(leaseOf(write.actor, claimId, simulatedAt, lockMs, offsetOf(write.actor)));
     } else if (values[':claim'] !== undefined && (values[':until'] !== undefined || values[':status'] !== undefined)) {
-      // Its own park or store: the attempt is over.
+      // Its own park or store: the attempt is over. A park's lock ends by the last look too (rule 2).
+      const untilMs = number(values[':until']);
+      if (untilMs !== undefined) {
+        const givenUp = record.givenUp.has(text(values[':claim']) ?? '');
+        violations.push(...pastLimits(`${write.actor}'s park of ${label}`, untilMs, record.expiryS, givenUp));
+      }
       endAttempt(record, text(values[':claim']), simulatedAt);
       if (text(values[':status']) === STATUS.completed) record.expiryS = number(values[':expiry']) ?? record.expiryS;
     } else if (write.command === 'DeleteItem' && values[':claim'] !== undefined) {
@@ -92,6 +94,22 @@ interface RecordLeases {
   expiryS: number | undefined;
   attempts: Lease[];
   claims: number;
+  /** The claims whose takeover gave the call up in advance: their locks may end past the last look. */
+  givenUp: Set<string>;
+}
+
+/** Rule 2's limits for a lock `what` writes, ending at `lockMs` on a record expiring at `expiryS`. */
+function pastLimits(what: string, lockMs: number, expiryS: number | undefined, givenUp: boolean): string[] {
+  if (expiryS === undefined) return [];
+  if (lockMs > latestLockEndMs(expiryS)) {
+    return [`2 lock outlives the TTL: ${what} locks until ${expiryS * 1000 - lockMs} ms before it`];
+  }
+  if (!givenUp && lockMs > lastLookMs(expiryS)) {
+    return [
+      `2 lock outlives the last look: ${what} locks ${lockMs - lastLookMs(expiryS)} ms past it, its call not given up`,
+    ];
+  }
+  return [];
 }
 
 type Attribute = { S?: string; N?: string } | undefined;

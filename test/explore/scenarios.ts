@@ -344,7 +344,8 @@ export const SCENARIOS: Record<string, (pick: (n: number) => number) => Scenario
    * too. Guards rule 2: no lock ends after its record's TTL; nothing half done once a resend came.
    */
   near_ttl: (pick) => {
-    const before = [1_000, 12_000, 29_000, 45_000];
+    // Past the last look (TTL − 70 s), and before it within a minute and a lock of it (review 32, F1).
+    const before = [1_000, 12_000, 29_000, 45_000, 75_000, 100_000, 130_000];
     return {
       name: 'near_ttl',
       invoices: [{ invoice_id: 'inv_1', amount: 4200 }],

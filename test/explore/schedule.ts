@@ -4,13 +4,14 @@ import type { Movement } from '../../app/payments/provider';
 import { TABLES, tableName } from '../../app/tables';
 import { TOOLS } from '../../app/tools';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
-import { completerDueAtMs, completerLooksAtMs } from '../../lib/idempotency/backoff';
+import { completerDueAtMs, completerLooksAtMs, lastLookMs } from '../../lib/idempotency/backoff';
 import { classify } from '../../lib/idempotency/call-state';
 import { recordKeyOf } from '../../lib/idempotency/derivation';
 import {
   DEFAULT_RECORD_ATTRIBUTES as ATTR,
   type CallRecord,
   callRecordOf,
+  STATUS,
 } from '../../lib/idempotency/protocol/record';
 import { readTask } from '../../lib/idempotency/task';
 import type { JsonObject, ToolResult } from '../../lib/idempotency/types';
@@ -53,6 +54,8 @@ export interface Answer {
   readonly phase: 'schedule' | 'quiescence';
   /** The call was made with no time left. */
   readonly noTimeLeft: boolean;
+  /** When it was answered, on the simulation's clock. */
+  readonly atMs: number;
 }
 
 export interface ScheduleResult {
@@ -373,6 +376,7 @@ class Run {
       result,
       phase,
       noTimeLeft,
+      atMs: this.scheduler.clock.simulated,
     });
     if (!result.ok && 'status' in result) {
       // Invariant 5: a pending answer is pollable at once — never `not_found`, by get_operation nor as an
@@ -444,6 +448,7 @@ class Run {
     await this.#checkTasks('before the completer');
     // The completer runs until nothing is left (no faults now).
     const clock = scheduler.clock;
+    const drainStartMs = clock.simulated;
     const drained = calm.spawn('completer-q', () =>
       this.completer.drain(callTime, (ms) => clock.advance(Math.max(0, ms - clock.now())), this.completerKind),
     );
@@ -465,7 +470,7 @@ class Run {
     this.#collectErased();
     // 2 (first half): the completer alone leaves nothing half done — no agent has retried yet.
     await this.#checkEffects('after the completer');
-    if (completerDone) await this.#checkUnfinished();
+    if (completerDone) await this.#checkUnfinished(drainStartMs);
     // Every agent retries each of its calls with its key (those that had crashed too). A dedupe-window
     // call that never reached the store is not retried: asked now, past its window, it is a new intent.
     const asked = new Set(
@@ -500,20 +505,46 @@ class Run {
   /**
    * 2 (first half, calls): once the completer has run dry, it has left no call in flight that it could
    * finish — every record is settled, stalled (given up on: only a resend finishes it), or expired (past
-   * its TTL the completer does not finish a call: rule 2's limit, docs/state-machine.md).
+   * its TTL the completer does not finish a call: rule 2's limit, docs/state-machine.md). And liveness
+   * (rule 8): a call in flight whose last look came while the completer ran (`drainStartMs` on) was given
+   * up there, not left to expire unreported — unless an answer said it is pending until its TTL (a resend
+   * refused a lock past its last look: nothing runs it before then).
    */
-  async #checkUnfinished(): Promise<void> {
+  async #checkUnfinished(drainStartMs: number): Promise<void> {
     const now = this.scheduler.clock.simulated;
     for (const item of (await this.#readWorld()).records) {
       const record = callRecordOf(item, ATTR);
       const state = classify(record, now);
+      const intent = this.#recordIntents.get(String(item[ATTR.key])) ?? '?';
       if (state === 'live' || state === 'abandoned') {
-        const intent = this.#recordIntents.get(String(item[ATTR.key])) ?? '?';
         this.violations.push(
           `2 unfinished (after the completer): intent ${intent}: a call record is still ${state} (attempt ${record?.attempt})`,
         );
       }
+      if (
+        state === 'expired' &&
+        record?.status === STATUS.inProgress &&
+        record.writtenBy !== 'powertools' &&
+        record.stalledClaimId !== record.claimId &&
+        lastLookMs(record.expiresAtS) >= drainStartMs &&
+        !this.#toldPendingUntil(String(item[ATTR.key]), record.expiresAtS * 1000)
+      ) {
+        this.violations.push(
+          `liveness: intent ${intent}: a call in flight expired unreported (attempt ${record.attempt}, its last look ${Math.round((lastLookMs(record.expiresAtS) - drainStartMs) / 1000)} s into the completer's runs), never given up, nor told pending until its TTL`,
+        );
+      }
     }
+  }
+
+  /** Whether an answer about the call record `id` said it is pending until `untilMs` (its TTL), or later. */
+  #toldPendingUntil(id: string, untilMs: number): boolean {
+    return this.answers.some(
+      (answer) =>
+        !answer.result.ok &&
+        'status' in answer.result &&
+        answer.atMs + answer.result.retry_after_ms >= untilMs - 1_000 &&
+        this.#recordIntents.get(id) === answer.intent,
+    );
   }
 
   /**

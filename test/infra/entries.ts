@@ -87,9 +87,11 @@ runners): 628,139; 614 KB until reviews 13 to 15 (waited_on, unknown runners, he
 reviews 16 to 18 (replaced windows, markers): 631,398; 618 KB until reviews 19 and 20 (an erase's marker of no
 tenant, its chain of past windows): 632,856; 619 KB until the answers said in advance what an abandoned
 call's next look does (`gives_up`, its hints and task words; review 24): 635,414; 621 KB until a queued
-call given up is told nothing happened, and the expiring words' condition (review 25): 636,200.
+call given up is told nothing happened, and the expiring words' condition (review 25): 636,200; 622 KB until
+a resend's takeover past the last look gave its call up in advance, and waits to the TTL ended past it
+(reviews 32 and 33): 637,001.
  */
-export const MCP_BUNDLE_BUDGET_BYTES = 622 * 1024; // on SDK v1 until then: 448 KB; issue 35's Powertools records +703, the Stripe adapter's import −1,791: 457,549
+export const MCP_BUNDLE_BUDGET_BYTES = 623 * 1024; // on SDK v1 until then: 448 KB; issue 35's Powertools records +703, the Stripe adapter's import −1,791: 457,549
 
 /**
  * The completer's budget: it carries every tool (to finish any call) and the recheck queue's SQS commands
@@ -97,7 +99,7 @@ export const MCP_BUNDLE_BUDGET_BYTES = 622 * 1024; // on SDK v1 until then: 448 
 makeIdempotent went: 139,311 bytes; 138 KB until its Logger stopped writing what an error carries — the
 error-safe replacer — and a call that outlived its invocation was logged `timeout`: 141,410 bytes).
  */
-export const COMPLETER_BUNDLE_BUDGET_BYTES = 151 * 1024; // 150 KB until review 24 (the give-up rule shared with the answers, maxAttempts the runtime's): 153,820 bytes // 149 KB until reviews 19 and 20 (an erase's marker of no tenant, its chain of past windows): 152,921 bytes // 146 KB until reviews 16 to 18 (replaced windows, markers): 151,552 bytes // 145 KB until review 12 (erase and release conditioned on the runners): 148,564 bytes // 144 KB until review 11 (an intent's runners): 148,271 bytes // 143 KB until review 10 (an intent taken over in one transaction): 146,997 bytes // 142 KB until reviews 5 and 6 of issue 35 (queued_attempts apart from unrun_attempts, the intent freed before a first run's failure is stored, the never-ran stalled words): 145,585 bytes // 141 KB until the second review (attempts that ran, handed_off): 144,852 // 139 KB until issue 33's schedule, stall reasons and attach: 143,242 bytes; issue 34 (the record in protocol/): 143,344; issue 35 +451, the Stripe adapter's import −1,278: 142,526; 140 KB until issue 35's hand-off (a long-running call's first claim parked for the completer) and its review's fixes: 143,405
+export const COMPLETER_BUNDLE_BUDGET_BYTES = 152 * 1024; // 151 KB until reviews 32 and 33 (a resend's takeover past the last look gives its call up in advance; waits to the TTL end past it): 154,727 bytes // 150 KB until review 24 (the give-up rule shared with the answers, maxAttempts the runtime's): 153,820 bytes // 149 KB until reviews 19 and 20 (an erase's marker of no tenant, its chain of past windows): 152,921 bytes // 146 KB until reviews 16 to 18 (replaced windows, markers): 151,552 bytes // 145 KB until review 12 (erase and release conditioned on the runners): 148,564 bytes // 144 KB until review 11 (an intent's runners): 148,271 bytes // 143 KB until review 10 (an intent taken over in one transaction): 146,997 bytes // 142 KB until reviews 5 and 6 of issue 35 (queued_attempts apart from unrun_attempts, the intent freed before a first run's failure is stored, the never-ran stalled words): 145,585 bytes // 141 KB until the second review (attempts that ran, handed_off): 144,852 // 139 KB until issue 33's schedule, stall reasons and attach: 143,242 bytes; issue 34 (the record in protocol/): 143,344; issue 35 +451, the Stripe adapter's import −1,278: 142,526; 140 KB until issue 35's hand-off (a long-running call's first claim parked for the completer) and its review's fixes: 143,405
 
 /**
  * A write's or read's budget as an AgentCore Gateway target (`agentCoreGateway`): the write budget and 2 KB.

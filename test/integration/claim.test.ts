@@ -1,8 +1,10 @@
 // Rule 2 (docs/state-machine.md): every takeover names the claim it replaces; every lock ends 10 s before its record’s TTL.
+
 import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { StoreWriteError } from '../../lib/idempotency/answers';
+import { expiredFromMs } from '../../lib/idempotency/call-state';
 import { ConflictError, InternalError, NotFoundError, UnavailableError } from '../../lib/idempotency/errors';
 import { type Claim, type ClaimRequest, claim, claimCall, takeOver } from '../../lib/idempotency/protocol/claim';
 import { tombstone } from '../../lib/idempotency/protocol/erase';
@@ -364,8 +366,9 @@ describe('a record no claim of this version wrote', () => {
 
     expect(phase).toMatchObject({ kind: 'pending', until: { afterMs: expect.any(Number), runsAnew: true } });
     const { afterMs } = (phase as { until: { afterMs: number } }).until;
-    expect(afterMs).toBeGreaterThanOrEqual(asked.expiresAtS * 1000 - answeredAtMs);
-    expect(afterMs).toBeLessThanOrEqual(asked.expiresAtS * 1000 - askedAtMs);
+    // To the first instant it counts as expired: a second past its TTL (review 33, F4).
+    expect(afterMs).toBeGreaterThanOrEqual(expiredFromMs(asked.expiresAtS) - answeredAtMs);
+    expect(afterMs).toBeLessThanOrEqual(expiredFromMs(asked.expiresAtS) - askedAtMs);
   });
 
   it('taken over, but not a record as claims write it (no call instance): an error naming the record, not a claim', async () => {
@@ -563,8 +566,8 @@ describe('a resume (the completer finishing the claim it read)', () => {
     // Nothing lets it run before the TTL: the whole wait (liveness), not a poll's second.
     expect(phase).toMatchObject({ kind: 'pending', until: { afterMs: expect.any(Number) } });
     const { afterMs } = (phase as { until: { afterMs: number } }).until;
-    expect(afterMs).toBeGreaterThan(asked.expiresAtS * 1000 - Date.now() - 1_000);
-    expect(afterMs).toBeLessThanOrEqual(asked.expiresAtS * 1000 - Date.now() + 1_000);
+    expect(afterMs).toBeGreaterThan(expiredFromMs(asked.expiresAtS) - Date.now() - 1_000);
+    expect(afterMs).toBeLessThanOrEqual(expiredFromMs(asked.expiresAtS) - Date.now() + 1_000);
     expect(await itemOf(asked.recordKey)).toEqual(stored);
     // Far enough from it, the same resume takes it over.
     const later = await claimCall(table, { ...asked, lockEndsMs: now + 5_000, resume: held.claimId });

@@ -35,6 +35,7 @@ describe('inFlightCallOf', () => {
       queued: false, // its attempt holds the claim: it may be running its tool
       givesUp: undefined,
       expiresAtS: first.expiresAtS,
+      createdAtMs: expect.any(Number),
       lockEndsMs: first.lockEndsMs,
     });
     expect(inFlightCallOf(item, first.lockEndsMs + 1)).toMatchObject({ state: 'abandoned' });

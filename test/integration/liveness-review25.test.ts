@@ -7,8 +7,9 @@
  * up is told nothing happened), F3 (the `expiring` words promise a resend's run only while an attempt still
  * fits). Known and left, `test.failing`: F7 (a parked queued call is told "Still running" until its lock's
  * end gives it up: a `pending` answer carries no `gives_up`). F8 (a queued call parked to its last lock end
- * after a deploy lowered the TTL was told the server gives it up at the TTL: it expired instead) is fixed by
- * rule 2's last look (review 32): no lock ends past it, so nothing parks there.
+ * after a deploy lowered the TTL was told the server gives it up at the TTL: it expired instead) is fixed at
+ * rule 2 (reviews 32 and 33): the resend past the last look that parks it there gave it up in advance, so its
+ * record says it is stalled once that lock ends.
  */
 import { randomUUID } from 'node:crypto';
 import { nextAfterRead } from '../../lib/api/next-step';
@@ -184,7 +185,7 @@ describe('review25 F2: a queued call (nothing ran) whose next look gives it up i
 });
 
 describe('review25 F3 (fixed): the `expiring` words (GIVES_UP_HINTS.expiring, next) told the caller to resend now to run it again — in the record’s last seconds a resend cannot take it over and is `pending` until the TTL (docs/state-machine.md Liveness, the expiring row)', () => {
-  it('review25 F3: a resend 11 s before the last look whose attempt failed: the poll says “resend now to run it again”; the resend (the API’s 10 s deadline) is pending, nothing runs', async () => {
+  it('review25 F3: a resend in the last 20 s whose attempt failed: the poll says “resend now to run it again”; the resend (the API’s 10 s deadline) is pending, nothing runs', async () => {
     let clock = Date.now();
     jest.spyOn(Date, 'now').mockImplementation(() => clock);
     let failing = true;
@@ -204,8 +205,8 @@ describe('review25 F3 (fixed): the `expiring` words (GIVES_UP_HINTS.expiring, ne
     expect(first).toMatchObject({ ok: false, error: { code: 'unavailable' } });
     const [found] = await world.idempotencyRecordKeys(caller.tenant);
     const expiresAtS = Number((await itemOf(found!.id)).expiration);
-    // Its caller resends it 11 s before its last look (a 10 s lock still fits); that attempt fails too, 2 s in.
-    clock = lastLookMs(expiresAtS) - 11_000;
+    // Its caller resends it 20 s before the TTL (a 10 s lock still fits); that attempt fails too, 2 s in.
+    clock = expiresAtS * 1000 - 20_000;
     const resent = await runtime.invoke(tool, caller, { idempotency_key: 'k', text: 'hi' }, deadline());
     expect(resent).toMatchObject({ ok: false, error: { code: 'unavailable' } });
     expect(execute).toHaveBeenCalledTimes(2);
@@ -213,12 +214,14 @@ describe('review25 F3 (fixed): the `expiring` words (GIVES_UP_HINTS.expiring, ne
     clock += 100;
     const read = await readOperation({ runtime, toolNames: ['send_note'] }, caller, 'send_note', 'k');
     const next = nextAfterRead(read as never);
-    expect(read).toMatchObject({ status: 'abandoned', gives_up: 'expiring' });
+    // Its resend's takeover, its lock ending past the last look, gave it up in advance (rule 2): stalled, and
+    // `expiring`, since its attempt failed.
+    expect(read).toMatchObject({ status: 'stalled' });
     // The caller does as told, now, through the API (INVOCATION_TIMEOUT_SECONDS, 10 s).
     failing = false;
     const now = await runtime.invoke(tool, caller, { idempotency_key: 'k', text: 'hi' }, deadline(10_000));
     const words = `${(read as { hint: string }).hint} ${next.message}`;
-    // A resend this late takes no lock that ends past the last look (rule 2): pending, nothing runs.
+    // A resend this late takes no lock that ends 10 s before the TTL (rule 2): pending, nothing runs.
     expect({
       answer: (now as { status?: string; ok: boolean }).status ?? 'ran',
       runs: execute.mock.calls.length,
@@ -227,7 +230,7 @@ describe('review25 F3 (fixed): the `expiring` words (GIVES_UP_HINTS.expiring, ne
     // (fixed: they said "resend … now to run it again").
     expect(words).not.toMatch(/resend [^.]*now to run it again|to run it again, now/);
     expect((read as { hint: string }).hint).toMatch(/while an attempt still fits before its record expires/);
-    expect(next.message).toMatch(/while an attempt still fits before its record expires/);
+    expect(next.message).not.toMatch(/\bnow\b/);
   });
 });
 
@@ -264,8 +267,8 @@ describe('review25 F7: a queued call parked behind a window holder (live, parked
   });
 });
 
-describe('review25 F8 (fixed by rule 2: no lock ends past the last look): a queued call parked to its last lock end (TTL − 10 s) was told the server stops retrying it in 10 s — at its TTL: a poll then found no call at all, not the stalled call it was told of', () => {
-  it('review25 F8: H claimed under a longer TTL (a deploy lowered it since); Q resent past its last look is not taken over (pending until its TTL, nothing parked past the last look); the completer gives it up at its look, and a poll at the wait it gave finds it stalled', async () => {
+describe('review25 F8 (fixed by rule 2: a resend past the last look gives its call up in advance): a queued call parked to its last lock end (TTL − 10 s) was told the server stops retrying it in 10 s — at its TTL: a poll then found no call at all, not the stalled call it was told of', () => {
+  it('review25 F8: H claimed under a longer TTL (a deploy lowered it since); Q resent past its last look, parked to TTL − 10 s, given up in advance: at its lock’s end it is stalled by its record, before its TTL', async () => {
     const name = `window_${randomUUID().slice(0, 8)}`;
     const behaviour = async (a: { text: string }) => {
       throw new InFlightError(`the provider still runs ${a.text}`, 10 * 3_600_000);
@@ -286,31 +289,22 @@ describe('review25 F8 (fixed by rule 2: no lock ends past the last look): a queu
     const qItem = (await Promise.all(keys.map(itemOf))).find((item) => item.queued_attempts === 1)!;
     const expiresAtS = Number(qItem.expiration);
     clockAt(lastLookMs(expiresAtS) + 1_000);
-    const resent = await runtime.invoke(short, caller, { idempotency_key: 'q', text: 'same' }, deadline());
-    expect(resent).toMatchObject({ ok: false, status: 'pending', retry_after_ms: expiresAtS * 1000 - Date.now() });
+    await runtime.invoke(short, caller, { idempotency_key: 'q', text: 'same' }, deadline());
     const parked = await itemOf(String(qItem.id));
     expect(parked).toMatchObject({
-      attempt: 1,
-      queued_attempts: 1,
-      in_progress_expiration: lastLookMs(expiresAtS) - dueAfterParkMs(1),
+      attempt: 2,
+      queued_attempts: 2,
+      in_progress_expiration: expiresAtS * 1000 - 10_000,
     });
 
+    // Its resend's takeover gave it up in advance (its lock ends past the last look): once that lock ends the
+    // record itself says it is stalled — no completer's look, which may come past the TTL, is needed.
+    expect(parked).toMatchObject({ stalled_claim: parked.claim_id, stalled_reason: 'expiring' });
+    clockAt(expiresAtS * 1000 - 10_000 + 1);
     const read = await readOperation({ runtime, toolNames: [name] }, caller, name, 'q');
-    expect(read).toMatchObject({ status: 'abandoned', gives_up: 'expiring' });
-    const wait = (read as { retry_after_ms: number }).retry_after_ms;
-    // The stack's recheck at that wait gives it up, before its TTL.
-    clockAt(Date.now() + wait);
-    expect(
-      await completerWith(short).onRecheck({ key: String(qItem.id), claim: String(qItem.claim_id) }, deadline(60_000)),
-    ).toBe('gave_up');
-    // Asked again when told (and a millisecond of network later): it finds the stalled call it was told of.
-    clockAt(Date.now() + 1);
-    const later = await readOperation({ runtime, toolNames: [name] }, caller, name, 'q');
-    expect({
-      beforeTtl: Date.now() < expiresAtS * 1000,
-      atWait:
-        (later as { status?: string; error?: { code: string } }).status ??
-        (later as { error: { code: string } }).error.code,
-    }).toEqual({ beforeTtl: true, atWait: 'stalled' });
+    expect({ status: (read as { status?: string }).status, beforeTtl: Date.now() < expiresAtS * 1000 }).toEqual({
+      status: 'stalled',
+      beforeTtl: true,
+    });
   });
 });

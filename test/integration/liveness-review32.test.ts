@@ -75,83 +75,94 @@ async function poll(caller: ReturnType<typeof identity>, tool: string, key: stri
 }
 
 describe('review32 F1: a caller’s resend that took an abandoned call over within a minute of its last look wrote a claim’s lock past that look (rule 2’s claim limit only kept it by TTL − 10 s: `takeOver`/`claimCall`’s `ttlNeededFor`); its holder died, and the completer looked at that lock’s end — cron, a minute late, came past the TTL and the call expired, never given up, though every poll said the next look gives it up', () => {
-  // Fixed by one rule for every lock (`latestLockEndMs`: no lock ends past the call's last look). A resend whose
-  // invocation would hold the call past it does not take it over; one whose invocation ends by it does.
-  it.each([
-    ['a 60 s invocation: not taken over (its lock would end past the last look), answered pending', 60_000, false],
-    ['a 4 s invocation: taken over, its lock ending by the last look', 4_000, true],
-  ])(
-    'resend at the last look − 5 s with %s; its worker dies; cron a minute late still gives the call up before its TTL',
-    async (_label, invocationMs, takenOver) => {
-      const { tool } = noteTool(
-        `resent_${Math.random().toString(36).slice(2, 10)}`,
-        async (args) => {
-          // The worker dies after the effect, before its store (the store's write fails; nothing settles it).
-          throttleNextRecordUpdate(world);
-          return { receipt: { note_id: `note_${Math.random()}`, text: args.text }, replayed: false };
-        },
-        { ttlSeconds: 3_600 },
-      );
-      const caller = identity();
-      const t0 = Date.now();
-      clockAt(t0);
-      // The first attempt: its worker dies before its store; live until its lock's end, then abandoned.
-      expect(await runtime.invoke(tool, caller, { idempotency_key: 'r', text: 'x' }, deadline())).toMatchObject({
-        ok: false,
-      });
-      const [key] = await recordIdsOf(world, caller.tenant);
-      const first = await itemOf(key);
-      const ttlMs = Number(first.expiration) * 1000;
-      const lastLook = lastLookMs(Number(first.expiration));
+  // Fixed at rule 2: a lock taken ends by the call's last look, or its takeover gives the call up in advance
+  // (`stalled`, `expiring` on its own claim, in the same write): if its attempt dies, the record itself says the
+  // call is stalled once the lock ends — no completer's look is needed, however late.
+  it('resend at the last look − 5 s with a 60 s invocation: taken over, given up in advance; its worker dies; the record says stalled (expiring) at its lock’s end, before its TTL, with no completer', async () => {
+    const { tool } = noteTool(
+      `resent_${Math.random().toString(36).slice(2, 10)}`,
+      async (args) => {
+        // The worker dies after the effect, before its store (the store's write fails; nothing settles it).
+        throttleNextRecordUpdate(world);
+        return { receipt: { note_id: `note_${Math.random()}`, text: args.text }, replayed: false };
+      },
+      { ttlSeconds: 3_600 },
+    );
+    const caller = identity();
+    clockAt(Date.now());
+    await runtime.invoke(tool, caller, { idempotency_key: 'r', text: 'x' }, deadline());
+    const [key] = await recordIdsOf(world, caller.tenant);
+    const first = await itemOf(key);
+    const ttlMs = Number(first.expiration) * 1000;
+    const lastLook = lastLookMs(Number(first.expiration));
 
-      // The caller resends 5 s before the call's last look.
-      const resendMs = lastLook - 5_000;
-      clockAt(resendMs);
-      const resent = (await runtime.invoke(
-        tool,
-        caller,
-        { idempotency_key: 'r', text: 'x' },
-        deadline(invocationMs),
-      )) as {
-        ok: boolean;
-        status?: string;
-        retry_after_ms?: number;
-      };
-      const item = await itemOf(key);
-      const lockEndsMs = Number(item.in_progress_expiration);
-      expect([item.claim_id !== first.claim_id, lockEndsMs <= lastLook]).toEqual([takenOver, true]);
-      if (!takenOver) {
-        // Nothing may run it before its TTL (no lock ends past its last look), and a fresh claim runs it then.
-        expect(resent).toMatchObject({ ok: false, status: 'pending' });
-        expect(resendMs + (resent.retry_after_ms ?? 0)).toBe(ttlMs);
-      }
-      const lookMs = completerLooksAtMs(scheduleOf(item));
+    clockAt(lastLook - 5_000);
+    await runtime.invoke(tool, caller, { idempotency_key: 'r', text: 'x' }, deadline(60_000));
+    const item = await itemOf(key);
+    const lockEndsMs = Number(item.in_progress_expiration);
+    expect(item).toMatchObject({ attempt: 2, stalled_claim: item.claim_id, stalled_reason: 'expiring' });
+    expect([lockEndsMs > lastLook, lockEndsMs <= ttlMs - 10_000]).toEqual([true, true]);
 
-      // Past its lock's end: abandoned; its poll says the next look gives it up, at the wait it states.
-      clockAt(Math.max(lockEndsMs + 1, resendMs));
-      const { read } = await poll(caller, tool.name, 'r');
-      expect(read).toMatchObject({ status: 'abandoned', gives_up: 'expiring' });
-      const statedMs = Date.now() + (read.retry_after_ms ?? 0);
+    // Past its lock's end, no completer having looked: stalled, as every answer says, before the TTL.
+    clockAt(lockEndsMs + 1);
+    const { read } = await poll(caller, tool.name, 'r');
+    expect(read).toMatchObject({ status: 'stalled' });
+    expect(Date.now()).toBeLessThan(ttlMs);
+  });
 
-      // `retrysafe complete` from cron: its run after the look is due comes within a minute of it
-      // (LATEST_LOOK_AFTER_DUE_MS): here 59 s after the stated look.
-      const cronRunMs = Math.max(lookMs, statedMs) + 59_000;
-      clockAt(cronRunMs);
-      const cron = completerFor([tool]);
-      const scheduled = (await streamImage(cron, item)).rechecksScheduled;
-      const outcome = await cron.onRecheck({ key: String(key), claim: String(item.claim_id) }, deadline(60_000));
-      const after = await itemOf(key);
-      // Every completer, cron a minute late too, gives a call up before its TTL (docs/state-machine.md, Liveness).
-      const values = `lock ends ${Math.round((lastLook - lockEndsMs) / 1000)} s before the last look, look at TTL − ${Math.round((ttlMs - lookMs) / 1000)} s, cron at TTL − ${Math.round((ttlMs - cronRunMs) / 1000)} s`;
-      expect({
-        lookPlusCronLagBeforeTtl: lookMs + LATEST_LOOK_AFTER_DUE_MS < ttlMs,
-        scheduled,
-        outcome,
-        stalled: after.stalled_reason,
-        values,
-      }).toEqual({ lookPlusCronLagBeforeTtl: true, scheduled: 1, outcome: 'gave_up', stalled: 'expiring', values });
-    },
-  );
+  it('resend at the last look − 5 s with a 4 s invocation: taken over, its lock ending by the last look; its worker dies; cron a minute late still gives the call up before its TTL', async () => {
+    const { tool } = noteTool(
+      `resent_${Math.random().toString(36).slice(2, 10)}`,
+      async (args) => {
+        throttleNextRecordUpdate(world);
+        return { receipt: { note_id: `note_${Math.random()}`, text: args.text }, replayed: false };
+      },
+      { ttlSeconds: 3_600 },
+    );
+    const caller = identity();
+    clockAt(Date.now());
+    await runtime.invoke(tool, caller, { idempotency_key: 'r', text: 'x' }, deadline());
+    const [key] = await recordIdsOf(world, caller.tenant);
+    const first = await itemOf(key);
+    const ttlMs = Number(first.expiration) * 1000;
+    const lastLook = lastLookMs(Number(first.expiration));
+
+    const resendMs = lastLook - 5_000;
+    clockAt(resendMs);
+    await runtime.invoke(tool, caller, { idempotency_key: 'r', text: 'x' }, deadline(4_000));
+    const item = await itemOf(key);
+    const lockEndsMs = Number(item.in_progress_expiration);
+    expect([item.claim_id !== first.claim_id, item.stalled_claim === item.claim_id, lockEndsMs <= lastLook]).toEqual([
+      true,
+      false,
+      true,
+    ]);
+    const lookMs = completerLooksAtMs(scheduleOf(item));
+
+    // Past its lock's end: abandoned; its poll says the next look gives it up, at the wait it states.
+    clockAt(lockEndsMs + 1);
+    const { read } = await poll(caller, tool.name, 'r');
+    expect(read).toMatchObject({ status: 'abandoned', gives_up: 'expiring' });
+    const statedMs = Date.now() + (read.retry_after_ms ?? 0);
+
+    // `retrysafe complete` from cron: its run after the look is due comes within a minute of it
+    // (LATEST_LOOK_AFTER_DUE_MS): here 59 s after the stated look.
+    const cronRunMs = Math.max(lookMs, statedMs) + 59_000;
+    clockAt(cronRunMs);
+    const cron = completerFor([tool]);
+    const scheduled = (await streamImage(cron, item)).rechecksScheduled;
+    const outcome = await cron.onRecheck({ key: String(key), claim: String(item.claim_id) }, deadline(60_000));
+    const after = await itemOf(key);
+    // Every completer, cron a minute late too, gives a call up before its TTL (docs/state-machine.md, Liveness).
+    const values = `lock ends ${Math.round((lastLook - lockEndsMs) / 1000)} s before the last look, look at TTL − ${Math.round((ttlMs - lookMs) / 1000)} s, cron at TTL − ${Math.round((ttlMs - cronRunMs) / 1000)} s`;
+    expect({
+      lookPlusCronLagBeforeTtl: lookMs + LATEST_LOOK_AFTER_DUE_MS < ttlMs,
+      scheduled,
+      outcome,
+      stalled: after.stalled_reason,
+      values,
+    }).toEqual({ lookPlusCronLagBeforeTtl: true, scheduled: 1, outcome: 'gave_up', stalled: 'expiring', values });
+  });
 });
 
 describe('review32 F2: a provider’s wait (InFlightError) asked within the stream’s window before the last look is parked to now (`latestParkEndMs`: max(lastLook − 10 s, now)) — answered `pending` in 100 ms (the floor) and abandoned at once: the caller’s resend 100 ms later takes it over and runs the tool again though the provider said it still runs the key for hours, and its takeover writes a claim’s lock a minute past the last look (F1)', () => {

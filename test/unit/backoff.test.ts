@@ -176,7 +176,7 @@ describe('parkLimitMs', () => {
     parkedClaimId: 'c',
   });
 
-  it('a wait on what may change is due at the wait look, two minutes before the last look; then at the last look, which ends every lock', () => {
+  it('a wait on what may change is due at the wait look, two minutes before the last look; then at the last look; then its last lock end', () => {
     expect(WAIT_LOOK_BEFORE_LAST_LOOK_MS).toBe(121_000);
     const after = dueAfterParkMs(1);
     expect(parkLimitMs(expiresAtS, NOW, true, after)).toBe(lastLook - 121_000 - after);
@@ -185,7 +185,7 @@ describe('parkLimitMs', () => {
     const waitPark = parkedAt(parkLimitMs(expiresAtS, NOW, true, after), 1);
     expect(completerLooksAtMs(waitPark)).toBe(lastLook - 121_000);
     expect(expiresBeforeRerun(waitPark)).toBe(false);
-    expect(parkLimitMs(expiresAtS, lastLook, true, after)).toBe(lastLook);
+    expect(parkLimitMs(expiresAtS, lastLook, true, after)).toBe(expiresAtS * 1000 - 10_000);
     expect(lastLook).toBe(expiresAtS * 1000 - 70_000);
   });
 
@@ -208,6 +208,6 @@ describe('parkLimitMs', () => {
 
   it('a wait on nothing that changes (a window nothing remembers) takes no wait look', () => {
     expect(parkLimitMs(expiresAtS, NOW, false, 10_000)).toBe(lastLook - 10_000);
-    expect(parkLimitMs(expiresAtS, lastLook, false, 10_000)).toBe(lastLook);
+    expect(parkLimitMs(expiresAtS, lastLook, false, 10_000)).toBe(expiresAtS * 1000 - 10_000);
   });
 });

@@ -75,8 +75,9 @@ describe('unattributedItem', () => {
   });
 
   it('keeps a Powertools call whose worker died: stalled, until its TTL (nothing retrysafe runs moves it)', () => {
+    // The first instant every reader counts it expired: a second past its TTL (`expiredFromMs`; review 33, F4).
     expect(unattributedItem(table, powertools({ in_progress_expiration: NOW - 5_000 }))).toEqual({
-      kept: { recordKey: 'refund#abc', tool: undefined, state: 'stalled', changesAtMs: NOW + 600_000 },
+      kept: { recordKey: 'refund#abc', tool: undefined, state: 'stalled', changesAtMs: NOW + 601_000 },
     });
   });
 

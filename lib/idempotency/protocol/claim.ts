@@ -12,8 +12,18 @@ import { randomUUID } from 'node:crypto';
 import { PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { askAgainAfterMs, type Ending, failed, REFUSED, StoreWriteError } from '../answers';
-import { classify, createdAtOf, isAbandoned, isParked, stalledChangesAtMs, ttlNeededFor } from '../call-state';
-import { type CallRecord, callIdOf, callRecordOf, STATUS } from './record';
+import {
+  classify,
+  createdAtOf,
+  expiredFromMs,
+  isAbandoned,
+  isParked,
+  lastLookMs,
+  stalledChangesAtMs,
+  ttlLookedAtFor,
+  ttlNeededFor,
+} from '../call-state';
+import { type CallRecord, callIdOf, callRecordOf, STATUS, type StalledReason } from './record';
 import { conditionally, type IdempotencyTable, lockEndedOn, ownClaim } from './table';
 
 /** What an attempt claims with. */
@@ -66,19 +76,25 @@ async function claimOnce(table: IdempotencyTable, request: ClaimRequest): Promis
   const state = classify(existing, nowMs);
   if (state === 'erased') return failed(REFUSED.erased());
   if (isAbandoned(state) && existing.validation === request.validation && existing.claimId !== undefined) {
-    return takeOverOnce(table, request, existing.claimId, nowMs);
+    // A caller's resend whose lock ends past the call's last look gives the call up in advance (`TakeOver`).
+    const givesUp = request.lockEndsMs > lastLookMs(existing.expiresAtS);
+    return takeOverOnce(table, request, existing.claimId, nowMs, givesUp);
   }
   return answerOfRecord(existing, request);
 }
 
-/** Takes over the attempt that held `fromClaimId`, or answers why not. */
+/**
+ * Takes over the attempt that held `fromClaimId`, or answers why not. The completer's resume never gives its
+ * call up in advance: its re-run's lock ends by the last look, or it gives the call up instead (`tooLateToRerun`).
+ */
 async function takeOverOnce(
   table: IdempotencyTable,
   request: ClaimRequest,
   fromClaimId: string,
   nowMs: number,
+  givesUpInAdvance = false,
 ): Promise<ClaimPhase | typeof GONE_MEANWHILE> {
-  const taken = await takeOver(table, { ...request, fromClaimId }, nowMs);
+  const taken = await takeOver(table, { ...request, fromClaimId, givesUpInAdvance }, nowMs);
   if (taken.kind === 'claimed') return taken;
   const existing = taken.existing;
   // No record under the key now (its holder released it, or it expired and was swept): the key is free.
@@ -89,13 +105,14 @@ async function takeOverOnce(
   if (
     existing.claimId === fromClaimId &&
     isAbandoned(state) &&
-    existing.expiresAtS < ttlNeededFor(request.lockEndsMs)
+    existing.expiresAtS < (request.resume === undefined ? ttlNeededFor : ttlLookedAtFor)(request.lockEndsMs)
   ) {
     // The new lock would outlive the record (on some worker's clock): past its TTL it counts as expired —
     // a fresh claim, erase and the poll would all treat the running call as gone. Pending until the record
     // expires (then a fresh claim runs it, under the same downstream key).
-    // Nothing lets it run before then: the wait is all of it, not a poll's second.
-    return { kind: 'pending', until: { afterMs: existing.expiresAtS * 1000 - nowMs }, call: existing };
+    // Nothing lets it run before then: the wait is all of it, not a poll's second — to the first instant
+    // every reader counts it expired (review 33, F4).
+    return { kind: 'pending', until: { afterMs: expiredFromMs(existing.expiresAtS) - nowMs }, call: existing };
   }
   if (request.resume !== undefined && existing.claimId !== request.resume && state !== 'completed') {
     // Someone else took it, finished it, or it was erased and claimed again: not ours to finish.
@@ -257,34 +274,54 @@ export interface TakeOver {
   readonly recordKey: string;
   readonly fromClaimId: string;
   readonly validation: string;
-  /** The new lock (epoch ms): it must end `CLOCK_SKEW_TOLERANCE_MS` before the record's TTL (`ttlNeededFor`). */
+  /**
+   * The new lock (epoch ms): it must end by the record's last look (`ttlLookedAtFor`) — or, given up in
+   * advance, `CLOCK_SKEW_TOLERANCE_MS` before its TTL (`ttlNeededFor`).
+   */
   readonly lockEndsMs: number;
   /** The tool's TTL: when a record an earlier version claimed (no `created_at`) was first claimed. */
   readonly ttlSeconds: number;
+  /**
+   * The new lock ends past the record's last look (a caller's resend within a lock of it, or after it): the
+   * same write gives the call up (`stalled`, `expiring`, on the new claim), so that if this attempt dies the
+   * record itself says it is stalled once the lock ends — no completer's look, which may come past the TTL,
+   * is needed to report it (rule 2; review 32, F1; review 33, F1 and F2: refused instead, the resend was
+   * `pending` until the TTL, and past it a fresh claim ran a dedupe window's call under its own key).
+   */
+  readonly givesUpInAdvance?: boolean | undefined;
 }
 
 /**
  * take over: abandoned | stalled (on `fromClaimId`, same arguments) ──▶ live (attempt + 1). An UpdateItem
- * on `lockEndedOn` that exact claim, whose TTL is not before the new lock ends (by the clock skew the
- * protocol tolerates: `ttlNeededFor`), and on the same
- * validation hash: an erased, finished, re-claimed or live record is never taken, and everything else it
- * holds (the call, the downstream key an earlier attempt fixed) stays, in the same write.
+ * on `lockEndedOn` that exact claim, whose TTL is not before the new lock's end and the record's last look
+ * (`ttlLookedAtFor`) — or, given up in advance (`givesUpInAdvance`: `stalled` on the new claim, `expiring`),
+ * the clock skew the protocol tolerates (`ttlNeededFor`) —, and on the same validation hash: an erased,
+ * finished, re-claimed or live record is never taken, and everything else it holds (the call, the downstream
+ * key an earlier attempt fixed) stays, in the same write.
  */
 export async function takeOver(table: IdempotencyTable, from: TakeOver, nowMs: number): Promise<Claimed> {
   const attr = table.attributes;
   const claimId = randomUUID();
-  const ended = lockEndedOn(attr, from.fromClaimId, { nowMs, notBeforeAtS: ttlNeededFor(from.lockEndsMs) });
+  const givesUp = from.givesUpInAdvance === true;
+  const notBeforeAtS = (givesUp ? ttlNeededFor : ttlLookedAtFor)(from.lockEndsMs);
+  const ended = lockEndedOn(attr, from.fromClaimId, { nowMs, notBeforeAtS });
   const written = await conditionally(
     table.client,
     new UpdateItemCommand({
       TableName: table.tableName,
       Key: marshall({ [attr.key]: from.recordKey }),
-      UpdateExpression: 'SET #claim = :id, #lockEnd = :lockEnd ADD #attempt :one',
+      UpdateExpression: `SET #claim = :id, #lockEnd = :lockEnd${givesUp ? ', #stalled = :id, #reason = :expiring' : ''} ADD #attempt :one`,
       ConditionExpression: `${ended.expression} AND #validation = :validation`,
-      ExpressionAttributeNames: { ...ended.names, '#attempt': attr.attempt, '#validation': attr.validation },
+      ExpressionAttributeNames: {
+        ...ended.names,
+        '#attempt': attr.attempt,
+        '#validation': attr.validation,
+        ...(givesUp ? { '#stalled': attr.stalledClaim, '#reason': attr.stalledReason } : {}),
+      },
       ExpressionAttributeValues: {
         ...ended.values,
         ...marshall({ ':id': claimId, ':lockEnd': from.lockEndsMs, ':one': 1, ':validation': from.validation }),
+        ...(givesUp ? { ':expiring': { S: 'expiring' satisfies StalledReason } } : {}),
       },
       ReturnValues: 'ALL_NEW',
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',

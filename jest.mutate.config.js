@@ -11,11 +11,11 @@
 const base = require('./jest.config.js');
 
 const WRITE_PATH_TESTS = [
-  'test/unit/{answers,ask-again,attribute-options,call-state,claim-commands,erase-commands,erase-next-change,derivation,fingerprint,task,errors,backoff,receipt,arguments,recheck-queue}.test.ts',
-  'test/integration/{attach,attempt,calls-in-flight,claim,task-view,completer,completer-decisions,concurrency,commit,crash,dedupe-window,erase,erase-deferral,erase-example,erase-tenant,failures,hand-off,powertools,in-flight,intent,intent-holding,intent-runners,intent-review13,intent-review14,intent-review15,intent-review16,intent-review17,intent-review18,intent-review19,intent-review20,intent-review21,intent-review22,intent-past-window,liveness,liveness-review24,liveness-review25,liveness-review26,liveness-review27,liveness-review28,liveness-review29,liveness-review30,liveness-review31,liveness-review32,no-effect-attempts,protocol,record,recovery,refund,runtime,scope,settle,shared-runtime,table,ttl,unrun-attempts,validation}.test.ts',
+  'test/unit/{answers,ask-again,attribute-options,call-state,claim-commands,erase-commands,erase-next-change,derivation,fingerprint,task,errors,backoff,backoff-review30,backoff-review31,backoff-review32,receipt,arguments,recheck-queue}.test.ts',
+  'test/integration/{attach,attempt,calls-in-flight,claim,task-view,completer,completer-decisions,concurrency,commit,crash,dedupe-window,erase,erase-deferral,erase-example,erase-tenant,failures,hand-off,powertools,in-flight,intent,intent-holding,intent-runners,intent-review13,intent-review14,intent-review15,intent-review16,intent-review17,intent-review18,intent-review19,intent-review20,intent-review21,intent-review22,intent-past-window,liveness,liveness-review24,liveness-review25,liveness-review26,liveness-review27,liveness-review28,liveness-review29,liveness-review30,liveness-review31,liveness-review32,liveness-review33,liveness-review34,no-effect-attempts,protocol,record,recovery,refund,runtime,scope,settle,shared-runtime,table,ttl,unrun-attempts,validation}.test.ts',
   'test/http/{mcp-tasks,answer-waits}.test.ts',
   'test/integration/clock-skew.test.ts',
-  'test/explore/{regressions,blind-spots}.test.ts',
+  'test/explore/{regressions,blind-spots,leases}.test.ts',
   'test/explore/sampled.mutate.ts',
 ];
 

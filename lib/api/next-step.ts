@@ -239,7 +239,7 @@ export function runsAnewStep(afterMs: number): NextStep {
   return {
     action: 'call_again',
     after_ms: afterMs,
-    message: `No retrysafe attempt holds this call: a Powertools handler started it, which may still be running or have stopped, and it may have acted. Ask again in ${secondsOf(afterMs)}; once its record expires, calling again runs it anew and can act twice: first check with a read whether it acted.`,
+    message: `No retrysafe attempt can finish this call before its record expires (a Powertools handler holds it, or too little time is left), and it may have acted. Ask again in ${secondsOf(afterMs)}; once its record expires, calling again runs it anew and can act twice: first check with a read whether it acted.`,
   };
 }
 

@@ -88,7 +88,7 @@ async function runClaimed<S extends z.ZodMiniObject, R extends JsonObject>(
       // but never past this call's wait look if a resend may move it sooner (`movable`), nor its last look,
       // so the completer can still give it up before its TTL (`parkLimitMs`: no lock ends later).
       const nowMs = Date.now();
-      const limitMs = parkLimitMs(claim.expiresAtS, nowMs, chosen.movable, dueAfterParkMs(claim.attempt));
+      const limitMs = parkLimitMs(claim, nowMs, chosen.movable, dueAfterParkMs(claim.attempt));
       const waitMs =
         chosen.parked && chosen.lockEndsMs !== undefined
           ? Math.max(MIN_RETRY_AFTER_MS, Math.min(chosen.lockEndsMs, limitMs) - nowMs)
@@ -376,7 +376,7 @@ async function settle<S extends z.ZodMiniObject, R extends JsonObject>(
     return settled; // released: no call of these arguments is left under the key
   }
   // Rule 2, and a look by the last look (`latestParkEndMs`): no lock, a provider's wait included, nor a pending answer's wait.
-  const latestMs = latestParkEndMs(claim.expiresAtS, Date.now());
+  const latestMs = latestParkEndMs(claim, Date.now());
   const untilMs = Math.min(settlement.untilMs ?? Date.now(), latestMs);
   const unrunAttempts = settlement.unrun && !claim.ranBefore ? claim.attempt : undefined;
   const queued = settlement.queued === true;

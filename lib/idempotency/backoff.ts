@@ -85,14 +85,22 @@ export const WAIT_LOOK_BEFORE_LAST_LOOK_MS = LATEST_LOOK_AFTER_DUE_MS + RERUN_LO
  * 2; a wait ending sooner would only be asked about again and again: review 18, R18-4).
  */
 export function parkLimitMs(
-  expiresAtS: number,
+  parking: ParkingClaim,
   nowMs: number,
   mayChange: boolean | undefined,
   dueAfterMs: number,
 ): number {
-  const waitLook = lastLookMs(expiresAtS) - WAIT_LOOK_BEFORE_LAST_LOOK_MS - dueAfterMs;
+  const waitLook = lastLookMs(parking.expiresAtS) - WAIT_LOOK_BEFORE_LAST_LOOK_MS - dueAfterMs;
   if (mayChange && waitLook > nowMs) return waitLook;
-  return latestParkEndMs(expiresAtS, nowMs);
+  return latestParkEndMs(parking, nowMs);
+}
+
+/** What a park's limit reads of the claim that parks (`Claim`). */
+export interface ParkingClaim {
+  /** Epoch s: the record's TTL. */
+  readonly expiresAtS: number;
+  /** Its takeover gave the call up in advance (`TakeOver.givesUpInAdvance`): stalled by its record once its lock ends. */
+  readonly givenUpInAdvance?: boolean | undefined;
 }
 
 /**
@@ -102,13 +110,15 @@ export function parkLimitMs(
  * it (review 31, F3), and so that cron, a minute late, still gives it up before its TTL (review 31, F1: a
  * provider's wait cut to the TTL − 10 s was looked at there, a minute late past the TTL); within that window,
  * the last look itself, not now (review 32, F2: a provider's wait cut to now answered 100 ms, and the resend
- * took the call over and ran its tool again); at or past its last look (only an attempt that took the call
- * over near it parks then, and its takeover gave the call up in advance: `TakeOver.givesUpInAdvance`), its
- * last lock end (rule 2): pending until then, as the answers say, and stalled by its record alone after it.
+ * took the call over and ran its tool again); at or past its last look, by an attempt whose takeover gave the
+ * call up in advance, its last lock end (rule 2): pending until then, as its answers say — not parked again
+ * and again at a look already past (review 18, R18-4) — and stalled by its record alone after it; by any
+ * other (a holder run past its own lock), that look, a lock already ended, given up by the completer's next
+ * look (review 34, F3: parked to the TTL − 10 s, it was looked at there, and cron came past the TTL).
  */
-export function latestParkEndMs(expiresAtS: number, nowMs: number): number {
-  const lastLook = lastLookMs(expiresAtS);
-  if (nowMs >= lastLook) return latestLockEndMs(expiresAtS);
+export function latestParkEndMs(parking: ParkingClaim, nowMs: number): number {
+  const lastLook = lastLookMs(parking.expiresAtS);
+  if (nowMs >= lastLook && parking.givenUpInAdvance) return latestLockEndMs(parking.expiresAtS);
   const windowBefore = lastLook - STREAM_BATCHING_WINDOW_SECONDS * 1000;
   return nowMs < windowBefore ? windowBefore : lastLook;
 }

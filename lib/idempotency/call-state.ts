@@ -154,8 +154,19 @@ export function isParked(record: Pick<CallRecord, 'claimId' | 'parkedClaimId'>):
  * one Powertools' function used: it may act twice. Every answer about it waits for this (the poll's
  * `retry_after_ms` and `next`, a resend's `pending`, erase's `retryAfter`).
  */
-export function stalledChangesAtMs(record: Pick<CallRecord, 'claimId' | 'expiresAtS'>): number | undefined {
-  return record.claimId ? undefined : expiredFromMs(record.expiresAtS);
+export function stalledChangesAtMs(
+  record: Pick<CallRecord, 'claimId' | 'expiresAtS'>,
+  /**
+   * Now, for the answers of a call the completer gave up on: from its last lock end on (TTL − 10 s) no resend
+   * can take it over either (rule 2: its lock would end past it), so nothing moves it before its TTL (review
+   * 34, F2: its poll said "resend to run it again", no wait, while the resend was `pending` to the TTL).
+   */
+  nowMs?: number,
+): number | undefined {
+  if (!record.claimId) return expiredFromMs(record.expiresAtS);
+  return nowMs !== undefined && nowMs >= latestLockEndMs(record.expiresAtS)
+    ? expiredFromMs(record.expiresAtS)
+    : undefined;
 }
 
 /**

@@ -65,7 +65,7 @@ export function operationOf(
       };
     }
     case 'stalled': {
-      const atMs = stalledChangesAtMs(record);
+      const atMs = stalledChangesAtMs(record, nowMs);
       const retryAfterMs = atMs && Math.max(MIN_RETRY_AFTER_MS, Math.ceil(atMs - nowMs));
       const never = neverRan(record) ? { neverRan: true as const } : {};
       return { status: 'stalled', reason: record.stalledReason ?? 'attempts', retryAfterMs, ...never };

@@ -102,7 +102,7 @@ function abandonedNote(
 
 /** A stalled task's poll: when it next changes by anything retrysafe runs, or `STALLED_POLL_MS`. */
 function stalledPollMs(record: CallRecord, nowMs: number): number {
-  const atMs = stalledChangesAtMs(record);
+  const atMs = stalledChangesAtMs(record, nowMs);
   return atMs === undefined ? STALLED_POLL_MS : Math.max(MIN_RETRY_AFTER_MS, Math.ceil(atMs - nowMs));
 }
 

@@ -11,8 +11,9 @@ import type { ObservedWrite } from './world';
  *   advance**, as written: every lock ends at least the clock skew the protocol tolerates before the TTL the
  *   record holds then (`latestLockEndMs`: the conditions' promise, in the writer's own clock); a claim's, a
  *   takeover's or a park's ends by the completer's last look (`lastLookMs`) — a completer a minute late at
- *   its end still gives the call up before its TTL — unless the takeover that holds it gave the call up in
- *   the same write (`:expiring`: stalled on its own claim; review 32, F1 and F3; review 33, F1 and F2).
+ *   its end still gives the call up before its TTL — unless it is a takeover that gave the call up in the
+ *   same write (`:expiring`: stalled on its own claim; review 32, F1 and F3; review 33, F1 and F2), or a
+ *   park by such a takeover's claim (review 34, F3: a park by any other past the last look).
  * - **A record is claimed anew only once every attempt on it has ended**: no fresh claim (a PutItem over
  *   an expired or deleted record) while an earlier attempt's lock is still live by that attempt's own
  *   clock. Times are compared as the simulation's (each write's time less its writer's clock offset), so
@@ -66,6 +67,7 @@ export function leaseViolations(writes: readonly ObservedWrite[], offsetOf: (act
     } else if (values[':claim'] !== undefined && (values[':until'] !== undefined || values[':status'] !== undefined)) {
       // Its own park or store: the attempt is over. A park's lock ends by the last look too (rule 2).
       const untilMs = number(values[':until']);
+      // A park ends by the last look, unless its claim's takeover gave the call up in advance (review 34, F3).
       if (untilMs !== undefined) {
         const givenUp = record.givenUp.has(text(values[':claim']) ?? '');
         violations.push(...pastLimits(`${write.actor}'s park of ${label}`, untilMs, record.expiryS, givenUp));

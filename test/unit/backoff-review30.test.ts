@@ -41,7 +41,7 @@ describe('review30 F2 (rule): `parkLimitMs` subtracts the park’s whole due off
     'a waiter re-run at its wait look at attempt %i, still held back by a movable call: its next look is by its last look',
     (attempt) => {
       const now = LAST_LOOK - WAIT_LOOK_BEFORE_LAST_LOOK_MS;
-      const limit = parkLimitMs(EXPIRES_AT_S, now, true, dueAfterParkMs(attempt));
+      const limit = parkLimitMs({ expiresAtS: EXPIRES_AT_S }, now, true, dueAfterParkMs(attempt));
       const look = completerLooksAtMs(parkedAt(limit, attempt));
       // Any lock ending by LAST_LOOK − 10 s (later than now) is due past the last look and looked at there.
       expect({ limitAfterNow: limit > now, lookAtOrBeforeLastLook: look <= LAST_LOOK }).toEqual({
@@ -58,7 +58,7 @@ describe('review30 F2 (rule): `parkLimitMs` subtracts the park’s whole due off
     'a waiter re-run at its wait look at attempt %i, %i ms late — %s: its next look is by its last look',
     (attempt, lateMs) => {
       const now = LAST_LOOK - WAIT_LOOK_BEFORE_LAST_LOOK_MS + lateMs;
-      const limit = parkLimitMs(EXPIRES_AT_S, now, true, dueAfterParkMs(attempt));
+      const limit = parkLimitMs({ expiresAtS: EXPIRES_AT_S }, now, true, dueAfterParkMs(attempt));
       const look = completerLooksAtMs(parkedAt(limit, attempt));
       expect({ limitAfterNow: limit > now, lookAtOrBeforeLastLook: look <= LAST_LOOK }).toEqual({
         limitAfterNow: true,
@@ -69,7 +69,7 @@ describe('review30 F2 (rule): `parkLimitMs` subtracts the park’s whole due off
 
   it('a resend 20 s before its last look, attempt 2 (30 s backoff), queued behind a parked holder: parked so that it is looked at its last look (on 36c5533: parked to the last look and given up there)', () => {
     const now = LAST_LOOK - 20_000;
-    const limit = parkLimitMs(EXPIRES_AT_S, now, false, dueAfterParkMs(2));
+    const limit = parkLimitMs({ expiresAtS: EXPIRES_AT_S }, now, false, dueAfterParkMs(2));
     expect(completerLooksAtMs(parkedAt(limit, 2)) - LAST_LOOK).toBeLessThanOrEqual(0);
   });
 });

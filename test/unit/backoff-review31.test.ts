@@ -37,15 +37,18 @@ describe('review31 F1 (rule): a park whose lock ends at the record’s last lock
     'attempt %i: a park before the last look ends its lock by it (`latestParkEndMs`), looked at by the last look — a minute late still before the TTL',
     (attempt) => {
       for (const nowMs of [NOW, LAST_LOOK - 30_000, LAST_LOOK - 10_000, LAST_LOOK - 1]) {
-        const look = completerLooksAtMs(parkedAt(latestParkEndMs(EXPIRES_AT_S, nowMs), attempt));
+        const look = completerLooksAtMs(parkedAt(latestParkEndMs({ expiresAtS: EXPIRES_AT_S }, nowMs), attempt));
         expect([nowMs - LAST_LOOK, look <= LAST_LOOK, look + LATEST_LOOK_AFTER_DUE_MS < TTL_MS]).toEqual([
           nowMs - LAST_LOOK,
           true,
           true,
         ]);
       }
-      // A resend past the last look: pending to its last lock end (rule 2), as the expiring row says.
-      expect(latestParkEndMs(EXPIRES_AT_S, LAST_LOOK)).toBe(latestLockEndMs(EXPIRES_AT_S));
+      // At or past the last look: that look, a lock already ended (review 34, F1 and F3: parked to the last
+      // lock end, no resend fitted before the TTL, and a holder past its own lock left the call to expire).
+      expect(latestParkEndMs({ expiresAtS: EXPIRES_AT_S }, LAST_LOOK)).toBe(LAST_LOOK);
+      expect(latestParkEndMs({ expiresAtS: EXPIRES_AT_S }, LAST_LOOK + 30_000)).toBe(LAST_LOOK);
+      expect(LAST_LOOK).toBeLessThan(latestLockEndMs(EXPIRES_AT_S));
     },
   );
 });
@@ -60,7 +63,7 @@ describe('review31 F3 (rule): a waiter re-run at its wait look 51–60 s late (c
     'attempt %i, re-run %i ms after its wait look: parked so that it is looked at by its last look',
     (attempt, lateMs) => {
       const now = LAST_LOOK - WAIT_LOOK_BEFORE_LAST_LOOK_MS + lateMs;
-      const limit = parkLimitMs(EXPIRES_AT_S, now, true, dueAfterParkMs(attempt));
+      const limit = parkLimitMs({ expiresAtS: EXPIRES_AT_S }, now, true, dueAfterParkMs(attempt));
       const look = completerLooksAtMs(parkedAt(limit, attempt));
       // Was: the limit TTL − 10 s, and so the look (70 s past the last look). Now: a lock ending now at the
       // earliest (the park's wait is at least MIN_RETRY_AFTER_MS past it), seen at the last look.

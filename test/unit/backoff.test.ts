@@ -176,28 +176,32 @@ describe('parkLimitMs', () => {
     parkedClaimId: 'c',
   });
 
-  it('a wait on what may change is due at the wait look, two minutes before the last look; then at the last look; then its last lock end', () => {
+  it('a wait on what may change is due at the wait look, two minutes before the last look; then at the last look, past it too unless given up in advance (review 34, F3)', () => {
     expect(WAIT_LOOK_BEFORE_LAST_LOOK_MS).toBe(121_000);
     const after = dueAfterParkMs(1);
-    expect(parkLimitMs(expiresAtS, NOW, true, after)).toBe(lastLook - 121_000 - after);
-    expect(parkLimitMs(expiresAtS, lastLook - 121_000 - after, true, after)).toBe(lastLook - after);
+    expect(parkLimitMs({ expiresAtS }, NOW, true, after)).toBe(lastLook - 121_000 - after);
+    expect(parkLimitMs({ expiresAtS }, lastLook - 121_000 - after, true, after)).toBe(lastLook - after);
     // The wait look's re-run is due two minutes and a second before the last look: run, under every completer.
-    const waitPark = parkedAt(parkLimitMs(expiresAtS, NOW, true, after), 1);
+    const waitPark = parkedAt(parkLimitMs({ expiresAtS }, NOW, true, after), 1);
     expect(completerLooksAtMs(waitPark)).toBe(lastLook - 121_000);
     expect(expiresBeforeRerun(waitPark)).toBe(false);
-    expect(parkLimitMs(expiresAtS, lastLook, true, after)).toBe(expiresAtS * 1000 - 10_000);
+    expect(parkLimitMs({ expiresAtS }, lastLook, true, after)).toBe(lastLook);
+    expect(parkLimitMs({ expiresAtS }, lastLook + 30_000, true, after)).toBe(lastLook);
+    // By a takeover that gave the call up in advance: its last lock end (review 18, R18-4: not again and again).
+    expect(parkLimitMs({ expiresAtS, givenUpInAdvance: true }, lastLook, true, after)).toBe(expiresAtS * 1000 - 10_000);
+    expect(parkLimitMs({ expiresAtS, givenUpInAdvance: true }, lastLook - 1, true, after)).toBe(lastLook);
     expect(lastLook).toBe(expiresAtS * 1000 - 70_000);
   });
 
   it('at every attempt: a waiter parked by its later attempts is due at the wait look too, its backoff counted (review 29, F2)', () => {
     for (const attempt of [1, 2, 3, 5, 8]) {
-      const park = parkedAt(parkLimitMs(expiresAtS, NOW, true, dueAfterParkMs(attempt)), attempt);
+      const park = parkedAt(parkLimitMs({ expiresAtS }, NOW, true, dueAfterParkMs(attempt)), attempt);
       expect([attempt, completerLooksAtMs(park), expiresBeforeRerun(park)]).toEqual([
         attempt,
         lastLook - 121_000,
         false,
       ]);
-      const last = parkedAt(parkLimitMs(expiresAtS, NOW, false, dueAfterParkMs(attempt)), attempt);
+      const last = parkedAt(parkLimitMs({ expiresAtS }, NOW, false, dueAfterParkMs(attempt)), attempt);
       expect([attempt, completerLooksAtMs(last), givesUpAtNextLook(last, NOW)]).toEqual([
         attempt,
         lastLook,
@@ -207,7 +211,7 @@ describe('parkLimitMs', () => {
   });
 
   it('a wait on nothing that changes (a window nothing remembers) takes no wait look', () => {
-    expect(parkLimitMs(expiresAtS, NOW, false, 10_000)).toBe(lastLook - 10_000);
-    expect(parkLimitMs(expiresAtS, lastLook, false, 10_000)).toBe(expiresAtS * 1000 - 10_000);
+    expect(parkLimitMs({ expiresAtS }, NOW, false, 10_000)).toBe(lastLook - 10_000);
+    expect(parkLimitMs({ expiresAtS }, lastLook, false, 10_000)).toBe(lastLook);
   });
 });

@@ -112,7 +112,15 @@ async function takeOverOnce(
     // expires (then a fresh claim runs it, under the same downstream key).
     // Nothing lets it run before then: the wait is all of it, not a poll's second — to the first instant
     // every reader counts it expired (review 33, F4).
-    return { kind: 'pending', until: { afterMs: expiredFromMs(existing.expiresAtS) - nowMs }, call: existing };
+    // A call whose record fixed another call's key (a dedupe window's it took over) runs past its TTL under
+    // its own: a fresh claim cannot read what the expired record fixed — no promise of one effect then, and the
+    // answer says so (review 34, F1; left open, docs/state-machine.md).
+    const anew = existing.downstreamKey === undefined ? {} : { runsAnew: true as const };
+    return {
+      kind: 'pending',
+      until: { afterMs: expiredFromMs(existing.expiresAtS) - nowMs, ...anew },
+      call: existing,
+    };
   }
   if (request.resume !== undefined && existing.claimId !== request.resume && state !== 'completed') {
     // Someone else took it, finished it, or it was erased and claimed again: not ours to finish.
@@ -195,6 +203,8 @@ export interface Claim {
   readonly askedAtMs: number;
   /** The record's TTL (epoch s) while in flight: the first claim set it, a takeover keeps it. */
   readonly expiresAtS: number;
+  /** Its takeover gave the call up in advance (`TakeOver.givesUpInAdvance`): a park past its last look may end by the TTL − 10 s. */
+  readonly givenUpInAdvance?: boolean | undefined;
 }
 
 /** What a first claim writes. */
@@ -342,6 +352,7 @@ export async function takeOver(table: IdempotencyTable, from: TakeOver, nowMs: n
     callId: record.callId,
     askedAtMs: createdAtOf(record, from.ttlSeconds),
     expiresAtS: record.expiresAtS,
+    ...(givesUp ? { givenUpInAdvance: true } : {}),
   };
   return { kind: 'claimed', claim: claimed };
 }

@@ -4,6 +4,7 @@
 // overwrite the record of the call that took the key over, or re-create an erased one.
 import { DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
+import { lastLookMs } from '../call-state';
 import type { Claim } from './claim';
 import { STATUS, type StoredOutcome } from './record';
 import { conditionally, type IdempotencyTable, ownClaim } from './table';
@@ -92,6 +93,10 @@ export async function park(
     ...(waitedOn === undefined ? [] : ['#waited = :waited']),
     '#queued = if_not_exists(#queued, :queuedBefore) + :queued',
   ];
+  // A lock that ends by the last look is the completer's to look at: a give-up in advance (`TakeOver`) is
+  // withdrawn, so a park well before that look (a failure, a queue) is re-run by the schedule's rules, not
+  // stalled at once (review 34, F4); one past the last look keeps it — stalled by its record once it ends.
+  const withdrawn = untilMs <= lastLookMs(claim.expiresAtS);
   const written = await conditionally(
     table.client,
     new UpdateItemCommand({
@@ -99,11 +104,12 @@ export async function park(
       Key: marshall({ [attr.key]: claim.recordKey }),
       // `queued_attempts` on every park, + 0 when not queued; absent (an earlier version parked it), from the
       // count the claim read of it (`Claim.queuedBefore`), so that count is kept (review 8, R8-3).
-      UpdateExpression: `SET ${sets.join(', ')}`,
+      UpdateExpression: `SET ${sets.join(', ')}${withdrawn ? ' REMOVE #stalled, #reason' : ''}`,
       ConditionExpression: held.expression,
       ExpressionAttributeNames: {
         '#lockEnd': attr.lockEnd,
         '#parked': attr.parkedClaim,
+        ...(withdrawn ? { '#stalled': attr.stalledClaim, '#reason': attr.stalledReason } : {}),
         ...(unrunAttempts === undefined ? {} : { '#unrun': attr.unrunAttempts }),
         ...(waitedOn === undefined ? {} : { '#waited': attr.waitedOn }),
         '#queued': attr.queuedAttempts,

@@ -93,10 +93,10 @@ export async function park(
     ...(waitedOn === undefined ? [] : ['#waited = :waited']),
     '#queued = if_not_exists(#queued, :queuedBefore) + :queued',
   ];
-  // A lock that ends by the last look is the completer's to look at: a give-up in advance (`TakeOver`) is
-  // withdrawn, so a park well before that look (a failure, a queue) is re-run by the schedule's rules, not
+  // A lock that ends by the last look is the completer's to look at: this claim's give-up in advance
+  // (`TakeOver`) is withdrawn, so a park well before that look (a failure, a queue) is re-run by the schedule's rules, not
   // stalled at once (review 34, F4); one past the last look keeps it — stalled by its record once it ends.
-  const withdrawn = untilMs <= lastLookMs(claim.expiresAtS);
+  const withdrawn = claim.givenUpInAdvance === true && untilMs <= lastLookMs(claim.expiresAtS);
   const written = await conditionally(
     table.client,
     new UpdateItemCommand({

@@ -67,7 +67,7 @@ that outlives it is made again to live as long, a replace keeps the longer TTL):
 144 KB until review 24 (maxAttempts the runtime's, checked where it is set; the give-up rule the completer and
 the answers share): create_invoice 147,465 bytes, 9 over. 145 KB until reviews 32 to 34 (a takeover past the
 last look gives its call up in advance, a park withdraws it; waits to the TTL end past it; a stalled call's
-wait once no resend fits): create_invoice 148,593 bytes, 113 over (148,5xx after the words were shortened).
+wait once no resend fits): create_invoice 148,593 bytes, 113 over.
  */
 export const BUNDLE_BUDGET_BYTES = 146 * 1024;
 

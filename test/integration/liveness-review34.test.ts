@@ -10,7 +10,9 @@
  * park ends by the last look unless its claim gave the call up in advance (`latestParkEndMs`, F3), a park that
  * ends by it withdraws a give-up in advance (`park`, F4), and a stalled call's wait is to its TTL once no
  * resend fits (`stalledChangesAtMs`, F2). F1 — the fresh claim past the TTL under a window call's own key — is
- * left open (a `test.failing`), its refused resend told so (`runs_anew`).
+ * fixed at the intent: a call claimed anew on a record one of its runners ran on runs under its key
+ * (`ranOnRecord`, `pastWindowRanOn`); its refused resend is still told one effect is not promised (`runs_anew`: the record
+ * cannot tell a window's key the intent names from a past window's it does not).
  */
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { nextAfterWrite } from '../../lib/api/next-step';
@@ -88,9 +90,9 @@ async function poll(caller: ReturnType<typeof identity>, tool: string, key: stri
 const RESEND_INVOCATION_MS = 10_000;
 
 describe('review34 F1: a resend after a window call’s last look gives it up in advance and runs under the record’s fixed key; a provider’s InFlightError parks it to its last lock end (TTL − 10 s, `latestParkEndMs`) and answers `pending` until then — but at that time no takeover fits (every lock would end past TTL − 10 s), so the resend the answer asks for is `pending` to the TTL, and past it a fresh claim runs the window’s call under its own key, while the provider still runs the fixed one: a second effect (review 33 F2, reached now by following the answers of a given-up-in-advance attempt)', () => {
-  // Left open (docs/state-machine.md, Liveness): past the TTL a fresh claim cannot read the key the expired
-  // record fixed. The refused resend before it is told so (`runs_anew`: can act twice, check first) — below.
-  it.failing('B takes over A’s window and dies; resent a second after its last look, the provider says the key still runs (10 h); the caller follows every answer: its tool runs under two downstream keys', async () => {
+  // Fixed at the intent (ranOnRecord): past the TTL the fresh claim on B's record finds B among the intent's
+  // runners and takes it over under A's key, which the provider still runs: one key, one effect.
+  it('B takes over A’s window and dies; resent a second after its last look, the provider says the key still runs (10 h); the caller follows every answer: its tool runs under two downstream keys', async () => {
     const keys: string[] = [];
     let mode: 'die' | 'in_flight' | 'ok' = 'die';
     const { tool } = noteTool(
@@ -340,5 +342,63 @@ describe('review34 F4: a takeover gives the call up in advance whenever its lock
       truthful: read.status !== 'stalled' || !rerunFits || streamed.rechecksScheduled > 0,
       values,
     }).toEqual({ truthful: true, values });
+  });
+});
+
+describe('review34 F1, the rule: a call claimed anew on a record a dedupe window’s call ran on is that call resent — it runs under that window’s key, whenever it is asked (`ranOnRecord`, `pastWindowRanOn`)', () => {
+  /** A's window taken over by B (B runs under A's key and dies): the tool, its downstream keys, and B's record. */
+  async function takenOverWindow() {
+    const keys: string[] = [];
+    let mode: 'die' | 'ok' = 'die';
+    const { tool } = noteTool(
+      `rule_${Math.random().toString(36).slice(2, 10)}`,
+      async (args, context) => {
+        keys.push(context.downstreamKey);
+        if (mode === 'die') throttleNextRecordUpdate(world); // the worker dies before its store
+        return { receipt: { note_id: `note_${keys.length}`, text: args.text }, replayed: false };
+      },
+      { ttlSeconds: 3_600, dedupeWindowSeconds: 600 },
+    );
+    const caller = identity();
+    const t0 = Date.now();
+    clockAt(t0);
+    await runtime.invoke(tool, caller, { idempotency_key: 'a', text: 'x' }, deadline());
+    clockAt(t0 + 20_000);
+    await runtime.invoke(tool, caller, { idempotency_key: 'b', text: 'x' }, deadline());
+    expect(keys).toEqual([keys[0], keys[0]]);
+    const ids = await recordIdsOf(world, caller.tenant);
+    const records = await Promise.all(ids.map((id) => itemOf(id)));
+    const b = records.find((item) => Number(item.created_at) === t0 + 20_000)!;
+    return { tool, caller, keys, b, setMode: (next: 'die' | 'ok') => (mode = next) };
+  }
+  type Answer = { ok: boolean; status?: string; idempotent?: boolean; retry_after_ms?: number };
+
+  it('B expires unreported; another key asks the same after it and opens a new window (its own key, a new effect); B’s key resent then runs under A’s window’s key, not the new window’s answer nor its own', async () => {
+    const { tool, caller, keys, b, setMode } = await takenOverWindow();
+    setMode('ok');
+    const pastB = Number(b.expiration) * 1000 + 5_000;
+    clockAt(pastB);
+    const c = (await runtime.invoke(tool, caller, { idempotency_key: 'c', text: 'x' }, deadline())) as Answer;
+    expect(c).toMatchObject({ ok: true, idempotent: false });
+    expect(keys[2]).not.toBe(keys[0]);
+    clockAt(pastB + 10_000);
+    const resent = (await runtime.invoke(tool, caller, { idempotency_key: 'b', text: 'x' }, deadline())) as Answer;
+    expect({ ok: resent.ok, key: keys[3] }).toEqual({ ok: true, key: keys[0] });
+  });
+
+  it('B’s key resent past its TTL takes A’s window over and dies; its own resend a minute later runs it under the window’s key at once, not pending behind itself', async () => {
+    const { tool, caller, keys, b, setMode } = await takenOverWindow();
+    const pastB = Number(b.expiration) * 1000 + 5_000;
+    clockAt(pastB);
+    await runtime.invoke(tool, caller, { idempotency_key: 'b', text: 'x' }, deadline()); // dies again
+    expect(keys).toEqual([keys[0], keys[0], keys[0]]);
+    setMode('ok');
+    clockAt(pastB + 60_000);
+    const resent = (await runtime.invoke(tool, caller, { idempotency_key: 'b', text: 'x' }, deadline())) as Answer;
+    expect({ status: resent.status ?? (resent.ok ? 'ok' : 'failed'), runs: keys.length, key: keys[3] }).toEqual({
+      status: 'ok',
+      runs: 4,
+      key: keys[0],
+    });
   });
 });

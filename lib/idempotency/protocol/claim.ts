@@ -112,9 +112,11 @@ async function takeOverOnce(
     // expires (then a fresh claim runs it, under the same downstream key).
     // Nothing lets it run before then: the wait is all of it, not a poll's second — to the first instant
     // every reader counts it expired (review 33, F4).
-    // A call whose record fixed another call's key (a dedupe window's it took over) runs past its TTL under
-    // its own: a fresh claim cannot read what the expired record fixed — no promise of one effect then, and the
-    // answer says so (review 34, F1; left open, docs/state-machine.md).
+    // A call whose record fixed another call's key may run past its TTL under its own: a fresh claim cannot
+    // read what the expired record fixed. A dedupe window's intent that names this record (a runner's, a
+    // replaced window's holder's) gives it that key again (`ranOnRecord`, `pastWindowRanOn`, review 34, F1); a past window's
+    // key fixed on a record no window names does not — the record cannot tell which, and the answer says
+    // one effect is not promised (docs/state-machine.md, Liveness).
     const anew = existing.downstreamKey === undefined ? {} : { runsAnew: true as const };
     return {
       kind: 'pending',

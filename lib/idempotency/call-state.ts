@@ -104,6 +104,15 @@ export function ttlLookedAtFor(lockEndsMs: number): number {
 }
 
 /**
+ * The earliest TTL (epoch s) under which a takeover's lock, ending at `lockEndsMs`, may be taken: by the
+ * last look (`ttlLookedAtFor`) — or, a takeover that gives its call up in advance, the clock skew before it
+ * (`ttlNeededFor`). The takeover's condition and its refusal's answer (pending to the TTL) both read it.
+ */
+export function ttlTakenOverFor(lockEndsMs: number, givesUpInAdvance: boolean): number {
+  return (givesUpInAdvance ? ttlNeededFor : ttlLookedAtFor)(lockEndsMs);
+}
+
+/**
  * The first instant (epoch ms) every reader counts a record expiring at `expiresAtS` expired (`classify`,
  * and a claim's `#expiry < :now`, count a record alive at its TTL): a wait to the TTL stated as this, so the
  * caller who comes back then finds it gone, not `pending` again (review 33, F4).

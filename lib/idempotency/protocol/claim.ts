@@ -20,8 +20,7 @@ import {
   isParked,
   lastLookMs,
   stalledChangesAtMs,
-  ttlLookedAtFor,
-  ttlNeededFor,
+  ttlTakenOverFor,
 } from '../call-state';
 import { type CallRecord, callIdOf, callRecordOf, STATUS, type StalledReason } from './record';
 import { conditionally, type IdempotencyTable, lockEndedOn, ownClaim } from './table';
@@ -105,7 +104,7 @@ async function takeOverOnce(
   if (
     existing.claimId === fromClaimId &&
     isAbandoned(state) &&
-    existing.expiresAtS < (request.resume === undefined ? ttlNeededFor : ttlLookedAtFor)(request.lockEndsMs)
+    existing.expiresAtS < ttlTakenOverFor(request.lockEndsMs, givesUpInAdvance)
   ) {
     // The new lock would outlive the record (on some worker's clock): past its TTL it counts as expired —
     // a fresh claim, erase and the poll would all treat the running call as gone. Pending until the record
@@ -315,7 +314,7 @@ export async function takeOver(table: IdempotencyTable, from: TakeOver, nowMs: n
   const attr = table.attributes;
   const claimId = randomUUID();
   const givesUp = from.givesUpInAdvance === true;
-  const notBeforeAtS = (givesUp ? ttlNeededFor : ttlLookedAtFor)(from.lockEndsMs);
+  const notBeforeAtS = ttlTakenOverFor(from.lockEndsMs, givesUp);
   const ended = lockEndedOn(attr, from.fromClaimId, { nowMs, notBeforeAtS });
   const written = await conditionally(
     table.client,

@@ -1,0 +1,190 @@
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
+/**
+ * Review 35 of dfaf933..8d56e32 (rule 2: a park ends by the last look unless its claim gave the call up in
+ * advance; a park that ends by it withdraws the give-up; a stalled call's poll and task wait to a second past
+ * its TTL once no resend fits, `stalledChangesAtMs` with now). Each `describe` holds one finding; its test
+ * fails on 8d56e32 for the reason its title states.
+ */
+import { marshall } from '@aws-sdk/util-dynamodb';
+import { nextAfterRead, nextAfterWrite } from '../../lib/api/next-step';
+import { expiredFromMs, lastLookMs } from '../../lib/idempotency/call-state';
+import { Completer, type Recheck } from '../../lib/idempotency/completer';
+import { eraseItem } from '../../lib/idempotency/protocol/erase';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
+import type { ToolRuntime } from '../../lib/idempotency/runtime';
+import { readTask } from '../../lib/idempotency/task';
+import type { ToolDefinition } from '../../lib/idempotency/tool';
+import { readOperation } from '../../lib/reads/operation';
+import { callRecords } from '../helpers/call-records';
+import { recordIdsOf, throttleNextRecordUpdate } from '../helpers/no-effect';
+import { ownIdempotencyTable } from '../helpers/own-table';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { noteTool } from '../helpers/tools';
+
+ownIdempotencyTable('liveness-review35');
+let world: ProtocolWorld;
+let runtime: ToolRuntime;
+beforeAll(() => {
+  world = createProtocolWorld();
+  runtime = world.idempotencyRuntime();
+});
+afterAll(() => world.destroy());
+afterEach(() => jest.restoreAllMocks());
+
+function clockAt(atMs: number): void {
+  jest.restoreAllMocks();
+  jest.spyOn(Date, 'now').mockImplementation(() => atMs);
+}
+
+const itemOf = (key: unknown) => callRecords(world, runtime).itemOf(String(key));
+
+function completerFor(tools: readonly ToolDefinition[], sent: Recheck[] = []) {
+  return new Completer({
+    client: world.client,
+    runtime,
+    tools,
+    queue: {
+      send: async (rechecks) => {
+        sent.push(...rechecks);
+      },
+    },
+    tableName: world.idempotencyTable.tableName,
+    attributes: DEFAULT_RECORD_ATTRIBUTES,
+  });
+}
+
+/** The stack's stream: `item`'s image, now. */
+async function streamImage(completer: Completer, item: Record<string, unknown>) {
+  return completer.onStream([
+    {
+      eventName: 'MODIFY',
+      dynamodb: {
+        Keys: marshall({ id: String(item.id) }),
+        NewImage: marshall(item, { removeUndefinedValues: true }),
+        SequenceNumber: String(Date.now()),
+      },
+    },
+  ]);
+}
+
+async function poll(caller: ReturnType<typeof identity>, tool: string, key: string) {
+  return (await readOperation({ runtime, toolNames: [tool] }, caller, tool, key)) as {
+    status?: string;
+    reason?: string;
+    retry_after_ms?: number;
+    gives_up?: string;
+    hint?: string;
+  };
+}
+
+/** The stack's tool functions' timeout (`INVOCATION_TIMEOUT_SECONDS`): a resend's lock. */
+const RESEND_INVOCATION_MS = 10_000;
+
+/** A call that dies before its store (its record left in flight), given up by the completer at its last look. */
+async function stalledAtLastLook(tool: ToolDefinition, caller: ReturnType<typeof identity>, key: string) {
+  clockAt(Date.now());
+  await runtime.invoke(tool, caller, { idempotency_key: key, text: 'x' }, deadline());
+  const [id] = await recordIdsOf(world, caller.tenant);
+  const abandoned = await itemOf(id);
+  const ttlS = Number(abandoned.expiration);
+  clockAt(lastLookMs(ttlS));
+  const completer = completerFor([tool]);
+  await streamImage(completer, abandoned);
+  await completer.onRecheck({ key: String(id), claim: String(abandoned.claim_id) }, deadline(60_000));
+  const stalled = await itemOf(id);
+  expect(stalled.stalled_claim).toBe(stalled.claim_id);
+  return { id: String(id), ttlS, ttlMs: ttlS * 1000 };
+}
+
+describe('review35 F1: erase keeps a stalled call in its record’s last seconds as one “nothing will move but a resend with its key or erase with the app’s tables” (`nextChangeAtMs` calls `stalledChangesAtMs` without now) — while its poll, since review 34 F2, says no resend fits and it changes a second past its TTL, when erase would delete it as expired: the erase report gives no `retryAfter` for a call that goes by itself within seconds', () => {
+  it('a call given up at its last look, erased (without the app’s tables) 5 s before its TTL: kept stalled with no change time; its poll at the same instant waits to a second past the TTL', async () => {
+    const { tool } = noteTool(
+      `erase_${Math.random().toString(36).slice(2, 10)}`,
+      async (args) => {
+        throttleNextRecordUpdate(world); // the worker dies before its store
+        return { receipt: { note_id: `note_${Math.random()}`, text: args.text }, replayed: false };
+      },
+      { ttlSeconds: 3_600 },
+    );
+    const caller = identity();
+    const s = await stalledAtLastLook(tool, caller, 's');
+    const nowMs = s.ttlMs - 5_000;
+    clockAt(nowMs);
+    const read = await poll(caller, tool.name, 's');
+    const task = await readTask(runtime, tool, caller, 's');
+    const erased = await eraseItem(world.idempotencyTable, await itemOf(s.id));
+    const kept = erased.kept;
+    const values = `at TTL − 5 s: poll ${read.status} retry_after_ms ${read.retry_after_ms} (to TTL + ${(nowMs + (read.retry_after_ms ?? 0) - s.ttlMs) / 1000} s); task pollInterval ${task && 'pollIntervalMs' in task ? task.pollIntervalMs : '-'} ms; erase ${erased.outcome}, kept ${kept?.state}, changesAtMs ${kept?.changesAtMs === undefined ? 'undefined' : `TTL + ${(kept.changesAtMs - s.ttlMs) / 1000} s`}`;
+    expect({ changesAtMs: kept?.changesAtMs, values }).toEqual({ changesAtMs: expiredFromMs(s.ttlS), values });
+  });
+});
+
+describe('review35 F2: a stalled call’s poll in its record’s last seconds (from the TTL − 10 s: no resend fits, review 34 F2) words what calling again past its TTL does from the record’s state alone, not from the key it runs under — `operationOf` carries no `runs_anew`, its `hint` says a resend “cannot act twice”, and its `next` (`nextAfterOperation`: any stalled call with a wait is a Powertools one) says it “can act twice: first check” — while the resend at the same instant is told by the downstream key (`takeOverOnce`): `runs_anew` for a window call whose record fixed another call’s key, “it will not run twice” for any other. One poll answer contradicts itself, and one of its two words contradicts the resend’s', () => {
+  async function stalledInLastSeconds(windowed: boolean) {
+    const keys: string[] = [];
+    const { tool } = noteTool(
+      `${windowed ? 'window' : 'plain'}_${Math.random().toString(36).slice(2, 10)}`,
+      async (args, context) => {
+        keys.push(context.downstreamKey);
+        throttleNextRecordUpdate(world); // the worker dies before its store
+        return { receipt: { note_id: `note_${keys.length}`, text: args.text }, replayed: false };
+      },
+      windowed ? { ttlSeconds: 3_600, dedupeWindowSeconds: 600 } : { ttlSeconds: 3_600 },
+    );
+    const caller = identity();
+    const t0 = Date.now();
+    clockAt(t0);
+    await runtime.invoke(tool, caller, { idempotency_key: 'a', text: 'x' }, deadline());
+    clockAt(t0 + 20_000);
+    await runtime.invoke(tool, caller, { idempotency_key: 'b', text: 'x' }, deadline());
+    const ids = await recordIdsOf(world, caller.tenant);
+    const records = await Promise.all(ids.map((id) => itemOf(id)));
+    const b = records.find((item) => Number(item.created_at) === t0 + 20_000)!;
+    // A window call B ran under A's key, fixed on its record; a plain one under its own, derived.
+    expect(b.downstream_key !== undefined).toBe(windowed);
+    const ttlS = Number(b.expiration);
+    const ttlMs = ttlS * 1000;
+    // The completer gives B up at its last look (its re-run's lock would end past it).
+    clockAt(lastLookMs(ttlS));
+    await completerFor([tool]).onRecheck({ key: String(b.id), claim: String(b.claim_id) }, deadline(60_000));
+    const stalled = await itemOf(b.id);
+    expect(stalled.stalled_claim).toBe(stalled.claim_id);
+    clockAt(ttlMs - 5_000);
+    const read = (await poll(caller, tool.name, 'b')) as Awaited<ReturnType<typeof poll>> & { runs_anew?: boolean };
+    const next = nextAfterRead(read as never).message;
+    const resent = (await runtime.invoke(
+      tool,
+      caller,
+      { idempotency_key: 'b', text: 'x' },
+      deadline(RESEND_INVOCATION_MS),
+    )) as { ok: boolean; status?: string; retry_after_ms?: number; runs_anew?: boolean };
+    const resentNext = nextAfterWrite(tool.name, resent as never).message;
+    const actsTwice = (text: string | undefined) =>
+      /cannot act twice|will not run twice/.test(text ?? '')
+        ? 'once'
+        : /can act twice/.test(text ?? '')
+          ? 'twice'
+          : '?';
+    const said = { hint: actsTwice(read.hint), next: actsTwice(next), resend: actsTwice(resentNext) };
+    const values = `${windowed ? 'window call, key fixed on its record' : 'plain call'}, stalled (${stalled.stalled_reason}) at TTL − 5 s: poll ${read.status} retry_after_ms ${read.retry_after_ms}, runs_anew ${read.runs_anew}, hint says ${said.hint}, next says ${said.next} (“${next.slice(0, 60)}…”); resend ${resent.status} ${resent.retry_after_ms} ms, runs_anew ${resent.runs_anew}, its next says ${said.resend}`;
+    return { said, runsAnew: { poll: read.runs_anew === true, resend: resent.runs_anew === true }, values };
+  }
+
+  it('window call B runs under A’s key and dies, given up at its last look; 5 s before its TTL the poll’s hint says it cannot act twice, its next and the resend that it can', async () => {
+    const { said, runsAnew, values } = await stalledInLastSeconds(true);
+    expect({ said, runsAnew, values }).toEqual({
+      said: { hint: said.resend, next: said.resend, resend: said.resend },
+      runsAnew: { poll: runsAnew.resend, resend: runsAnew.resend },
+      values,
+    });
+  });
+
+  it('plain call B dies, given up at its last look; 5 s before its TTL the poll’s next says it can act twice (check first), the resend that it will not run twice', async () => {
+    const { said, runsAnew, values } = await stalledInLastSeconds(false);
+    expect({ said, runsAnew, values }).toEqual({
+      said: { hint: said.resend, next: said.resend, resend: said.resend },
+      runsAnew: { poll: runsAnew.resend, resend: runsAnew.resend },
+      values,
+    });
+  });
+});

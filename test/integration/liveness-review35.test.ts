@@ -3,7 +3,15 @@
  * Review 35 of dfaf933..8d56e32 (rule 2: a park ends by the last look unless its claim gave the call up in
  * advance; a park that ends by it withdraws the give-up; a stalled call's poll and task wait to a second past
  * its TTL once no resend fits, `stalledChangesAtMs` with now). Each `describe` holds one finding; its test
- * fails on 8d56e32 for the reason its title states.
+ * fails on 8d56e32 for the reason its title states. Both are wording (rule 8's "what the answers state"), found
+ * where review 34 F2's rule — from the TTL − 10 s nothing moves a stalled call before a second past its TTL —
+ * was not carried: F1, erase's change time of a stalled call (`nextChangeAtMs`); F2, a stalled call's poll,
+ * whose hint and `next` word what calling again past the TTL does apart from each other and from the resend
+ * (which reads the key the call runs under). Looked at and not found wanting: `park`'s REMOVE (only the
+ * parking claim's own give-up: its condition is its claim, and no other writer sets `stalled_claim` to a live
+ * claim — the completer skips and never marks a live lock); a completed record's leftover `stalled_claim` (no
+ * reader classifies a completed record by it); erase and the intent code on holders given up in advance
+ * (`classify` makes them live, then stalled, as any other).
  */
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { nextAfterRead, nextAfterWrite } from '../../lib/api/next-step';

@@ -7,13 +7,16 @@
  * where review 34 F2's rule — from the TTL − 10 s nothing moves a stalled call before a second past its TTL —
  * was not carried: F1, erase's change time of a stalled call (`nextChangeAtMs`); F2, a stalled call's poll,
  * whose hint and `next` word what calling again past the TTL does apart from each other and from the resend
- * (which reads the key the call runs under). Looked at and not found wanting: `park`'s REMOVE (only the
+ * (which reads the key the call runs under); F3, erase's wait for a completed record it cannot attribute ends
+ * at its TTL, not a second past it (review 33 F4's rule, `expiredFromMs`). Looked at and not found wanting: `park`'s REMOVE (only the
  * parking claim's own give-up: its condition is its claim, and no other writer sets `stalled_claim` to a live
  * claim — the completer skips and never marks a live lock); a completed record's leftover `stalled_claim` (no
  * reader classifies a completed record by it); erase and the intent code on holders given up in advance
  * (`classify` makes them live, then stalled, as any other).
  */
+import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
+import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { nextAfterRead, nextAfterWrite } from '../../lib/api/next-step';
 import { expiredFromMs, lastLookMs } from '../../lib/idempotency/call-state';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
@@ -192,6 +195,40 @@ describe('review35 F2: a stalled call’s poll in its record’s last seconds (f
     expect({ said, runsAnew, values }).toEqual({
       said: { hint: said.resend, next: said.resend, resend: said.resend },
       runsAnew: { poll: runsAnew.resend, resend: runsAnew.resend },
+      values,
+    });
+  });
+});
+
+describe('review35 F3: a tenant’s erase that keeps a completed record it cannot attribute (a Powertools handler’s: it may hold the tenant’s result) says to erase again at that record’s TTL itself (`unattributedItem`: `untilMs` the TTL) — not a second past it, the first instant every reader counts it expired (`expiredFromMs`, review 33 F4’s rule for every wait to a TTL): the erase run at the `retryAfter` it gave finds the record still completed, is again not complete, and is told to erase again now', () => {
+  it('a Powertools record completed under no tenant, TTL T: erased at T − 30 s, retryAfter is T; erased again at T, still not complete', async () => {
+    const tenant = identity().tenant;
+    const nowMs = Date.now();
+    const ttlS = Math.floor(nowMs / 1000) + 120;
+    await world.client.send(
+      new PutItemCommand({
+        TableName: world.idempotencyTable.tableName,
+        Item: {
+          id: { S: `send_email#${Math.random().toString(36).slice(2, 12)}` },
+          status: { S: 'COMPLETED' },
+          expiration: { N: String(ttlS) },
+          validation: { S: 'v' },
+          data: { S: '{"message_id":"m1"}' },
+        },
+      }),
+    );
+    const env = { IDEMPOTENCY_TABLE: world.idempotencyTable.tableName };
+    clockAt(ttlS * 1000 - 30_000);
+    const first = await eraseTenant(world.client, { tenant }, env);
+    const againMs = first.retryAfter === undefined ? Number.NaN : Date.parse(first.retryAfter);
+    clockAt(againMs);
+    const second = await eraseTenant(world.client, { tenant }, env);
+    const at = (ms: number) =>
+      ms >= ttlS * 1000 ? `TTL + ${(ms - ttlS * 1000) / 1000} s` : `TTL − ${(ttlS * 1000 - ms) / 1000} s`;
+    const values = `at TTL − 30 s: complete ${first.complete}, unattributed completed ${first.unattributed.completed}, retryAfter ${first.retryAfter === undefined ? '-' : at(againMs)}; erased again then: complete ${second.complete}, unattributed completed ${second.unattributed.completed}, retryAfter ${second.retryAfter === undefined ? '-' : at(Date.parse(second.retryAfter))}`;
+    // Rule 8's "a wait to the TTL ends a second past it": the erase asked again when told is complete.
+    expect({ completeWhenToldToComeBack: second.complete, values }).toEqual({
+      completeWhenToldToComeBack: true,
       values,
     });
   });

@@ -3,7 +3,7 @@
  * Review 35 of dfaf933..8d56e32 (rule 2: a park ends by the last look unless its claim gave the call up in
  * advance; a park that ends by it withdraws the give-up; a stalled call's poll and task wait to a second past
  * its TTL once no resend fits, `stalledChangesAtMs` with now). Each `describe` holds one finding; its test
- * fails on 8d56e32 for the reason its title states. Both are wording (rule 8's "what the answers state"), found
+ * fails on 8d56e32 for the reason its title states. All three are wording (rule 8's "what the answers state"), found
  * where review 34 F2's rule — from the TTL − 10 s nothing moves a stalled call before a second past its TTL —
  * was not carried: F1, erase's change time of a stalled call (`nextChangeAtMs`); F2, a stalled call's poll,
  * whose hint and `next` word what calling again past the TTL does apart from each other and from the resend
@@ -123,9 +123,14 @@ describe('review35 F1: erase keeps a stalled call in its record’s last seconds
     clockAt(nowMs);
     const read = await poll(caller, tool.name, 's');
     const task = await readTask(runtime, tool, caller, 's');
+    const report = await eraseTenant(
+      world.client,
+      { tenant: caller.tenant, dryRun: true },
+      { IDEMPOTENCY_TABLE: world.idempotencyTable.tableName },
+    );
     const erased = await eraseItem(world.idempotencyTable, await itemOf(s.id));
     const kept = erased.kept;
-    const values = `at TTL − 5 s: poll ${read.status} retry_after_ms ${read.retry_after_ms} (to TTL + ${(nowMs + (read.retry_after_ms ?? 0) - s.ttlMs) / 1000} s); task pollInterval ${task && 'pollIntervalMs' in task ? task.pollIntervalMs : '-'} ms; erase ${erased.outcome}, kept ${kept?.state}, changesAtMs ${kept?.changesAtMs === undefined ? 'undefined' : `TTL + ${(kept.changesAtMs - s.ttlMs) / 1000} s`}`;
+    const values = `at TTL − 5 s: poll ${read.status} retry_after_ms ${read.retry_after_ms} (to TTL + ${(nowMs + (read.retry_after_ms ?? 0) - s.ttlMs) / 1000} s); task pollInterval ${task && 'pollIntervalMs' in task ? task.pollIntervalMs : '-'} ms; erase ${erased.outcome}, kept ${kept?.state}, changesAtMs ${kept?.changesAtMs === undefined ? 'undefined' : `TTL + ${(kept.changesAtMs - s.ttlMs) / 1000} s`}; the tenant's erase report (dry run): complete ${report.complete}, retryAfter ${report.retryAfter ?? 'none'}`;
     expect({ changesAtMs: kept?.changesAtMs, values }).toEqual({ changesAtMs: expiredFromMs(s.ttlS), values });
   });
 });

@@ -3,12 +3,14 @@
  * Review 35 of dfaf933..8d56e32 (rule 2: a park ends by the last look unless its claim gave the call up in
  * advance; a park that ends by it withdraws the give-up; a stalled call's poll and task wait to a second past
  * its TTL once no resend fits, `stalledChangesAtMs` with now). Each `describe` holds one finding; its test
- * fails on 8d56e32 for the reason its title states. All three are wording (rule 8's "what the answers state"), found
+ * fails on 8d56e32 for the reason its title states. F1–F3 are wording (rule 8's "what the answers state"), found
  * where review 34 F2's rule — from the TTL − 10 s nothing moves a stalled call before a second past its TTL —
  * was not carried: F1, erase's change time of a stalled call (`nextChangeAtMs`); F2, a stalled call's poll,
  * whose hint and `next` word what calling again past the TTL does apart from each other and from the resend
  * (which reads the key the call runs under); F3, erase's wait for a completed record it cannot attribute ends
- * at its TTL, not a second past it (review 33 F4's rule, `expiredFromMs`). Looked at and not found wanting: `park`'s REMOVE (only the
+ * at its TTL, not a second past it (review 33 F4's rule, `expiredFromMs`). F4 (liveness, wording): review 34 F3's
+ * park at the last look, for an attempt not given up that meets a provider's wait past it, ends a lock already
+ * ended — answered 100 ms, the tool run again at once, as review 32 F2 was. Looked at and not found wanting: `park`'s REMOVE (only the
  * parking claim's own give-up: its condition is its claim, and no other writer sets `stalled_claim` to a live
  * claim — the completer skips and never marks a live lock); a completed record's leftover `stalled_claim` (no
  * reader classifies a completed record by it); erase and the intent code on holders given up in advance
@@ -20,6 +22,7 @@ import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { nextAfterRead, nextAfterWrite } from '../../lib/api/next-step';
 import { expiredFromMs, lastLookMs } from '../../lib/idempotency/call-state';
 import { Completer, type Recheck } from '../../lib/idempotency/completer';
+import { InFlightError } from '../../lib/idempotency/errors';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
@@ -236,5 +239,56 @@ describe('review35 F3: a tenant’s erase that keeps a completed record it canno
       completeWhenToldToComeBack: true,
       values,
     });
+  });
+});
+
+describe('review35 F4: a provider’s wait (InFlightError) met past the last look by an attempt not given up in advance (a holder run past its own lock, review 34 F3’s path) is parked to the last look — already past: the lock ended as it is written — and answered `pending` in 100 ms (the floor); the caller’s resend then takes the call over, gives it up in advance and runs the tool again though the provider said it still runs the key for hours (review 32 F2 again, reached from review 34 F3’s fix) — while the same wait met by an attempt given up in advance is kept to the TTL − 10 s', () => {
+  it('a resend 15 s before the last look with a 10 s lock runs 16 s; the provider says “ask in 10 h”: pending 100 ms; the resend 100 ms later runs the tool again', async () => {
+    let slowInFlight = false;
+    const { tool, execute } = noteTool(
+      `late_${Math.random().toString(36).slice(2, 10)}`,
+      async (args) => {
+        if (slowInFlight) {
+          slowInFlight = false;
+          // The tool's provider call outlasts the invocation's lock (a host that does not stop it).
+          clockAt(Date.now() + 16_000);
+          throw new InFlightError('the provider still runs this key', 10 * 3_600_000);
+        }
+        if (execute.mock.calls.length > 2) throw new InFlightError('the provider still runs this key', 10 * 3_600_000);
+        throttleNextRecordUpdate(world); // the worker dies before its store
+        return { receipt: { note_id: `note_${Math.random()}`, text: args.text }, replayed: false };
+      },
+      { ttlSeconds: 3_600 },
+    );
+    const caller = identity();
+    clockAt(Date.now());
+    await runtime.invoke(tool, caller, { idempotency_key: 'l', text: 'x' }, deadline());
+    const [key] = await recordIdsOf(world, caller.tenant);
+    const record = await itemOf(key);
+    const ttlMs = Number(record.expiration) * 1000;
+    const lastLook = lastLookMs(Number(record.expiration));
+    slowInFlight = true;
+    clockAt(lastLook - 15_000);
+    const answer = (await runtime.invoke(
+      tool,
+      caller,
+      { idempotency_key: 'l', text: 'x' },
+      deadline(RESEND_INVOCATION_MS),
+    )) as { status?: string; retry_after_ms?: number };
+    const answeredMs = Date.now();
+    const parked = await itemOf(key);
+    const runsBefore = execute.mock.calls.length;
+    // The caller asks again when told.
+    clockAt(answeredMs + (answer.retry_after_ms ?? 0));
+    const again = (await runtime.invoke(
+      tool,
+      caller,
+      { idempotency_key: 'l', text: 'x' },
+      deadline(RESEND_INVOCATION_MS),
+    )) as { status?: string; retry_after_ms?: number };
+    const after = await itemOf(key);
+    const values = `provider's 10 h wait met at last look + ${(answeredMs - lastLook) / 1000} s by an attempt not given up: pending ${answer.retry_after_ms} ms, lock to last look + ${(Number(parked.in_progress_expiration) - lastLook) / 1000} s (given up in advance: ${parked.stalled_claim !== undefined && parked.stalled_claim === parked.claim_id}); resend then: ${again.status} ${again.retry_after_ms} ms, attempt ${parked.attempt} → ${after.attempt}, tool runs ${runsBefore} → ${execute.mock.calls.length}, lock then to TTL − ${(ttlMs - Number(after.in_progress_expiration)) / 1000} s`;
+    // As review 32 F2: the provider's wait kept (pending until the call is given up, or its last lock end), not re-run at once.
+    expect({ reRun: execute.mock.calls.length > runsBefore, values }).toEqual({ reRun: false, values });
   });
 });

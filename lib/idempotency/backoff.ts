@@ -99,8 +99,6 @@ export function parkLimitMs(
 export interface ParkingClaim {
   /** Epoch s: the record's TTL. */
   readonly expiresAtS: number;
-  /** Its takeover gave the call up in advance (`TakeOver.givesUpInAdvance`): stalled by its record once its lock ends. */
-  readonly givenUpInAdvance?: boolean | undefined;
 }
 
 /**
@@ -110,15 +108,15 @@ export interface ParkingClaim {
  * it (review 31, F3), and so that cron, a minute late, still gives it up before its TTL (review 31, F1: a
  * provider's wait cut to the TTL − 10 s was looked at there, a minute late past the TTL); within that window,
  * the last look itself, not now (review 32, F2: a provider's wait cut to now answered 100 ms, and the resend
- * took the call over and ran its tool again); at or past its last look, by an attempt whose takeover gave the
- * call up in advance, its last lock end (rule 2): pending until then, as its answers say — not parked again
- * and again at a look already past (review 18, R18-4) — and stalled by its record alone after it; by any
- * other (a holder run past its own lock), that look, a lock already ended, given up by the completer's next
- * look (review 34, F3: parked to the TTL − 10 s, it was looked at there, and cron came past the TTL).
+ * took the call over and ran its tool again); at or past its last look, its last lock end (rule 2): pending
+ * until then, as its answers say — not parked again and again at a look already past (review 18, R18-4;
+ * review 35, F4: a holder run past its own lock parked to that look answered 100 ms, and its resend ran the
+ * tool again) — and stalled by its record alone after it: a park whose lock ends past the last look gives the
+ * call up in the same write (`park`; review 34, F3: parked there without, it was looked at past the TTL).
  */
 export function latestParkEndMs(parking: ParkingClaim, nowMs: number): number {
   const lastLook = lastLookMs(parking.expiresAtS);
-  if (nowMs >= lastLook && parking.givenUpInAdvance) return latestLockEndMs(parking.expiresAtS);
+  if (nowMs >= lastLook) return latestLockEndMs(parking.expiresAtS);
   const windowBefore = lastLook - STREAM_BATCHING_WINDOW_SECONDS * 1000;
   return nowMs < windowBefore ? windowBefore : lastLook;
 }

@@ -176,7 +176,7 @@ describe('parkLimitMs', () => {
     parkedClaimId: 'c',
   });
 
-  it('a wait on what may change is due at the wait look, two minutes before the last look; then at the last look, past it too unless given up in advance (review 34, F3)', () => {
+  it('a wait on what may change is due at the wait look, two minutes before the last look; then at the last look; at or past it, its last lock end — the park gives the call up in that write (review 34, F3; review 35, F4)', () => {
     expect(WAIT_LOOK_BEFORE_LAST_LOOK_MS).toBe(121_000);
     const after = dueAfterParkMs(1);
     expect(parkLimitMs({ expiresAtS }, NOW, true, after)).toBe(lastLook - 121_000 - after);
@@ -185,11 +185,11 @@ describe('parkLimitMs', () => {
     const waitPark = parkedAt(parkLimitMs({ expiresAtS }, NOW, true, after), 1);
     expect(completerLooksAtMs(waitPark)).toBe(lastLook - 121_000);
     expect(expiresBeforeRerun(waitPark)).toBe(false);
-    expect(parkLimitMs({ expiresAtS }, lastLook, true, after)).toBe(lastLook);
-    expect(parkLimitMs({ expiresAtS }, lastLook + 30_000, true, after)).toBe(lastLook);
-    // By a takeover that gave the call up in advance: its last lock end (review 18, R18-4: not again and again).
-    expect(parkLimitMs({ expiresAtS, givenUpInAdvance: true }, lastLook, true, after)).toBe(expiresAtS * 1000 - 10_000);
-    expect(parkLimitMs({ expiresAtS, givenUpInAdvance: true }, lastLook - 1, true, after)).toBe(lastLook);
+    expect(parkLimitMs({ expiresAtS }, lastLook - 1, true, after)).toBe(lastLook);
+    // At or past the last look: its last lock end (review 18, R18-4: not again and again at a look already
+    // past; review 35, F4: not a lock already ended, answered 100 ms) — `park` gives the call up then.
+    expect(parkLimitMs({ expiresAtS }, lastLook, true, after)).toBe(expiresAtS * 1000 - 10_000);
+    expect(parkLimitMs({ expiresAtS }, lastLook + 30_000, true, after)).toBe(expiresAtS * 1000 - 10_000);
     expect(lastLook).toBe(expiresAtS * 1000 - 70_000);
   });
 
@@ -212,6 +212,7 @@ describe('parkLimitMs', () => {
 
   it('a wait on nothing that changes (a window nothing remembers) takes no wait look', () => {
     expect(parkLimitMs({ expiresAtS }, NOW, false, 10_000)).toBe(lastLook - 10_000);
-    expect(parkLimitMs({ expiresAtS }, lastLook, false, 10_000)).toBe(lastLook);
+    expect(parkLimitMs({ expiresAtS }, lastLook - 1, false, 10_000)).toBe(lastLook);
+    expect(parkLimitMs({ expiresAtS }, lastLook, false, 10_000)).toBe(expiresAtS * 1000 - 10_000);
   });
 });

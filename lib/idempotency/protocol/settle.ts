@@ -6,7 +6,7 @@ import { DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { lastLookMs } from '../call-state';
 import type { Claim } from './claim';
-import { STATUS, type StoredOutcome } from './record';
+import { STATUS, type StalledReason, type StoredOutcome } from './record';
 import { conditionally, type IdempotencyTable, ownClaim } from './table';
 
 /**
@@ -93,10 +93,15 @@ export async function park(
     ...(waitedOn === undefined ? [] : ['#waited = :waited']),
     '#queued = if_not_exists(#queued, :queuedBefore) + :queued',
   ];
-  // A lock that ends by the last look is the completer's to look at: this claim's give-up in advance
-  // (`TakeOver`) is withdrawn, so a park well before that look (a failure, a queue) is re-run by the schedule's rules, not
-  // stalled at once (review 34, F4); one past the last look keeps it — stalled by its record once it ends.
-  const withdrawn = claim.givenUpInAdvance === true && untilMs <= lastLookMs(claim.expiresAtS);
+  // Whether the call is given up follows from the lock's end (rule 2). One past the last look, which no
+  // completer's look comes before, gives it up in this write — stalled by its record once it ends (review 34,
+  // F3; review 35, F4), as a takeover's does (`TakeOver.givesUpInAdvance`); one that ends by it is the
+  // completer's to look at: a give-up in advance is withdrawn, so a park well before that look (a failure, a
+  // queue) is re-run by the schedule's rules, not stalled at once (review 34, F4).
+  const pastLastLook = untilMs > lastLookMs(claim.expiresAtS);
+  const givesUp = pastLastLook && claim.givenUpInAdvance !== true;
+  const withdrawn = !pastLastLook && claim.givenUpInAdvance === true;
+  if (givesUp) sets.push('#stalled = :claim', '#reason = :expiring');
   const written = await conditionally(
     table.client,
     new UpdateItemCommand({
@@ -109,7 +114,7 @@ export async function park(
       ExpressionAttributeNames: {
         '#lockEnd': attr.lockEnd,
         '#parked': attr.parkedClaim,
-        ...(withdrawn ? { '#stalled': attr.stalledClaim, '#reason': attr.stalledReason } : {}),
+        ...(withdrawn || givesUp ? { '#stalled': attr.stalledClaim, '#reason': attr.stalledReason } : {}),
         ...(unrunAttempts === undefined ? {} : { '#unrun': attr.unrunAttempts }),
         ...(waitedOn === undefined ? {} : { '#waited': attr.waitedOn }),
         '#queued': attr.queuedAttempts,
@@ -121,6 +126,7 @@ export async function park(
         ...(waitedOn === undefined ? {} : { ':waited': { S: waitedOn } }),
         ':queued': { N: queued ? '1' : '0' },
         ':queuedBefore': { N: String(claim.queuedBefore) },
+        ...(givesUp ? { ':expiring': { S: 'expiring' satisfies StalledReason } } : {}),
         ...held.values,
       },
     }),

@@ -102,7 +102,8 @@ function verdictOf<T>(reply: Reply, target: Target, settle: Settle<T>): Verdict<
   if (status >= 200 && status < 300) {
     if (status === 202 && isObject(body) && body.status === 'pending') {
       const bodyHint = typeof body.retry_after_ms === 'number' ? body.retry_after_ms : undefined;
-      // Held outside retrysafe: a resend past its record's TTL runs it anew — never sent unasked.
+      // No retrysafe attempt can finish it (Powertools holds it, or its record expires first): a resend past its
+      // record's TTL runs it anew — never sent unasked.
       if (body.runs_anew === true) throw new MayRunAnewError(target.tool, target.key, bodyHint ?? hintMs);
       return { retry: 'pending', hintMs: bodyHint ?? hintMs };
     }

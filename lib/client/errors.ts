@@ -40,10 +40,11 @@ export class ToolCallError extends RetrysafeClientError {
 }
 
 /**
- * The call is held outside retrysafe's claims (a 202 `pending` with `runs_anew: true`: a Powertools handler
- * on the same table started it, and may still run or have stopped): the client does not resend it, because
- * once its record expires a resend runs it anew, which can act twice. Check with a read whether it acted,
- * then call again with `key` only if it did not.
+ * No retrysafe attempt can finish the call before its record expires (a 202 `pending` with `runs_anew: true`:
+ * a Powertools handler on the same table started it, and may still run or have stopped; or too little time is
+ * left before its TTL for an attempt to run it): the client does not resend it, because once its record
+ * expires a resend runs it anew, which can act twice. Check with a read whether it acted, then call again with
+ * `key` only if it did not.
  */
 export class MayRunAnewError extends RetrysafeClientError {
   constructor(
@@ -53,7 +54,7 @@ export class MayRunAnewError extends RetrysafeClientError {
     readonly retryAfterMs: number | undefined,
   ) {
     super(
-      `${tool}: held outside retrysafe (a Powertools handler started it); a resend${retryAfterMs === undefined ? '' : ` after ${retryAfterMs} ms`} runs it anew and can act twice: check whether it acted first`,
+      `${tool}: no retrysafe attempt can finish it before its record expires (a Powertools handler started it, or too little time is left); a resend${retryAfterMs === undefined ? '' : ` after ${retryAfterMs} ms`} runs it anew and can act twice: check whether it acted first`,
       tool,
       key,
     );

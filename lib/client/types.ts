@@ -57,7 +57,10 @@ export type Operation<R = JsonObject> =
       readonly queued?: true;
       readonly hint: string;
     }
-  /** `retry_after_ms`: only when nothing moves it before then (a Powertools handler's call: its TTL); past it a resend can act twice. */
+  /**
+   * `retry_after_ms`: only when nothing moves it before then (a Powertools handler's call, or one no resend fits
+   * before its record expires: its TTL), with `runs_anew`: past it a resend can act twice.
+   */
   | {
       readonly ok: true;
       readonly status: 'stalled';

@@ -170,12 +170,10 @@ export function stalledChangesAtMs(
    * can take it over either (rule 2: its lock would end past it), so nothing moves it before its TTL (review
    * 34, F2: its poll said "resend to run it again", no wait, while the resend was `pending` to the TTL).
    */
-  nowMs?: number,
+  nowMs: number,
 ): number | undefined {
   if (!record.claimId) return expiredFromMs(record.expiresAtS);
-  return nowMs !== undefined && nowMs >= latestLockEndMs(record.expiresAtS)
-    ? expiredFromMs(record.expiresAtS)
-    : undefined;
+  return nowMs >= latestLockEndMs(record.expiresAtS) ? expiredFromMs(record.expiresAtS) : undefined;
 }
 
 /**

@@ -32,9 +32,10 @@ export type Operation<R extends JsonObject> =
   /**
    * Abandoned, and the completer gave up on it (`reason`: after its attempts, or it cannot re-run it):
    * only a resend with its key finishes it. `retryAfterMs` when nothing retrysafe runs moves it before
-   * then (`stalledChangesAtMs`: one Powertools' handler left, until its TTL — past it a resend runs it anew).
+   * then (`stalledChangesAtMs`: one Powertools' handler left, or no resend fits, until its TTL) — then
+   * `runsAnew`: past it a resend runs it anew, with no promise of one effect (the record is gone).
    */
-  | { status: 'stalled'; reason: StalledReason; retryAfterMs?: number | undefined; neverRan?: true };
+  | { status: 'stalled'; reason: StalledReason; retryAfterMs?: number | undefined; neverRan?: true; runsAnew?: true };
 
 /**
  * The operation `record` is at `nowMs` (undefined: none — never called, expired, released, erased), its
@@ -68,7 +69,8 @@ export function operationOf(
       const atMs = stalledChangesAtMs(record, nowMs);
       const retryAfterMs = atMs && Math.max(MIN_RETRY_AFTER_MS, Math.ceil(atMs - nowMs));
       const never = neverRan(record) ? { neverRan: true as const } : {};
-      return { status: 'stalled', reason: record.stalledReason ?? 'attempts', retryAfterMs, ...never };
+      const anew = atMs === undefined ? {} : { runsAnew: true as const };
+      return { status: 'stalled', reason: record.stalledReason ?? 'attempts', retryAfterMs, ...never, ...anew };
     }
     case 'completed': {
       const outcome = record.outcome;

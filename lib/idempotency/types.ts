@@ -27,7 +27,10 @@ export interface InvocationDeadline {
  */
 export type ToolResult<R extends JsonObject = JsonObject> =
   | { ok: true; idempotent: boolean; key: string; receipt: R }
-  /** `runs_anew`: no claim holds the call (Powertools' handler left it): after the wait a resend runs it anew. */
+  /**
+   * `runs_anew`: no retrysafe attempt can finish the call before its record expires (Powertools' handler holds
+   * it, or a resend's lock would end past its TTL − 10 s): after the wait a resend runs it anew, and can act twice.
+   */
   /** `queued`: handed to the server to run in the background (a long-running tool's call), nothing ran yet. */
   | { ok: false; status: 'pending'; key: string; retry_after_ms: number; runs_anew?: true; queued?: true }
   | { ok: false; idempotent?: boolean; error: { code: ErrorCode; message: string } };

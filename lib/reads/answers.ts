@@ -72,6 +72,15 @@ export const operationAnswer = z.lazy(() =>
       retry_after_ms: z.optional(
         z.int().check(z.describe('Nothing changes it before then (ms); after, a resend can act twice.')),
       ),
+      runs_anew: z.optional(
+        z
+          .literal(true)
+          .check(
+            z.describe(
+              'No attempt can run this call before its record expires (a Powertools handler started it, or too little time is left): once it expires a call with the same key runs it anew, which can act twice. Check the effect first.',
+            ),
+          ),
+      ),
       hint: z
         .string()
         .check(z.describe('The completer gave up on it: only a resend with the same key and arguments finishes it.')),

@@ -43,6 +43,13 @@ export const QUEUED_HINT =
 export const POWERTOOLS_LIVE_HINT =
   'a Powertools handler on the same table holds this call (it may still be running, or have stopped): ask again after the wait this answer gives; once its record expires, a resend with the same key runs it anew, which can act twice: check the effect first';
 
+/**
+ * A stalled call no resend can run before its record expires (its last seconds: a resend's lock would end past
+ * its TTL − 10 s) — and past its TTL retrysafe's record, and its promise, are gone (`runs_anew`).
+ */
+export const EXPIRING_NOW_HINT =
+  'no attempt can run this call before its record expires (its effect may or may not have happened): ask again after the wait this answer gives; once its record expires, a resend with the same key runs it anew, which can act twice: check the effect first';
+
 /** What a resend does for a stalled call, and what happens without one. */
 const RESEND =
   'resend the same arguments with the same key to run it again — it cannot act twice — otherwise it stays unfinished until its record expires';
@@ -115,10 +122,13 @@ export async function readOperation(
     return { ok: true, status: 'pending', key, retry_after_ms: operation.retryAfterMs, ...anew };
   }
   if (operation.status === 'stalled') {
-    const hint = (operation.neverRan ? NEVER_RAN_STALLED_HINTS : STALLED_HINTS)[operation.reason] ?? STALLED_HINT;
-    // Nothing moves it before then (a Powertools handler's call, until its TTL): `next` says so.
+    const stalled = (operation.neverRan ? NEVER_RAN_STALLED_HINTS : STALLED_HINTS)[operation.reason] ?? STALLED_HINT;
+    // Nothing moves it before then (a Powertools handler's call, or no resend fits: until its TTL), and past it a
+    // resend runs it anew: `runs_anew`, and the hint and `next` say so, as a resend's answer then does (review 35, F2).
+    const hint = operation.runsAnew && operation.reason !== 'powertools' ? EXPIRING_NOW_HINT : stalled;
     const wait = operation.retryAfterMs === undefined ? {} : { retry_after_ms: operation.retryAfterMs };
-    return { ok: true, status: 'stalled', key, ...wait, hint };
+    const anew = operation.runsAnew ? { runs_anew: true as const } : {};
+    return { ok: true, status: 'stalled', key, ...wait, ...anew, hint };
   }
   // What happens at its wait comes first: a queued call the server gives up on is not started then.
   const hint = operation.givesUp

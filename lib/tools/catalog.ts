@@ -89,7 +89,7 @@ export const pendingAnswer = z.lazy(() =>
         .literal(true)
         .check(
           z.describe(
-            "No claim of retrysafe's holds this call (a Powertools handler on the same table holds it, running or left unfinished): once its record expires a call with the same key runs it anew, which can act twice. Check the effect first.",
+            'No retrysafe attempt can finish this call before its record expires (a Powertools handler on the same table holds it, running or left unfinished, or too little time is left before its TTL): once its record expires a call with the same key runs it anew, which can act twice. Check the effect first.',
           ),
         ),
     ),

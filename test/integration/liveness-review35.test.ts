@@ -14,7 +14,11 @@
  * parking claim's own give-up: its condition is its claim, and no other writer sets `stalled_claim` to a live
  * claim — the completer skips and never marks a live lock); a completed record's leftover `stalled_claim` (no
  * reader classifies a completed record by it); erase and the intent code on holders given up in advance
- * (`classify` makes them live, then stalled, as any other).
+ * (`classify` makes them live, then stalled, as any other). Fixed at the rules: every wait to the TTL, erase's
+ * included, ends a second past it and reads `stalledChangesAtMs` with now (F1, F3); past its TTL a call's record
+ * and its promise are gone, so every answer whose wait ends there says `runs_anew` — the poll's, with its hint and
+ * `next`, and the refused resend's alike (F2); whether a call is given up follows from its lock's end: a park
+ * past the last look gives it up in the same write and waits to the TTL − 10 s (F4).
  */
 import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';

@@ -222,7 +222,12 @@ describe('retrysafe reads a record Powertools’ handler wrote', () => {
     expect(resend).toMatchObject({ ok: false, status: 'pending', key: call.key });
     expect((resend as { retry_after_ms: number }).retry_after_ms).toBeGreaterThan(untilTtlMs - 5_000);
     // Polled with the same wait as the resend (`stalledChangesAtMs`): nothing moves it before its TTL.
-    expect(poll).toEqual({ status: 'stalled', reason: 'powertools', retryAfterMs: expect.any(Number) });
+    expect(poll).toEqual({
+      status: 'stalled',
+      reason: 'powertools',
+      retryAfterMs: expect.any(Number),
+      runsAnew: true,
+    });
     expect((poll as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(untilTtlMs - 5_000);
     expect(after).toEqual(before);
     expect(execute).not.toHaveBeenCalled();

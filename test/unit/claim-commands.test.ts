@@ -6,6 +6,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
+import { lastLookMs } from '../../lib/idempotency/call-state';
 import { NotFoundError } from '../../lib/idempotency/errors';
 import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import { readCallRecord } from '../../lib/idempotency/protocol/table';
@@ -142,6 +143,36 @@ describe('the commands a call sends', () => {
     });
     expect(Number(park.ExpressionAttributeValues?.[':until']?.N)).toBeLessThanOrEqual(Date.now());
     expect(Number(park.ExpressionAttributeValues?.[':until']?.N)).toBeGreaterThanOrEqual(before - 1);
+  });
+
+  it('a failure past the last look parks with its lock ended and gives the call up in the same write: no completer look comes before the TTL (rule 2; review 35, F4)', async () => {
+    const realNow = Date.now;
+    const { tool } = noteTool('send_note', async () => {
+      // The tool ran until past the call's last look (its host did not stop it), then failed.
+      const expiresAtS = Number(dynamodb.commandCalls(PutItemCommand)[0]!.args[0].input.Item?.expiration?.N);
+      const pastLastLook = lastLookMs(expiresAtS) + 1_000;
+      jest.spyOn(Date, 'now').mockImplementation(() => pastLastLook);
+      throw new Error('boom');
+    });
+    try {
+      await runtime.invoke(tool, caller, { idempotency_key: 'k1', text: 'hi' }, deadline());
+    } finally {
+      Date.now = realNow;
+      jest.restoreAllMocks();
+    }
+    const claimed = dynamodb.commandCalls(PutItemCommand)[0]!.args[0].input.Item;
+    const park = dynamodb.commandCalls(UpdateItemCommand)[0]!.args[0].input;
+    expect(park).toMatchObject({
+      UpdateExpression:
+        'SET #lockEnd = :until, #parked = :claim, #queued = if_not_exists(#queued, :queuedBefore) + :queued, #stalled = :claim, #reason = :expiring',
+      ConditionExpression: '#claim = :claim AND #status = :inProgress',
+      ExpressionAttributeNames: { '#stalled': 'stalled_claim', '#reason': 'stalled_reason' },
+      ExpressionAttributeValues: {
+        ':claim': { S: claimed?.claim_id?.S },
+        ':expiring': { S: 'expiring' },
+        ':until': { N: String(lastLookMs(Number(claimed?.expiration?.N)) + 1_000) },
+      },
+    });
   });
 
   it('sends nothing at all for bad input', async () => {

@@ -41,11 +41,17 @@ describe('nextChangeAtMs', () => {
     ['abandoned on attempt 3: 60 s after', 'abandoned', 3, 60_000],
     ['abandoned on attempt 7: 15 min after, the longest', 'abandoned', 7, 900_000],
   ] as const)('%s', (_, state, attempt, afterLockMs) => {
-    expect(nextChangeAtMs(record(attempt), state)).toBe(LOCK_ENDS_MS + afterLockMs);
+    expect(nextChangeAtMs(record(attempt), state, LOCK_ENDS_MS)).toBe(LOCK_ENDS_MS + afterLockMs);
   });
 
   it('stalled: never by itself (a resend with its key, or erase with the app tables, settles it)', () => {
-    expect(nextChangeAtMs(record(4), 'stalled')).toBeUndefined();
+    expect(nextChangeAtMs(record(4), 'stalled', LOCK_ENDS_MS)).toBeUndefined();
+  });
+
+  it('stalled in its record’s last seconds (no resend fits from TTL − 10 s): a second past its TTL, as its poll says (review 35, F1)', () => {
+    const ttlMs = (LOCK_ENDS_MS / 1000 + 86_400) * 1000;
+    expect(nextChangeAtMs(record(4), 'stalled', ttlMs - 10_001)).toBeUndefined();
+    expect(nextChangeAtMs(record(4), 'stalled', ttlMs - 10_000)).toBe(ttlMs + 1_000);
   });
 });
 
@@ -81,9 +87,9 @@ describe('unattributedItem', () => {
     });
   });
 
-  it('a completed Powertools record may hold the tenant’s result until its TTL', () => {
+  it('a completed Powertools record may hold the tenant’s result until its TTL: a second past it, when every reader counts it expired (review 35, F3)', () => {
     expect(unattributedItem(table, powertools({ status: 'COMPLETED', data: { a: 1 } }))).toEqual({
-      untilMs: NOW + 600_000,
+      untilMs: NOW + 601_000,
     });
   });
 

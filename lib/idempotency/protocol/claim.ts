@@ -111,15 +111,14 @@ async function takeOverOnce(
     // expires (then a fresh claim runs it, under the same downstream key).
     // Nothing lets it run before then: the wait is all of it, not a poll's second — to the first instant
     // every reader counts it expired (review 33, F4).
-    // A call whose record fixed another call's key may run past its TTL under its own: a fresh claim cannot
-    // read what the expired record fixed. A dedupe window's intent that names this record (a runner's, a
-    // replaced window's holder's) gives it that key again (`ranOnRecord`, `pastWindowRanOn`, review 34, F1); a past window's
-    // key fixed on a record no window names does not — the record cannot tell which, and the answer says
-    // one effect is not promised (docs/state-machine.md, Liveness).
-    const anew = existing.downstreamKey === undefined ? {} : { runsAnew: true as const };
+    // Past its TTL the record is gone, and with it every promise of one effect: a fresh claim runs the call
+    // anew (under its own downstream key: the one an expired record fixed is read back only where a dedupe
+    // window's intent names the record, `ranOnRecord`). Every answer whose wait ends there says so, this
+    // refusal's and the poll's alike (`runs_anew`; review 35, F2: the poll of the same call said "cannot act
+    // twice" beside a resend's "can act twice"; review 33, F1: "Still running" for a call no attempt holds).
     return {
       kind: 'pending',
-      until: { afterMs: expiredFromMs(existing.expiresAtS) - nowMs, ...anew },
+      until: { afterMs: expiredFromMs(existing.expiresAtS) - nowMs, runsAnew: true },
       call: existing,
     };
   }
@@ -154,7 +153,7 @@ function answerOfRecord(existing: CallRecord, request: ClaimRequest): ClaimPhase
     // re-run, and its effect may have happened (rule 1). Nothing runs it before its TTL — past it a fresh
     // claim runs it under this call's downstream key —, so the wait is all of it (`stalledChangesAtMs`).
     // A parked call: nobody runs it before its lock ends, so all of it (`askAgainAfterMs`); a held one: its lock.
-    const changesAtMs = existing.lockEndsMs < nowMs ? stalledChangesAtMs(existing) : undefined;
+    const changesAtMs = existing.lockEndsMs < nowMs ? stalledChangesAtMs(existing, nowMs) : undefined;
     // Powertools' handler holds it, its lock live (or none: to its TTL): it may store it at any moment,
     // and if it does not, a resend past its TTL runs it anew — no promise of one effect either (review 3, P1).
     const until =

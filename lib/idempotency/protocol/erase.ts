@@ -13,7 +13,14 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { completerLooksAtMs } from '../backoff';
-import { type CallState, classify, type InFlightState, isInFlight, stalledChangesAtMs } from '../call-state';
+import {
+  type CallState,
+  classify,
+  expiredFromMs,
+  type InFlightState,
+  isInFlight,
+  stalledChangesAtMs,
+} from '../call-state';
 import { runnersInFlight } from './intent';
 import { type Intent, intentOf, isHeld, markerOf } from './intent-record';
 import { eraseIntentItem } from './intent-writes';
@@ -30,15 +37,9 @@ import {
 } from './table';
 
 export interface EraseRecordOptions {
-  /**
-   * Count only: nothing is written.
-   * @default false
-   */
+  /** Count only: nothing is written. @default false */
   readonly dryRun?: boolean;
-  /**
-   * Close the calls the completer gave up on (`stalled`): only when the app's tables are erased too.
-   * @default false
-   */
+  /** Close the calls the completer gave up on (`stalled`): only when the app's tables are erased too. @default false */
   readonly closeStalled?: boolean;
 }
 
@@ -52,8 +53,8 @@ export type RecordErasure = 'erased' | 'in_flight' | 'nothing';
 export interface KeptCall {
   readonly recordKey: string;
   /**
-   * Its tool, as its record names it (else its record key's prefix); undefined when the item is not
-   * readable as a call record at all, or Powertools' handler wrote it — then it may write to any table.
+   * Its tool, as its record names it (else its record key's prefix); undefined when the item is not readable
+   * as a call record at all, or Powertools' handler wrote it — then it may write to any table.
    */
   readonly tool: string | undefined;
   /**
@@ -76,19 +77,19 @@ export interface ItemErasure {
 }
 
 /**
- * When a call in flight can next change by itself (epoch ms): a live one at its lock's end (its attempt
- * stores, parks or dies by then); an abandoned one when the completer next looks at it, as its record says
- * (`completerLooksAtMs`, the schedule every answer follows: its lock's end plus its attempts' backoff — at
- * least the stream's window after a park's — before its TTL); a stalled one never (undefined) — but one Powertools' handler left at its TTL (`stalledChangesAtMs`).
+ * When a call in flight can next change by itself (epoch ms): a live one at its lock's end (its attempt stores,
+ * parks or dies by then); an abandoned one when the completer next looks at it (`completerLooksAtMs`, the
+ * schedule every answer follows); a stalled one never — but one Powertools' handler left, or no resend fits,
+ * past its TTL, as every answer about it says (`stalledChangesAtMs`; review 35, F1).
  */
-export function nextChangeAtMs(record: CallRecord, state: InFlightState): number | undefined {
+export function nextChangeAtMs(record: CallRecord, state: InFlightState, nowMs: number): number | undefined {
   if (state === 'live') return record.lockEndsMs;
-  return state === 'stalled' ? stalledChangesAtMs(record) : completerLooksAtMs(record);
+  return state === 'stalled' ? stalledChangesAtMs(record, nowMs) : completerLooksAtMs(record);
 }
 
 /** The call erase keeps for `record` in `state` (in flight), as of `nowMs`. */
 function keptCallOf(record: CallRecord, state: InFlightState, nowMs: number): KeptCall {
-  const changesAtMs = nextChangeAtMs(record, state);
+  const changesAtMs = nextChangeAtMs(record, state, nowMs);
   return {
     recordKey: record.recordKey,
     // Powertools' handler ran a function of its own, not the tool whose `access` erase knows: any table waits.
@@ -157,7 +158,7 @@ function unreadable(table: IdempotencyTable, item: Record<string, unknown>): Ite
  * writes none, and its key `<function>#<hash>` names none): it may be any tenant's, so erase writes nothing
  * to it, and assumes it is the tenant's. In flight (`classify`; or in progress and unreadable): kept, its
  * tool unknown, so every app table waits. Completed: it may hold the tenant's result until its TTL
- * (`untilMs`). Anything else (expired, a tombstone, not in progress): nothing.
+ * (`untilMs`: the first instant every reader counts it expired, `expiredFromMs`). Anything else (expired, a tombstone, not in progress): nothing.
  */
 export function unattributedItem(
   table: IdempotencyTableOptions,
@@ -172,7 +173,8 @@ export function unattributedItem(
   const nowMs = Date.now();
   const state = classify(record, nowMs);
   if (isInFlight(state)) return { kept: { ...keptCallOf(record, state, nowMs), tool: undefined } };
-  return state === 'completed' ? { untilMs: record.expiresAtS * 1000 } : undefined;
+  // Until every reader counts it expired (review 35, F3: told to erase again at its TTL, erase found it there).
+  return state === 'completed' ? { untilMs: expiredFromMs(record.expiresAtS) } : undefined;
 }
 
 /** Whether the call `callId` names (an app item's stamp) may still commit: its record (still its own) in flight. */

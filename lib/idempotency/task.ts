@@ -69,6 +69,11 @@ export type CallTask = TaskTimes &
         readonly givesUp?: 'attempts' | 'expiring';
         /** Stalled, and none of its attempts made an effect (`neverRan`): nothing happened. */
         readonly neverRan?: true;
+        /**
+         * Stalled, and nothing moves it before its TTL (`stalledChangesAtMs`: no resend fits, or Powertools'
+         * handler left it): past it a resend runs it anew, with no promise of one effect — as its poll says.
+         */
+        readonly runsAnew?: true;
         /** When polling it again is worth it. */
         readonly pollIntervalMs: number;
       }
@@ -141,6 +146,7 @@ export function taskOf(record: CallRecord | undefined, reading: TaskReading): Ca
         ...(state === 'stalled' ? { reason: record.stalledReason ?? 'attempts' } : {}),
         ...(state === 'abandoned' ? abandonedNote(record, nowMs, reading.maxAttempts) : {}),
         ...(state === 'stalled' && neverRan(record) ? { neverRan: true as const } : {}),
+        ...(state === 'stalled' && stalledChangesAtMs(record, nowMs) !== undefined ? { runsAnew: true as const } : {}),
       };
     case 'completed': {
       // Rule 5: read, never the committing answer — a replay.

@@ -27,6 +27,7 @@ import {
 } from '../idempotency';
 import {
   ABANDONED_HINT,
+  EXPIRING_NOW_HINT,
   GIVES_UP_HINTS,
   NEVER_RAN_STALLED_HINTS,
   POWERTOOLS_LIVE_HINT,
@@ -126,6 +127,7 @@ function wordingOf(tool: string, clientKey: string, era: McpEra = 'legacy'): Tas
     givesUp: GIVES_UP_HINTS,
     stalled: STALLED_HINTS,
     stalledNeverRan: NEVER_RAN_STALLED_HINTS,
+    expiringNow: EXPIRING_NOW_HINT,
     failed(result) {
       const next = nextAfterWrite(tool, result as unknown as ToolResult);
       return result.error ? `${result.error.code}: ${result.error.message}. ${next.message}` : next.message;

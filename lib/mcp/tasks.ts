@@ -132,6 +132,8 @@ export interface TaskWording {
   readonly stalled: Readonly<Record<StalledReason, string>>;
   /** The same, for a call none of whose attempts made an effect (`CallTask.neverRan`): nothing happened. */
   readonly stalledNeverRan: Readonly<Record<StalledReason, string>>;
+  /** A stalled task no resend can run before its record expires (`CallTask.runsAnew`, not a Powertools call's). */
+  readonly expiringNow: string;
   /** A `failed` task's message, from its error answer. */
   failed(result: JsonObject & { readonly error?: { readonly code: string; readonly message: string } }): string;
 }
@@ -154,7 +156,9 @@ export function mcpTaskOf(taskId: string, task: CallTask, wording: TaskWording):
       status: 'working',
       statusMessage:
         task.state === 'stalled'
-          ? stalledMessage(task.neverRan ? wording.stalledNeverRan : wording.stalled, task.reason)
+          ? task.runsAnew && task.reason !== 'powertools'
+            ? wording.expiringNow
+            : stalledMessage(task.neverRan ? wording.stalledNeverRan : wording.stalled, task.reason)
           : task.givesUp
             ? wording.givesUp[task.note === 'queued' ? 'queued' : task.givesUp]
             : wording.working[task.note ?? task.state],

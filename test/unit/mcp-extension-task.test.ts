@@ -58,6 +58,7 @@ const wording: TaskWording = {
     expiring: 'stalled, never ran: expiring',
     powertools: 'stalled, never ran: powertools',
   },
+  expiringNow: 'stalled: expiring now',
   failed: (result) => `failed: ${result.error?.code}`,
 };
 /** The result a completed task carries: here, the answer itself, tagged. */
@@ -97,6 +98,11 @@ describe('extensionTaskOf', () => {
       statusMessage: 'stalled: attempts',
       pollIntervalMs: STALLED_POLL_MS,
     });
+  });
+
+  it('stalled in its record’s last seconds (no resend fits): says so, polled a second past its TTL, as get_operation does (review 35, F2)', () => {
+    const view = viewOf({ lockEndsMs: NOW - 300, stalledClaimId: 'c1', expiresAtS: (NOW + 5_000) / 1000 });
+    expect(view).toMatchObject({ statusMessage: 'stalled: expiring now', pollIntervalMs: 6_000 });
   });
 
   it('stalled before any attempt ran (unrun_attempts: a hand-off the completer gave up on): says nothing happened, as get_operation does', () => {

@@ -87,6 +87,13 @@ describe('taskOf', () => {
     });
   });
 
+  it('stalled in its record’s last seconds (no resend fits from TTL − 10 s): polled a second past its TTL, and past it a resend runs it anew (`runsAnew`, as its poll says; review 35, F2)', () => {
+    const stalled = record({ lockEndsMs: NOW - 300, stalledClaimId: 'c1', expiresAtS: (NOW + 5_000) / 1000 });
+    expect(taskOf(stalled, reading)).toMatchObject({ state: 'stalled', pollIntervalMs: 6_000, runsAnew: true });
+    const earlier = { ...reading, nowMs: NOW - 5_001 };
+    expect(taskOf(stalled, earlier)).not.toHaveProperty('runsAnew');
+  });
+
   it('completed: its answer as a replay (rule 5: a task is read, never the committing answer), completed or failed, last updated when it completed', () => {
     const done = record({
       status: STATUS.completed,

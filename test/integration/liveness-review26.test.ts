@@ -17,24 +17,17 @@ import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { taskOf } from '../../lib/idempotency/task';
 import { readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
-import { ownIdempotencyTable } from '../helpers/own-table';
-import { createProtocolWorld, deadline, type ProtocolWorld } from '../helpers/protocol-world';
+import { livenessWorld } from '../helpers/liveness-world';
+import { deadline, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
 
-ownIdempotencyTable('liveness-review26');
+const live = livenessWorld('liveness-review26');
+const { clockAt } = live;
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
 beforeAll(() => {
-  world = createProtocolWorld();
-  runtime = world.idempotencyRuntime();
+  ({ world, runtime } = live);
 });
-afterAll(() => world.destroy());
-afterEach(() => jest.restoreAllMocks());
-
-function clockAt(atMs: number): void {
-  jest.restoreAllMocks();
-  jest.spyOn(Date, 'now').mockImplementation(() => atMs);
-}
 
 const sendNote = noteTool('send_note', async (a) => ({
   receipt: { note_id: 'note_1', text: a.text },

@@ -10,57 +10,28 @@
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { nextAfterRead } from '../../lib/api/next-step';
 import { completerLooksAtMs, lastLookMs } from '../../lib/idempotency/backoff';
-import { Completer, type Recheck } from '../../lib/idempotency/completer';
+import type { Recheck } from '../../lib/idempotency/completer';
 import { expiresAtSOf } from '../../lib/idempotency/derivation';
 import { InFlightError } from '../../lib/idempotency/errors';
-import { callRecordOf, DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
-import type { ToolDefinition } from '../../lib/idempotency/tool';
 import { readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
-import { ownIdempotencyTable } from '../helpers/own-table';
-import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { livenessWorld } from '../helpers/liveness-world';
+import { deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
 
-ownIdempotencyTable('liveness-review27');
+const live = livenessWorld('liveness-review27');
+const { clockAt, completerFor, scheduleOf } = live;
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
 beforeAll(() => {
-  world = createProtocolWorld();
-  runtime = world.idempotencyRuntime();
+  ({ world, runtime } = live);
 });
-afterAll(() => world.destroy());
-afterEach(() => jest.restoreAllMocks());
-
-function clockAt(atMs: number): void {
-  jest.restoreAllMocks();
-  jest.spyOn(Date, 'now').mockImplementation(() => atMs);
-}
 
 const sendNote = noteTool('send_note', async (a) => ({
   receipt: { note_id: 'note_1', text: a.text },
   replayed: false,
 })).tool;
-
-function completerFor(tools: readonly ToolDefinition[], sent: Recheck[] = []) {
-  return new Completer({
-    client: world.client,
-    runtime,
-    tools,
-    queue: {
-      send: async (rechecks) => {
-        sent.push(...rechecks);
-      },
-    },
-    tableName: world.idempotencyTable.tableName,
-    attributes: DEFAULT_RECORD_ATTRIBUTES,
-  });
-}
-
-/** The schedule's fields of a stored call record (its lock, its attempts, its TTL, the claim that parked it). */
-function scheduleOf(item: Record<string, unknown>) {
-  return callRecordOf(item, DEFAULT_RECORD_ATTRIBUTES)!;
-}
 
 /** An abandoned send_note call (attempt `attempt`, its tool ran and failed: not unrun) whose lock ends at `lockEndsMs(expiresAtS)`. */
 async function abandonedAt(lockEndsMs: (expiresAtS: number) => number, attempt = 1) {

@@ -16,52 +16,28 @@ import {
   STREAM_BATCHING_WINDOW_SECONDS,
   WAIT_LOOK_BEFORE_LAST_LOOK_MS,
 } from '../../lib/idempotency/backoff';
-import { Completer, type Recheck } from '../../lib/idempotency/completer';
+import type { Completer, Recheck } from '../../lib/idempotency/completer';
 import { expiresAtSOf } from '../../lib/idempotency/derivation';
 import { InFlightError } from '../../lib/idempotency/errors';
-import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
-import type { ToolDefinition } from '../../lib/idempotency/tool';
 import { readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
-import { ownIdempotencyTable } from '../helpers/own-table';
-import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { livenessWorld } from '../helpers/liveness-world';
+import { deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
 
-ownIdempotencyTable('liveness-review28');
+const live = livenessWorld('liveness-review28');
+const { clockAt, completerFor } = live;
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
 beforeAll(() => {
-  world = createProtocolWorld();
-  runtime = world.idempotencyRuntime();
+  ({ world, runtime } = live);
 });
-afterAll(() => world.destroy());
-afterEach(() => jest.restoreAllMocks());
-
-function clockAt(atMs: number): void {
-  jest.restoreAllMocks();
-  jest.spyOn(Date, 'now').mockImplementation(() => atMs);
-}
 
 const sendNote = noteTool('send_note', async (a) => ({
   receipt: { note_id: 'note_1', text: a.text },
   replayed: false,
 })).tool;
-
-function completerFor(tools: readonly ToolDefinition[], sent: Recheck[] = []) {
-  return new Completer({
-    client: world.client,
-    runtime,
-    tools,
-    queue: {
-      send: async (rechecks) => {
-        sent.push(...rechecks);
-      },
-    },
-    tableName: world.idempotencyTable.tableName,
-    attributes: DEFAULT_RECORD_ATTRIBUTES,
-  });
-}
 
 /** The stack's stream: `item`'s image, delivered to `completer.onStream` now. */
 async function streamImage(completer: Completer, recordKey: string, item: Record<string, unknown>) {

@@ -12,57 +12,32 @@ import {
   lastLookMs,
   WAIT_LOOK_BEFORE_LAST_LOOK_MS,
 } from '../../lib/idempotency/backoff';
-import { Completer, type Recheck } from '../../lib/idempotency/completer';
+import type { Completer, Recheck } from '../../lib/idempotency/completer';
 import { expiresAtSOf } from '../../lib/idempotency/derivation';
 import { InFlightError } from '../../lib/idempotency/errors';
 import { callRecordOf, DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask, readTask } from '../../lib/idempotency/task';
-import type { ToolDefinition } from '../../lib/idempotency/tool';
 import { readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
+import { livenessWorld } from '../helpers/liveness-world';
 import {
   completerRecordingOn,
   keyedMissingCustomerTool,
   recordIdsOf as recordIdsInWorld,
   throttleNextRecordUpdate,
 } from '../helpers/no-effect';
-import { ownIdempotencyTable } from '../helpers/own-table';
-import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
 
-ownIdempotencyTable('liveness-review29');
+const live = livenessWorld('liveness-review29');
+const { clockAt, completerFor, itemOf } = live;
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
 beforeAll(() => {
-  world = createProtocolWorld();
-  runtime = world.idempotencyRuntime();
+  ({ world, runtime } = live);
 });
-afterAll(() => world.destroy());
-afterEach(() => jest.restoreAllMocks());
-
-function clockAt(atMs: number): void {
-  jest.restoreAllMocks();
-  jest.spyOn(Date, 'now').mockImplementation(() => atMs);
-}
-
-const itemOf = (key: unknown) => callRecords(world, runtime).itemOf(String(key));
-
-function completerFor(tools: readonly ToolDefinition[], sent: Recheck[] = []) {
-  return new Completer({
-    client: world.client,
-    runtime,
-    tools,
-    queue: {
-      send: async (rechecks) => {
-        sent.push(...rechecks);
-      },
-    },
-    tableName: world.idempotencyTable.tableName,
-    attributes: DEFAULT_RECORD_ATTRIBUTES,
-  });
-}
 
 /** The stack's stream: `item`'s image, delivered to `completer.onStream` now. */
 async function streamImage(completer: Completer, recordKey: string, item: Record<string, unknown>) {

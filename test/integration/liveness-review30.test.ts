@@ -4,77 +4,29 @@
  * `seenAtMs`, `dueAfterParkMs`; `parkLimitMs` takes the park's due offset). Each `describe` holds one
  * finding; its test fails on 03e5fed for the reason its title states.
  */
-import { marshall } from '@aws-sdk/util-dynamodb';
 import { nextAfterRead } from '../../lib/api/next-step';
 import { completerLooksAtMs, lastLookMs, WAIT_LOOK_BEFORE_LAST_LOOK_MS } from '../../lib/idempotency/backoff';
-import { Completer, type Recheck } from '../../lib/idempotency/completer';
+import type { Recheck } from '../../lib/idempotency/completer';
 import { InFlightError } from '../../lib/idempotency/errors';
-import { callRecordOf, DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { callAsTask } from '../../lib/idempotency/task';
-import type { ToolDefinition } from '../../lib/idempotency/tool';
-import { readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
 import { movableClock } from '../helpers/clock';
+import { livenessWorld } from '../helpers/liveness-world';
 import { keyedMissingCustomerTool, recordIdsOf, throttleNextRecordUpdate } from '../helpers/no-effect';
-import { ownIdempotencyTable } from '../helpers/own-table';
-import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
 
-ownIdempotencyTable('liveness-review30');
+const live = livenessWorld('liveness-review30');
+const { clockAt, itemOf, scheduleOf, completerFor, streamImage } = live;
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
 beforeAll(() => {
-  world = createProtocolWorld();
-  runtime = world.idempotencyRuntime();
+  ({ world, runtime } = live);
 });
-afterAll(() => world.destroy());
-afterEach(() => jest.restoreAllMocks());
-
-function clockAt(atMs: number): void {
-  jest.restoreAllMocks();
-  jest.spyOn(Date, 'now').mockImplementation(() => atMs);
-}
-
-const itemOf = (key: unknown) => callRecords(world, runtime).itemOf(String(key));
-const scheduleOf = (item: Record<string, unknown>) => callRecordOf(item, DEFAULT_RECORD_ATTRIBUTES)!;
-
-function completerFor(tools: readonly ToolDefinition[], sent: Recheck[] = []) {
-  return new Completer({
-    client: world.client,
-    runtime,
-    tools,
-    queue: {
-      send: async (rechecks) => {
-        sent.push(...rechecks);
-      },
-    },
-    tableName: world.idempotencyTable.tableName,
-    attributes: DEFAULT_RECORD_ATTRIBUTES,
-  });
-}
-
-/** The stack's stream: `item`'s image, delivered to `completer.onStream` now. */
-async function streamImage(completer: Completer, item: Record<string, unknown>) {
-  return completer.onStream([
-    {
-      eventName: 'MODIFY',
-      dynamodb: {
-        Keys: marshall({ id: String(item.id) }),
-        NewImage: marshall(item, { removeUndefinedValues: true }),
-        SequenceNumber: String(Date.now()),
-      },
-    },
-  ]);
-}
 
 async function poll(caller: ReturnType<typeof identity>, tool: string, key: string) {
-  const read = (await readOperation({ runtime, toolNames: [tool] }, caller, tool, key)) as {
-    status?: string;
-    retry_after_ms?: number;
-    gives_up?: string;
-    error?: { code: string };
-  };
+  const read = await live.poll(caller, tool, key);
   return { read, next: read.status ? nextAfterRead(read as never) : undefined };
 }
 

@@ -8,80 +8,23 @@
  * `retrysafe calls` ages a call from its `created_at`; F4 — a wait to the TTL ends a second past it
  * (`expiredFromMs`).
  */
-import { marshall } from '@aws-sdk/util-dynamodb';
 import { callsInFlight } from '../../lib/admin/calls-in-flight';
 import { nextAfterWrite } from '../../lib/api/next-step';
 import { completerLooksAtMs, lastLookMs } from '../../lib/idempotency/backoff';
-import { Completer, type Recheck } from '../../lib/idempotency/completer';
-import { callRecordOf, DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { readTask } from '../../lib/idempotency/task';
-import type { ToolDefinition } from '../../lib/idempotency/tool';
-import { readOperation } from '../../lib/reads/operation';
-import { callRecords } from '../helpers/call-records';
+import { livenessWorld, RESEND_INVOCATION_MS } from '../helpers/liveness-world';
 import { recordIdsOf, throttleNextRecordUpdate } from '../helpers/no-effect';
-import { ownIdempotencyTable } from '../helpers/own-table';
-import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
 
-ownIdempotencyTable('liveness-review33');
+const live = livenessWorld('liveness-review33');
+const { clockAt, itemOf, scheduleOf, completerFor, streamImage, poll } = live;
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
 beforeAll(() => {
-  world = createProtocolWorld();
-  runtime = world.idempotencyRuntime();
+  ({ world, runtime } = live);
 });
-afterAll(() => world.destroy());
-afterEach(() => jest.restoreAllMocks());
-
-function clockAt(atMs: number): void {
-  jest.restoreAllMocks();
-  jest.spyOn(Date, 'now').mockImplementation(() => atMs);
-}
-
-const itemOf = (key: unknown) => callRecords(world, runtime).itemOf(String(key));
-const scheduleOf = (item: Record<string, unknown>) => callRecordOf(item, DEFAULT_RECORD_ATTRIBUTES)!;
-
-function completerFor(tools: readonly ToolDefinition[], sent: Recheck[] = []) {
-  return new Completer({
-    client: world.client,
-    runtime,
-    tools,
-    queue: {
-      send: async (rechecks) => {
-        sent.push(...rechecks);
-      },
-    },
-    tableName: world.idempotencyTable.tableName,
-    attributes: DEFAULT_RECORD_ATTRIBUTES,
-  });
-}
-
-/** The stack's stream: `item`'s image, now. */
-async function streamImage(completer: Completer, item: Record<string, unknown>) {
-  return completer.onStream([
-    {
-      eventName: 'MODIFY',
-      dynamodb: {
-        Keys: marshall({ id: String(item.id) }),
-        NewImage: marshall(item, { removeUndefinedValues: true }),
-        SequenceNumber: String(Date.now()),
-      },
-    },
-  ]);
-}
-
-async function poll(caller: ReturnType<typeof identity>, tool: string, key: string) {
-  return (await readOperation({ runtime, toolNames: [tool] }, caller, tool, key)) as {
-    status?: string;
-    retry_after_ms?: number;
-    gives_up?: string;
-    hint?: string;
-  };
-}
-
-/** The stack's tool functions' timeout (`INVOCATION_TIMEOUT_SECONDS`): a resend's lock. */
-const RESEND_INVOCATION_MS = 10_000;
 
 describe('review33 F1: a call the completer gives up at its last look (`stalled`, `expiring`) is told “resend the same arguments with the same key to run it again” (its poll: no wait; its task: poll in 60 s), but since 6f1560d no resend can take it over before its TTL — any lock taken at or after the last look ends past it (`ttlNeededFor` + 70 s) — so every resend is `pending` for the whole 70 s to the TTL, then runs it as a fresh claim (before 6f1560d a 10 s resend fitted in the minute after the last look)', () => {
   it('a resend’s 4 s takeover 5 s before the last look dies; the stack gives the call up at its last look; the poll and the task then promise a resend runs it, and a resend is pending to the TTL', async () => {

@@ -14,80 +14,23 @@
  * (`ranOnRecord`, `pastWindowRanOn`); its refused resend is still told one effect is not promised (`runs_anew`: the record
  * cannot tell a window's key the intent names from a past window's it does not).
  */
-import { marshall } from '@aws-sdk/util-dynamodb';
 import { nextAfterWrite } from '../../lib/api/next-step';
 import { completerDueAtMs, completerLooksAtMs, expiresBeforeRerun, lastLookMs } from '../../lib/idempotency/backoff';
-import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { InFlightError } from '../../lib/idempotency/errors';
-import { callRecordOf, DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { readTask } from '../../lib/idempotency/task';
-import type { ToolDefinition } from '../../lib/idempotency/tool';
-import { readOperation } from '../../lib/reads/operation';
-import { callRecords } from '../helpers/call-records';
+import { livenessWorld, RESEND_INVOCATION_MS } from '../helpers/liveness-world';
 import { recordIdsOf, throttleNextRecordUpdate } from '../helpers/no-effect';
-import { ownIdempotencyTable } from '../helpers/own-table';
-import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
 
-ownIdempotencyTable('liveness-review34');
+const live = livenessWorld('liveness-review34');
+const { clockAt, itemOf, scheduleOf, completerFor, streamImage, poll } = live;
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
 beforeAll(() => {
-  world = createProtocolWorld();
-  runtime = world.idempotencyRuntime();
+  ({ world, runtime } = live);
 });
-afterAll(() => world.destroy());
-afterEach(() => jest.restoreAllMocks());
-
-function clockAt(atMs: number): void {
-  jest.restoreAllMocks();
-  jest.spyOn(Date, 'now').mockImplementation(() => atMs);
-}
-
-const itemOf = (key: unknown) => callRecords(world, runtime).itemOf(String(key));
-const scheduleOf = (item: Record<string, unknown>) => callRecordOf(item, DEFAULT_RECORD_ATTRIBUTES)!;
-
-function completerFor(tools: readonly ToolDefinition[], sent: Recheck[] = []) {
-  return new Completer({
-    client: world.client,
-    runtime,
-    tools,
-    queue: {
-      send: async (rechecks) => {
-        sent.push(...rechecks);
-      },
-    },
-    tableName: world.idempotencyTable.tableName,
-    attributes: DEFAULT_RECORD_ATTRIBUTES,
-  });
-}
-
-/** The stack's stream: `item`'s image, now. */
-async function streamImage(completer: Completer, item: Record<string, unknown>) {
-  return completer.onStream([
-    {
-      eventName: 'MODIFY',
-      dynamodb: {
-        Keys: marshall({ id: String(item.id) }),
-        NewImage: marshall(item, { removeUndefinedValues: true }),
-        SequenceNumber: String(Date.now()),
-      },
-    },
-  ]);
-}
-
-async function poll(caller: ReturnType<typeof identity>, tool: string, key: string) {
-  return (await readOperation({ runtime, toolNames: [tool] }, caller, tool, key)) as {
-    status?: string;
-    retry_after_ms?: number;
-    gives_up?: string;
-    hint?: string;
-  };
-}
-
-/** The stack's tool functions' timeout (`INVOCATION_TIMEOUT_SECONDS`): a resend's lock. */
-const RESEND_INVOCATION_MS = 10_000;
 
 describe('review34 F1: a resend after a window call’s last look gives it up in advance and runs under the record’s fixed key; a provider’s InFlightError parks it to its last lock end (TTL − 10 s, `latestParkEndMs`) and answers `pending` until then — but at that time no takeover fits (every lock would end past TTL − 10 s), so the resend the answer asks for is `pending` to the TTL, and past it a fresh claim runs the window’s call under its own key, while the provider still runs the fixed one: a second effect (review 33 F2, reached now by following the answers of a given-up-in-advance attempt)', () => {
   // Fixed at the intent (ranOnRecord): past the TTL the fresh claim on B's record finds B among the intent's

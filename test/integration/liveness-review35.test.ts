@@ -21,82 +21,26 @@
  * past the last look gives it up in the same write and waits to the TTL − 10 s (F4).
  */
 import { PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { marshall } from '@aws-sdk/util-dynamodb';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { nextAfterRead, nextAfterWrite } from '../../lib/api/next-step';
 import { expiredFromMs, lastLookMs } from '../../lib/idempotency/call-state';
-import { Completer, type Recheck } from '../../lib/idempotency/completer';
 import { InFlightError } from '../../lib/idempotency/errors';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
-import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { readTask } from '../../lib/idempotency/task';
 import type { ToolDefinition } from '../../lib/idempotency/tool';
-import { readOperation } from '../../lib/reads/operation';
-import { callRecords } from '../helpers/call-records';
+import { livenessWorld, RESEND_INVOCATION_MS } from '../helpers/liveness-world';
 import { recordIdsOf, throttleNextRecordUpdate } from '../helpers/no-effect';
-import { ownIdempotencyTable } from '../helpers/own-table';
-import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
 
-ownIdempotencyTable('liveness-review35');
+const live = livenessWorld('liveness-review35');
+const { clockAt, itemOf, completerFor, streamImage, poll } = live;
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
 beforeAll(() => {
-  world = createProtocolWorld();
-  runtime = world.idempotencyRuntime();
+  ({ world, runtime } = live);
 });
-afterAll(() => world.destroy());
-afterEach(() => jest.restoreAllMocks());
-
-function clockAt(atMs: number): void {
-  jest.restoreAllMocks();
-  jest.spyOn(Date, 'now').mockImplementation(() => atMs);
-}
-
-const itemOf = (key: unknown) => callRecords(world, runtime).itemOf(String(key));
-
-function completerFor(tools: readonly ToolDefinition[], sent: Recheck[] = []) {
-  return new Completer({
-    client: world.client,
-    runtime,
-    tools,
-    queue: {
-      send: async (rechecks) => {
-        sent.push(...rechecks);
-      },
-    },
-    tableName: world.idempotencyTable.tableName,
-    attributes: DEFAULT_RECORD_ATTRIBUTES,
-  });
-}
-
-/** The stack's stream: `item`'s image, now. */
-async function streamImage(completer: Completer, item: Record<string, unknown>) {
-  return completer.onStream([
-    {
-      eventName: 'MODIFY',
-      dynamodb: {
-        Keys: marshall({ id: String(item.id) }),
-        NewImage: marshall(item, { removeUndefinedValues: true }),
-        SequenceNumber: String(Date.now()),
-      },
-    },
-  ]);
-}
-
-async function poll(caller: ReturnType<typeof identity>, tool: string, key: string) {
-  return (await readOperation({ runtime, toolNames: [tool] }, caller, tool, key)) as {
-    status?: string;
-    reason?: string;
-    retry_after_ms?: number;
-    gives_up?: string;
-    hint?: string;
-  };
-}
-
-/** The stack's tool functions' timeout (`INVOCATION_TIMEOUT_SECONDS`): a resend's lock. */
-const RESEND_INVOCATION_MS = 10_000;
 
 /** A call that dies before its store (its record left in flight), given up by the completer at its last look. */
 async function stalledAtLastLook(tool: ToolDefinition, caller: ReturnType<typeof identity>, key: string) {

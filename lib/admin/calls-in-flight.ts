@@ -1,5 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DEFAULT_TTL_SECONDS, inFlightCallOf, inFlightFilter } from '../idempotency';
+import { DEFAULT_TTL_SECONDS, inFlightAgeSeconds, inFlightCallOf, inFlightFilter } from '../idempotency';
 import { maxAttemptsOf } from '../idempotency/backoff';
 import { DEFAULT_RECORD_ATTRIBUTES as ATTR } from '../idempotency/protocol/record';
 import { scanTenantRecords } from './tenant-scan';
@@ -92,9 +92,7 @@ export async function callsInFlight(
         attempts: call.attempt,
         queued: call.queued,
         givesUp: call.givesUp,
-        // From its `created_at`, a first claim may have lengthened its TTL (review 33, F3); a record an earlier
-        // version claimed has none: its TTL less the tool's.
-        ageSeconds: Math.max(0, Math.round((nowMs - (call.createdAtMs ?? (call.expiresAtS - ttl) * 1000)) / 1000)),
+        ageSeconds: inFlightAgeSeconds(call, nowMs, ttl),
         lockEndsMs: call.lockEndsMs,
       });
     },

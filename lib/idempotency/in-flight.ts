@@ -3,7 +3,7 @@
  * scan found — the scan itself is the caller's; the state is `classify`'s.
  */
 import { givesUpAtNextLook } from './backoff';
-import { allQueued, classify, isInFlight } from './call-state';
+import { allQueued, classify, createdAtOf, isInFlight } from './call-state';
 import { callRecordOf, type RecordAttributes, recordAttributes } from './protocol/record';
 
 /** A call whose record may still commit its effect. */
@@ -57,4 +57,12 @@ export function inFlightCallOf(
     createdAtMs: record.createdAtMs,
     lockEndsMs: record.lockEndsMs,
   };
+}
+
+/**
+ * How old a call in flight is at `nowMs`, in whole seconds: from its `created_at` (a first claim may have
+ * lengthened its TTL: review 33, F3), or, a record an earlier version claimed, its TTL less the tool's.
+ */
+export function inFlightAgeSeconds(call: InFlightCall, nowMs: number, ttlSeconds: number): number {
+  return Math.max(0, Math.round((nowMs - createdAtOf(call, ttlSeconds)) / 1000));
 }

@@ -13,7 +13,7 @@ export {
   type StreamReport,
 } from './completer';
 export * from './definition';
-export { type InFlightCall, inFlightCallOf } from './in-flight';
+export { type InFlightCall, inFlightAgeSeconds, inFlightCallOf } from './in-flight';
 export { powertoolsResponseHook } from './powertools';
 export {
   callInFlight,

@@ -17,8 +17,11 @@ function testFiles(dir: string): string[] {
 
 /** A suite runs a tenant's erase against DynamoDB Local: the function, or the CLI's `erase` command. */
 const ERASES = [/\beraseTenant\(/, /\[\s*\.\.\.NODE,\s*'erase'/];
-/** The suite names an idempotency table of its own (own-table.ts), or creates one by hand. */
-const OWN_TABLE = [/\bownIdempotencyTable\(/, /createTableInput\(IDEMPOTENCY_TABLE,/];
+/**
+ * The suite names an idempotency table of its own (own-table.ts; or through the liveness reviews' world,
+ * liveness-world.ts, which does), or creates one by hand.
+ */
+const OWN_TABLE = [/\bownIdempotencyTable\(/, /\blivenessWorld\(/, /createTableInput\(IDEMPOTENCY_TABLE,/];
 /** Suites that erase against a mocked client (aws-sdk-client-mock): no table to share. */
 const MOCKED = /\bmockClient\(/;
 

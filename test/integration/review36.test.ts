@@ -1,0 +1,123 @@
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
+/**
+ * Review 36 of 7dd1afb (commits 8d56e32..7dd1afb: the dedupe-window intent's resend rule `ranOnRecord` /
+ * `pastWindowRanOn`, rule 2's parks, the `runs_anew` wording). Each `describe` holds one finding; its test fails
+ * on 7dd1afb for the reason its title states.
+ */
+import { NotFoundError } from '../../lib/idempotency/errors';
+import type { ToolRuntime } from '../../lib/idempotency/runtime';
+import { callRecords } from '../helpers/call-records';
+import { intentItemIdsOf, throttleNextRecordUpdate } from '../helpers/no-effect';
+import { ownIdempotencyTable } from '../helpers/own-table';
+import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { noteTool } from '../helpers/tools';
+
+ownIdempotencyTable('review36');
+let world: ProtocolWorld;
+let runtime: ToolRuntime;
+beforeAll(() => {
+  world = createProtocolWorld();
+  runtime = world.idempotencyRuntime();
+});
+afterAll(() => world.destroy());
+afterEach(() => jest.restoreAllMocks());
+
+function clockAt(atMs: number): void {
+  jest.restoreAllMocks();
+  jest.spyOn(Date, 'now').mockImplementation(() => atMs);
+}
+
+/** A provider that keeps every downstream key's effect: a key it has seen replays that effect. */
+function dedupingNotes(options: { ttlSeconds: number; dedupeWindowSeconds: number }) {
+  const effects = new Map<string, string>();
+  const runs: string[] = [];
+  const { tool } = noteTool(
+    `window_${Math.random().toString(36).slice(2, 10)}`,
+    async (args, context) => {
+      runs.push(context.downstreamKey);
+      const seen = effects.get(context.downstreamKey);
+      if (seen) return { receipt: { note_id: seen, text: args.text }, replayed: true };
+      const noteId = `note_${effects.size + 1}`;
+      effects.set(context.downstreamKey, noteId);
+      return { receipt: { note_id: noteId, text: args.text }, replayed: false };
+    },
+    options,
+  );
+  return { tool, effects, runs };
+}
+
+type Answer = { ok: boolean; status?: string; idempotent?: boolean; result?: { note_id?: string } };
+const noteOf = (answer: Answer) =>
+  (answer as unknown as { result?: { note_id?: string }; receipt?: { note_id?: string } }).result?.note_id ??
+  (answer as unknown as { receipt?: { note_id?: string } }).receipt?.note_id;
+
+describe('review36 F1: a key of an ended window’s completed call, reused past its record’s TTL while a later window W2 is open and its holder completed, is taken for W1’s call resent (`pastWindowRanOn`) and runs the tool under W1’s downstream key — answered W1’s effect, not W2’s outcome that a call with any other key asked at the same instant is answered: a call of W2 answered another window’s receipt (and, where the provider forgot W1’s key, a second effect in W2)', () => {
+  it('a completes in W1; c opens W2 and completes; past a’s TTL, inside W2, a and d (same arguments) are asked at the same instant', async () => {
+    const { tool, runs } = dedupingNotes({ ttlSeconds: 3_600, dedupeWindowSeconds: 3_000 });
+    const caller = identity();
+    const t0 = Date.now();
+    clockAt(t0);
+    const a = (await runtime.invoke(tool, caller, { idempotency_key: 'a', text: 'x' }, deadline())) as Answer;
+    clockAt(t0 + 3_100_000); // W1 ended (t0 + 3000 s); a's record lives to t0 + 3600 s
+    const c = (await runtime.invoke(tool, caller, { idempotency_key: 'c', text: 'x' }, deadline())) as Answer;
+    expect(runs).toHaveLength(2);
+    expect(runs[1]).not.toBe(runs[0]); // W2, under c's own key
+    clockAt(t0 + 3_700_000); // past a's TTL, inside W2 (to t0 + 6100 s)
+    const d = (await runtime.invoke(tool, caller, { idempotency_key: 'd', text: 'x' }, deadline())) as Answer;
+    const reused = (await runtime.invoke(tool, caller, { idempotency_key: 'a', text: 'x' }, deadline())) as Answer;
+    const values = `W1 a: ${noteOf(a)}; W2 c: ${noteOf(c)}; in W2 past a's TTL — d: ${noteOf(d)} (idempotent ${d.idempotent}), a reused: ${noteOf(reused)} (idempotent ${reused.idempotent}); the tool ran ${runs.length} times, the last under ${runs.length > 2 ? (runs[runs.length - 1] === runs[0] ? "W1's key" : runs[runs.length - 1] === runs[1] ? "W2's key" : 'another key') : '-'}`;
+    expect({ d: noteOf(d), reusedA: noteOf(reused), toolRuns: runs.length, values }).toEqual({
+      d: noteOf(c),
+      reusedA: noteOf(c),
+      toolRuns: 2,
+      values,
+    });
+  });
+});
+
+describe('review36 F2: the resend rule reads a replaced window only on a held intent (`pastWindowRanOn` behind `isHeld`): where a fresh call that replaced the window was released by its business error, the marker still names that window (`replaced_window`: its holder, its key), yet a call claimed anew on that holder’s record creates over the marker under its own key — review 34 F1’s second effect again: a window’s taker, given up and expired while its effect was made under the window’s key, resent past its TTL runs the tool under another key', () => {
+  it('B takes over A’s window (A’s key) and dies; past both TTLs C (fresh key) replaces the window and fails (NotFoundError: released, a marker naming B’s window); B resent: under which key?', async () => {
+    const keys: string[] = [];
+    const effects = new Set<string>();
+    let mode: 'die' | 'business_error' | 'ok' = 'die';
+    const { tool } = noteTool(
+      `window_${Math.random().toString(36).slice(2, 10)}`,
+      async (args, context) => {
+        keys.push(context.downstreamKey);
+        if (mode === 'business_error') throw new NotFoundError('no such recipient');
+        const replayed = effects.has(context.downstreamKey);
+        effects.add(context.downstreamKey);
+        if (mode === 'die') throttleNextRecordUpdate(world); // the worker dies before its store
+        return { receipt: { note_id: `note_${effects.size}`, text: args.text }, replayed };
+      },
+      { ttlSeconds: 3_600, dedupeWindowSeconds: 600 },
+    );
+    const caller = identity();
+    const t0 = Date.now();
+    clockAt(t0);
+    await runtime.invoke(tool, caller, { idempotency_key: 'a', text: 'x' }, deadline());
+    clockAt(t0 + 20_000);
+    await runtime.invoke(tool, caller, { idempotency_key: 'b', text: 'x' }, deadline());
+    expect(keys).toEqual([keys[0], keys[0]]); // B ran under A's key (taken over)
+    // Past A's and B's TTLs (t0 + 3620 s): C, a fresh key, replaces W1 and fails — the intent released to a marker.
+    clockAt(t0 + 3_700_000);
+    mode = 'business_error';
+    const c = (await runtime.invoke(tool, caller, { idempotency_key: 'c', text: 'x' }, deadline())) as Answer;
+    const [intentId] = await intentItemIdsOf(world, caller.tenant);
+    const marker = (intentId ? await callRecords(world, runtime).itemOf(intentId) : undefined) as
+      | { intent_owner?: string; replaced_window?: { key?: string } }
+      | undefined;
+    // B's caller resends (past its TTL the record is claimed anew).
+    clockAt(t0 + 3_710_000);
+    mode = 'ok';
+    const b = (await runtime.invoke(tool, caller, { idempotency_key: 'b', text: 'x' }, deadline())) as Answer;
+    const under = (key: string | undefined) =>
+      key === keys[0] ? "W1's (A's) key" : key === keys[2] ? "C's key" : 'its own key';
+    const values = `C: ${c.ok ? 'ok' : 'failed'} under ${under(keys[2])}; marker: holder ${marker?.intent_owner ?? 'none'}, replaced_window key ${marker?.replaced_window?.key === keys[0] ? "W1's" : String(marker?.replaced_window?.key)}; B resent: ${b.ok ? 'ok' : b.status} ${noteOf(b)}, the tool ran under ${under(keys[3])}; effects under ${effects.size} downstream keys`;
+    expect({ bRanUnder: under(keys[3]), effectKeys: effects.size, values }).toEqual({
+      bRanUnder: "W1's (A's) key",
+      effectKeys: 1,
+      values,
+    });
+  });
+});

@@ -4,10 +4,17 @@
  * `pastWindowRanOn`, rule 2's parks, the `runs_anew` wording). Each `describe` holds one finding; its test fails
  * on 7dd1afb for the reason its title states.
  */
+import { nextAfterRead, nextAfterWrite } from '../../lib/api/next-step';
+import { lastLookMs } from '../../lib/idempotency/backoff';
+import { Completer } from '../../lib/idempotency/completer';
 import { NotFoundError } from '../../lib/idempotency/errors';
+import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
+import { readTask } from '../../lib/idempotency/task';
+import type { ToolDefinition } from '../../lib/idempotency/tool';
+import { readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
-import { intentItemIdsOf, throttleNextRecordUpdate } from '../helpers/no-effect';
+import { intentItemIdsOf, recordIdsOf, throttleNextRecordUpdate } from '../helpers/no-effect';
 import { ownIdempotencyTable } from '../helpers/own-table';
 import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
@@ -117,6 +124,75 @@ describe('review36 F2: the resend rule reads a replaced window only on a held in
     expect({ bRanUnder: under(keys[3]), effectKeys: effects.size, values }).toEqual({
       bRanUnder: "W1's (A's) key",
       effectKeys: 1,
+      values,
+    });
+  });
+});
+
+function completerFor(tools: readonly ToolDefinition[]) {
+  return new Completer({
+    client: world.client,
+    runtime,
+    tools,
+    queue: { send: async () => {} },
+    tableName: world.idempotencyTable.tableName,
+    attributes: DEFAULT_RECORD_ATTRIBUTES,
+  });
+}
+
+/** The stack's tool functions' timeout (`INVOCATION_TIMEOUT_SECONDS`): a resend's lock. */
+const RESEND_INVOCATION_MS = 10_000;
+
+describe('review36 F3: the wording rule "every answer whose wait ends at the TTL says runs_anew" reads two different boundaries: a stalled call’s poll (and its MCP task) say runs_anew only from the TTL − 10 s (`stalledChangesAtMs`: now ≥ `latestLockEndMs`), while its resend is refused to the TTL with runs_anew as soon as ITS lock would end past the TTL − 10 s (`takeOverOnce`, `ttlTakenOverFor`) — so for a lock’s length before the TTL − 10 s (a stack function’s 10 s: TTL − 20 s to TTL − 10 s) the poll says “resend … it cannot act twice”, no wait, while the resend it asks for is `pending` to the TTL, runs_anew, “can act twice” (review 35 F2’s contradiction, ten seconds earlier)', () => {
+  it('plain call B dies, given up at its last look; 15 s before its TTL: the poll, its next and its task against the resend (10 s lock) at the same instant', async () => {
+    const { tool } = noteTool(
+      `plain_${Math.random().toString(36).slice(2, 10)}`,
+      async (args) => {
+        throttleNextRecordUpdate(world); // the worker dies before its store
+        return { receipt: { note_id: 'note_1', text: args.text }, replayed: false };
+      },
+      { ttlSeconds: 3_600 },
+    );
+    const caller = identity();
+    const t0 = Date.now();
+    clockAt(t0);
+    await runtime.invoke(tool, caller, { idempotency_key: 'b', text: 'x' }, deadline());
+    const [id] = await recordIdsOf(world, caller.tenant);
+    const b = await callRecords(world, runtime).itemOf(String(id));
+    const ttlS = Number(b.expiration);
+    const ttlMs = ttlS * 1000;
+    clockAt(lastLookMs(ttlS));
+    await completerFor([tool]).onRecheck({ key: String(b.id), claim: String(b.claim_id) }, deadline(60_000));
+    const stalled = await callRecords(world, runtime).itemOf(String(id));
+    expect(stalled.stalled_claim).toBe(stalled.claim_id);
+    const nowMs = ttlMs - 15_000;
+    clockAt(nowMs);
+    const read = (await readOperation({ runtime, toolNames: [tool.name] }, caller, tool.name, 'b')) as {
+      status?: string;
+      retry_after_ms?: number;
+      runs_anew?: boolean;
+      hint?: string;
+    };
+    const next = nextAfterRead(read as never).message;
+    const task = await readTask(runtime, tool, caller, 'b');
+    const resent = (await runtime.invoke(
+      tool,
+      caller,
+      { idempotency_key: 'b', text: 'x' },
+      deadline(RESEND_INVOCATION_MS),
+    )) as { ok: boolean; status?: string; retry_after_ms?: number; runs_anew?: boolean };
+    const resentNext = nextAfterWrite(tool.name, resent as never).message;
+    const actsTwice = (text: string | undefined) =>
+      /cannot act twice|will not run twice/.test(text ?? '')
+        ? 'once'
+        : /can act twice/.test(text ?? '')
+          ? 'twice'
+          : '?';
+    const said = { hint: actsTwice(read.hint), next: actsTwice(next), resend: actsTwice(resentNext) };
+    const values = `at TTL − 15 s: poll ${read.status} retry_after_ms ${read.retry_after_ms ?? '-'}, runs_anew ${read.runs_anew}, hint says ${said.hint}, next says ${said.next}; task ${task?.state} poll ${task && 'pollIntervalMs' in task ? task.pollIntervalMs : '-'} ms; resend ${resent.status ?? (resent.ok ? 'ok' : 'failed')} ${resent.retry_after_ms ?? '-'} ms (to TTL + ${(nowMs + (resent.retry_after_ms ?? 0) - ttlMs) / 1000} s), runs_anew ${resent.runs_anew}, its next says ${said.resend}`;
+    expect({ said, runsAnew: { poll: read.runs_anew === true, resend: resent.runs_anew === true }, values }).toEqual({
+      said: { hint: said.resend, next: said.resend, resend: said.resend },
+      runsAnew: { poll: resent.runs_anew === true, resend: resent.runs_anew === true },
       values,
     });
   });

@@ -197,3 +197,55 @@ describe('review36 F3: the wording rule "every answer whose wait ends at the TTL
     });
   });
 });
+
+describe('review36 F4: a new window held back by a stalled call of the old one waits to that call’s TTL itself (`heldBackBy`: `record.expiresAtS * 1000`) — not a second past it, the first instant every reader counts it expired (`expiredFromMs`; 59bbdbd: “every wait to the TTL … ends a second past it”): the call asked again when told finds the stalled call still there (alive at its TTL) and is `pending` again', () => {
+  it('A (window 600 s) dies and is given up at its last look; C, a fresh key past A’s window, 30 s before A’s TTL: pending until when, and asked again then?', async () => {
+    const keys: string[] = [];
+    let die = true;
+    const { tool } = noteTool(
+      `window_${Math.random().toString(36).slice(2, 10)}`,
+      async (args, context) => {
+        keys.push(context.downstreamKey);
+        if (die) throttleNextRecordUpdate(world); // the worker dies before its store
+        return { receipt: { note_id: `note_${keys.length}`, text: args.text }, replayed: false };
+      },
+      { ttlSeconds: 3_600, dedupeWindowSeconds: 600 },
+    );
+    const caller = identity();
+    const t0 = Date.now();
+    clockAt(t0);
+    await runtime.invoke(tool, caller, { idempotency_key: 'a', text: 'x' }, deadline());
+    const [id] = await recordIdsOf(world, caller.tenant);
+    const a = await callRecords(world, runtime).itemOf(String(id));
+    const ttlS = Number(a.expiration);
+    const ttlMs = ttlS * 1000;
+    clockAt(lastLookMs(ttlS));
+    await completerFor([tool]).onRecheck({ key: String(a.id), claim: String(a.claim_id) }, deadline(60_000));
+    expect((await callRecords(world, runtime).itemOf(String(id))).stalled_claim).toBe(a.claim_id);
+    die = false;
+    let nowMs = ttlMs - 30_000;
+    clockAt(nowMs);
+    const trail: string[] = [];
+    let answer = (await runtime.invoke(tool, caller, { idempotency_key: 'c', text: 'x' }, deadline())) as {
+      ok: boolean;
+      status?: string;
+      retry_after_ms?: number;
+    };
+    trail.push(
+      `at A's TTL − 30 s: C ${answer.status ?? (answer.ok ? 'ok' : 'failed')} ${answer.retry_after_ms ?? ''} ms`,
+    );
+    const toldUntil = nowMs + (answer.retry_after_ms ?? 0);
+    nowMs = toldUntil;
+    clockAt(nowMs);
+    answer = (await runtime.invoke(tool, caller, { idempotency_key: 'c', text: 'x' }, deadline())) as typeof answer;
+    trail.push(
+      `asked again when told (A's TTL ${nowMs >= ttlMs ? '+' : '−'} ${Math.abs(nowMs - ttlMs) / 1000} s): C ${answer.status ?? (answer.ok ? 'ok' : 'failed')} ${answer.retry_after_ms ?? ''}`,
+    );
+    const values = trail.join('; ');
+    expect({ waitEndsAt: toldUntil - ttlMs, runsWhenTold: answer.ok, values }).toEqual({
+      waitEndsAt: 1_000,
+      runsWhenTold: true,
+      values,
+    });
+  });
+});

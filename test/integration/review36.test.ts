@@ -2,7 +2,16 @@
 /**
  * Review 36 of 7dd1afb (commits 8d56e32..7dd1afb: the dedupe-window intent's resend rule `ranOnRecord` /
  * `pastWindowRanOn`, rule 2's parks, the `runs_anew` wording). Each `describe` holds one finding; its test fails
- * on 7dd1afb for the reason its title states.
+ * on 7dd1afb for the reason its title states. F1 (safety, wrong receipt): the resend rule takes a reused key of
+ * a completed call for that call resent and answers a later window's call with the earlier window's effect. F2
+ * (safety, second effect): the rule is read on held intents only — over a release marker that names the window,
+ * a taker's resend runs under its own key (review 34 F1 again). F3 (wording): the poll's runs_anew starts at the
+ * TTL − 10 s, the refused resend's a lock's length sooner. F4 (liveness): a new window held back by a stalled call
+ * waits to its TTL, not a second past it. Looked at and not found wanting: a fresh claim racing another caller's
+ * replace (the loser finds the replaced window, `pastWindowRanOn`); a call's own claim swapping before the window
+ * check; runners unknown (the holder is always among the runners); record keys with '@' (`lastIndexOf`); a
+ * failure park past the last look (live at its instant, stalled a moment later, the completer skips it); the
+ * completer and `retrysafe calls` on a given-up park.
  */
 import { nextAfterRead, nextAfterWrite } from '../../lib/api/next-step';
 import { lastLookMs } from '../../lib/idempotency/backoff';

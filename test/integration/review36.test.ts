@@ -198,7 +198,7 @@ describe('review36 F3: the wording rule "every answer whose wait ends at the TTL
           ? 'twice'
           : '?';
     const said = { hint: actsTwice(read.hint), next: actsTwice(next), resend: actsTwice(resentNext) };
-    const values = `at TTL − 15 s: poll ${read.status} retry_after_ms ${read.retry_after_ms ?? '-'}, runs_anew ${read.runs_anew}, hint says ${said.hint}, next says ${said.next}; task ${task?.state} poll ${task && 'pollIntervalMs' in task ? task.pollIntervalMs : '-'} ms; resend ${resent.status ?? (resent.ok ? 'ok' : 'failed')} ${resent.retry_after_ms ?? '-'} ms (to TTL + ${(nowMs + (resent.retry_after_ms ?? 0) - ttlMs) / 1000} s), runs_anew ${resent.runs_anew}, its next says ${said.resend}`;
+    const values = `at TTL − 15 s: poll ${read.status} retry_after_ms ${read.retry_after_ms ?? '-'}, runs_anew ${read.runs_anew}, hint says ${said.hint}, next says ${said.next}; task ${task && 'state' in task ? task.state : '-'} poll ${task && 'pollIntervalMs' in task ? task.pollIntervalMs : '-'} ms, runsAnew ${task && 'runsAnew' in task ? String(task.runsAnew) : 'undefined'}; resend ${resent.status ?? (resent.ok ? 'ok' : 'failed')} ${resent.retry_after_ms ?? '-'} ms (to TTL + ${(nowMs + (resent.retry_after_ms ?? 0) - ttlMs) / 1000} s), runs_anew ${resent.runs_anew}, its next says ${said.resend}`;
     expect({ said, runsAnew: { poll: read.runs_anew === true, resend: resent.runs_anew === true }, values }).toEqual({
       said: { hint: said.resend, next: said.resend, resend: said.resend },
       runsAnew: { poll: resent.runs_anew === true, resend: resent.runs_anew === true },

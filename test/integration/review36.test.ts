@@ -17,6 +17,7 @@ import { nextAfterRead, nextAfterWrite } from '../../lib/api/next-step';
 import { lastLookMs } from '../../lib/idempotency/backoff';
 import { Completer } from '../../lib/idempotency/completer';
 import { NotFoundError } from '../../lib/idempotency/errors';
+import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { readTask } from '../../lib/idempotency/task';
@@ -184,6 +185,9 @@ describe('review36 F3: the wording rule "every answer whose wait ends at the TTL
     };
     const next = nextAfterRead(read as never).message;
     const task = await readTask(runtime, tool, caller, 'b');
+    const kept = (
+      await eraseItem(world.idempotencyTable, await callRecords(world, runtime).itemOf(String(id)), { dryRun: true })
+    ).kept;
     const resent = (await runtime.invoke(
       tool,
       caller,
@@ -198,7 +202,7 @@ describe('review36 F3: the wording rule "every answer whose wait ends at the TTL
           ? 'twice'
           : '?';
     const said = { hint: actsTwice(read.hint), next: actsTwice(next), resend: actsTwice(resentNext) };
-    const values = `at TTL − 15 s: poll ${read.status} retry_after_ms ${read.retry_after_ms ?? '-'}, runs_anew ${read.runs_anew}, hint says ${said.hint}, next says ${said.next}; task ${task && 'state' in task ? task.state : '-'} poll ${task && 'pollIntervalMs' in task ? task.pollIntervalMs : '-'} ms, runsAnew ${task && 'runsAnew' in task ? String(task.runsAnew) : 'undefined'}; resend ${resent.status ?? (resent.ok ? 'ok' : 'failed')} ${resent.retry_after_ms ?? '-'} ms (to TTL + ${(nowMs + (resent.retry_after_ms ?? 0) - ttlMs) / 1000} s), runs_anew ${resent.runs_anew}, its next says ${said.resend}`;
+    const values = `at TTL − 15 s: poll ${read.status} retry_after_ms ${read.retry_after_ms ?? '-'}, runs_anew ${read.runs_anew}, hint says ${said.hint}, next says ${said.next}; task ${task && 'state' in task ? task.state : '-'} poll ${task && 'pollIntervalMs' in task ? task.pollIntervalMs : '-'} ms, runsAnew ${task && 'runsAnew' in task ? String(task.runsAnew) : 'undefined'}; erase (dry run) kept ${kept?.state}, changesAtMs ${kept?.changesAtMs === undefined ? 'undefined (only a resend moves it)' : `TTL + ${(kept.changesAtMs - ttlMs) / 1000} s`}; resend ${resent.status ?? (resent.ok ? 'ok' : 'failed')} ${resent.retry_after_ms ?? '-'} ms (to TTL + ${(nowMs + (resent.retry_after_ms ?? 0) - ttlMs) / 1000} s), runs_anew ${resent.runs_anew}, its next says ${said.resend}`;
     expect({ said, runsAnew: { poll: read.runs_anew === true, resend: resent.runs_anew === true }, values }).toEqual({
       said: { hint: said.resend, next: said.resend, resend: said.resend },
       runsAnew: { poll: resent.runs_anew === true, resend: resent.runs_anew === true },

@@ -16,7 +16,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { lastLookMs, latestLockEndMs } from '../../lib/idempotency/call-state';
 import { type Claim, claim, takeOver } from '../../lib/idempotency/protocol/claim';
 import { park } from '../../lib/idempotency/protocol/settle';
-import { idempotencyTable } from '../../lib/idempotency/protocol/table';
+import { EXPIRING_VALUE, idempotencyTable } from '../../lib/idempotency/protocol/table';
 import { leaseViolations } from './leases';
 import type { ObservedWrite } from './world';
 
@@ -121,9 +121,16 @@ describe('leaseViolations reads the protocol’s own writes', () => {
     ]);
   });
 
-  it('a park past the last look is a violation; one at it is not', async () => {
+  it('a park past the last look gives the call up in the same write (review 35, F4): no violation; one that did not would be, and one at it is not', async () => {
     expect(leaseViolations([await claimed(), await parked(lastLook)], () => 0)).toEqual([]);
-    expect(leaseViolations([await claimed(), await parked(lastLook + 1)], () => 0)).toEqual([
+    const pastLastLook = await parked(lastLook + 1);
+    expect(leaseViolations([await claimed(), pastLastLook], () => 0)).toEqual([]);
+    // The same park without its give-up (as the protocol wrote it before review 35's F4).
+    const values = { ...(pastLastLook.input.ExpressionAttributeValues as Record<string, unknown>) };
+    expect(values[EXPIRING_VALUE]).toBeDefined();
+    delete values[EXPIRING_VALUE];
+    const notGivenUp = { ...pastLastLook, input: { ...pastLastLook.input, ExpressionAttributeValues: values } };
+    expect(leaseViolations([await claimed(), notGivenUp], () => 0)).toEqual([
       expect.stringMatching(
         /^2 lock outlives the last look: agent's park .* locks 1 ms past it, its call not given up$/,
       ),

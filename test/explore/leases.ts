@@ -1,5 +1,6 @@
 import { lastLookMs, latestLockEndMs } from '../../lib/idempotency/call-state';
 import { DEFAULT_RECORD_ATTRIBUTES as ATTR, STATUS } from '../../lib/idempotency/protocol/record';
+import { EXPIRING_VALUE } from '../../lib/idempotency/protocol/table';
 import type { ObservedWrite } from './world';
 
 /**
@@ -60,16 +61,17 @@ export function leaseViolations(writes: readonly ObservedWrite[], offsetOf: (act
       const claimId = text(values[':id']);
       const lockMs = number(values[':lockEnd']);
       if (claimId === undefined || lockMs === undefined) continue;
-      const givenUp = values[':expiring'] !== undefined;
+      const givenUp = values[EXPIRING_VALUE] !== undefined;
       if (givenUp) record.givenUp.add(claimId);
       violations.push(...pastLimits(`${write.actor}'s takeover of ${label}`, lockMs, record.expiryS, givenUp));
       record.attempts.push(leaseOf(write.actor, claimId, simulatedAt, lockMs, offsetOf(write.actor)));
     } else if (values[':claim'] !== undefined && (values[':until'] !== undefined || values[':status'] !== undefined)) {
       // Its own park or store: the attempt is over. A park's lock ends by the last look too (rule 2).
       const untilMs = number(values[':until']);
-      // A park ends by the last look, unless its claim's takeover gave the call up in advance (review 34, F3).
+      // A park ends by the last look, unless its claim's takeover gave the call up in advance (review 34, F3),
+      // or the park itself gives it up (review 35, F4).
       if (untilMs !== undefined) {
-        const givenUp = record.givenUp.has(text(values[':claim']) ?? '');
+        const givenUp = record.givenUp.has(text(values[':claim']) ?? '') || values[EXPIRING_VALUE] !== undefined;
         violations.push(...pastLimits(`${write.actor}'s park of ${label}`, untilMs, record.expiryS, givenUp));
       }
       endAttempt(record, text(values[':claim']), simulatedAt);

@@ -22,8 +22,8 @@ import {
   stalledChangesAtMs,
   ttlTakenOverFor,
 } from '../call-state';
-import { type CallRecord, callIdOf, callRecordOf, STATUS, type StalledReason } from './record';
-import { conditionally, type IdempotencyTable, lockEndedOn, ownClaim } from './table';
+import { type CallRecord, callIdOf, callRecordOf, STATUS } from './record';
+import { conditionally, givingUp, type IdempotencyTable, lockEndedOn, ownClaim } from './table';
 
 /** What an attempt claims with. */
 export interface ClaimRequest extends Omit<FirstClaim, 'call'> {
@@ -315,23 +315,24 @@ export async function takeOver(table: IdempotencyTable, from: TakeOver, nowMs: n
   const givesUp = from.givesUpInAdvance === true;
   const notBeforeAtS = ttlTakenOverFor(from.lockEndsMs, givesUp);
   const ended = lockEndedOn(attr, from.fromClaimId, { nowMs, notBeforeAtS });
+  const gaveUp = givesUp ? givingUp(attr, ':id') : { sets: [], names: {}, values: {} };
   const written = await conditionally(
     table.client,
     new UpdateItemCommand({
       TableName: table.tableName,
       Key: marshall({ [attr.key]: from.recordKey }),
-      UpdateExpression: `SET #claim = :id, #lockEnd = :lockEnd${givesUp ? ', #stalled = :id, #reason = :expiring' : ''} ADD #attempt :one`,
+      UpdateExpression: `SET ${['#claim = :id', '#lockEnd = :lockEnd', ...gaveUp.sets].join(', ')} ADD #attempt :one`,
       ConditionExpression: `${ended.expression} AND #validation = :validation`,
       ExpressionAttributeNames: {
         ...ended.names,
         '#attempt': attr.attempt,
         '#validation': attr.validation,
-        ...(givesUp ? { '#stalled': attr.stalledClaim, '#reason': attr.stalledReason } : {}),
+        ...gaveUp.names,
       },
       ExpressionAttributeValues: {
         ...ended.values,
         ...marshall({ ':id': claimId, ':lockEnd': from.lockEndsMs, ':one': 1, ':validation': from.validation }),
-        ...(givesUp ? { ':expiring': { S: 'expiring' satisfies StalledReason } } : {}),
+        ...gaveUp.values,
       },
       ReturnValues: 'ALL_NEW',
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',

@@ -6,8 +6,8 @@ import { DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { lastLookMs } from '../call-state';
 import type { Claim } from './claim';
-import { STATUS, type StalledReason, type StoredOutcome } from './record';
-import { conditionally, type IdempotencyTable, ownClaim } from './table';
+import { STATUS, type StoredOutcome } from './record';
+import { conditionally, givingUp, type IdempotencyTable, ownClaim } from './table';
 
 /**
  * store: live (own claim) ──▶ completed. An UpdateItem on this attempt's claim that sets the outcome
@@ -101,7 +101,8 @@ export async function park(
   const pastLastLook = untilMs > lastLookMs(claim.expiresAtS);
   const givesUp = pastLastLook && claim.givenUpInAdvance !== true;
   const withdrawn = !pastLastLook && claim.givenUpInAdvance === true;
-  if (givesUp) sets.push('#stalled = :claim', '#reason = :expiring');
+  const gaveUp = givesUp ? givingUp(attr, ':claim') : { sets: [], names: {}, values: {} };
+  sets.push(...gaveUp.sets);
   const written = await conditionally(
     table.client,
     new UpdateItemCommand({
@@ -114,7 +115,7 @@ export async function park(
       ExpressionAttributeNames: {
         '#lockEnd': attr.lockEnd,
         '#parked': attr.parkedClaim,
-        ...(withdrawn || givesUp ? { '#stalled': attr.stalledClaim, '#reason': attr.stalledReason } : {}),
+        ...(withdrawn ? { '#stalled': attr.stalledClaim, '#reason': attr.stalledReason } : gaveUp.names),
         ...(unrunAttempts === undefined ? {} : { '#unrun': attr.unrunAttempts }),
         ...(waitedOn === undefined ? {} : { '#waited': attr.waitedOn }),
         '#queued': attr.queuedAttempts,
@@ -126,7 +127,7 @@ export async function park(
         ...(waitedOn === undefined ? {} : { ':waited': { S: waitedOn } }),
         ':queued': { N: queued ? '1' : '0' },
         ':queuedBefore': { N: String(claim.queuedBefore) },
-        ...(givesUp ? { ':expiring': { S: 'expiring' satisfies StalledReason } } : {}),
+        ...gaveUp.values,
         ...held.values,
       },
     }),

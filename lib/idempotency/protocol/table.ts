@@ -21,6 +21,7 @@ import {
   recordAttributes,
   recordKeyOfCallId,
   STATUS,
+  type StalledReason,
 } from './record';
 
 /** Where the protocol reads and writes: the idempotency table, its client and its attribute names. */
@@ -176,6 +177,25 @@ export function ownClaim(attr: RecordAttributes, claimId: string, inProgress?: b
   names['#status'] = attr.status;
   values[':inProgress'] = { S: STATUS.inProgress };
   return { expression: '#claim = :claim AND #status = :inProgress', names, values };
+}
+
+/** The value placeholder of a give-up in advance's reason (`expiring`): the explorer's lease check reads it. */
+export const EXPIRING_VALUE = ':expiring';
+
+/**
+ * The one write of a give-up in advance (rule 2: a lock that ends past the call's last look): `stalled_claim`
+ * the claim `claimValue` names (a value placeholder of the same write) and `stalled_reason` `expiring` — the
+ * SET terms, with their names and values. A takeover's (`takeOver`) and a park's (`park`) alike.
+ */
+export function givingUp(
+  attr: RecordAttributes,
+  claimValue: string,
+): Omit<Condition, 'expression'> & { readonly sets: readonly string[] } {
+  return {
+    sets: [`#stalled = ${claimValue}`, `#reason = ${EXPIRING_VALUE}`],
+    names: { '#stalled': attr.stalledClaim, '#reason': attr.stalledReason },
+    values: { [EXPIRING_VALUE]: { S: 'expiring' satisfies StalledReason } },
+  };
 }
 
 /**

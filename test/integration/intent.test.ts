@@ -577,7 +577,7 @@ describe('an intent whose window ended before this call was asked', () => {
     expect(await intentItem(scope)).toEqual(before);
   });
 
-  it('holder stalled (given up): parked until its TTL — nothing scheduled moves it sooner, only its own resend', async () => {
+  it('holder stalled (given up): parked until a second past its TTL, when every reader counts it expired (review 36, F4) — nothing scheduled moves it sooner, only its own resend', async () => {
     const scope = newScope();
     const holder = await callClaimed(-1_000);
     expect(await markStalled(table, holder.recordKey, holder.claimId, Date.now(), 'attempts')).toBe('stalled');
@@ -586,7 +586,12 @@ describe('an intent whose window ended before this call was asked', () => {
     const result = await claimIntent(table, requestFor(await callClaimed(), scope));
 
     // Its resend may move it sooner (`movable`): a call parked behind it is looked at by its wait look.
-    expect(result).toEqual({ kind: 'running', lockEndsMs: holder.expiresAtS * 1000, parked: true, movable: true });
+    expect(result).toEqual({
+      kind: 'running',
+      lockEndsMs: holder.expiresAtS * 1000 + 1_000,
+      parked: true,
+      movable: true,
+    });
     expect(await intentItem(scope)).toEqual(before);
   });
 

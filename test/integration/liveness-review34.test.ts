@@ -10,9 +10,9 @@
  * park ends by the last look unless its claim gave the call up in advance (`latestParkEndMs`, F3), a park that
  * ends by it withdraws a give-up in advance (`park`, F4), and a stalled call's wait is to its TTL once no
  * resend fits (`stalledChangesAtMs`, F2). F1 — the fresh claim past the TTL under a window call's own key — is
- * fixed at the intent: a call claimed anew on a record one of its runners ran on runs under its key
- * (`ranOnRecord`, `pastWindowRanOn`); its refused resend is still told one effect is not promised (`runs_anew`: the record
- * cannot tell a window's key the intent names from a past window's it does not).
+ * fixed at the claim: an expired record of the same arguments in flight that fixed a key not its own is claimed
+ * anew keeping the key (`claimKeeping`, claim-writes.ts); its refused resend is still told one effect is not
+ * promised (`runs_anew`: DynamoDB's sweep may delete the expired record first).
  */
 import { nextAfterWrite } from '../../lib/api/next-step';
 import { completerDueAtMs, completerLooksAtMs, expiresBeforeRerun, lastLookMs } from '../../lib/idempotency/backoff';
@@ -33,8 +33,8 @@ beforeAll(() => {
 });
 
 describe('review34 F1: a resend after a window call’s last look gives it up in advance and runs under the record’s fixed key; a provider’s InFlightError parks it to its last lock end (TTL − 10 s, `latestParkEndMs`) and answers `pending` until then — but at that time no takeover fits (every lock would end past TTL − 10 s), so the resend the answer asks for is `pending` to the TTL, and past it a fresh claim runs the window’s call under its own key, while the provider still runs the fixed one: a second effect (review 33 F2, reached now by following the answers of a given-up-in-advance attempt)', () => {
-  // Fixed at the intent (ranOnRecord): past the TTL the fresh claim on B's record finds B among the intent's
-  // runners and takes it over under A's key, which the provider still runs: one key, one effect.
+  // Fixed at the claim (claimKeeping): past the TTL the fresh claim over B's expired record, in flight with
+  // A's key fixed, keeps that key in its own write: the provider's one key, one effect.
   it('B takes over A’s window and dies; resent a second after its last look, the provider says the key still runs (10 h); the caller follows every answer: its tool runs under two downstream keys', async () => {
     const keys: string[] = [];
     let mode: 'die' | 'in_flight' | 'ok' = 'die';
@@ -288,7 +288,7 @@ describe('review34 F4: a takeover gives the call up in advance whenever its lock
   });
 });
 
-describe('review34 F1, the rule: a call claimed anew on a record a dedupe window’s call ran on is that call resent — it runs under that window’s key, whenever it is asked (`ranOnRecord`, `pastWindowRanOn`)', () => {
+describe('review34 F1, the rule: a fresh claim over an expired record of the same arguments still in flight with a key not its own fixed is that call resent — it keeps the key (`claimKeeping`), whatever window it is asked in', () => {
   /** A's window taken over by B (B runs under A's key and dies): the tool, its downstream keys, and B's record. */
   async function takenOverWindow() {
     const keys: string[] = [];

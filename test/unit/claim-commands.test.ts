@@ -37,11 +37,21 @@ describe('the commands a call sends', () => {
     expect(put).toMatchObject({
       TableName: 'keys',
       // A first claim only where no record is, or its TTL passed: an abandoned attempt is taken over by
-      // an UpdateItem on the claim it read (docs/state-machine.md), never replaced.
-      ConditionExpression: 'attribute_not_exists(#id) OR #expiry < :now',
-      ExpressionAttributeNames: { '#id': 'id', '#expiry': 'expiration' },
+      // an UpdateItem on the claim it read (docs/state-machine.md), never replaced — nor, past its TTL, a call
+      // of these arguments in flight that fixed a key not its own (claimed anew keeping it: review 34, F1).
+      ConditionExpression:
+        'attribute_not_exists(#id) OR (#expiry < :now AND NOT (#status = :inProgress AND #validation = :validation AND attribute_exists(#downstream)))',
+      ExpressionAttributeNames: {
+        '#id': 'id',
+        '#expiry': 'expiration',
+        '#status': 'status',
+        '#validation': 'validation',
+        '#downstream': 'downstream_key',
+      },
       ExpressionAttributeValues: {
         ':now': { N: expect.stringMatching(/^\d{10}(\.\d+)?$/) }, // epoch seconds, like the TTL attribute
+        ':inProgress': { S: 'INPROGRESS' },
+        ':validation': { S: expect.any(String) },
       },
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       Item: {

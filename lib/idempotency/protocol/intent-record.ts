@@ -3,7 +3,7 @@
  * key, its window, its runners — the item ↔ intent mapping beside the call record's (record.ts), whose
  * attribute names it uses. Its writes are intent-writes.ts; what a claimant does with it, intent.ts.
  */
-import { isIntentKey, number, type RecordAttributes, recordKeyOfCallId, text } from './record';
+import { isIntentKey, number, type RecordAttributes, text } from './record';
 
 /** The call that holds a dedupe window's intent: its record, the claim it held it with, and the call itself. */
 export interface IntentHolder {
@@ -147,28 +147,4 @@ export function intentOf(item: Record<string, unknown>, attr: RecordAttributes):
   const holder = { recordKey, claimId, callId };
   const replaced = pastWindowOf(item[attr.replacedWindow]);
   return { intentKey, holder, downstreamKey, windowEndsAtS, replaced, runners: sorted, runnersKnown, expiresAtS };
-}
-
-/**
- * A record one of an intent's calls ran on, claimed anew since (its record key names it: `<record key>@…`),
- * is that call resent — past its record's TTL, or after its record was deleted — whose effect may run or
- * have run under that window's key, asked now, after the window ended (review 34, F1: a window's call whose
- * record had fixed another call's key, given up and expired while its provider still ran that key, was run by
- * its caller's resend under its own key: a second effect). It runs under that window's key, never its own.
- * `ranOnRecord`: one of `held`'s runners (its holder among them) ran on `recordKey` — `held`'s own window.
- */
-export function ranOnRecord(held: Intent, recordKey: string): boolean {
-  return held.runners.some((callId) => recordKeyOfCallId(callId) === recordKey);
-}
-
-/**
- * The newest window `held` replaced whose holder ran on `recordKey` (see `ranOnRecord`) — undefined where none
- * did, or where `held`'s own window is that record's (it decides first).
- */
-export function pastWindowRanOn(held: Intent, recordKey: string): PastWindow | undefined {
-  if (ranOnRecord(held, recordKey)) return;
-  for (let window = held.replaced; window; window = window.prior) {
-    if (recordKeyOfCallId(window.callId) === recordKey) return window;
-  }
-  return;
 }

@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto';
 import { askAgainAfterMs } from '../answers';
 import {
   classify,
+  expiredFromMs,
   holdsIntent,
   type InFlightState,
   isInFlight,
@@ -30,8 +31,6 @@ import {
   isHeld,
   ownWindowOf,
   type PastWindow,
-  pastWindowRanOn,
-  ranOnRecord,
 } from './intent-record';
 import {
   createIntent,
@@ -111,10 +110,7 @@ function runningOn(record: CallRecord): Extract<IntentClaim, { kind: 'running' }
  *   no intent ────────────────────────────────────▶ holds, under this call's downstream key, fixed
  *                                                   on the intent in the same write (create)
  *   its window ended before this call was asked ──▶ holds afresh once its holder has settled
- *                                                   (replace); while the holder is in flight, running;
- *                                                   a call of this record one of its runners: holds
- *                                                   by takeover instead (`ranOnRecord`), as does one
- *                                                   of a window it replaced (`pastWindowRanOn`)
+ *                                                   (replace); while the holder is in flight, running
  *   held by this call, an earlier claim of it ────▶ holds (the intent's key), swapped to this claim
  *   held by this record, another call of it ──────▶ holds by takeover (below)
  *   holder completed ─────────────────────────────▶ done (its outcome); its outcome a replay and this
@@ -167,8 +163,7 @@ async function claimOutliving(
   if (!held) throw new Error(`the item under ${intent.intentKey} is not an intent`);
   // The window a call falls in is decided by when it was asked, not when an attempt gets to run it: a window
   // this intent replaced, if it was asked while that one was open (review 14, R14-4, R14-5).
-  const past =
-    pastWindowFor(request, held) ?? (isHeld(held) ? pastWindowRanOn(held, request.holder.recordKey) : undefined);
+  const past = pastWindowFor(request, held);
   if (past === 'forgotten') return forgotten(request);
   if (past) return fromPastWindow(table, request, past);
   // A marker whose window ended before this call was asked: create passes it — unless it remembers a window
@@ -178,24 +173,21 @@ async function claimOutliving(
     const outlives = held.replaced !== undefined && held.expiresAtS > intent.expiresAtS;
     return outlives ? claimOutliving(table, request, held.expiresAtS) : RUNNING;
   }
-  // This call's own earlier attempt holds it: the key is its own (it created it) or fixed on its record —
-  // whenever this call was asked (one asked past the window holds it as its record's call resent: `ranOnRecord`).
-  // Created (freeable) only under its own key and while no other call ran under it: a taker it took the
-  // intent back from may have (review 12, R12-2).
-  if (held.holder.callId === request.holder.callId) {
-    const alone = held.runnersKnown && held.runners.every((runner) => runner === request.holder.callId);
-    return (await swapIntent(table, held, request.holder)) === 'swapped'
-      ? {
-          kind: 'holds',
-          downstreamKey: held.downstreamKey,
-          created: alone && held.downstreamKey === (request.ownKey ?? request.downstreamKey),
-        }
-      : RUNNING;
-  }
-  if (held.windowEndsAtS < request.askedAtMs / 1000) return replaceEnded(table, request, intent, held);
+  if (held.windowEndsAtS < request.askedAtMs / 1000) return replaceEnded(table, intent, held);
   if (held.holder.recordKey !== request.holder.recordKey) return takeFromAnother(table, request, held);
   // Another call of this record (claimed anew since): it runs under the intent's key only fixed on its record.
-  return takeOver(table, request, held);
+  if (held.holder.callId !== request.holder.callId) return takeOver(table, request, held);
+  // This call's own earlier attempt holds it: the key is its own (it created it) or fixed on its record.
+  // Created (freeable) only under its own key and while no other call ran under it: a taker it took the
+  // intent back from may have (review 12, R12-2).
+  const alone = held.runnersKnown && held.runners.every((runner) => runner === request.holder.callId);
+  return (await swapIntent(table, held, request.holder)) === 'swapped'
+    ? {
+        kind: 'holds',
+        downstreamKey: held.downstreamKey,
+        created: alone && held.downstreamKey === (request.ownKey ?? request.downstreamKey),
+      }
+    : RUNNING;
 }
 
 /**
@@ -284,12 +276,7 @@ export async function runnersInFlight(
  * (a retry, the completer) ask the intent again and must find their own — replaced under them, they
  * would take the new intent's answer for their own effect.
  */
-async function replaceEnded(
-  table: IdempotencyTable,
-  request: IntentRequest,
-  intent: NewIntent,
-  held: Intent,
-): Promise<IntentClaim> {
+async function replaceEnded(table: IdempotencyTable, intent: NewIntent, held: Intent): Promise<IntentClaim> {
   const record = await readCallRecord(table, held.holder.recordKey);
   if (holdsIntent(record, held.holder)) {
     const state = classify(record, Date.now());
@@ -297,11 +284,8 @@ async function replaceEnded(
   }
   // Nor while a call that ran under it before (its creator, an earlier taker) may still run and ask it
   // again (review 11, R11-3) — a stalled one too, as a stalled holder: a resend of it may still run it.
-  const [runner] = await runnersInFlight(table, held, [held.holder.callId, request.holder.callId]);
+  const [runner] = await runnersInFlight(table, held, [held.holder.callId]);
   if (runner) return heldBackBy(runner.record, runner.state);
-  // A call of the record one of its runners ran on, claimed anew (`ranOnRecord`): that runner's call resent,
-  // it runs under the window's key, taken over — never a new window under its own.
-  if (ranOnRecord(held, request.holder.recordKey)) return takeOver(table, request, held);
   // Nor, when its runners are unknown (an earlier version's), before its TTL: by then every call asked in its
   // window has expired (review 13, R13-2) — and after it, not until DynamoDB's sweep (review 14, R14-1).
   if (!held.runnersKnown && Date.now() < held.expiresAtS * 1000) {
@@ -325,7 +309,9 @@ async function replaceEnded(
 function heldBackBy(record: CallRecord, state: InFlightState): IntentClaim {
   if (state === 'live') return runningOn(record);
   const nowMs = Date.now();
-  const untilMs = state === 'abandoned' ? nowMs + askAgainAfterMs(record, state, nowMs) : record.expiresAtS * 1000;
+  // A stalled one's TTL: a second past it, the first instant every reader counts it expired (review 36, F4).
+  const untilMs =
+    state === 'abandoned' ? nowMs + askAgainAfterMs(record, state, nowMs) : expiredFromMs(record.expiresAtS);
   return { kind: 'running', lockEndsMs: untilMs, parked: true, movable: true };
 }
 

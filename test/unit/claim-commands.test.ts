@@ -1,15 +1,18 @@
 import {
+  ConditionalCheckFailedException,
   DeleteItemCommand,
   DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { lastLookMs } from '../../lib/idempotency/call-state';
 import { NotFoundError } from '../../lib/idempotency/errors';
+import { claim } from '../../lib/idempotency/protocol/claim';
 import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
-import { readCallRecord } from '../../lib/idempotency/protocol/table';
+import { idempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
 import { ToolRuntime } from '../../lib/idempotency/runtime';
 import { noteTool } from '../helpers/tools';
 import { deadline } from '../helpers/world';
@@ -216,5 +219,77 @@ describe('the read every decision is made on', () => {
       Key: { id: { S: 'send_note#abc' } },
       ConsistentRead: true,
     });
+  });
+});
+
+/**
+ * A first claim refused by an expired call of the same arguments still in flight with a key fixed (review 34,
+ * F1): claimed anew on that record's claim, keeping the key — or, none of its attempts ran, as any first claim.
+ */
+describe('a first claim over an expired call that fixed a key (claimKeeping)', () => {
+  const client = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  const dynamodb = mockClient(client);
+  const table = idempotencyTable({ client, tableName: 'keys' });
+  const NOW = 1_800_000_000_000;
+  const first = {
+    recordKey: 'send_note#k',
+    tenant: 'acme',
+    tool: 'send_note',
+    validation: 'v1',
+    expiresAtS: NOW / 1000 + 3_600,
+    lockEndsMs: NOW + 10_000,
+    call: '{}',
+  };
+  const old = (overrides: Record<string, unknown> = {}) => ({
+    id: 'send_note#k',
+    status: 'INPROGRESS',
+    claim_id: 'c-old',
+    call_id: 'i-old',
+    attempt: 2,
+    in_progress_expiration: NOW - 3_700_000,
+    expiration: NOW / 1000 - 60,
+    validation: 'v1',
+    downstream_key: 'k-window',
+    tenant: 'acme',
+    tool: 'send_note',
+    ...overrides,
+  });
+  const refusedBy = (item: Record<string, unknown>) =>
+    new ConditionalCheckFailedException({ message: 'refused', $metadata: {}, Item: marshall(item) });
+
+  beforeEach(() => dynamodb.reset());
+
+  it('keeps the key in its own write, on the old claim, still expired: ranBefore', async () => {
+    dynamodb.on(PutItemCommand).rejectsOnce(refusedBy(old())).resolves({});
+    const claimed = await claim(table, first, NOW);
+    expect(claimed).toMatchObject({
+      kind: 'claimed',
+      claim: { downstreamKey: 'k-window', ranBefore: true, attempt: 1 },
+    });
+    const [, second] = dynamodb.commandCalls(PutItemCommand).map((c) => c.args[0].input);
+    expect(second).toMatchObject({
+      ConditionExpression: '#claim = :oldClaim AND #expiry < :now',
+      ExpressionAttributeNames: { '#claim': 'claim_id', '#expiry': 'expiration' },
+      ExpressionAttributeValues: { ':oldClaim': { S: 'c-old' }, ':now': { N: String(NOW / 1000) } },
+      Item: { downstream_key: { S: 'k-window' }, status: { S: 'INPROGRESS' }, attempt: { N: '1' } },
+    });
+  });
+
+  it.each([
+    ['none of its attempts ran (unrun_attempts)', old({ unrun_attempts: 2 }), 'over it, fresh'],
+    ['completed', old({ status: 'COMPLETED' }), 'refused'],
+    ['other arguments', old({ validation: 'v2' }), 'refused'],
+    ['not expired', old({ expiration: NOW / 1000 + 60 }), 'refused'],
+  ] as const)('%s: the key is not kept', async (_what, item, expected) => {
+    dynamodb.on(PutItemCommand).rejectsOnce(refusedBy(item)).resolves({});
+    const claimed = await claim(table, first, NOW);
+    const puts = dynamodb.commandCalls(PutItemCommand).map((c) => c.args[0].input);
+    if (expected === 'refused') {
+      expect([claimed.kind, puts.length]).toEqual(['refused', 1]);
+      return;
+    }
+    expect(claimed).toMatchObject({ kind: 'claimed', claim: { downstreamKey: undefined, ranBefore: false } });
+    expect(puts[1]?.Item?.downstream_key).toBeUndefined();
+    expect(puts[1]?.ConditionExpression).toBe('#claim = :oldClaim AND #expiry < :now');
   });
 });

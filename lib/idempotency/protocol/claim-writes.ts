@@ -101,16 +101,21 @@ export async function claim(table: IdempotencyTable, first: FirstClaim, nowMs: n
     existing.downstreamKey !== undefined &&
     existing.claimId !== undefined &&
     existing.expiresAtS < nowMs / 1000;
-  return resent ? claimKeeping(table, first, nowMs, existing, existing.downstreamKey) : written;
+  // None of its attempts ran (`neverRan`: queued, failed before its tool ran): nothing to keep, a fresh call.
+  if (!resent) return written;
+  return claimKeeping(table, first, nowMs, existing, neverRan(existing) ? undefined : existing.downstreamKey);
 }
 
-/** `claim`'s write over `old` (expired, in flight, `key` fixed), keeping its key: on `old`'s claim, still expired. */
+/**
+ * `claim`'s write over `old` (expired, in flight, a key fixed): on `old`'s claim, still expired — keeping `key`
+ * (run under by an earlier attempt of it: `ranBefore`), or, none given, as any first claim.
+ */
 function claimKeeping(
   table: IdempotencyTable,
   first: FirstClaim,
   nowMs: number,
   old: CallRecord,
-  key: string,
+  key: string | undefined,
 ): Promise<Claimed> {
   const attr = table.attributes;
   return claimWrite(
@@ -122,8 +127,7 @@ function claimKeeping(
       names: { '#claim': attr.claim, '#expiry': attr.expiry },
       values: marshall({ ':oldClaim': old.claimId, ':now': nowMs / 1000 }),
     },
-    // Its earlier attempts ran under it unless none of them ran (`neverRan`): then it is as fresh as any.
-    { downstreamKey: key, ranBefore: !neverRan(old) },
+    key,
   );
 }
 
@@ -132,7 +136,8 @@ async function claimWrite(
   first: FirstClaim,
   nowMs: number,
   condition: Condition,
-  kept?: { readonly downstreamKey: string; readonly ranBefore: boolean },
+  /** The downstream key an earlier attempt of this call, past its record's TTL, ran under (`claimKeeping`). */
+  kept?: string,
 ): Promise<Claimed> {
   const attr = table.attributes;
   const claimId = randomUUID();
@@ -154,7 +159,7 @@ async function claimWrite(
         [attr.expiry]: first.expiresAtS,
         [attr.validation]: first.validation,
         [attr.createdAt]: nowMs,
-        ...(kept ? { [attr.downstreamKey]: kept.downstreamKey } : {}),
+        ...(kept === undefined ? {} : { [attr.downstreamKey]: kept }),
       }),
       ConditionExpression: condition.expression,
       ExpressionAttributeNames: condition.names,
@@ -170,9 +175,9 @@ async function claimWrite(
       recordKey: first.recordKey,
       claimId,
       attempt: 1,
-      ranBefore: kept?.ranBefore ?? false,
+      ranBefore: kept !== undefined,
       queuedBefore: 0,
-      downstreamKey: kept?.downstreamKey,
+      downstreamKey: kept,
       callId,
       askedAtMs: nowMs,
       expiresAtS: first.expiresAtS,

@@ -1,0 +1,84 @@
+// Rule 8 (docs/state-machine.md): every call ends, in a time its answers state.
+/**
+ * Review 37 of 66411d0 (the first claim's kept key: `claim`, `claimKeeping`, `claimWrite` in
+ * protocol/claim-writes.ts). Each `describe` holds one finding; its test fails on 66411d0 for the reason its
+ * title states.
+ */
+import { callRecords } from '../helpers/call-records';
+import { livenessWorld } from '../helpers/liveness-world';
+import {
+  intentItemIdsOf,
+  landThenFailNextIntentWrite,
+  recordIdsOf,
+  throttleNextRecordUpdate,
+} from '../helpers/no-effect';
+import { deadline, identity } from '../helpers/protocol-world';
+import { noteTool } from '../helpers/tools';
+
+const w = livenessWorld('review37');
+
+type Answer = { ok: boolean; status?: string; idempotent?: boolean };
+const noteOf = (answer: Answer) =>
+  (answer as unknown as { result?: { note_id?: string } }).result?.note_id ??
+  (answer as unknown as { receipt?: { note_id?: string } }).receipt?.note_id;
+
+/** A provider that keeps every downstream key's effect (a key it has seen replays it); `die`: no store after. */
+function dedupingNotes(options: { ttlSeconds: number; dedupeWindowSeconds: number }) {
+  const effects = new Map<string, string>();
+  const runs: string[] = [];
+  const mode = { die: false };
+  const { tool } = noteTool(
+    `window_${Math.random().toString(36).slice(2, 10)}`,
+    async (args, context) => {
+      runs.push(context.downstreamKey);
+      if (mode.die) throttleNextRecordUpdate(w.world); // the worker dies before its store
+      const seen = effects.get(context.downstreamKey);
+      if (seen) return { receipt: { note_id: seen, text: args.text }, replayed: true };
+      const noteId = `note_${effects.size + 1}`;
+      effects.set(context.downstreamKey, noteId);
+      return { receipt: { note_id: noteId, text: args.text }, replayed: false };
+    },
+    options,
+  );
+  return { tool, effects, runs, mode };
+}
+
+describe('review37 F1: a call claimed anew keeping a key it never ran under (`claimKeeping`, ranBefore false) asks the intent as a call asked NOW (`askedAtMs`: the new claim’s time, not its window’s) with the kept key as the key of any intent it creates — so over its own ended window W1 it replaces the intent (`replaceEnded`) and opens a NEW window W2 under W1’s downstream key: W2’s calls with any other client key are answered W1’s effect (a wrong receipt, no effect of their own), where without that resend W2’s first call makes W2’s effect', () => {
+  it('A makes W1’s effect and dies; B takes A’s intent over (key fixed, the transaction’s answer lost: parked unrun); past both TTLs B is resent, then D (fresh key, same arguments) is asked in the window B’s resend opened', async () => {
+    const { tool, runs, mode } = dedupingNotes({ ttlSeconds: 3_600, dedupeWindowSeconds: 600 });
+    const caller = identity();
+    const t0 = Date.now();
+    w.clockAt(t0);
+    mode.die = true;
+    await w.runtime.invoke(tool, caller, { idempotency_key: 'a', text: 'x' }, deadline());
+    mode.die = false;
+    expect(runs).toHaveLength(1); // A made W1's effect (note_1) under its own key, and died before its store
+    const w1Key = runs[0];
+    w.clockAt(t0 + 20_000); // A's lock ended: abandoned, inside W1
+    landThenFailNextIntentWrite(w.world, 'TransactWriteItemsCommand');
+    const b = (await w.runtime.invoke(tool, caller, { idempotency_key: 'b', text: 'x' }, deadline())) as Answer;
+    expect(runs).toHaveLength(1); // B never ran
+    const ids = await recordIdsOf(w.world, caller.tenant);
+    const items = await Promise.all(ids.map((id) => w.itemOf(id)));
+    const bItem = items.find((item) => item.downstream_key !== undefined);
+    expect(bItem?.downstream_key).toBe(w1Key); // B's record fixed W1's key (the intent's takeover landed)
+    expect(bItem?.unrun_attempts).toBe(1); // and was parked unrun: its answer was lost
+    // Past A's and B's TTLs (t0 + 3620 s): B's caller resends.
+    w.clockAt(t0 + 3_700_000);
+    const resent = (await w.runtime.invoke(tool, caller, { idempotency_key: 'b', text: 'x' }, deadline())) as Answer;
+    const [intentId] = await intentItemIdsOf(w.world, caller.tenant);
+    const intent = intentId ? await callRecords(w.world, w.runtime).itemOf(intentId) : {};
+    const w2OpenedUnder = intent.window_end !== undefined && Number(intent.window_end) > (t0 + 3_700_000) / 1000;
+    // D, a fresh key with the same arguments, 10 s later: inside the window B's resend opened.
+    w.clockAt(t0 + 3_710_000);
+    const d = (await w.runtime.invoke(tool, caller, { idempotency_key: 'd', text: 'x' }, deadline())) as Answer;
+    const under = (key: string | undefined) =>
+      key === undefined ? '-' : key === w1Key ? "W1's (A's) key" : 'another key';
+    const values = `B: ${b.ok ? 'ok' : (b.status ?? 'failed')}; B resent past its TTL: ${noteOf(resent)} (idempotent ${resent.idempotent}), ran under ${under(runs[1])}; the intent after it: window_end ${w2OpenedUnder ? 'a new window (W2)' : String(intent.window_end)}, its key ${under(String(intent.downstream_key))}; D in W2: ${noteOf(d)} (idempotent ${d.idempotent}); the tool ran ${runs.length} times, D's run under ${under(runs[2])}`;
+    expect({ dNote: noteOf(d), w2Key: under(String(intent.downstream_key)), values }).toEqual({
+      dNote: 'note_2',
+      w2Key: 'another key',
+      values,
+    });
+  });
+});

@@ -4,6 +4,8 @@
  * protocol/claim-writes.ts). Each `describe` holds one finding; its test fails on 66411d0 for the reason its
  * title states.
  */
+import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
+import { REFUSED } from '../../lib/idempotency/answers';
 import { callRecords } from '../helpers/call-records';
 import { livenessWorld } from '../helpers/liveness-world';
 import {
@@ -80,5 +82,63 @@ describe('review37 F1: a call claimed anew keeping a key it never ran under (`cl
       w2Key: 'another key',
       values,
     });
+  });
+});
+
+/**
+ * DynamoDB's TTL sweep deletes `recordKey`'s item right after the next first claim on it is refused (between
+ * `claim`'s first PutItem and `claimKeeping`'s): an expired item may be swept at any instant.
+ */
+function sweepAfterNextRefusedClaim(recordKey: string): void {
+  const name = `sweep-after-claim-${Math.random().toString(36).slice(2)}`;
+  const { client, idempotencyTable } = w.world;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { ConditionExpression?: string; Item?: { id?: { S?: string } } };
+      const firstClaim =
+        context.commandName === 'PutItemCommand' &&
+        input.Item?.id?.S === recordKey &&
+        input.ConditionExpression?.startsWith('attribute_not_exists(#id) OR') === true;
+      if (!firstClaim) return next(args);
+      client.middlewareStack.remove(name);
+      try {
+        return await next(args);
+      } catch (error) {
+        await client.send(
+          new DeleteItemCommand({ TableName: idempotencyTable.tableName, Key: { id: { S: recordKey } } }),
+        );
+        throw error;
+      }
+    },
+    { step: 'initialize', name },
+  );
+}
+
+describe('review37 F2: the second write of a resend past the TTL (`claimKeeping`, on the old record’s claim) is refused with no item when DynamoDB’s sweep deleted the expired record between the two PutItems, and `claimOnce` reads a refusal with no item as an item no claim wrote — the resend fails `internal` (“the item under … is not a call record a claim wrote”), a false statement about an absent record, instead of claiming the free key again (`gone_meanwhile`), as every other write that finds the record gone does', () => {
+  it('A dies after its effect; B takes A’s window over, runs under A’s key and dies; past both TTLs B is resent while the sweep deletes its record', async () => {
+    const { tool, runs, mode } = dedupingNotes({ ttlSeconds: 3_600, dedupeWindowSeconds: 600 });
+    const caller = identity();
+    const t0 = Date.now();
+    w.clockAt(t0);
+    mode.die = true;
+    await w.runtime.invoke(tool, caller, { idempotency_key: 'a', text: 'x' }, deadline());
+    w.clockAt(t0 + 20_000); // A's lock ended: abandoned, inside W1
+    await w.runtime.invoke(tool, caller, { idempotency_key: 'b', text: 'x' }, deadline());
+    mode.die = false;
+    expect(runs).toEqual([runs[0], runs[0]]); // B ran under A's key (taken over) and died
+    const ids = await recordIdsOf(w.world, caller.tenant);
+    const bKey = (await Promise.all(ids.map((id) => w.itemOf(id)))).find(
+      (item) => item.downstream_key !== undefined,
+    )?.id;
+    expect(bKey).toBeDefined();
+    w.clockAt(t0 + 3_700_000); // past A's and B's TTLs (t0 + 3620 s)
+    sweepAfterNextRefusedClaim(String(bKey));
+    const notACallRecord = jest.spyOn(REFUSED, 'notACallRecord');
+    const resent = (await w.runtime.invoke(tool, caller, { idempotency_key: 'b', text: 'x' }, deadline())) as Answer & {
+      error?: { code?: string; message?: string };
+    };
+    const after = await w.itemOf(String(bKey));
+    const values = `B resent past its TTL, its record swept between the two PutItems: ${resent.ok ? `ok ${noteOf(resent)}` : `${resent.status ?? 'failed'} ${resent.error?.code ?? ''}: ${resent.error?.message ?? JSON.stringify(resent)}`}; the tool ran ${runs.length - 2} more time(s); the record after: ${after.status ?? 'none'}; REFUSED.notACallRecord answered it: ${notACallRecord.mock.calls.length} time(s)`;
+    expect({ ok: resent.ok, values }).toEqual({ ok: true, values });
   });
 });

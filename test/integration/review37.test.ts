@@ -2,7 +2,22 @@
 /**
  * Review 37 of 66411d0 (the first claim's kept key: `claim`, `claimKeeping`, `claimWrite` in
  * protocol/claim-writes.ts). Each `describe` holds one finding; its test fails on 66411d0 for the reason its
- * title states.
+ * title states. F1 (safety, wrong receipt): a kept key with ranBefore false is handed to the intent as the key
+ * of a call asked now — over its own ended window it opens a new window under the old window's key, and that
+ * window's calls are answered the old window's effect. F2 (liveness/wording): DynamoDB's sweep deleting the
+ * expired record between `claim`'s two PutItems makes the resend fail `internal` ("not a call record a claim
+ * wrote") instead of claiming the free key. Looked at and not found wanting: two resends racing (one
+ * `claimKeeping` wins, the other attaches); different arguments past the TTL (the first PutItem passes: a
+ * fresh call under its own key); a tombstone or a Powertools record (no `downstream_key`: the first PutItem
+ * passes); a completed record (never kept); a kept key with ranBefore true (runs under it without the intent;
+ * a call queued on the old holder's call id, or asked in the old window, still finds that window's key through
+ * `takeFromAnother` / `fromPastWindow`); a new window held back by the stalled old call (replaced at its TTL
+ * under its creator's own key, the resend under the old key: one effect each); the completer's rechecks and
+ * give-ups on the old claim (refused: the claim changed); the hand-off path; erase's `deleteExpired` racing the
+ * second PutItem (its condition, `#expiry < :now`, fails over the new claim; the other order is F2); a resend
+ * over an erased tenant's intent (the kept call is a live record erase keeps). The explorer sees only writes that
+ * succeeded (the refused first PutItem is not recorded; the second is read as a claim anew) — but none of its
+ * scenarios has a dedupe window, so `claimKeeping` is never reached there.
  */
 import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { REFUSED } from '../../lib/idempotency/answers';

@@ -18,6 +18,9 @@
  * over an erased tenant's intent (the kept call is a live record erase keeps). The explorer sees only writes that
  * succeeded (the refused first PutItem is not recorded; the second is read as a claim anew) — but none of its
  * scenarios has a dedupe window, so `claimKeeping` is never reached there.
+ * Both fixed at their rules: a key is kept only when an earlier attempt ran under it (`neverRan`: else the
+ * record is claimed over as any first claim, 4ae44d5); a claim refused with no item in its way claims again
+ * (`Claimed.gone`: the record went away between a read and the write).
  */
 import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { REFUSED } from '../../lib/idempotency/answers';

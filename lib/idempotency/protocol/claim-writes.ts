@@ -62,7 +62,11 @@ export interface FirstClaim {
 /** A claim's write, or the record in its way (undefined only if DynamoDB returned none). */
 export type Claimed =
   | { readonly kind: 'claimed'; readonly claim: Claim }
-  | { readonly kind: 'refused'; readonly existing: CallRecord | undefined };
+  /**
+   * `existing`: the record in its way — undefined when the item is not a call record a claim wrote, or, `gone`,
+   * when there was none: it went away between a read and the write (a claim over it kept, its TTL's sweep).
+   */
+  | { readonly kind: 'refused'; readonly existing: CallRecord | undefined; readonly gone?: true };
 
 /**
  * claim: absent | expired ──▶ live (attempt 1). A PutItem where no record is, or where its TTL passed
@@ -167,7 +171,10 @@ async function claimWrite(
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     }),
   );
-  if (!written.passed) return { kind: 'refused', existing: written.item && callRecordOf(written.item, attr) };
+  if (!written.passed) {
+    if (!written.item) return { kind: 'refused', existing: undefined, gone: true };
+    return { kind: 'refused', existing: callRecordOf(written.item, attr) };
+  }
   const callId = callIdOf(first.recordKey, instance);
   return {
     kind: 'claimed',

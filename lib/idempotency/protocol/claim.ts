@@ -76,7 +76,9 @@ async function claimOnce(table: IdempotencyTable, request: ClaimRequest): Promis
   const claimed = await claim(table, { ...request, call: request.call() }, nowMs);
   if (claimed.kind === 'claimed') return claimed;
   const existing = claimed.existing;
-  if (!existing) return failed(REFUSED.notACallRecord(request.recordKey));
+  // None in its way: it went away between the two writes of a claim over it (`claimKeeping`; review 37, F2: its
+  // TTL's sweep) — the key is free, claimed again. Else not a call record a claim wrote.
+  if (!existing) return claimed.gone ? GONE_MEANWHILE : failed(REFUSED.notACallRecord(request.recordKey));
   const state = classify(existing, nowMs);
   if (state === 'erased') return failed(REFUSED.erased());
   if (isAbandoned(state) && existing.validation === request.validation && existing.claimId !== undefined) {

@@ -20,7 +20,8 @@ import { ttlLookedAtFor } from './call-state';
 import { expiresAtSOf } from './derivation';
 import { InFlightError, RELEASING_CODES, ToolError } from './errors';
 import { downstreamKey } from './fingerprint';
-import { type Claim, type ClaimRequest, claimCall } from './protocol/claim';
+import { type ClaimRequest, claimCall } from './protocol/claim';
+import type { Claim } from './protocol/claim-writes';
 import { claimIntent, type IntentScope, intentKeyOf, outcomeOf } from './protocol/intent';
 import type { IntentHolder } from './protocol/intent-record';
 import { releaseIntent } from './protocol/intent-writes';
@@ -295,8 +296,7 @@ async function storeOutcome<S extends z.ZodMiniObject, R extends JsonObject>(
     // Nothing written: the record stays in flight until its lock ends (then a retry or the completer).
     return { ...failed(new StoreWriteError('store', { cause: error })), call: leftAs(plan, claim, plan.lockEndsMs) };
   }
-  // The effect ran; another attempt of the call holds the key now (under the same downstream key), or it
-  // was erased: its state is not this attempt's to tell.
+  // The effect ran; another attempt holds the key now (under the same downstream key), or it was erased.
   if (stored === 'claim_lost') return failed(REFUSED.claimLostAfterEffect());
   const call: CallRecord = {
     ...leftAs(plan, claim, plan.lockEndsMs),

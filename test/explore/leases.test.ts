@@ -14,7 +14,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { lastLookMs, latestLockEndMs } from '../../lib/idempotency/call-state';
-import { type Claim, claim, takeOver } from '../../lib/idempotency/protocol/claim';
+import { type Claim, claim, takeOver } from '../../lib/idempotency/protocol/claim-writes';
 import { park } from '../../lib/idempotency/protocol/settle';
 import { EXPIRING_VALUE, idempotencyTable } from '../../lib/idempotency/protocol/table';
 import { leaseViolations } from './leases';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
+import { type Claim, claim } from '../../lib/idempotency/protocol/claim-writes';
 import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import { deadline, identity, type ProtocolWorld } from './protocol-world';
 import { noteTool } from './tools';

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { NotFoundError } from '../../lib/idempotency/errors';
-import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
+import { type Claim, claim } from '../../lib/idempotency/protocol/claim-writes';
 import { claimIntent, type IntentClaim, type IntentRequest, intentKeyOf } from '../../lib/idempotency/protocol/intent';
 import type { IntentHolder } from '../../lib/idempotency/protocol/intent-record';
 import { releaseIntent } from '../../lib/idempotency/protocol/intent-writes';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { type Claim, claim, type FirstClaim } from '../../lib/idempotency/protocol/claim';
+import { type Claim, claim, type FirstClaim } from '../../lib/idempotency/protocol/claim-writes';
 import type { IdempotencyTable } from '../../lib/idempotency/protocol/table';
 
 /** The TTL of the records these helpers claim. */

@@ -7,7 +7,7 @@ import { TABLES } from '../../app/tables';
 import { refund as refundTool } from '../../app/tools/refund';
 import { eraseTenant } from '../../lib/admin/erase-tenant';
 import { CLOCK_SKEW_TOLERANCE_MS, LAST_LOOK_BEFORE_TTL_MS } from '../../lib/idempotency/call-state';
-import { claim, takeOver } from '../../lib/idempotency/protocol/claim';
+import { claim, takeOver } from '../../lib/idempotency/protocol/claim-writes';
 import { type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
 import type { ToolResult } from '../../lib/idempotency/types';
 import { movableClock } from '../helpers/clock';

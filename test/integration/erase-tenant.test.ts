@@ -9,7 +9,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { eraseTenant, NO_TENANT_ATTRIBUTE } from '../../lib/admin/erase-tenant';
-import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
+import { type Claim, claim } from '../../lib/idempotency/protocol/claim-writes';
 import { createTableInput } from '../../lib/store/create-tables';
 import type { TableSchema } from '../../lib/store/tables';
 import { IDEMPOTENCY_TABLE } from '../../lib/store/tables';

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { type Claim, claim } from '../../lib/idempotency/protocol/claim';
+import { type Claim, claim } from '../../lib/idempotency/protocol/claim-writes';
 import { markStalled } from '../../lib/idempotency/protocol/completer';
 import {
   deleteOnStampsRead,

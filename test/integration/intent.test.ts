@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { CLOCK_SKEW_TOLERANCE_MS, MAX_WINDOWED_TTL_SECONDS } from '../../lib/idempotency/call-state';
-import { type Claim, claim, takeOver } from '../../lib/idempotency/protocol/claim';
+import { type Claim, claim, takeOver } from '../../lib/idempotency/protocol/claim-writes';
 import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { tombstone } from '../../lib/idempotency/protocol/erase';
 import { claimIntent, type IntentRequest, intentKeyOf, outcomeOf } from '../../lib/idempotency/protocol/intent';

@@ -27,7 +27,7 @@ import { recordKeyOf, validationOf } from '../../lib/idempotency/derivation';
 import { INTERNAL_MESSAGE } from '../../lib/idempotency/errors';
 import { fingerprint } from '../../lib/idempotency/fingerprint';
 import { powertoolsResponseHook } from '../../lib/idempotency/powertools';
-import { claim } from '../../lib/idempotency/protocol/claim';
+import { claim } from '../../lib/idempotency/protocol/claim-writes';
 import { eraseItem } from '../../lib/idempotency/protocol/erase';
 import { encodeCall } from '../../lib/idempotency/protocol/record';
 import type { JsonObject } from '../../lib/idempotency/types';

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { ResourceNotFoundException, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { classify } from '../../lib/idempotency/call-state';
-import { claim, fixKeyInput, takeOver } from '../../lib/idempotency/protocol/claim';
+import { claim, fixKeyInput, takeOver } from '../../lib/idempotency/protocol/claim-writes';
 import { markStalled } from '../../lib/idempotency/protocol/completer';
 import { closeStalled, deleteExpired, tombstone } from '../../lib/idempotency/protocol/erase';
 import { type Intent, type IntentHolder, intentOf } from '../../lib/idempotency/protocol/intent-record';

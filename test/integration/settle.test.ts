@@ -1,6 +1,6 @@
 // Rule 1 (docs/state-machine.md): a record whose effect may have happened is never deleted.
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { fixKeyInput, takeOver } from '../../lib/idempotency/protocol/claim';
+import { fixKeyInput, takeOver } from '../../lib/idempotency/protocol/claim-writes';
 import { park, release, store } from '../../lib/idempotency/protocol/settle';
 import { conditionally, type IdempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
 import { createProtocolWorld, type ProtocolWorld } from '../helpers/protocol-world';

@@ -10,7 +10,7 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { lastLookMs } from '../../lib/idempotency/call-state';
 import { NotFoundError } from '../../lib/idempotency/errors';
-import { claim } from '../../lib/idempotency/protocol/claim';
+import { claim } from '../../lib/idempotency/protocol/claim-writes';
 import { DEFAULT_RECORD_ATTRIBUTES } from '../../lib/idempotency/protocol/record';
 import { idempotencyTable, readCallRecord } from '../../lib/idempotency/protocol/table';
 import { ToolRuntime } from '../../lib/idempotency/runtime';

@@ -2,7 +2,7 @@
  * The claim: how an attempt gets its claim on a call record, in one file — the decision (`claimCall`: a
  * first claim, or a takeover of the abandoned attempt it found, or the answer the record in its way gives:
  * a replay of its outcome, `pending` while it runs, `conflict` for other arguments, `not_found` once
- * erased); its writes (`claim`, `takeOver`, `fixKeyInput`) are claim-writes.ts, re-exported here. The answers are the ones Powertools' handler gave a refused claim
+ * erased); its writes (`claim`, `takeOver`, `fixKeyInput`) are claim-writes.ts. The answers are the ones Powertools' handler gave a refused claim
  * (`IdempotencyValidationError`, `IdempotencyAlreadyInProgressError`, the response hook), decided here from
  * the typed record instead of rethrown through it.
  */
@@ -19,16 +19,6 @@ import {
 import { type Claim, claim, type FirstClaim, takeOver } from './claim-writes';
 import { type CallRecord, STATUS } from './record';
 import type { IdempotencyTable } from './table';
-
-export {
-  type Claim,
-  type Claimed,
-  claim,
-  type FirstClaim,
-  fixKeyInput,
-  type TakeOver,
-  takeOver,
-} from './claim-writes';
 
 /** What an attempt claims with. */
 export interface ClaimRequest extends Omit<FirstClaim, 'call'> {

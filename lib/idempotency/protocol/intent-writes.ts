@@ -7,7 +7,7 @@
 import { DeleteItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { CLOCK_SKEW_TOLERANCE_MS } from '../call-state';
-import { fixKeyInput } from './claim';
+import { fixKeyInput } from './claim-writes';
 import {
   type Intent,
   type IntentHolder,

@@ -5,7 +5,7 @@
 import { DeleteItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { lastLookMs } from '../call-state';
-import type { Claim } from './claim';
+import type { Claim } from './claim-writes';
 import { STATUS, type StoredOutcome } from './record';
 import { conditionally, givingUp, type IdempotencyTable, ownClaim } from './table';
 

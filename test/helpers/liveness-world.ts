@@ -5,8 +5,10 @@ import type { ToolRuntime } from '../../lib/idempotency/runtime';
 import type { ToolDefinition } from '../../lib/idempotency/tool';
 import { readOperation } from '../../lib/reads/operation';
 import { callRecords } from './call-records';
+import { throttleNextRecordUpdate } from './no-effect';
 import { ownIdempotencyTable } from './own-table';
 import { createProtocolWorld, type identity, type ProtocolWorld } from './protocol-world';
+import { noteTool } from './tools';
 
 /** The stack's tool functions' timeout (`INVOCATION_TIMEOUT_SECONDS`): a resend's lock. */
 export const RESEND_INVOCATION_MS = 10_000;
@@ -91,6 +93,29 @@ export function livenessWorld(label: string) {
           },
         },
       ]);
+    },
+    /**
+     * A note tool whose provider keeps every downstream key's effect (a key it has seen replays it); `mode.die`:
+     * the worker dies before its store. Its effects by key, and the keys it ran under, in order.
+     */
+    dedupingNotes(options: { ttlSeconds: number; dedupeWindowSeconds: number }) {
+      const effects = new Map<string, string>();
+      const runs: string[] = [];
+      const mode = { die: false };
+      const { tool } = noteTool(
+        `window_${Math.random().toString(36).slice(2, 10)}`,
+        async (args, context) => {
+          runs.push(context.downstreamKey);
+          if (mode.die) throttleNextRecordUpdate(built().world); // the worker dies before its store
+          const seen = effects.get(context.downstreamKey);
+          if (seen) return { receipt: { note_id: seen, text: args.text }, replayed: true };
+          const noteId = `note_${effects.size + 1}`;
+          effects.set(context.downstreamKey, noteId);
+          return { receipt: { note_id: noteId, text: args.text }, replayed: false };
+        },
+        options,
+      );
+      return { tool, effects, runs, mode };
     },
     /** `get_operation` of `caller`'s call of `tool` under `key`. */
     async poll(caller: ReturnType<typeof identity>, tool: string, key: string): Promise<PolledOperation> {

@@ -28,44 +28,18 @@ import { readTask } from '../../lib/idempotency/task';
 import type { ToolDefinition } from '../../lib/idempotency/tool';
 import { readOperation } from '../../lib/reads/operation';
 import { callRecords } from '../helpers/call-records';
+import { livenessWorld } from '../helpers/liveness-world';
 import { intentItemIdsOf, recordIdsOf, throttleNextRecordUpdate } from '../helpers/no-effect';
-import { ownIdempotencyTable } from '../helpers/own-table';
-import { createProtocolWorld, deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
+import { deadline, identity, type ProtocolWorld } from '../helpers/protocol-world';
 import { noteTool } from '../helpers/tools';
 
-ownIdempotencyTable('review36');
+const live = livenessWorld('review36');
+const { clockAt, dedupingNotes } = live;
 let world: ProtocolWorld;
 let runtime: ToolRuntime;
 beforeAll(() => {
-  world = createProtocolWorld();
-  runtime = world.idempotencyRuntime();
+  ({ world, runtime } = live);
 });
-afterAll(() => world.destroy());
-afterEach(() => jest.restoreAllMocks());
-
-function clockAt(atMs: number): void {
-  jest.restoreAllMocks();
-  jest.spyOn(Date, 'now').mockImplementation(() => atMs);
-}
-
-/** A provider that keeps every downstream key's effect: a key it has seen replays that effect. */
-function dedupingNotes(options: { ttlSeconds: number; dedupeWindowSeconds: number }) {
-  const effects = new Map<string, string>();
-  const runs: string[] = [];
-  const { tool } = noteTool(
-    `window_${Math.random().toString(36).slice(2, 10)}`,
-    async (args, context) => {
-      runs.push(context.downstreamKey);
-      const seen = effects.get(context.downstreamKey);
-      if (seen) return { receipt: { note_id: seen, text: args.text }, replayed: true };
-      const noteId = `note_${effects.size + 1}`;
-      effects.set(context.downstreamKey, noteId);
-      return { receipt: { note_id: noteId, text: args.text }, replayed: false };
-    },
-    options,
-  );
-  return { tool, effects, runs };
-}
 
 type Answer = { ok: boolean; status?: string; idempotent?: boolean; result?: { note_id?: string } };
 const noteOf = (answer: Answer) =>

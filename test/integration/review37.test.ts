@@ -26,14 +26,8 @@ import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { REFUSED } from '../../lib/idempotency/answers';
 import { callRecords } from '../helpers/call-records';
 import { livenessWorld } from '../helpers/liveness-world';
-import {
-  intentItemIdsOf,
-  landThenFailNextIntentWrite,
-  recordIdsOf,
-  throttleNextRecordUpdate,
-} from '../helpers/no-effect';
+import { intentItemIdsOf, landThenFailNextIntentWrite, recordIdsOf } from '../helpers/no-effect';
 import { deadline, identity } from '../helpers/protocol-world';
-import { noteTool } from '../helpers/tools';
 
 const w = livenessWorld('review37');
 
@@ -42,26 +36,7 @@ const noteOf = (answer: Answer) =>
   (answer as unknown as { result?: { note_id?: string } }).result?.note_id ??
   (answer as unknown as { receipt?: { note_id?: string } }).receipt?.note_id;
 
-/** A provider that keeps every downstream key's effect (a key it has seen replays it); `die`: no store after. */
-function dedupingNotes(options: { ttlSeconds: number; dedupeWindowSeconds: number }) {
-  const effects = new Map<string, string>();
-  const runs: string[] = [];
-  const mode = { die: false };
-  const { tool } = noteTool(
-    `window_${Math.random().toString(36).slice(2, 10)}`,
-    async (args, context) => {
-      runs.push(context.downstreamKey);
-      if (mode.die) throttleNextRecordUpdate(w.world); // the worker dies before its store
-      const seen = effects.get(context.downstreamKey);
-      if (seen) return { receipt: { note_id: seen, text: args.text }, replayed: true };
-      const noteId = `note_${effects.size + 1}`;
-      effects.set(context.downstreamKey, noteId);
-      return { receipt: { note_id: noteId, text: args.text }, replayed: false };
-    },
-    options,
-  );
-  return { tool, effects, runs, mode };
-}
+const { dedupingNotes } = w;
 
 describe('review37 F1: a call claimed anew keeping a key it never ran under (`claimKeeping`, ranBefore false) asks the intent as a call asked NOW (`askedAtMs`: the new claim’s time, not its window’s) with the kept key as the key of any intent it creates — so over its own ended window W1 it replaces the intent (`replaceEnded`) and opens a NEW window W2 under W1’s downstream key: W2’s calls with any other client key are answered W1’s effect (a wrong receipt, no effect of their own), where without that resend W2’s first call makes W2’s effect', () => {
   it('A makes W1’s effect and dies; B takes A’s intent over (key fixed, the transaction’s answer lost: parked unrun); past both TTLs B is resent, then D (fresh key, same arguments) is asked in the window B’s resend opened', async () => {
